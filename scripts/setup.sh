@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test ctriton.
+# Idempotent; prints nothing when everything is already there.
+set -euo pipefail
+
+APT_PACKAGES=(bazel-bootstrap llvm-22-dev libffi-dev python3-dev)
+
+sudo_if_needed() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+run_quiet() {
+  if ! "$@" >"$log" 2>&1; then
+    echo "setup: failed: $*" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+}
+
+# 1. Debian packages.
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  run_quiet sudo_if_needed apt-get update -q
+  run_quiet sudo_if_needed apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# 2. Python test dependencies for the python3 first on PATH.
+if ! python3 -c "import numpy, pytest" >/dev/null 2>&1; then
+  if [ "$(python3 -c 'import sys; print(sys.prefix)')" = /usr ]; then
+    # Debian's own interpreter is externally managed (PEP 668): use apt.
+    echo "setup: installing python3-numpy python3-pytest" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    run_quiet sudo_if_needed apt-get update -q
+    run_quiet sudo_if_needed apt-get install -y -q python3-numpy python3-pytest
+  else
+    echo "setup: pip installing numpy pytest for $(command -v python3)" >&2
+    run_quiet python3 -m pip install -q numpy pytest
+  fi
+fi
+
+# 3. Toolkit pieces that are not Debian packages: CUDA headers and ptxas.
+if [ ! -f /usr/local/cuda/include/cuda.h ]; then
+  echo "setup: warning: /usr/local/cuda/include/cuda.h not found (CUDA toolkit missing)" >&2
+fi
+if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null 2>&1; then
+  echo "setup: warning: ptxas not found (/usr/local/cuda/bin or PATH): PTX is not assembled" >&2
+fi
+exit 0

@@ -1,0 +1,1 @@
+"""ctriton.language: the names of triton.language (owned by the frontend)."""

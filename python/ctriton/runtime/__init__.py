@@ -1,0 +1,1 @@
+from .jit import JITFunction, jit  # noqa: F401

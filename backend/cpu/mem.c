@@ -243,7 +243,7 @@ static void lower_print(Cg *cg, IrOp *op)
 			strcat(idxf, ")");
 		}
 		snprintf(fmt, sizeof fmt, "pid (%%d, %%d, %%d)%s %%s%s%s\n", idxf,
-			 op->nops > 1 ? ir_fmt(cg->ictx, " (operand %d) ", k) : " ", vf);
+			 op->nops > 1 ? ir_fmt(cg->ictx, " (operand %d) ", k) : "", vf);
 		CgLoop l;
 		LLVMValueRef i = NULL;
 		if (block)

@@ -26,6 +26,7 @@ typedef enum CgKind {
 	CV_SCALAR, /* v: scalar SSA value of a scalar IR type */
 	CV_SPLAT,  /* v: scalar SSA value; the block has it everywhere */
 	CV_BUF,    /* v: pointer to numel elements in scratch (or a caller's) */
+	CV_AFF,    /* v: element at flat index i is v + i (ints) or &v[i] (ptrs) */
 } CgKind;
 
 typedef struct CgVal {
@@ -86,6 +87,9 @@ void cg_set(Cg *cg, const IrValue *v, CgVal cv);
 static inline CgVal cg_scalar(LLVMValueRef v) { return (CgVal){CV_SCALAR, v}; }
 static inline CgVal cg_splat(LLVMValueRef v) { return (CgVal){CV_SPLAT, v}; }
 static inline CgVal cg_bufv(LLVMValueRef v) { return (CgVal){CV_BUF, v}; }
+static inline CgVal cg_aff(LLVMValueRef v) { return (CgVal){CV_AFF, v}; }
+/* Same value in every element: a scalar or a splat. */
+static inline bool cg_uniform(CgVal v) { return v.kind == CV_SCALAR || v.kind == CV_SPLAT; }
 
 /* A fresh scratch buffer for a block of type t. */
 LLVMValueRef cg_newbuf(Cg *cg, const IrType *t);

@@ -487,7 +487,32 @@ void cg_lower_elem(Cg *cg, IrOp *op)
 	bool uniform = true;
 	for (int i = 0; i < n; i++) {
 		cv[i] = cg_get(cg, op->ops[i]);
-		uniform &= cv[i].kind != CV_BUF;
+		uniform &= cg_uniform(cv[i]);
+	}
+	/* Affine values stay symbolic through + - and addptr with a uniform:
+	 * contiguous pointers then give contiguous (vector) loads and stores. */
+	if (ir_is_block(rt) && n == 2) {
+		CgVal a = cv[0], b = cv[1];
+		const IrType *et = ir_scalar(rt);
+		bool ints = ir_is_int(et) && et->kind != TY_I1;
+		if (op->opc == OP_ADD && ints && a.kind == CV_AFF && cg_uniform(b)) {
+			cg_set(cg, &op->res[0], cg_aff(LLVMBuildAdd(cg->b, a.v, b.v, "")));
+			return;
+		}
+		if (op->opc == OP_ADD && ints && b.kind == CV_AFF && cg_uniform(a)) {
+			cg_set(cg, &op->res[0], cg_aff(LLVMBuildAdd(cg->b, a.v, b.v, "")));
+			return;
+		}
+		if (op->opc == OP_SUB && ints && a.kind == CV_AFF && cg_uniform(b)) {
+			cg_set(cg, &op->res[0], cg_aff(LLVMBuildSub(cg->b, a.v, b.v, "")));
+			return;
+		}
+		if (op->opc == OP_ADDPTR && ((a.kind == CV_AFF && cg_uniform(b)) ||
+					     (cg_uniform(a) && b.kind == CV_AFF))) {
+			LLVMValueRef xs2[2] = {a.v, b.v};
+			cg_set(cg, &op->res[0], cg_aff(cg_scalar_op(cg, op, xs2)));
+			return;
+		}
 	}
 	if (!ir_is_block(rt) || uniform) {
 		for (int i = 0; i < n; i++)

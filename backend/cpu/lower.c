@@ -96,9 +96,17 @@ static void set_align(LLVMValueRef inst, const IrType *t)
 
 LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 {
-	if (cv.kind != CV_BUF)
+	if (cg_uniform(cv))
 		return cv.v;
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
+	if (cv.kind == CV_AFF) {
+		if (ir_scalar(t)->kind == TY_PTR) {
+			const IrType *pt = ir_scalar(t)->elem;
+			LLVMTypeRef pet = pt && pt->kind != TY_BLOCK ? cg_sty(cg, pt) : cg->t_i8;
+			return LLVMBuildGEP2(cg->b, pet, cv.v, &i, 1, "");
+		}
+		return LLVMBuildAdd(cg->b, cv.v, LLVMBuildTrunc(cg->b, i, et, ""), "");
+	}
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, cv.v, &i, 1, "");
 	LLVMValueRef x = LLVMBuildLoad2(cg->b, et, p, "");
 	set_align(x, t);
@@ -149,7 +157,7 @@ void cg_copy_to(Cg *cg, LLVMValueRef dst, CgVal cv, const IrType *t)
 	}
 	CgLoop l;
 	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, t->numel));
-	cg_store_elem(cg, dst, t, i, cv.v);
+	cg_store_elem(cg, dst, t, i, cg_elem(cg, cv, t, i));
 	cg_loop_end(cg, &l);
 }
 

@@ -282,7 +282,7 @@ static void lower_assert(Cg *cg, IrOp *op)
 	const IrType *t = op->ops[0]->type;
 	CgVal c = cg_get(cg, op->ops[0]);
 	LLVMValueRef ok;
-	if (c.kind == CV_BUF) {
+	if (!cg_uniform(c)) {
 		LLVMValueRef all = cg_alloca(cg, cg->t_i1);
 		LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 1, 0), all);
 		CgLoop l;

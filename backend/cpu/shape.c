@@ -58,7 +58,7 @@ static void lower_broadcast(Cg *cg, IrOp *op)
 {
 	const IrType *st = op->ops[0]->type, *rt = op->res[0].type;
 	CgVal v = cg_get(cg, op->ops[0]);
-	if (v.kind != CV_BUF || st->numel == rt->numel) {
+	if (cg_uniform(v) || st->numel == rt->numel) {
 		cg_set(cg, &op->res[0], v.kind == CV_SCALAR ? cg_splat(v.v) : v);
 		return;
 	}
@@ -86,7 +86,7 @@ static void lower_trans(Cg *cg, IrOp *op)
 	const IrType *st = op->ops[0]->type, *rt = op->res[0].type;
 	CgVal v = cg_get(cg, op->ops[0]);
 	const IrAttr *ord = ir_op_attr(op, "order");
-	if (v.kind != CV_BUF) {
+	if (cg_uniform(v)) {
 		cg_set(cg, &op->res[0], v);
 		return;
 	}
@@ -184,14 +184,8 @@ void cg_lower_shape(Cg *cg, IrOp *op)
 	const IrType *rt = op->res[0].type;
 	switch (op->opc) {
 	case OP_MAKE_RANGE: {
-		int64_t start = ir_op_int(op, "start", 0);
-		LLVMValueRef buf = cg_newbuf(cg, rt);
-		CgLoop l;
-		LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, rt->numel));
-		LLVMValueRef v = LLVMBuildAdd(cg->b, LLVMBuildTrunc(cg->b, i, cg->t_i32, ""), cg_i32(cg, start), "");
-		cg_store_elem(cg, buf, rt, i, v);
-		cg_loop_end(cg, &l);
-		cg_set(cg, &op->res[0], cg_bufv(buf));
+		/* kept symbolic: element i is start + i */
+		cg_set(cg, &op->res[0], cg_aff(cg_i32(cg, ir_op_int(op, "start", 0))));
 		return;
 	}
 	case OP_BROADCAST: lower_broadcast(cg, op); return;
@@ -229,7 +223,7 @@ void cg_lower_shape(Cg *cg, IrOp *op)
 	case OP_SPLIT: {
 		const IrType *xt = op->ops[0]->type;
 		CgVal x = cg_get(cg, op->ops[0]);
-		if (x.kind != CV_BUF) {
+		if (cg_uniform(x)) {
 			cg_set(cg, &op->res[0], x);
 			cg_set(cg, &op->res[1], x);
 			return;

@@ -40,7 +40,9 @@ static bool compile(const char *name, const char *text, BeCpuResult *r)
 	}
 	if (err)
 		CHECK(0, "%s: %s", name, ir_error_str(ctx, err));
-	else
+	else if (getenv("CPU_TEST_DUMP") && strcmp(getenv("CPU_TEST_DUMP"), name) == 0)
+		printf("%s\n%s\n", r->llir, r->asm_);
+	if (!err)
 		CHECK(r->kernel && r->llir && r->asm_ && strstr(r->asm_, "ct_kernel_"), "%s: result", name);
 	ir_ctx_free(ctx);
 	return !err;

@@ -2,6 +2,7 @@
  * IR text, run over a grid and checked against values computed here
  * (integers bit-exact, floats within a tolerance). */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1148,6 +1149,138 @@ static void test_errors(void)
 	ir_ctx_free(ctx);
 }
 
+/* Narrow float arithmetic (f16, bf16, fp8 computed in f32 and rounded back),
+ * block results of if/while, and a 2-D grid. */
+static const char *k_narrow =
+	"func kernel @narrow(%in: ptr<f32>, %o: ptr<f32>, %flag: i32) {\n"
+	"  %px = program_id {axis = 0} : i32\n"
+	"  %py = program_id {axis = 1} : i32\n"
+	"  %nx = num_programs {axis = 0} : i32\n"
+	"  %lin0 = mul %py, %nx : i32\n"
+	"  %lin = add %lin0, %px : i32\n"
+	"  %c16 = constant {value = 16} : i32\n"
+	"  %base = mul %lin, %c16 : i32\n"
+	"  %r = make_range {end = 16, start = 0} : block<16xi32>\n"
+	"  %pi = splat %in : block<16xptr<f32>>\n"
+	"  %qi = addptr %pi, %r : block<16xptr<f32>>\n"
+	"  %x = load %qi : block<16xf32>\n"
+	"  %h = cast %x : block<16xf16>\n"
+	"  %h2 = mul %h, %h : block<16xf16>\n"
+	"  %b = cast %x : block<16xbf16>\n"
+	"  %b2 = add %b, %b : block<16xbf16>\n"
+	"  %e = cast %x : block<16xf8e5m2>\n"
+	"  %e2 = sub %e, %e : block<16xf8e5m2>\n"
+	"  %zero = constant {value = 0} : i32\n"
+	"  %cond = cmp %flag, %zero {pred = \"ne\"} : i1\n"
+	"  %sel = if %cond : block<16xf32> {\n"
+	"    %hf = cast %h2 : block<16xf32>\n"
+	"    yield %hf\n"
+	"  } {\n"
+	"    %bf = cast %b2 : block<16xf32>\n"
+	"    yield %bf\n"
+	"  }\n"
+	"  %ef = cast %e2 : block<16xf32>\n"
+	"  %t = add %sel, %ef : block<16xf32>\n"
+	"  %one = constant {value = 1} : i32\n"
+	"  %three = constant {value = 3} : i32\n"
+	"  %w, %k = while %t, %zero : block<16xf32>, i32 {\n"
+	"  ^(%wv: block<16xf32>, %wk: i32):\n"
+	"    %more = cmp %wk, %three {pred = \"lt\"} : i1\n"
+	"    condition %more, %wv, %wk\n"
+	"  } {\n"
+	"  ^(%av: block<16xf32>, %ak: i32):\n"
+	"    %two = constant {value = 2.0} : block<16xf32>\n"
+	"    %av2 = mul %av, %two : block<16xf32>\n"
+	"    %ak1 = add %ak, %one : i32\n"
+	"    yield %av2, %ak1\n"
+	"  }\n"
+	"  %ob = addptr %o, %base : ptr<f32>\n"
+	"  %po = splat %ob : block<16xptr<f32>>\n"
+	"  %qo = addptr %po, %r : block<16xptr<f32>>\n"
+	"  store %qo, %w\n"
+	"  return\n"
+	"}\n";
+
+static void test_narrow(void)
+{
+	BeCpuResult r;
+	if (!compile("narrow", k_narrow, &r))
+		return;
+	float in[16], o[6 * 16];
+	for (int i = 0; i < 16; i++)
+		in[i] = (float)i * 0.3f - 2.2f;
+	for (int flag = 0; flag < 2; flag++) {
+		void *p[2] = {in, o};
+		void *params[3] = {&p[0], &p[1], &flag};
+		int grid[3] = {3, 2, 1};
+		char err[256];
+		CHECK(be_cpu_launch(r.kernel, grid, params, 0, err, 256) == 0, "narrow launch: %s", err);
+		int bad = 0;
+		for (int g = 0; g < 6; g++)
+			for (int i = 0; i < 16; i++) {
+				_Float16 h = (_Float16)in[i];
+				float want = flag ? (float)(_Float16)((float)h * (float)h) : bf16_ref(bf16_ref(in[i]) * 2);
+				want *= 8;
+				bad += o[g * 16 + i] != want;
+			}
+		CHECK(bad == 0, "narrow floats / if / while (flag %d): %d wrong", flag, bad);
+	}
+	be_cpu_result_free(&r);
+}
+
+/* Launches from several threads at once. */
+typedef struct LaunchArg {
+	BeCpuResult *r;
+	int ok;
+} LaunchArg;
+
+static void *launch_thread(void *arg)
+{
+	LaunchArg *a = arg;
+	int n = 777;
+	float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *o = malloc(n * sizeof(float));
+	for (int i = 0; i < n; i++) {
+		x[i] = (float)i;
+		y[i] = 1;
+	}
+	void *px = x, *py = y, *po = o;
+	void *params[4] = {&px, &py, &po, &n};
+	char err[256];
+	a->ok = 1;
+	for (int rep = 0; rep < 20; rep++) {
+		memset(o, 0, n * sizeof(float));
+		if (launch(a->r, 4, params, err) != 0)
+			a->ok = 0;
+		for (int i = 0; i < n; i++)
+			if (o[i] != (float)i + 1)
+				a->ok = 0;
+	}
+	free(x);
+	free(y);
+	free(o);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	BeCpuResult r;
+	if (!compile("add2", k_add, &r))
+		return;
+	pthread_t t[4];
+	LaunchArg a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i].r = &r;
+		pthread_create(&t[i], NULL, launch_thread, &a[i]);
+	}
+	int ok = 1;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ok &= a[i].ok;
+	}
+	CHECK(ok, "concurrent launches");
+	be_cpu_result_free(&r);
+}
+
 int main(void)
 {
 	test_add();
@@ -1164,6 +1297,8 @@ int main(void)
 	test_call();
 	test_assert();
 	test_errors();
+	test_narrow();
+	test_threads();
 	printf("cpu_test: %d passed, %d failed\n", npass, nfail);
 	return nfail ? 1 : 0;
 }

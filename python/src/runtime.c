@@ -997,7 +997,7 @@ static void rt_insert(KernelRuntime *rt, const char *key, size_t klen, uint64_t 
 	e->klen = klen;
 	Py_INCREF(compiled);
 	e->compiled = compiled;
-	Py_INCREF((PyObject *)bin);
+	Py_XINCREF((PyObject *)bin);
 	e->bin = bin;
 	rt->n++;
 }
@@ -1008,7 +1008,7 @@ static void rt_clear(KernelRuntime *rt)
 		if (rt->tab[i].key) {
 			free(rt->tab[i].key);
 			Py_DECREF(rt->tab[i].compiled);
-			Py_DECREF((PyObject *)rt->tab[i].bin);
+			Py_XDECREF((PyObject *)rt->tab[i].bin);
 		}
 	free(rt->tab);
 	rt->tab = NULL;
@@ -1229,16 +1229,7 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		Py_DECREF(od);
 		if (!compiled)
 			goto done;
-		PyObject *bin = PyObject_GetAttr(compiled, G.s_binary);
-		if (!bin || !PyObject_TypeCheck(bin, (PyTypeObject *)BinaryType)) {
-			if (!PyErr_Occurred())
-				PyErr_SetString(PyExc_TypeError, "_ct_compile must return a CompiledKernel");
-			Py_XDECREF(bin);
-			Py_DECREF(compiled);
-			goto done;
-		}
-		rt_insert(rt, key.p, key.n, h, compiled, (Binary *)bin);
-		Py_DECREF(bin);
+		rt_insert(rt, key.p, key.n, h, compiled, NULL);
 		Py_DECREF(compiled);
 		e = rt_find(rt, key.p, key.n, h);
 	}
@@ -1264,7 +1255,19 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		goto done;
 	}
 
-	/* 4. Launch with the parameters packed during classification. */
+	/* 4. Launch with the parameters packed during classification. The
+	 *    variant's launch handles are made on its first launch. */
+	if (!e->bin) {
+		PyObject *bin = PyObject_GetAttr(e->compiled, G.s_binary);
+		if (!bin)
+			goto done;
+		if (!PyObject_TypeCheck(bin, (PyTypeObject *)BinaryType)) {
+			PyErr_SetString(PyExc_TypeError, "CompiledKernel._binary must be a _C.Binary");
+			Py_DECREF(bin);
+			goto done;
+		}
+		e->bin = (Binary *)bin;
+	}
 	if (binary_launch(e->bin, g, &pk, opts[OPT_STREAM]) < 0)
 		goto done;
 	result = e->compiled;

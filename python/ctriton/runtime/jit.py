@@ -137,9 +137,9 @@ class JITFunction:
     def _mock(a):
         if hasattr(a, "data_ptr") or isinstance(a, (int, float, bool, str, tuple, type(None))):
             return a
-        mod = type(a).__module__ or ""
-        if mod.startswith("torch") or mod.startswith("ctriton.language") or \
-                type(a).__name__ in ("dtype",):
+        mod, name = type(a).__module__ or "", type(a).__name__
+        if mod.startswith(("torch", "ctriton.language", "numpy")) and \
+                (name == "dtype" or name.endswith("DType")) or mod.startswith("ctriton.language"):
             return MockTensor(a)
         return a
 

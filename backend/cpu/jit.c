@@ -153,7 +153,8 @@ static IrError *jit_init(IrCtx *ictx)
 	return NULL;
 }
 
-void be_options_default(BeOptions *o)
+/* Weak: whichever backend library is linked may provide it. */
+__attribute__((weak)) void be_options_default(BeOptions *o)
 {
 	memset(o, 0, sizeof *o);
 	o->num_warps = 4;

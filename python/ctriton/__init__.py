@@ -5,6 +5,7 @@
 """
 from .runtime.jit import JITFunction, jit  # noqa: F401
 from . import language  # noqa: F401
+from .compiler.errors import CompilationError  # noqa: F401
 
 
 def cdiv(x, y):

@@ -22,7 +22,6 @@
 
 #include "nvptx.h"
 
-#pragma weak ir_print_module
 
 __attribute__((weak)) void be_options_default(BeOptions *o)
 {
@@ -159,7 +158,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		return ir_error(ctx, IR_ERR_RESOURCE, f->loc,
 				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
 				(long long)shared, (long long)shared_limit(arch));
-	char *ttgir = ir_print_module ? ir_print_module(m) : NULL;
+	char *ttgir = ir_print_module(m);
 
 	/* 2. TTGIR -> LLVM IR */
 	pthread_once(&init_once, init_llvm);

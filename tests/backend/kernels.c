@@ -258,12 +258,17 @@ static IrFunc *tk_atomics(IrModule *m)
 	IrValue *a1[3] = {ptrs(&k, arg(&k, 0), offs), vals, mask};
 	IrValue *o1 = ir_build1(&k.b, OP_ATOMIC_RMW, vals->type, 3, a1);
 	ir_op_set_str(k.ctx, o1->def, "kind", "add");
+	ir_op_set_str(k.ctx, o1->def, "sem", "acq_rel");
+	ir_op_set_str(k.ctx, o1->def, "scope", "gpu");
 	IrValue *a2[2] = {ptrs(&k, arg(&k, 1), offs), offs};
 	IrValue *o2 = ir_build1(&k.b, OP_ATOMIC_RMW, offs->type, 2, a2);
 	ir_op_set_str(k.ctx, o2->def, "kind", "max");
 	ir_op_set_str(k.ctx, o2->def, "sem", "relaxed");
+	ir_op_set_str(k.ctx, o2->def, "scope", "cta");
 	IrValue *a3[3] = {arg(&k, 2), ci(&k, i32, 0), ci(&k, i32, 1)};
 	IrValue *o3 = ir_build1(&k.b, OP_ATOMIC_CAS, i32, 3, a3);
+	ir_op_set_str(k.ctx, o3->def, "sem", "acquire");
+	ir_op_set_str(k.ctx, o3->def, "scope", "sys");
 	/* use the old values so they are not dead */
 	IrValue *s = bin(&k, OP_ADD, o2, splat(&k, o3, o2->type));
 	ir_store(&k.b, ptrs(&k, arg(&k, 1), offs), s, mask);

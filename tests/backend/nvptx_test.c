@@ -54,6 +54,12 @@ static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	tk->build(m);
+	IrError *verr = ir_verify(m);
+	if (verr) {
+		fprintf(stderr, "%s (TTIR): %s\n", tk->name, ir_error_str(ctx, verr));
+		ir_ctx_free(ctx);
+		return false;
+	}
 	BeOptions o;
 	be_options_default(&o);
 	o.num_warps = num_warps;
@@ -61,6 +67,10 @@ static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *
 	IrError *err = be_nvptx_compile(m, &o, &t, out);
 	if (err)
 		fprintf(stderr, "%s: %s\n", tk->name, ir_error_str(ctx, err));
+	if (!err && (verr = ir_verify(m)) != NULL) {
+		fprintf(stderr, "%s (TTGIR): %s\n", tk->name, ir_error_str(ctx, verr));
+		err = verr;
+	}
 	ir_ctx_free(ctx);
 	return err == NULL;
 }

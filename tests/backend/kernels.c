@@ -151,7 +151,7 @@ IrFunc *tk_softmax_row(IrModule *m)
 }
 
 /* sums of a 64x128 f32 tile along both axes */
-static IrFunc *tk_reduce2d(IrModule *m)
+IrFunc *tk_reduce2d(IrModule *m)
 {
 	KB k;
 	k.ctx = m->ctx;

@@ -18,5 +18,6 @@ extern const int n_test_kernels;
 
 IrFunc *tk_vector_add(IrModule *m);
 IrFunc *tk_softmax_row(IrModule *m);
+IrFunc *tk_reduce2d(IrModule *m);
 
 #endif

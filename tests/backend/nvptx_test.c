@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -75,6 +76,66 @@ static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *
 	return err == NULL;
 }
 
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	if (fread(b, 1, (size_t)n, f) != (size_t)n)
+		n = 0;
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+/* Every tests/backend/kernels/NAME.ttir: parse, compile for both archs, ptxas. */
+static void test_text_corpus(void)
+{
+	const char *dir = "tests/backend/kernels";
+	DIR *d = opendir(dir);
+	CHECK(d != NULL, "no %s", dir);
+	if (!d)
+		return;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".ttir"))
+			continue;
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		char *text = slurp(path);
+		for (int a = 80; a <= 90; a += 10) {
+			IrCtx *ctx = ir_ctx_new();
+			IrError *err = NULL;
+			IrModule *m = ir_parse(ctx, path, text ? text : "", &err);
+			CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : path);
+			if (m) {
+				BeOptions o;
+				be_options_default(&o);
+				BeGpuTarget t = {a, 0, 32};
+				BeGpuResult r;
+				err = be_nvptx_compile(m, &o, &t, &r);
+				CHECK(err == NULL, "%s: %s", path, err ? ir_error_str(ctx, err) : "");
+				if (!err) {
+					char nm[300];
+					snprintf(nm, sizeof nm, "text_%.*s", (int)(len - 5), e->d_name);
+					CHECK(run_ptxas(r.ptx, a, nm) == 0, "%s sm_%d: ptxas", path, a);
+					be_gpu_result_free(&r);
+				}
+			}
+			ir_ctx_free(ctx);
+		}
+		free(text);
+		n++;
+	}
+	closedir(d);
+	CHECK(n >= 10, "only %d .ttir kernels", n);
+}
+
 static const TestKernel *find(const char *name)
 {
 	for (int i = 0; i < n_test_kernels; i++)
@@ -134,6 +195,7 @@ int main(void)
 		CHECK(run_ptxas(r.ptx, 90, "reduce2d_w8") == 0, "reduce2d 8 warps: ptxas");
 		be_gpu_result_free(&r);
 	}
+	test_text_corpus();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

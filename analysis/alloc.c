@@ -134,7 +134,8 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 {
 	ACtx a = {o, NULL, 0, 0, 0};
 	collect(&a, f->body);
-	qsort(a.bufs, (size_t)a.n, sizeof(Buf), by_size_desc);
+	if (a.n > 1)
+		qsort(a.bufs, (size_t)a.n, sizeof(Buf), by_size_desc);
 	int64_t total = 0;
 	for (int i = 0; i < a.n; i++) {
 		/* lowest offset not overlapping any placed buffer live at the same time */

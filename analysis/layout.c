@@ -293,6 +293,30 @@ static const IrLayout *want_of(LCtx *c, IrValue *v)
 
 static void assign_block(LCtx *c, IrBlock *b);
 
+/* v is computed only from constants, ranges, splats of scalars and pure
+ * elementwise ops over them: cheap to recompute in any layout. */
+static bool remat_ok(const IrValue *v, int depth)
+{
+	if (!is_blk(v))
+		return true;
+	const IrOp *d = v->def;
+	if (!d || depth > 8)
+		return false;
+	if (d->opc == OP_CONSTANT || d->opc == OP_MAKE_RANGE)
+		return true;
+	if (d->opc == OP_SPLAT)
+		return !is_blk(d->ops[0]);
+	if (d->opc == OP_CONVERT_LAYOUT)
+		return remat_ok(d->ops[0], depth + 1);
+	unsigned fl = ir_opinfo(d->opc)->flags;
+	if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1)
+		return false;
+	for (int i = 0; i < d->nops; i++)
+		if (!remat_ok(d->ops[i], depth + 1))
+			return false;
+	return true;
+}
+
 static void assign_op(LCtx *c, IrOp *op)
 {
 	unsigned fl = ir_opinfo(op->opc)->flags;
@@ -414,6 +438,11 @@ static void assign_op(LCtx *c, IrOp *op)
 		    op->opc == OP_ATOMIC_CAS) {
 			if (is_blk(op->ops[0]))
 				l = op->ops[0]->type->layout;
+			/* storing a value born in another layout (a reduction result):
+			 * move the cheap address computation instead of the data */
+			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
+			    remat_ok(op->ops[0], 0) && (op->nops < 3 || remat_ok(op->ops[2], 0)))
+				l = op->ops[1]->type->layout;
 		} else {
 			for (int i = 0; i < op->nops; i++)
 				if (is_blk(op->ops[i]) && w && op->ops[i]->type->layout == w)
@@ -477,6 +506,26 @@ static bool is_cheap_source(const IrOp *op)
 		      (op->opc == OP_SPLAT && !ir_is_block(op->ops[0]->type)));
 }
 
+/* A copy of v's cheap producer chain (remat_ok) computing it in layout l,
+ * inserted before `before`. */
+static IrValue *remat(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const IrLayout *l)
+{
+	if (!is_blk(v))
+		return v;
+	IrOp *d = v->def;
+	if (d->opc == OP_CONVERT_LAYOUT)
+		return remat(ctx, b, before, d->ops[0], l);
+	IrValue *ops[8];
+	for (int i = 0; i < d->nops && i < 8; i++)
+		ops[i] = remat(ctx, b, before, d->ops[i], l);
+	const IrType *t = ir_type_with_layout(ctx, v->type, l);
+	IrOp *cl = ir_op_new(ctx, d->opc, d->nops, ops, 1, &t, 0, d->loc);
+	cl->nattrs = d->nattrs;
+	cl->attrs = d->attrs;
+	ir_block_insert_before(b, before, cl);
+	return &cl->res[0];
+}
+
 static void remove_in_block(RCtx *r, IrBlock *b)
 {
 	IrCtx *ctx = r->f->module->ctx;
@@ -500,13 +549,10 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 			r->changed = true;
 			continue;
 		}
-		if (is_cheap_source(d)) {
-			/* recreate the producer in the wanted layout right here */
-			IrOp *cl = ir_op_new(ctx, d->opc, d->nops, d->ops, 1, &dst->type, 0, d->loc);
-			cl->nattrs = d->nattrs;
-			cl->attrs = d->attrs;
-			ir_block_insert_before(b, op, cl);
-			ir_replace_all_uses(r->f, dst, &cl->res[0]);
+		if (is_cheap_source(d) || (remat_ok(src, 0) && d && d->nops <= 8)) {
+			/* recompute the producer chain in the wanted layout right here */
+			IrValue *nv = remat(ctx, b, op, src, dst->type->layout);
+			ir_replace_all_uses(r->f, dst, nv);
 			ir_op_unlink(op);
 			r->changed = true;
 		}

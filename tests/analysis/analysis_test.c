@@ -114,6 +114,23 @@ static void test_blocked_helper(void)
 	ir_ctx_free(ctx);
 }
 
+static void test_reduce_store_no_conversion(void)
+{
+	/* reduction results are stored in their slice layout: the address
+	 * computation is recomputed there instead of converting the data */
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_reduce2d(m);
+	AnGpuOptions o = {4, 32};
+	int64_t shared = 0;
+	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "reduce2d keeps a conversion");
+	IrOp *st = find_op(f, OP_STORE, 0);
+	CHECK(st && st->ops[0]->type->layout->kind == LAYOUT_SLICE, "store of a column sum in a slice layout");
+	CHECK(ir_verify(m) == NULL, "TTGIR verifies");
+	ir_ctx_free(ctx);
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -174,6 +191,7 @@ int main(void)
 	test_unaligned_is_scalar();
 	test_softmax_layouts();
 	test_blocked_helper();
+	test_reduce_store_no_conversion();
 	test_golden("vector_add");
 	test_golden("softmax_row");
 	test_golden("reduce2d");

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test ctriton.
+# Installs what a fresh Debian 12 machine lacks to build and test ctriton,
+# builds the C extension and makes `import ctriton` work from any directory
+# in the python3 on PATH (the .so is copied into python/ctriton/ and a .pth
+# file in that python's site-packages points at python/).
 # Idempotent; prints nothing when everything is already there.
 set -euo pipefail
 
@@ -51,5 +54,29 @@ if [ ! -f /usr/local/cuda/include/cuda.h ]; then
 fi
 if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null 2>&1; then
   echo "setup: warning: ptxas not found (/usr/local/cuda/bin or PATH): PTX is not assembled" >&2
+fi
+# 4. The extension, and ctriton on the python3's path.
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+run_quiet bazel build --color=no --noshow_progress //python:_C.abi3.so
+so=bazel-bin/python/_C.abi3.so
+if ! cmp -s "$so" python/ctriton/_C.abi3.so; then
+  install -m 0644 "$so" python/ctriton/_C.abi3.so.tmp
+  mv -f python/ctriton/_C.abi3.so.tmp python/ctriton/_C.abi3.so
+fi
+site=$(python3 - <<'PY'
+import os, site, sysconfig
+cands = [sysconfig.get_paths()["purelib"]] + list(getattr(site, "getsitepackages", lambda: [])())
+for d in cands:
+    if os.path.isdir(d) and os.access(d, os.W_OK):
+        print(d); break
+else:
+    print(site.getusersitepackages())
+PY
+)
+mkdir -p "$site"
+pth="$site/ctriton.pth"
+if [ "$(cat "$pth" 2>/dev/null)" != "$repo/python" ]; then
+  echo "$repo/python" > "$pth"
 fi
 exit 0

@@ -2,7 +2,8 @@
 # Sets up the machine, then runs every test:
 #   1. the C tests (bazel test //...),
 #   2. the same C tests under ASan + UBSan (--config=asan),
-#   3. the Python tests (pytest tests/python), if any.
+#   3. the Python tests (pytest tests/python), if any, against the extension
+#      that setup.sh has just built and copied into python/ctriton/.
 # Ends with one line "N passed, N failed"; exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -3,15 +3,24 @@
     import ctriton as triton
     import ctriton.language as tl
 """
-from .runtime.jit import JITFunction, jit  # noqa: F401
+from . import _C  # noqa: F401
+from .runtime.jit import JITFunction, MockTensor, jit  # noqa: F401
+from .runtime.driver import driver as _driver  # noqa: F401
+from . import runtime  # noqa: F401
+from .compiler import compile  # noqa: F401
+from .backends.compiler import GPUTarget  # noqa: F401
 from . import language  # noqa: F401
+
+__version__ = "0.1.0"
 
 
 def cdiv(x, y):
+    """Ceiling division: the number of blocks of size y that cover x."""
     return (x + y - 1) // y
 
 
 def next_power_of_2(n):
+    """The smallest power of two >= n (1 for n <= 1)."""
     n -= 1
     n |= n >> 1
     n |= n >> 2
@@ -20,4 +29,11 @@ def next_power_of_2(n):
     n |= n >> 16
     n |= n >> 32
     n += 1
-    return n
+    return max(n, 1)
+
+
+def __getattr__(name):
+    if name == "testing":
+        import importlib
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'ctriton' has no attribute {name!r}")

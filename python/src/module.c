@@ -5,8 +5,24 @@
 #include "py.h"
 
 static PyMethodDef methods[] = {
+	/* frontend.c */
 	{"ast_to_ttir", (PyCFunction)(void (*)(void))py_ast_to_ttir, METH_VARARGS | METH_KEYWORDS,
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
+	/* runtime.c */
+	{"compile_ttir", py_compile_ttir, METH_VARARGS,
+	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir) -> dict "
+	 "of stages (or {'error': msg})"},
+	{"ptxas", py_ptxas, METH_VARARGS, "ptxas(ptx, arch) -> (cubin, n_regs, n_spills) or None"},
+	{"sha256", py_sha256, METH_O, "sha256(bytes or str) -> hex digest"},
+	{"cache_get", py_cache_get, METH_VARARGS,
+	 "cache_get(root, key) -> {name: bytes}, None (miss) or False (corrupt, removed)"},
+	{"cache_put", py_cache_put, METH_VARARGS, "cache_put(root, key, {name: bytes|str})"},
+	{"cache_root", py_cache_root, METH_NOARGS, "the on-disk cache directory"},
+	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
+	{"specialize", py_specialize, METH_VARARGS,
+	 "specialize(arg, specialize=True, align=True) -> (type string, key)"},
+	{"has_stage", py_has_stage, METH_O,
+	 "has_stage('frontend'|'cpu'|'cuda') -> whether this build links it"},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -19,5 +35,10 @@ PyMODINIT_FUNC PyInit__C(void);
 
 PyMODINIT_FUNC PyInit__C(void)
 {
-	return PyModule_Create(&moduledef);
+	PyObject *m = PyModule_Create(&moduledef);
+	if (m && py_runtime_init(m) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
 }

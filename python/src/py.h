@@ -21,7 +21,19 @@
  */
 PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
 
-/* ---- runtime.c: compile driver, specialization, caches, launch ----------
- * Declared by the runtime's owner. */
+/* ---- runtime.c: specialization, in-memory cache, launch, compile driver
+ * bindings, disk cache bindings ------------------------------------------
+ * Types: KernelRuntime (per @jit function: rt[grid](*args) launches),
+ * Binary (one compiled variant). See runtime.c for each function. */
+int py_runtime_init(PyObject *m);
+PyObject *py_compile_ttir(PyObject *self, PyObject *args);
+PyObject *py_ptxas(PyObject *self, PyObject *args);
+PyObject *py_sha256(PyObject *self, PyObject *arg);
+PyObject *py_cache_get(PyObject *self, PyObject *args);
+PyObject *py_cache_put(PyObject *self, PyObject *args);
+PyObject *py_cache_root(PyObject *self, PyObject *unused);
+PyObject *py_set_backend(PyObject *self, PyObject *args);
+PyObject *py_specialize(PyObject *self, PyObject *args);
+PyObject *py_has_stage(PyObject *self, PyObject *arg);
 
 #endif

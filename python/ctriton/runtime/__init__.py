@@ -1,1 +1,2 @@
-from .jit import JITFunction, jit  # noqa: F401
+from .jit import JITFunction, MockTensor, jit  # noqa: F401
+from .driver import driver  # noqa: F401  (the DriverConfig: driver.active)

@@ -1,0 +1,343 @@
+/* jit.c: the CPU compile driver. be_cpu_compile lowers the module (lower.c),
+ * verifies the LLVM module, runs O3 for the host CPU, keeps the optimized IR
+ * and the host assembly (emitted from a clone), and adds the module to the
+ * process's one ORC LLJIT under its own resource tracker, so that
+ * be_cpu_result_free can remove the code again. Entry symbols are unique per
+ * compilation (ct_kernel_<n>_<name>).
+ *
+ * The JIT resolves libm/libc (printf, erff, ...) from the process and the
+ * backend's own helpers (assert, fp8 conversion) as absolute symbols.
+ */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+
+static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
+static LLVMOrcLLJITRef jit;
+static int jit_count;
+
+/* ------------------------------------------------------------------------- */
+/* Helpers called by jitted code                                             */
+/* ------------------------------------------------------------------------- */
+
+void ct_cpu_assert_fail(void *wctx, const char *msg, const char *file, int32_t line)
+{
+	CpuWorker *w = wctx;
+	CpuLaunch *l = w->launch;
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&l->failed, &expect, 1))
+		snprintf(l->msg, sizeof l->msg, "device assertion failed: %s at %s:%d", msg, file, (int)line);
+	longjmp(w->jb, 1);
+}
+
+float ct_cpu_f8_to_f32(uint8_t x, int32_t fmt)
+{
+	bool e5 = fmt & 1;
+	int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, emax = e5 ? 31 : 15;
+	int s = x >> 7, e = (x >> mb) & emax, m = x & ((1 << mb) - 1);
+	float v;
+	if (e5 && e == emax)
+		v = m ? NAN : INFINITY;
+	else if (!e5 && e == emax && m == 7)
+		v = NAN;
+	else if (e == 0)
+		v = ldexpf((float)m, 1 - bias - mb);
+	else
+		v = ldexpf((float)(m + (1 << mb)), e - bias - mb);
+	return s ? -v : v;
+}
+
+/* f32 -> e4m3fn (bias 7, no inf, max 448) or e5m2 (bias 15, max 57344);
+ * finite values beyond the range saturate to the largest finite value. */
+uint8_t ct_cpu_f32_to_f8(float x, int32_t fmt)
+{
+	bool e5 = fmt & 1, rtz = fmt & 2;
+	int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7;
+	double maxv = e5 ? 57344.0 : 448.0;
+	uint8_t sign = signbit(x) ? 0x80 : 0;
+	uint8_t maxbits = e5 ? 0x7b : 0x7e;
+	if (isnan(x))
+		return sign | 0x7f;
+	if (isinf(x))
+		return sign | (e5 ? 0x7c : maxbits);
+	double a = fabs((double)x);
+	if (a == 0)
+		return sign;
+	int e;
+	frexp(a, &e);
+	int E = e - 1;
+	if (E < 1 - bias)
+		E = 1 - bias;
+	double q = ldexp(1.0, E - mb);
+	double m = a / q;
+	double r = floor(m), fr = m - r;
+	if (!rtz && (fr > 0.5 || (fr == 0.5 && fmod(r, 2.0) != 0)))
+		r += 1;
+	double v = r * q;
+	if (v > maxv)
+		return sign | maxbits;
+	if (v == 0)
+		return sign;
+	if (v < ldexp(1.0, 1 - bias))
+		return sign | (uint8_t)r;
+	frexp(v, &e);
+	E = e - 1;
+	int mant = (int)(v / ldexp(1.0, E - mb)) - (1 << mb);
+	return (uint8_t)(sign | ((E + bias) << mb) | mant);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The JIT                                                                   */
+/* ------------------------------------------------------------------------- */
+
+static char *take_error(LLVMErrorRef e)
+{
+	char *m = LLVMGetErrorMessage(e);
+	char *r = strdup(m ? m : "unknown LLVM error");
+	LLVMDisposeErrorMessage(m);
+	return r;
+}
+
+static IrError *llvm_error(IrCtx *ictx, const char *what, char *msg)
+{
+	IrError *err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: %s: %s", what,
+				msg ? msg : "?");
+	free(msg);
+	return err;
+}
+
+/* Called with jit_mu held. */
+static IrError *jit_init(IrCtx *ictx)
+{
+	if (jit)
+		return NULL;
+	LLVMInitializeNativeTarget();
+	LLVMInitializeNativeAsmPrinter();
+	LLVMOrcLLJITRef j;
+	LLVMErrorRef e = LLVMOrcCreateLLJIT(&j, NULL);
+	if (e)
+		return llvm_error(ictx, "creating the JIT", take_error(e));
+	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j);
+	LLVMOrcDefinitionGeneratorRef gen;
+	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j), NULL, NULL);
+	if (e)
+		return llvm_error(ictx, "process symbols", take_error(e));
+	LLVMOrcJITDylibAddGenerator(jd, gen);
+	struct {
+		const char *name;
+		uint64_t addr;
+	} helpers[] = {
+		{"ct_cpu_assert_fail", (uint64_t)(uintptr_t)ct_cpu_assert_fail},
+		{"ct_cpu_f32_to_f8", (uint64_t)(uintptr_t)ct_cpu_f32_to_f8},
+	};
+	LLVMOrcCSymbolMapPair pairs[2];
+	for (int i = 0; i < 2; i++) {
+		pairs[i].Name = LLVMOrcLLJITMangleAndIntern(j, helpers[i].name);
+		pairs[i].Sym.Address = helpers[i].addr;
+		pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+		pairs[i].Sym.Flags.TargetFlags = 0;
+	}
+	e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 2));
+	if (e)
+		return llvm_error(ictx, "defining helpers", take_error(e));
+	jit = j;
+	return NULL;
+}
+
+/* Weak: whichever backend library is linked may provide it. */
+__attribute__((weak)) void be_options_default(BeOptions *o)
+{
+	memset(o, 0, sizeof *o);
+	o->num_warps = 4;
+	o->num_ctas = 1;
+	o->num_stages = 3;
+	o->enable_fp_fusion = true;
+	o->debug = false;
+	o->maxnreg = 0;
+}
+
+static char *dupstr(const char *s, size_t n)
+{
+	char *r = malloc(n + 1);
+	if (!r)
+		abort();
+	memcpy(r, s, n);
+	r[n] = 0;
+	return r;
+}
+
+IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
+{
+	memset(out, 0, sizeof *out);
+	IrCtx *ictx = m->ctx;
+	IrFunc *kernel = NULL;
+	for (int i = 0; i < m->nfuncs && !kernel; i++)
+		if (m->funcs[i]->is_kernel)
+			kernel = m->funcs[i];
+	if (!kernel)
+		return ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: the module has no kernel");
+
+	pthread_mutex_lock(&jit_mu);
+	IrError *err = jit_init(ictx);
+	if (err) {
+		pthread_mutex_unlock(&jit_mu);
+		return err;
+	}
+	int id = jit_count++;
+
+	Cg cg;
+	memset(&cg, 0, sizeof cg);
+	cg.ictx = ictx;
+	cg.m = m;
+	if (opt)
+		cg.opt = *opt;
+	else
+		be_options_default(&cg.opt);
+	cg.ctx = LLVMContextCreate();
+	char *ename = ir_fmt(ictx, "ct_kernel_%d_%s", id, kernel->name);
+	cg.mod = LLVMModuleCreateWithNameInContext(ename, cg.ctx);
+	cg.b = LLVMCreateBuilderInContext(cg.ctx);
+	cg.ab = LLVMCreateBuilderInContext(cg.ctx);
+	cg_init_types(&cg);
+
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *feats = LLVMGetHostCPUFeatures();
+	LLVMTargetRef target;
+	char *msg = NULL;
+	LLVMTargetMachineRef tm = NULL;
+	LLVMTargetDataRef dl = NULL;
+	BeCpuKernel *k = NULL;
+	int64_t scratch = 0;
+	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: target %s: %s", triple, msg);
+		LLVMDisposeMessage(msg);
+		goto fail;
+	}
+	tm = LLVMCreateTargetMachine(target, triple, cpu, feats, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+				     LLVMCodeModelJITDefault);
+	LLVMSetTarget(cg.mod, triple);
+	dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(cg.mod, dl);
+
+	err = cg_lower_module(&cg, kernel, ename, &scratch);
+	if (err)
+		goto fail;
+	if (LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &msg)) {
+		err = ir_error(ictx, IR_ERR_INTERNAL, kernel->loc, "cpu backend: invalid LLVM IR: %.2000s", msg);
+		LLVMDisposeMessage(msg);
+		goto fail;
+	}
+	LLVMDisposeMessage(msg);
+	msg = NULL;
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(cg.mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e) {
+		err = llvm_error(ictx, "O3", take_error(e));
+		goto fail;
+	}
+	char *ir = LLVMPrintModuleToString(cg.mod);
+	out->llir = dupstr(ir, strlen(ir));
+	LLVMDisposeMessage(ir);
+	LLVMModuleRef clone = LLVMCloneModule(cg.mod);
+	LLVMMemoryBufferRef buf;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, clone, LLVMAssemblyFile, &msg, &buf)) {
+		LLVMDisposeModule(clone);
+		err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: emitting assembly: %s", msg);
+		LLVMDisposeMessage(msg);
+		goto fail;
+	}
+	out->asm_ = dupstr(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+	LLVMDisposeMemoryBuffer(buf);
+	LLVMDisposeModule(clone);
+
+	LLVMDisposeBuilder(cg.b);
+	LLVMDisposeBuilder(cg.ab);
+	cg.b = cg.ab = NULL;
+	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContextFromLLVMContext(cg.ctx);
+	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(cg.mod, tsc);
+	LLVMOrcDisposeThreadSafeContext(tsc);
+	cg.ctx = NULL;
+	cg.mod = NULL;
+	LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
+	e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, rt, tsm);
+	if (e) {
+		LLVMOrcReleaseResourceTracker(rt);
+		err = llvm_error(ictx, "adding the module", take_error(e));
+		goto fail;
+	}
+	LLVMOrcExecutorAddress addr = 0;
+	e = LLVMOrcLLJITLookup(jit, &addr, ename);
+	if (e) {
+		LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(rt);
+		if (e2)
+			LLVMConsumeError(e2);
+		LLVMOrcReleaseResourceTracker(rt);
+		err = llvm_error(ictx, "linking the kernel", take_error(e));
+		goto fail;
+	}
+	k = calloc(1, sizeof *k);
+	if (!k)
+		abort();
+	k->entry = (CpuEntry)(uintptr_t)addr;
+	k->scratch = scratch;
+	k->rt = rt;
+	k->name = dupstr(kernel->name, strlen(kernel->name));
+	out->kernel = k;
+	out->name = dupstr(kernel->name, strlen(kernel->name));
+fail:
+	if (cg.b)
+		LLVMDisposeBuilder(cg.b);
+	if (cg.ab)
+		LLVMDisposeBuilder(cg.ab);
+	if (cg.mod)
+		LLVMDisposeModule(cg.mod);
+	if (cg.ctx)
+		LLVMContextDispose(cg.ctx);
+	if (dl)
+		LLVMDisposeTargetData(dl);
+	if (tm)
+		LLVMDisposeTargetMachine(tm);
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feats);
+	pthread_mutex_unlock(&jit_mu);
+	if (err) {
+		free(out->llir);
+		free(out->asm_);
+		memset(out, 0, sizeof *out);
+	}
+	return err;
+}
+
+void be_cpu_result_free(BeCpuResult *r)
+{
+	if (!r)
+		return;
+	free(r->name);
+	free(r->llir);
+	free(r->asm_);
+	BeCpuKernel *k = r->kernel;
+	if (k) {
+		pthread_mutex_lock(&jit_mu);
+		LLVMOrcResourceTrackerRef rt = k->rt;
+		LLVMErrorRef e = LLVMOrcResourceTrackerRemove(rt);
+		if (e)
+			LLVMConsumeError(e);
+		LLVMOrcReleaseResourceTracker(rt);
+		pthread_mutex_unlock(&jit_mu);
+		free(k->name);
+		free(k);
+	}
+	memset(r, 0, sizeof *r);
+}

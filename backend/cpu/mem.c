@@ -1,0 +1,322 @@
+/* mem.c: memory and debugging ops on the CPU: masked load/store (a
+ * masked-off element touches no memory; `other`, or zero, fills it),
+ * atomic_rmw / atomic_cas through LLVM atomics (program instances run on
+ * several threads), print through printf, and assert, which calls
+ * ct_cpu_assert_fail to record the message and leave the program instance.
+ */
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+
+/* Runs emit(i) for each element (i64 index), or once (i = NULL) for scalars,
+ * under mask when there is one. */
+typedef struct Guard {
+	LLVMBasicBlockRef yes, join, from;
+} Guard;
+
+static void guard_begin(Cg *cg, Guard *g, LLVMValueRef cond)
+{
+	g->from = LLVMGetInsertBlock(cg->b);
+	g->yes = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.on");
+	g->join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.join");
+	LLVMBuildCondBr(cg->b, cond, g->yes, g->join);
+	LLVMPositionBuilderAtEnd(cg->b, g->yes);
+}
+
+/* Ends the guarded region; with a value, returns phi(v on, off otherwise). */
+static LLVMValueRef guard_end(Cg *cg, Guard *g, LLVMValueRef v, LLVMValueRef off)
+{
+	LLVMBasicBlockRef end = LLVMGetInsertBlock(cg->b);
+	LLVMBuildBr(cg->b, g->join);
+	LLVMPositionBuilderAtEnd(cg->b, g->join);
+	if (!v)
+		return NULL;
+	LLVMValueRef phi = LLVMBuildPhi(cg->b, LLVMTypeOf(v), "");
+	LLVMValueRef vals[2] = {v, off};
+	LLVMBasicBlockRef bbs[2] = {end, g->from};
+	LLVMAddIncoming(phi, vals, bbs, 2);
+	return phi;
+}
+
+static LLVMValueRef load_elem(Cg *cg, const IrOp *op, LLVMValueRef p, const IrType *et)
+{
+	bool vol = ir_op_int(op, "volatile", 0) != 0;
+	LLVMValueRef x;
+	if (et->kind == TY_I1) {
+		x = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
+		x = LLVMBuildICmp(cg->b, LLVMIntNE, x, LLVMConstInt(cg->t_i8, 0, 0), "");
+		if (vol)
+			LLVMSetVolatile(LLVMGetOperand(x, 0), 1);
+		return x;
+	}
+	x = LLVMBuildLoad2(cg->b, cg_sty(cg, et), p, "");
+	LLVMSetAlignment(x, (unsigned)cg_esize(et));
+	if (vol)
+		LLVMSetVolatile(x, 1);
+	return x;
+}
+
+static void store_elem(Cg *cg, LLVMValueRef p, const IrType *et, LLVMValueRef x)
+{
+	if (et->kind == TY_I1)
+		x = LLVMBuildZExt(cg->b, x, cg->t_i8, "");
+	LLVMValueRef s = LLVMBuildStore(cg->b, x, p);
+	LLVMSetAlignment(s, (unsigned)cg_esize(et));
+}
+
+static LLVMValueRef zero_of(Cg *cg, const IrType *et)
+{
+	return LLVMConstNull(cg_sty(cg, et));
+}
+
+static LLVMAtomicOrdering ordering(const IrOp *op, bool failure)
+{
+	const char *s = ir_op_str(op, "sem", "acq_rel");
+	LLVMAtomicOrdering o = LLVMAtomicOrderingAcquireRelease;
+	if (strcmp(s, "relaxed") == 0)
+		o = LLVMAtomicOrderingMonotonic;
+	else if (strcmp(s, "acquire") == 0)
+		o = LLVMAtomicOrderingAcquire;
+	else if (strcmp(s, "release") == 0)
+		o = LLVMAtomicOrderingRelease;
+	else if (strcmp(s, "seq_cst") == 0)
+		o = LLVMAtomicOrderingSequentiallyConsistent;
+	if (failure) {
+		if (o == LLVMAtomicOrderingAcquireRelease)
+			o = LLVMAtomicOrderingAcquire;
+		else if (o == LLVMAtomicOrderingRelease)
+			o = LLVMAtomicOrderingMonotonic;
+	}
+	return o;
+}
+
+static LLVMValueRef atomic_elem(Cg *cg, const IrOp *op, LLVMValueRef *xs, const IrType *et)
+{
+	if (op->opc == OP_ATOMIC_CAS) {
+		LLVMValueRef c = xs[1], v = xs[2];
+		LLVMTypeRef st = cg_sty(cg, et);
+		bool fl = ir_is_float(et);
+		LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)ir_type_bits(et));
+		if (fl) {
+			c = LLVMBuildBitCast(cg->b, c, it, "");
+			v = LLVMBuildBitCast(cg->b, v, it, "");
+		}
+		LLVMValueRef r = LLVMBuildAtomicCmpXchg(cg->b, xs[0], c, v, ordering(op, false),
+							ordering(op, true), 0);
+		r = LLVMBuildExtractValue(cg->b, r, 0, "");
+		return fl ? LLVMBuildBitCast(cg->b, r, st, "") : r;
+	}
+	const char *kind = ir_op_str(op, "kind", "add");
+	bool fl = ir_is_float(et), sg = ir_is_signed(et);
+	LLVMAtomicRMWBinOp bop;
+	if (!strcmp(kind, "add") || !strcmp(kind, "fadd"))
+		bop = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
+	else if (!strcmp(kind, "max") || !strcmp(kind, "umax"))
+		bop = fl ? LLVMAtomicRMWBinOpFMax : (sg && kind[0] != 'u') ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax;
+	else if (!strcmp(kind, "min") || !strcmp(kind, "umin"))
+		bop = fl ? LLVMAtomicRMWBinOpFMin : (sg && kind[0] != 'u') ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin;
+	else if (!strcmp(kind, "and"))
+		bop = LLVMAtomicRMWBinOpAnd;
+	else if (!strcmp(kind, "or"))
+		bop = LLVMAtomicRMWBinOpOr;
+	else if (!strcmp(kind, "xor"))
+		bop = LLVMAtomicRMWBinOpXor;
+	else if (!strcmp(kind, "xchg"))
+		bop = LLVMAtomicRMWBinOpXchg;
+	else {
+		cg_fail(cg, op, "atomic_rmw: unknown kind '%s'", kind);
+		return zero_of(cg, et);
+	}
+	if (fl && bop != LLVMAtomicRMWBinOpXchg && bop != LLVMAtomicRMWBinOpFAdd &&
+	    bop != LLVMAtomicRMWBinOpFMax && bop != LLVMAtomicRMWBinOpFMin) {
+		cg_fail(cg, op, "atomic_rmw: '%s' on floats", kind);
+		return zero_of(cg, et);
+	}
+	return LLVMBuildAtomicRMW(cg->b, bop, xs[0], xs[1], ordering(op, false), 0);
+}
+
+static void lower_access(Cg *cg, IrOp *op)
+{
+	IrOpcode opc = op->opc;
+	const IrType *pt = op->ops[0]->type;
+	const IrType *et = ir_scalar(pt)->elem;
+	if (!et || et->kind == TY_BLOCK) {
+		cg_fail(cg, op, "%s: block pointers are not supported on the CPU", ir_opinfo(opc)->name);
+		return;
+	}
+	if ((opc == OP_ATOMIC_RMW || opc == OP_ATOMIC_CAS) && cg_soft_float(et)) {
+		cg_fail(cg, op, "%s on %s is not supported on the CPU", ir_opinfo(opc)->name, ir_kind_name(et->kind));
+		return;
+	}
+	int maskidx = opc == OP_LOAD ? 1 : opc == OP_STORE ? 2 : opc == OP_ATOMIC_RMW ? 2 : -1;
+	const IrValue *mv = maskidx >= 0 && op->nops > maskidx ? op->ops[maskidx] : NULL;
+	const IrValue *ov = opc == OP_LOAD && op->nops > 2 ? op->ops[2] : NULL;
+	int nv = opc == OP_LOAD ? 1 : opc == OP_ATOMIC_CAS ? 3 : 2; /* ptr + values */
+	CgVal cv[3];
+	const IrType *ct[3];
+	bool block = false;
+	for (int k = 0; k < nv; k++) {
+		cv[k] = cg_get(cg, op->ops[k]);
+		ct[k] = op->ops[k]->type;
+		block |= ir_is_block(ct[k]);
+	}
+	CgVal mask = mv ? cg_get(cg, mv) : (CgVal){CV_NONE, NULL};
+	CgVal other = ov ? cg_get(cg, ov) : (CgVal){CV_NONE, NULL};
+	block |= mv && ir_is_block(mv->type);
+	const IrType *rt = op->nres ? op->res[0].type : NULL;
+	LLVMValueRef out = NULL;
+	CgLoop l;
+	LLVMValueRef i = NULL;
+	if (block) {
+		if (rt)
+			out = cg_newbuf(cg, rt);
+		int64_t numel = ir_is_block(pt) ? pt->numel : mv ? mv->type->numel : 1;
+		i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+	}
+	LLVMValueRef xs[3];
+	for (int k = 0; k < nv; k++)
+		xs[k] = cg_elem(cg, cv[k], ct[k], i);
+	Guard g;
+	if (mv)
+		guard_begin(cg, &g, cg_elem(cg, mask, mv->type, i));
+	LLVMValueRef r = NULL;
+	if (opc == OP_LOAD)
+		r = load_elem(cg, op, xs[0], et);
+	else if (opc == OP_STORE)
+		store_elem(cg, xs[0], et, xs[1]);
+	else
+		r = atomic_elem(cg, op, xs, et);
+	if (mv) {
+		LLVMValueRef off = NULL;
+		if (r)
+			off = other.kind != CV_NONE ? cg_elem(cg, other, ov->type, i) : zero_of(cg, et);
+		r = guard_end(cg, &g, r, off);
+	}
+	if (block) {
+		if (rt)
+			cg_store_elem(cg, out, rt, i, r);
+		cg_loop_end(cg, &l);
+		if (rt)
+			cg_set(cg, &op->res[0], cg_bufv(out));
+	} else if (rt) {
+		cg_set(cg, &op->res[0], cg_scalar(r));
+	}
+}
+
+static LLVMValueRef gstr(Cg *cg, const char *s)
+{
+	return LLVMBuildGlobalStringPtr(cg->b, s, "str");
+}
+
+static void lower_print(Cg *cg, IrOp *op)
+{
+	const char *prefix = ir_op_str(op, "prefix", "");
+	bool hex = ir_op_int(op, "hex", 0) != 0;
+	LLVMTypeRef pt[1] = {cg->t_ptr};
+	LLVMValueRef args[16];
+	if (op->nops == 0) {
+		args[0] = gstr(cg, "pid (%d, %d, %d) %s\n");
+		for (int d = 0; d < 3; d++)
+			args[1 + d] = cg->pid[d];
+		args[4] = gstr(cg, prefix);
+		cg_call_ext(cg, "printf", cg->t_i32, pt, 1, args, 5, true);
+		return;
+	}
+	for (int k = 0; k < op->nops; k++) {
+		const IrType *t = op->ops[k]->type, *et = ir_scalar(t);
+		CgVal v = cg_get(cg, op->ops[k]);
+		bool block = ir_is_block(t);
+		char fmt[256], idxf[96] = "";
+		const char *vf;
+		if (et->kind == TY_PTR)
+			vf = "%p";
+		else if (ir_is_float(et))
+			vf = hex ? "%a" : "%f";
+		else if (hex)
+			vf = "0x%llx";
+		else
+			vf = ir_is_signed(et) ? "%lld" : "%llu";
+		if (block) {
+			strcpy(idxf, " idx (");
+			for (int d = 0; d < t->rank; d++)
+				strcat(idxf, d ? ", %lld" : "%lld");
+			strcat(idxf, ")");
+		}
+		snprintf(fmt, sizeof fmt, "pid (%%d, %%d, %%d)%s %%s%s%s\n", idxf,
+			 op->nops > 1 ? ir_fmt(cg->ictx, " (operand %d) ", k) : "", vf);
+		CgLoop l;
+		LLVMValueRef i = NULL;
+		if (block)
+			i = cg_loop_begin(cg, &l, cg_i64(cg, t->numel));
+		int n = 0;
+		args[n++] = gstr(cg, fmt);
+		for (int d = 0; d < 3; d++)
+			args[n++] = cg->pid[d];
+		if (block) {
+			int64_t stride = t->numel;
+			for (int d = 0; d < t->rank; d++) {
+				stride /= t->shape[d];
+				LLVMValueRef q = LLVMBuildUDiv(cg->b, i, cg_i64(cg, stride), "");
+				args[n++] = LLVMBuildURem(cg->b, q, cg_i64(cg, t->shape[d]), "");
+			}
+		}
+		args[n++] = gstr(cg, prefix);
+		LLVMValueRef x = cg_elem(cg, v, t, i);
+		if (et->kind == TY_PTR || et->kind == TY_F64)
+			;
+		else if (ir_is_float(et))
+			x = LLVMBuildFPExt(cg->b, cg_to_f32(cg, x, et), cg->t_f64, "");
+		else if (ir_type_bits(et) < 64)
+			x = ir_is_signed(et) ? LLVMBuildSExt(cg->b, x, cg->t_i64, "") : LLVMBuildZExt(cg->b, x, cg->t_i64, "");
+		args[n++] = x;
+		cg_call_ext(cg, "printf", cg->t_i32, pt, 1, args, n, true);
+		if (block)
+			cg_loop_end(cg, &l);
+	}
+}
+
+static void lower_assert(Cg *cg, IrOp *op)
+{
+	if (!cg->opt.debug)
+		return;
+	const IrType *t = op->ops[0]->type;
+	CgVal c = cg_get(cg, op->ops[0]);
+	LLVMValueRef ok;
+	if (!cg_uniform(c)) {
+		LLVMValueRef all = cg_alloca(cg, cg->t_i1);
+		LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 1, 0), all);
+		CgLoop l;
+		LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, t->numel));
+		LLVMValueRef x = cg_elem(cg, c, t, i);
+		if (ir_scalar(t)->kind != TY_I1)
+			x = LLVMBuildICmp(cg->b, LLVMIntNE, x, LLVMConstNull(LLVMTypeOf(x)), "");
+		LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+		LLVMBuildStore(cg->b, LLVMBuildAnd(cg->b, a, x, ""), all);
+		cg_loop_end(cg, &l);
+		ok = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+	} else {
+		ok = c.v;
+		if (ir_scalar(t)->kind != TY_I1)
+			ok = LLVMBuildICmp(cg->b, LLVMIntNE, ok, LLVMConstNull(LLVMTypeOf(ok)), "");
+	}
+	LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "assert.fail");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "assert.ok");
+	LLVMBuildCondBr(cg->b, ok, cont, fail);
+	LLVMPositionBuilderAtEnd(cg->b, fail);
+	LLVMTypeRef pt[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_i32};
+	LLVMValueRef args[4] = {cg->wctx, gstr(cg, ir_op_str(op, "msg", "")),
+				gstr(cg, op->loc.file ? op->loc.file : "<unknown>"), cg_i32(cg, op->loc.line)};
+	LLVMValueRef call = cg_call_ext(cg, "ct_cpu_assert_fail", cg->t_void, pt, 4, args, 4, false);
+	(void)call;
+	LLVMBuildUnreachable(cg->b);
+	LLVMPositionBuilderAtEnd(cg->b, cont);
+}
+
+void cg_lower_mem(Cg *cg, IrOp *op)
+{
+	switch (op->opc) {
+	case OP_PRINT: lower_print(cg, op); return;
+	case OP_ASSERT: lower_assert(cg, op); return;
+	default: lower_access(cg, op); return;
+	}
+}

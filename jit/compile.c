@@ -1,0 +1,286 @@
+/* compile.c: the compile driver, the whole pipeline in one function
+ * (jit_compile), plus ptxas for cubins.
+ *
+ * The stages' libraries (parser, verifier, backends) are referenced weakly:
+ * a build that lacks one still links and runs the stages before it, and the
+ * caller learns which stage was missing. That lets the runtime be built and
+ * tested while the other layers are being written, and lets a CPU-only build
+ * still produce TTIR for every target.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jit/jit.h"
+
+#pragma weak ir_parse
+#pragma weak ir_verify
+#pragma weak be_cpu_compile
+#pragma weak be_cpu_result_free
+#pragma weak be_nvptx_compile
+#pragma weak be_gpu_result_free
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* An IrError as a malloc'ed "file:line:col: msg". */
+static char *error_text(IrCtx *ctx, const IrError *e)
+{
+	return strdup(ir_error_str(ctx, e));
+}
+
+/* The signature name of a scalar or pointer parameter type ("*f32", "i32"). */
+static void type_sig(const IrType *t, char *buf, size_t n)
+{
+	if (t->kind == TY_PTR && t->elem && t->elem->kind != TY_PTR && t->elem->kind != TY_BLOCK)
+		snprintf(buf, n, "*%s", ir_kind_name(t->elem->kind));
+	else if (t->kind != TY_PTR && t->kind != TY_BLOCK && ir_kind_name(t->kind))
+		snprintf(buf, n, "%s", ir_kind_name(t->kind));
+	else
+		snprintf(buf, n, "?");
+}
+
+/* The kernel's parameter list as "*f32,i32,..." (malloc'ed). */
+static char *kernel_sig(const IrFunc *f)
+{
+	size_t cap = 16 + (size_t)f->body->nargs * 16, len = 0;
+	char *s = malloc(cap);
+	s[0] = 0;
+	for (int i = 0; i < f->body->nargs; i++) {
+		char t[32];
+		type_sig(f->body->args[i]->type, t, sizeof t);
+		len += (size_t)snprintf(s + len, cap - len, "%s%s", i ? "," : "", t);
+	}
+	return s;
+}
+
+char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
+		  const JitTarget *target, int flags, JitKernel *out, const char **missing)
+{
+	char *err = NULL;
+	memset(out, 0, sizeof *out);
+	out->n_regs = out->n_spills = -1;
+	out->num_warps = opt->num_warps;
+	out->ttir = strdup(ttir);
+	*missing = NULL;
+
+	/* 1. Parse: TTIR text (the frontend's output or a user's .ttir file)
+	 *    into a module in a fresh arena. Requires text the printer could
+	 *    have written; yields a module that may still be invalid. */
+	if (!ir_parse) {
+		*missing = "parser";
+		return NULL;
+	}
+	IrCtx *ctx = ir_ctx_new();
+	IrError *e = NULL;
+	IrModule *m = ir_parse(ctx, filename, ttir, &e);
+	if (!m) {
+		err = e ? error_text(ctx, e) : strdup("TTIR parse failed");
+		goto done;
+	}
+
+	/* 2. Verify: types, shapes, dominance, terminators. Everything after
+	 *    this may assume a well-formed module. */
+	if (ir_verify && (e = ir_verify(m))) {
+		err = error_text(ctx, e);
+		goto done;
+	}
+	IrFunc *kernel = NULL;
+	for (int i = 0; i < m->nfuncs; i++)
+		if (m->funcs[i]->is_kernel)
+			kernel = m->funcs[i];
+	if (!kernel) {
+		err = strdup("the module has no kernel function");
+		goto done;
+	}
+	out->name = strdup(kernel->name);
+	out->sig = kernel_sig(kernel);
+	if (flags & JIT_STOP_TTIR)
+		goto done;
+
+	if (target->backend == JIT_BACKEND_CUDA) {
+		/* 3a. NVPTX: layouts (TTGIR), per-thread LLVM IR, O3, PTX. Breaks
+		 *     the module (it now carries layouts); keeps the kernel's
+		 *     parameter list. */
+		if (!be_nvptx_compile) {
+			*missing = "nvptx backend";
+			goto done;
+		}
+		BeGpuTarget gt = {.arch = target->arch, .ptx_version = 0, .warp_size = target->warp_size};
+		BeGpuResult r;
+		memset(&r, 0, sizeof r);
+		if ((e = be_nvptx_compile(m, opt, &gt, &r))) {
+			err = error_text(ctx, e);
+			goto done;
+		}
+		out->ttgir = xstrdup(r.ttgir);
+		out->llir = xstrdup(r.llir);
+		out->ptx = xstrdup(r.ptx);
+		out->shared = r.shared;
+		if (r.num_warps)
+			out->num_warps = r.num_warps;
+		if (r.name) {
+			free(out->name);
+			out->name = strdup(r.name);
+		}
+		be_gpu_result_free(&r);
+
+		/* 4a. ptxas: PTX -> cubin when the toolkit is there (the driver
+		 *     can JIT the PTX otherwise); also reads registers/spills. */
+		char msg[4096];
+		if (jit_ptxas(out, target->arch, msg, sizeof msg) < 0)
+			err = strdup(msg);
+	} else {
+		/* 3b. CPU: per-program-instance LLVM IR, O3, ORC LLJIT. The
+		 *     jitted code outlives the arena. */
+		if (!be_cpu_compile) {
+			*missing = "cpu backend";
+			goto done;
+		}
+		BeCpuResult r;
+		memset(&r, 0, sizeof r);
+		if ((e = be_cpu_compile(m, opt, &r))) {
+			err = error_text(ctx, e);
+			goto done;
+		}
+		out->llir = xstrdup(r.llir);
+		out->asm_ = xstrdup(r.asm_);
+		out->cpu = r.kernel;
+		r.kernel = NULL; /* ours now */
+		be_cpu_result_free(&r);
+	}
+done:
+	ir_ctx_free(ctx);
+	return err;
+}
+
+/* The ptxas to run: $CTRITON_PTXAS_PATH, the toolkit's, or one on PATH. */
+static int find_ptxas(char *buf, size_t n)
+{
+	const char *env = getenv("CTRITON_PTXAS_PATH");
+	if (env && *env) {
+		snprintf(buf, n, "%s", env);
+		return access(buf, X_OK) == 0;
+	}
+	snprintf(buf, n, "/usr/local/cuda/bin/ptxas");
+	if (access(buf, X_OK) == 0)
+		return 1;
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		const char *c = strchr(path, ':');
+		size_t len = c ? (size_t)(c - path) : strlen(path);
+		snprintf(buf, n, "%.*s/ptxas", (int)len, path);
+		if (len && access(buf, X_OK) == 0)
+			return 1;
+		path = c ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Reads "Used N registers" and "N bytes spill stores" from ptxas -v output. */
+static void parse_ptxas_log(const char *log, JitKernel *k)
+{
+	const char *p = strstr(log, "Used ");
+	if (p)
+		k->n_regs = atoi(p + 5);
+	p = strstr(log, "bytes spill stores");
+	if (p) {
+		while (p > log && p[-1] == ' ')
+			p--;
+		while (p > log && p[-1] >= '0' && p[-1] <= '9')
+			p--;
+		k->n_spills = atoi(p);
+	}
+}
+
+int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
+{
+	char ptxas[4096];
+	if (!k->ptx || !find_ptxas(ptxas, sizeof ptxas))
+		return 1;
+	char dir[] = "/tmp/ctriton-ptxas-XXXXXX";
+	if (!mkdtemp(dir)) {
+		snprintf(errbuf, errlen, "mkdtemp: %s", strerror(errno));
+		return -1;
+	}
+	char in[128], outp[128], logp[128], archs[32];
+	snprintf(in, sizeof in, "%s/k.ptx", dir);
+	snprintf(outp, sizeof outp, "%s/k.cubin", dir);
+	snprintf(logp, sizeof logp, "%s/log", dir);
+	snprintf(archs, sizeof archs, "sm_%d%s", arch, arch == 90 ? "a" : "");
+	FILE *f = fopen(in, "w");
+	int rc = -1;
+	if (!f || fputs(k->ptx, f) < 0 || fclose(f) != 0) {
+		snprintf(errbuf, errlen, "cannot write %s", in);
+		goto out;
+	}
+	char a_v[] = "-v", a_arch[] = "-arch", a_o[] = "-o";
+	char *argv[] = {ptxas, a_v, a_arch, archs, in, a_o, outp, NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	pid_t pid;
+	int st = 0;
+	int sp = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (sp != 0 || waitpid(pid, &st, 0) < 0) {
+		snprintf(errbuf, errlen, "cannot run %s", ptxas);
+		goto out;
+	}
+	FILE *lf = fopen(logp, "r");
+	char log[8192] = "";
+	if (lf) {
+		size_t got = fread(log, 1, sizeof log - 1, lf);
+		log[got] = 0;
+		fclose(lf);
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(errbuf, errlen, "ptxas failed for %s:\n%s", archs, log);
+		goto out;
+	}
+	parse_ptxas_log(log, k);
+	FILE *cf = fopen(outp, "rb");
+	if (cf) {
+		fseek(cf, 0, SEEK_END);
+		long len = ftell(cf);
+		fseek(cf, 0, SEEK_SET);
+		k->cubin = malloc(len > 0 ? (size_t)len : 1);
+		k->cubin_len = fread(k->cubin, 1, len > 0 ? (size_t)len : 0, cf);
+		fclose(cf);
+	}
+	rc = 0;
+out:
+	unlink(in);
+	unlink(outp);
+	unlink(logp);
+	rmdir(dir);
+	return rc;
+}
+
+void jit_kernel_free(JitKernel *k)
+{
+	free(k->name);
+	free(k->ttir);
+	free(k->ttgir);
+	free(k->llir);
+	free(k->ptx);
+	free(k->asm_);
+	free(k->cubin);
+	free(k->sig);
+	if (k->cpu && be_cpu_result_free) {
+		BeCpuResult r;
+		memset(&r, 0, sizeof r);
+		r.kernel = k->cpu;
+		be_cpu_result_free(&r);
+	}
+	memset(k, 0, sizeof *k);
+}

@@ -1,0 +1,2 @@
+from .compiler import ASTSource, IRSource, CompiledKernel, compile, CompileError  # noqa: F401
+from ..backends.compiler import GPUTarget  # noqa: F401

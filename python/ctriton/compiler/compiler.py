@@ -1,0 +1,333 @@
+"""compile(): a kernel source to a CompiledKernel, through the caches.
+
+Stages (the C driver, jit/compile.c, runs 2-4 in one call):
+  1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
+  2. parse + verify
+  3. backend    cuda: ttgir, llir, ptx (+ cubin by ptxas); cpu: llir, asm, code
+Disk cache: $CTRITON_CACHE_DIR (default ~/.cache/ctriton), one entry per
+sha256 of (compiler build, source + callees + constexpr globals,
+specialization, options, target). Entries are checksummed; a corrupt one is
+recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+"""
+import json
+import os
+import sys
+import warnings
+
+from .. import _C
+from ..backends.compiler import GPUTarget
+
+CACHE_FORMAT = 1
+STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
+
+# Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
+# the others are accepted and recorded).
+DEFAULT_OPTIONS = {
+    "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
+    "enable_fp_fusion": True, "debug": False,
+}
+OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
+                 "default_dot_input_precision", "max_num_imprecise_acc_default",
+                 "sanitize_overflow", "instrumentation_mode", "extern_libs", "ptx_version",
+                 "arch", "supported_fp8_dtypes")
+
+
+class CompileError(RuntimeError):
+    """A failure after the frontend (IR parse/verify, backend, ptxas)."""
+
+
+def _compilation_error(msg):
+    try:
+        from .errors import CompilationError  # the frontend's
+        try:
+            return CompilationError(msg)
+        except TypeError:
+            pass
+    except ImportError:
+        pass
+    return CompileError(msg)
+
+
+def parse_options(options, backend="cuda"):
+    opts = dict(DEFAULT_OPTIONS)
+    for k, v in (options or {}).items():
+        if k not in DEFAULT_OPTIONS and k not in OTHER_OPTIONS:
+            raise KeyError(f"option '{k}' was specified but is not a known compile option "
+                           f"({', '.join(DEFAULT_OPTIONS)}, ...)")
+        if v is not None or k in DEFAULT_OPTIONS:
+            opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
+    if os.environ.get("CTRITON_DEBUG", "0") not in ("", "0"):
+        opts["debug"] = True
+    nw = opts["num_warps"]
+    if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
+        raise ValueError(f"num_warps must be a power of 2, got {nw!r}")
+    return opts
+
+
+_build_hash = None
+
+
+def compiler_build_hash():
+    """sha256 of the extension .so and of the Python compiler packages."""
+    global _build_hash
+    if _build_hash is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        parts = []
+        with open(_C.__file__, "rb") as f:
+            parts.append(_C.sha256(f.read()))
+        for sub in ("language", "compiler"):
+            d = os.path.join(root, sub)
+            for dirpath, _, files in sorted(os.walk(d)):
+                for fn in sorted(files):
+                    if fn.endswith(".py"):
+                        with open(os.path.join(dirpath, fn), "rb") as f:
+                            parts.append(fn + _C.sha256(f.read()))
+        _build_hash = _C.sha256("\n".join(parts))
+    return _build_hash
+
+
+class ASTSource:
+    """A @jit function with a signature {name: "*fp32" | "i32" | "constexpr" | ...},
+    constexprs {name: value} and attrs {name: [["tt.divisibility", 16]]} or
+    {name: {"divisibility": 16}}."""
+
+    def __init__(self, fn, signature, constexprs=None, attrs=None):
+        self.fn = fn
+        self.signature = dict(signature)
+        self.constexprs = dict(constexprs or {})
+        self.attrs = {}
+        for k, v in (attrs or {}).items():
+            if isinstance(v, dict):
+                self.attrs[k] = dict(v)
+            else:  # Triton's [["tt.divisibility", 16]]
+                self.attrs[k] = {name.split(".")[-1]: val for name, val in v}
+        for name in fn.arg_names:
+            if name in self.constexprs and name not in self.signature:
+                self.signature[name] = "constexpr"
+        self.name = fn.__name__
+
+    def hash(self):
+        body = json.dumps([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
+                           sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
+                           sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
+        return _C.sha256(body)
+
+    def launch_signature(self):
+        """Per parameter in order: its type string ("constexpr" when dropped)."""
+        out = []
+        for name in self.fn.arg_names:
+            t = self.signature.get(name, "constexpr")
+            out.append("constexpr" if name in self.constexprs else t)
+        return out
+
+    def make_ttir(self, options):
+        return _C.ast_to_ttir(self.fn, self.signature, self.constexprs, self.attrs, options)
+
+
+_IR_TO_SIG = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16", "i1": "u1"}
+
+
+def _ir_sig(s):
+    out = []
+    for t in (s.split(",") if s else []):
+        ptr = t.startswith("*")
+        b = t.lstrip("*")
+        out.append(("*" if ptr else "") + _IR_TO_SIG.get(b, b))
+    return out
+
+
+class IRSource:
+    """A .ttir file: compilation starts at the parser."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path) as f:
+            self.text = f.read()
+        self.name = os.path.splitext(os.path.basename(path))[0]
+
+    def hash(self):
+        return _C.sha256(self.text)
+
+    def make_ttir(self, options):
+        return self.text
+
+
+class KernelMetadata:
+    """Metadata of a compiled kernel (attributes, like Triton's namedtuple)."""
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+
+    def _asdict(self):
+        return dict(self.__dict__)
+
+    def __getitem__(self, k):
+        return self.__dict__[k]
+
+    def __repr__(self):
+        return f"KernelMetadata({self.__dict__!r})"
+
+
+class _LaunchShell:
+    __slots__ = ("k", "grid")
+
+    def __init__(self, k, grid):
+        self.k, self.grid = k, grid
+
+    def __call__(self, *args, stream=None):
+        return self.k._binary.launch(self.grid, args, stream)
+
+
+class CompiledKernel:
+    """One compiled variant: ``asm`` (stage texts, ``cubin`` bytes),
+    ``metadata``, ``n_regs``/``n_spills``; ``compiled[(g0, g1, g2)](*args)``
+    launches it with every argument, constexprs included."""
+
+    def __init__(self, asm, metadata, launch_sig, cpu_kernel=None):
+        self.asm = asm
+        self.metadata = KernelMetadata(metadata)
+        self.name = metadata["name"]
+        self.hash = metadata["hash"]
+        self.launch_sig = launch_sig
+        self.kernel = asm.get("cubin")
+        self.n_regs = metadata.get("n_regs", -1)
+        self.n_spills = metadata.get("n_spills", -1)
+        self.n_max_threads = 32 * metadata["num_warps"]
+        self.packed_metadata = (metadata["num_warps"], metadata["num_ctas"], metadata["shared"])
+        self._cpu_kernel = cpu_kernel
+        self._bin = None
+
+    def _init_handles(self):
+        if self._bin is not None:
+            return
+        md = self.metadata
+        if md.backend == "cuda":
+            from ..runtime.driver import driver
+            active = driver.active
+            if active.backend != "cuda":
+                raise RuntimeError(f"kernel {self.name} was compiled for CUDA but the active "
+                                   "driver is the CPU")
+            props = active.utils.get_device_properties(active.get_current_device())
+            if md.shared > props["max_shared_mem"]:
+                raise RuntimeError(f"out of resources: shared memory, required {md.shared}, "
+                                   f"hardware limit {props['max_shared_mem']}")
+            image = self.asm.get("cubin") or (self.asm["ptx"].encode() + b"\0")
+            self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
+                                  md.shared, None, image, self.name)
+        else:
+            if self._cpu_kernel is None:
+                missing = md.__dict__.get("missing")
+                raise RuntimeError(f"kernel {self.name} has no CPU code"
+                                   + (f" (this build lacks the {missing})" if missing else ""))
+            self._bin = _C.Binary(_C.BACKEND_CPU, self.launch_sig, md.num_warps, md.num_ctas,
+                                  md.shared, self._cpu_kernel, None, self.name)
+
+    @property
+    def _binary(self):
+        if self._bin is None:
+            self._init_handles()
+        return self._bin
+
+    def __getitem__(self, grid):
+        if not isinstance(grid, tuple) or len(grid) != 3:
+            raise ValueError("a CompiledKernel's grid must be a tuple of 3 ints")
+        return _LaunchShell(self, grid)
+
+    def run(self, g0, g1, g2, stream, *args):
+        return self._binary.launch((g0, g1, g2), args, stream)
+
+    def __repr__(self):
+        return f"CompiledKernel({self.name}, {self.metadata.backend})"
+
+
+def _dump(name, asm, cached):
+    want = os.environ.get("CTRITON_DUMP", "")
+    if not want:
+        return
+    stages = STAGES + ("cubin",) if want in ("1", "all") else [s.strip() for s in want.split(",")]
+    for s in stages:
+        text = asm.get(s)
+        if text is None:
+            continue
+        if isinstance(text, bytes):
+            text = f"<{len(text)} bytes>"
+        tag = " (cached)" if cached else ""
+        sys.stderr.write(f"// ----- ctriton: {name} {s}{tag} -----\n{text}")
+        if not text.endswith("\n"):
+            sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _target_of(target):
+    if target is None:
+        from ..runtime.driver import driver
+        target = driver.active.get_current_target()
+    if target.backend not in ("cuda", "cpu"):
+        raise ValueError(f"unsupported target backend {target.backend!r}")
+    arch = target.arch
+    if isinstance(arch, str):
+        arch = int("".join(c for c in arch if c.isdigit()) or 0)
+    return target, arch
+
+
+def compile(src, target=None, options=None):
+    """Compiles src (ASTSource or a path to a .ttir file) for target (default:
+    the active driver's) with options; returns a CompiledKernel."""
+    if isinstance(src, str):
+        src = IRSource(src)
+    target, arch = _target_of(target)
+    opts = parse_options(options, target.backend)
+    key = _C.sha256(json.dumps([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
+                                sorted((k, repr(v)) for k, v in opts.items())]))
+    launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
+    root = _C.cache_root()
+    backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
+    use_cache = os.environ.get("CTRITON_ALWAYS_COMPILE", "0") in ("", "0")
+
+    entry = _C.cache_get(root, key) if use_cache else None
+    if entry is False:
+        warnings.warn(f"ctriton: the cache entry {key[:16]}... for {src.name} is corrupt; "
+                      "recompiling it", RuntimeWarning, stacklevel=2)
+        entry = None
+    if entry is not None and "meta" in entry:
+        meta = json.loads(entry["meta"].decode())
+        asm = {k: v.decode() for k, v in entry.items() if k in STAGES}
+        if "cubin" in entry:
+            asm["cubin"] = entry["cubin"]
+        cpu_kernel = None
+        if target.backend == "cpu" and _C.has_stage("cpu"):
+            # Host code is not cached: rebuild it from the cached TTIR.
+            r = _C.compile_ttir(asm["ttir"], src.name, backend, arch, target.warp_size,
+                                opts, False)
+            if "error" in r:
+                raise _compilation_error(r["error"])
+            cpu_kernel = r.get("cpu_kernel")
+        _dump(meta["name"], asm, True)
+        return CompiledKernel(asm, meta, launch_sig or _ir_sig(meta.get("sig")), cpu_kernel)
+
+    # 1. frontend
+    ttir = src.make_ttir(dict(opts, target=target.key()))
+    # 2-4. parse, verify, backend (+ ptxas)
+    r = _C.compile_ttir(ttir, getattr(src, "path", src.name), backend, arch, target.warp_size,
+                        opts, False)
+    if "error" in r:
+        raise _compilation_error(r["error"])
+    asm = {s: r[s] for s in STAGES if s in r}
+    if "cubin" in r:
+        asm["cubin"] = r["cubin"]
+    name = r.get("name") or src.name
+    meta = {"name": name, "hash": key, "backend": target.backend, "arch": arch,
+            "warp_size": target.warp_size, "target": target.key(),
+            "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
+            "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
+            "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
+            "debug": opts["debug"], "sig": r.get("sig", ""), "missing": r.get("missing"),
+            "options": {k: repr(v) for k, v in opts.items()}}
+    blobs = dict(asm)
+    blobs["meta"] = json.dumps(meta, indent=1)
+    try:
+        _C.cache_put(root, key, blobs)
+    except OSError as e:
+        warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
+    _dump(name, asm, False)
+    return CompiledKernel(asm, meta, launch_sig or _ir_sig(meta["sig"]), r.get("cpu_kernel"))

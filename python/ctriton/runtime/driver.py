@@ -1,0 +1,216 @@
+"""Drivers: which backend launches kernels, and facts about its device.
+
+``driver.active`` is the CUDA driver when libcuda loads and reports a
+device, the CPU driver otherwise; ``CTRITON_BACKEND=cpu|cuda`` forces one and
+``driver.set_active(d)`` switches at run time. The GPU is probed with ctypes
+once (device count, attributes); launches go through the C extension.
+"""
+import ctypes
+import os
+import sys
+
+from .. import _C
+from ..backends.compiler import GPUTarget
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+class _CudaLib:
+    """The few CUDA driver calls used to probe devices (ctypes, lazily)."""
+    # CUdevice_attribute values (cuda.h)
+    ATTRS = {
+        "max_threads_per_block": 1, "max_shared_mem_per_block": 8, "warpSize": 10,
+        "clock_rate": 13, "multiprocessor_count": 16, "mem_clock_rate": 36,
+        "mem_bus_width": 37, "max_threads_per_sm": 39, "cc_major": 75, "cc_minor": 76,
+        "max_shared_mem": 97, "max_num_regs": 82,
+    }
+
+    def __init__(self):
+        path = os.environ.get("CTRITON_LIBCUDA_PATH", "libcuda.so.1")
+        self.lib = ctypes.CDLL(path)
+        if self.lib.cuInit(0) != 0:
+            raise OSError("cuInit failed")
+        n = ctypes.c_int(0)
+        if self.lib.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
+            raise OSError("no CUDA device")
+        self.count = n.value
+
+    def attr(self, name, dev):
+        v = ctypes.c_int(0)
+        self.lib.cuDeviceGetAttribute(ctypes.byref(v), self.ATTRS[name], dev)
+        return v.value
+
+
+class CpuUtils:
+    def get_device_properties(self, device=0):
+        n = os.cpu_count() or 1
+        return {"multiprocessor_count": n, "max_shared_mem": 1 << 20, "max_num_regs": 1 << 16,
+                "warpSize": 1, "max_threads_per_sm": 1, "name": "cpu"}
+
+
+class CpuDriver:
+    """Runs kernels on the host through the CPU backend."""
+    backend = "cpu"
+
+    def __init__(self):
+        self.utils = CpuUtils()
+
+    @staticmethod
+    def is_active():
+        return True
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        return GPUTarget("cpu", 0, 1)
+
+    def get_active_torch_device(self):
+        t = _torch()
+        return t.device("cpu") if t else "cpu"
+
+    def get_device_interface(self):
+        return None
+
+    def get_benchmarker(self):
+        from ..testing import do_bench
+        return do_bench
+
+    def _activate(self):
+        _C.set_backend(_C.BACKEND_CPU, None)
+
+    def __repr__(self):
+        return "CpuDriver()"
+
+
+class CudaUtils:
+    def __init__(self, lib):
+        self._lib = lib
+
+    def get_device_properties(self, device=0):
+        a = lambda k: self._lib.attr(k, device)  # noqa: E731
+        return {"multiprocessor_count": a("multiprocessor_count"),
+                "max_shared_mem": a("max_shared_mem"), "max_num_regs": a("max_num_regs"),
+                "warpSize": a("warpSize"), "max_threads_per_sm": a("max_threads_per_sm"),
+                "sm_clock_rate": a("clock_rate"), "mem_clock_rate": a("mem_clock_rate"),
+                "mem_bus_width": a("mem_bus_width")}
+
+
+class CudaDriver:
+    """Runs kernels on an NVIDIA GPU through the CUDA driver API."""
+    backend = "cuda"
+
+    def __init__(self):
+        self._lib = _CudaLib()
+        self.utils = CudaUtils(self._lib)
+
+    @staticmethod
+    def is_active():
+        try:
+            _CudaLib()
+            return True
+        except OSError:
+            return False
+
+    def get_current_device(self):
+        t = _torch()
+        if t is not None and t.cuda.is_initialized():
+            return t.cuda.current_device()
+        return 0
+
+    def set_current_device(self, device):
+        t = _torch()
+        if t is not None:
+            t.cuda.set_device(device)
+
+    def get_current_stream(self, device=None):
+        t = _torch()
+        if t is None:
+            return 0
+        if device is None:
+            device = t.cuda.current_device()
+        return t.cuda.current_stream(device).cuda_stream
+
+    def get_current_target(self, device=None):
+        dev = self.get_current_device() if device is None else device
+        major, minor = self._lib.attr("cc_major", dev), self._lib.attr("cc_minor", dev)
+        return GPUTarget("cuda", major * 10 + minor, 32)
+
+    def get_active_torch_device(self):
+        t = _torch()
+        if t is None:
+            import torch as t
+        return t.device("cuda", self.get_current_device())
+
+    def get_device_interface(self):
+        t = _torch()
+        return t.cuda if t else None
+
+    def get_benchmarker(self):
+        from ..testing import do_bench
+        return do_bench
+
+    def _activate(self):
+        def stream():
+            t = sys.modules.get("torch")
+            if t is None:
+                return 0
+            return t._C._cuda_getCurrentRawStream(t._C._cuda_getDevice())
+        _C.set_backend(_C.BACKEND_CUDA, stream)
+
+    def __repr__(self):
+        return "CudaDriver()"
+
+
+def _default_driver():
+    want = os.environ.get("CTRITON_BACKEND", "").lower()
+    if want == "cpu":
+        return CpuDriver()
+    if want == "cuda":
+        return CudaDriver()  # raises a clear OSError when there is no GPU
+    if want:
+        raise ValueError(f"CTRITON_BACKEND={want!r}: expected 'cpu' or 'cuda'")
+    if CudaDriver.is_active() and _C.has_stage("cuda"):
+        return CudaDriver()
+    return CpuDriver()
+
+
+class DriverConfig:
+    """``driver.active`` (created on first use), ``set_active``, ``reset_active``."""
+
+    def __init__(self):
+        self._default = None
+        self._active = None
+
+    @property
+    def default(self):
+        if self._default is None:
+            self._default = _default_driver()
+        return self._default
+
+    @property
+    def active(self):
+        if self._active is None:
+            self.set_active(self.default)
+        return self._active
+
+    def set_active(self, d):
+        if isinstance(d, str):
+            d = {"cpu": CpuDriver, "cuda": CudaDriver}[d]()
+        d._activate()
+        self._active = d
+
+    def reset_active(self):
+        self._active = None
+        self.set_active(self.default)
+
+
+driver = DriverConfig()

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The GPU-machine recipe, in two halves.
+#
+#   bash scripts/gpu_run.sh stage     (here) builds ctriton and fills
+#                                     gpu_carry/ (git-ignored): the package
+#                                     with its extension and the libllvm22 and
+#                                     libz3-4 .deb files; then prints the
+#                                     command to run there.
+#   bash scripts/gpu_run.sh remote    (there, from the repository root)
+#                                     unpacks the debs, sets LD_LIBRARY_PATH
+#                                     and PYTHONPATH, and runs pytest -m gpu,
+#                                     the tutorials and bench/run_gpu.py.
+#
+# The device tool carries gpu_carry/ with `carry: ["gpu_carry"]` and runs
+# `bash scripts/gpu_run.sh remote`; results land in $OUT when it is set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CARRY=gpu_carry
+
+stage() {
+  bash scripts/setup.sh
+  rm -rf "$CARRY/python"
+  mkdir -p "$CARRY/debs"
+  cp -r python "$CARRY/python"
+  find "$CARRY/python" -name __pycache__ -prune -exec rm -rf {} +
+  (cd "$CARRY/debs" && for p in libllvm22 libz3-4; do
+     ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null
+   done)
+  grep -qx "/$CARRY/" .gitignore 2>/dev/null || grep -qx "$CARRY/" .git/info/exclude 2>/dev/null \
+    || echo "$CARRY/" >> "$(git rev-parse --git-path info/exclude)"
+  du -sh "$CARRY" | awk '{print "gpu_run: staged " $1 " in '"$CARRY"'/ (limit 64M)"}'
+  echo "gpu_run: on the GPU machine run: bash scripts/gpu_run.sh remote"
+}
+
+remote() {
+  local l22=/tmp/ctriton-l22
+  mkdir -p "$l22"
+  for d in "$CARRY"/debs/*.deb; do dpkg -x "$d" "$l22"; done
+  export LD_LIBRARY_PATH="$l22/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHONPATH="$PWD/$CARRY/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
+  export CTRITON_CACHE_DIR=/tmp/ctriton-cache
+  local out=${OUT:-/tmp/ctriton-out}
+  mkdir -p "$out"
+  export CTRITON_BENCH_DIR="$out"
+  local rc=0
+  python3 -c "import ctriton; print('ctriton driver:', ctriton.runtime.driver.active)" || rc=1
+  python3 -m pytest -q -m gpu tests/python 2>&1 | tee "$out/pytest-gpu.txt" || rc=1
+  for t in tutorials/01-vector-add.py tutorials/02-fused-softmax.py; do
+    echo "== $t"
+    python3 "$t" 2>&1 | tee "$out/$(basename "$t" .py).txt" || rc=1
+  done
+  echo "== bench/run_gpu.py"
+  python3 bench/run_gpu.py 2>&1 | tee "$out/bench.txt" || rc=1
+  return $rc
+}
+
+case "${1:-stage}" in
+  stage) stage ;;
+  remote) remote ;;
+  *) echo "usage: $0 stage|remote" >&2; exit 2 ;;
+esac

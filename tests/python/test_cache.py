@@ -1,0 +1,151 @@
+"""The on-disk cache: hits across processes, corrupt entries, concurrent
+writers; compile-only for GPU targets; CTRITON_DUMP; the dump CLI."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ctriton
+from ctriton import _C
+from ctriton.compiler import ASTSource
+from ctriton.backends.compiler import GPUTarget
+import kernels_for_tests as K
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def child(*ns, env=None, wait=True):
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"), HERE]))
+    e.update(env or {})
+    cmd = [sys.executable, os.path.join(HERE, "fake_pipeline.py")] + [str(n) for n in ns]
+    p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return p
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+def test_sha256():
+    assert _C.sha256(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert _C.sha256("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert _C.sha256(b"a" * 1000) == __import__("hashlib").sha256(b"a" * 1000).hexdigest()
+
+
+def test_hit_in_new_process(cache_dir):
+    r1, _ = child(100, 4096)
+    assert r1["compiled"] == 2
+    r2, _ = child(100, 4096)
+    assert r2["compiled"] == 0  # both variants from disk
+    r3, _ = child(4097, 1)
+    assert r3["compiled"] == 1  # 4097 is 100's variant (i32); 1 is a new one (constexpr)
+
+
+def test_corrupt_entry_recompiled(cache_dir):
+    child(100)
+    entries = [d for d in os.listdir(cache_dir) if not d.startswith("tmp.")]
+    assert len(entries) == 1
+    with open(os.path.join(cache_dir, entries[0], "ttir"), "a") as f:
+        f.write("garbage")
+    r, err = child(100)
+    assert r["compiled"] == 1 and "corrupt" in err
+    r, err = child(100)
+    assert r["compiled"] == 0 and "corrupt" not in err
+    # a truncated manifest reads as corrupt too
+    man = os.path.join(cache_dir, entries[0], "MANIFEST")
+    with open(man) as f:
+        text = f.read()
+    with open(man, "w") as f:
+        f.write(text[:-10])
+    r, err = child(100)
+    assert r["compiled"] == 1 and "corrupt" in err
+
+
+def test_concurrent_writers(cache_dir):
+    ps = [child(100, 4096, 12, wait=False) for _ in range(2)]
+    for p in ps:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    r, _ = child(100, 4096, 12)
+    assert r["compiled"] == 0
+    assert not [d for d in os.listdir(cache_dir) if d.startswith("tmp.")]
+
+
+def _src():
+    return ASTSource(K.add_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                              "out_ptr": "*fp32", "n": "i32"},
+                     constexprs={"BLOCK": 1024}, attrs={"x_ptr": [["tt.divisibility", 16]]})
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_compile_only_gpu_target(fake_compile, arch):
+    k = ctriton.compile(_src(), target=GPUTarget("cuda", arch, 32))
+    assert "ttir" in k.asm and k.metadata.arch == arch
+    assert k.metadata.num_warps == 4 and k.metadata.shared == 0
+    assert k.metadata.backend == "cuda"
+
+
+def test_compile_keys_differ(fake_compile):
+    a = ctriton.compile(_src(), target=GPUTarget("cuda", 80, 32))
+    b = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    c = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    assert len({a.hash, b.hash, c.hash}) == 3
+    d = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert d.hash == b.hash and len(fake_compile) == 3
+    with pytest.raises(KeyError, match="num_wraps"):
+        ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32), options={"num_wraps": 8})
+
+
+def test_dump_env(fake_compile, monkeypatch, capsys):
+    monkeypatch.setenv("CTRITON_DUMP", "ttir,llir")
+    ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    err = capsys.readouterr().err
+    assert "ctriton: k ttir" in err and "fake ttir of add_kernel" in err
+    ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))  # a disk hit dumps too
+    err = capsys.readouterr().err
+    assert "ttir (cached)" in err
+
+
+def test_cache_key_follows_callees_and_globals(tmp_path):
+    src = tmp_path / "mod1.py"
+    body = ("from __future__ import annotations\nimport ctriton as triton\n"
+            "SCALE = {s}\n@triton.jit\ndef helper(x):\n    return x * {h}\n"
+            "@triton.jit\ndef kern(p):\n    helper(SCALE)\n")
+    keys = []
+    for s, h in ((2, 3), (2, 3), (5, 3), (2, 4)):
+        src.write_text(body.format(s=s, h=h))
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(f"mod_{len(keys)}", src)
+        m = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(m)
+        keys.append(m.kern.cache_key)
+    assert keys[0] == keys[1] and len(set(keys)) == 3
+
+
+def test_ttir_path(tmp_path):
+    p = tmp_path / "k.ttir"
+    p.write_text("// a module\n")
+    if _C.has_stage("frontend"):
+        pytest.skip("a real parser rejects this text")
+    try:
+        k = ctriton.compile(str(p), target=GPUTarget("cuda", 90, 32))
+    except Exception as e:  # a real parser: the error names the file
+        assert "k.ttir" in str(e)
+        return
+    assert k.asm["ttir"] == "// a module\n"
+
+
+def test_dump_cli(fake_compile, capsys):
+    from ctriton import dump
+    rc = dump.main([K.__file__, "add_kernel", "--signature",
+                    "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32", "--constexpr", "BLOCK=1024",
+                    "--stage", "ttir"])
+    assert rc == 0
+    assert "fake ttir of add_kernel" in capsys.readouterr().out
+    r = subprocess.run([sys.executable, "-m", "ctriton.dump", "--help"], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "python")))
+    assert r.returncode == 0 and "--signature" in r.stdout

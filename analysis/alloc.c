@@ -1,0 +1,235 @@
+/* alloc.c: shared-memory scratch sizing, allocation and barrier insertion.
+ *
+ * Some ops exchange data between threads through shared memory while they
+ * run: convert_layout, reductions across warps, scans, dot (FMA path),
+ * trans/reshape/cat/join/split/gather/histogram, and atomics on a scalar
+ * pointer (the old value is broadcast). an_scratch_bytes() says how much each
+ * needs; the backend lays the data out inside that range:
+ *   convert_layout, trans, reshape, split, gather: the source block,
+ *       row-major, one element each (i1 as one byte, pointers 8 bytes);
+ *   cat, join: the two operands one after the other (each 16-byte aligned);
+ *   reduce across W warps: per input (16-byte aligned segments) the partial
+ *       results [result element][warp along the axis];
+ *   scan: per input, the block row-major;
+ *   dot: A (M x K) then B (K x N), row-major, each in its element type;
+ *   histogram: the bins as i32; scalar atomics: 8 bytes.
+ * A buffer lives only while its op runs, so allocation by liveness puts the
+ * buffers of different ops on top of each other; the first-fit allocator
+ * below is general (intervals over op positions) in case longer-lived
+ * buffers appear (pipelining).
+ *
+ * Barriers: each scratch user writes, waits at a barrier, then reads. Before
+ * it writes, another barrier is needed if some earlier scratch user may still
+ * be reading; an_insert_barriers tracks that ("dirty") through structured
+ * control flow (a loop body that uses scratch is dirty on entry).
+ */
+#include "analysis.h"
+
+#include <stdlib.h>
+
+static int64_t align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+
+static int64_t elem_bytes(const IrType *t)
+{
+	const IrType *s = ir_scalar(t);
+	int b = ir_type_bits(s) / 8;
+	return b < 1 ? 1 : b;
+}
+
+static int64_t numel(const IrType *t) { return ir_is_block(t) ? t->numel : 1; }
+
+int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
+{
+	switch (op->opc) {
+	case OP_CONVERT_LAYOUT:
+	case OP_TRANS:
+	case OP_RESHAPE:
+	case OP_SPLIT:
+	case OP_GATHER:
+		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
+	case OP_CAT:
+	case OP_JOIN:
+		return align16(numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type)) +
+		       numel(op->ops[1]->type) * elem_bytes(op->ops[1]->type);
+	case OP_HISTOGRAM:
+		return numel(op->res[0].type) * 4;
+	case OP_SCAN: {
+		int64_t s = 0;
+		for (int i = 0; i < op->nops; i++)
+			s += align16(numel(op->ops[i]->type) * elem_bytes(op->ops[i]->type));
+		return s;
+	}
+	case OP_REDUCE: {
+		const IrType *t = op->ops[0]->type;
+		if (!ir_is_block(t) || !t->layout)
+			return 0;
+		int64_t base[IR_MAX_RANK];
+		int map[IR_MAX_RANK];
+		const IrLayout *b = an_unslice(t->layout, t->rank, t->shape, base, map);
+		int axis = (int)ir_op_int(op, "axis", 0);
+		int w = 1;
+		an_blocked_dim(b, base, map[axis], NULL, NULL, &w);
+		if (w <= 1)
+			return 0;
+		int64_t s = 0;
+		for (int i = 0; i < op->nops; i++)
+			s += align16(numel(op->res[i].type) * w * elem_bytes(op->ops[i]->type));
+		return s;
+	}
+	case OP_DOT: {
+		const IrType *a = op->ops[0]->type, *b = op->ops[1]->type;
+		return align16(numel(a) * elem_bytes(a)) + numel(b) * elem_bytes(b);
+	}
+	case OP_ATOMIC_RMW:
+	case OP_ATOMIC_CAS:
+		return ir_is_block(op->ops[0]->type) ? 0 : 8;
+	default:
+		return 0;
+	}
+	(void)o;
+}
+
+/* ------------------------------------------------------------------------- */
+
+typedef struct Buf {
+	IrOp *op;
+	int64_t size, start, end, offset;
+} Buf;
+
+typedef struct ACtx {
+	const AnGpuOptions *o;
+	Buf *bufs;
+	int n, cap;
+	int64_t pos;
+} ACtx;
+
+static void collect(ACtx *a, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		int64_t start = a->pos++;
+		for (int r = 0; r < op->nregions; r++)
+			collect(a, op->regions[r]);
+		int64_t sz = an_scratch_bytes(op, a->o);
+		if (sz <= 0)
+			continue;
+		if (a->n == a->cap) {
+			a->cap = a->cap ? a->cap * 2 : 16;
+			a->bufs = realloc(a->bufs, sizeof(Buf) * (size_t)a->cap);
+			if (!a->bufs)
+				abort();
+		}
+		a->bufs[a->n++] = (Buf){op, align16(sz), start, start, 0};
+	}
+}
+
+static int by_size_desc(const void *x, const void *y)
+{
+	const Buf *a = x, *b = y;
+	if (a->size != b->size)
+		return a->size < b->size ? 1 : -1;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
+{
+	ACtx a = {o, NULL, 0, 0, 0};
+	collect(&a, f->body);
+	if (a.n > 1)
+		qsort(a.bufs, (size_t)a.n, sizeof(Buf), by_size_desc);
+	int64_t total = 0;
+	for (int i = 0; i < a.n; i++) {
+		/* lowest offset not overlapping any placed buffer live at the same time */
+		int64_t off = 0;
+		for (bool moved = true; moved;) {
+			moved = false;
+			for (int j = 0; j < i; j++) {
+				Buf *p = &a.bufs[j];
+				bool live = p->start <= a.bufs[i].end && a.bufs[i].start <= p->end;
+				if (live && off < p->offset + p->size && p->offset < off + a.bufs[i].size) {
+					off = p->offset + p->size;
+					moved = true;
+				}
+			}
+		}
+		a.bufs[i].offset = off;
+		if (off + a.bufs[i].size > total)
+			total = off + a.bufs[i].size;
+		ir_op_set_int(f->module->ctx, a.bufs[i].op, "scratch_offset", off);
+	}
+	free(a.bufs);
+	return total;
+}
+
+/* ------------------------------------------------------------------------- */
+
+static bool uses_scratch(IrBlock *b, const AnGpuOptions *o)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		if (an_scratch_bytes(op, o) > 0)
+			return true;
+		for (int r = 0; r < op->nregions; r++)
+			if (uses_scratch(op->regions[r], o))
+				return true;
+	}
+	return false;
+}
+
+static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
+{
+	IrCtx *ctx = b->func->module->ctx;
+	for (IrOp *op = b->first; op; op = op->next) {
+		if (op->opc == OP_BARRIER) {
+			dirty = false;
+			continue;
+		}
+		if (op->nregions) {
+			bool inner = false;
+			for (int r = 0; r < op->nregions; r++)
+				inner |= uses_scratch(op->regions[r], o);
+			bool loop = op->opc == OP_FOR || op->opc == OP_WHILE;
+			bool out = dirty;
+			for (int r = 0; r < op->nregions; r++)
+				out |= membar_block(op->regions[r], dirty || (loop && inner), o);
+			dirty = out;
+		}
+		if (an_scratch_bytes(op, o) > 0) {
+			if (dirty) {
+				IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
+				ir_block_insert_before(b, op, bar);
+			}
+			dirty = true;
+		}
+	}
+	return dirty;
+}
+
+void an_insert_barriers(IrFunc *f, const AnGpuOptions *o)
+{
+	membar_block(f->body, false, o);
+}
+
+/* ------------------------------------------------------------------------- */
+
+IrError *an_gpu_pipeline(IrModule *m, const AnGpuOptions *o, int64_t *shared)
+{
+	IrFunc *k = NULL;
+	for (int i = 0; i < m->nfuncs; i++)
+		if (m->funcs[i]->is_kernel)
+			k = m->funcs[i];
+	*shared = 0;
+	if (!k)
+		return ir_error(m->ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
+	/* axis info: requires TTIR; keeps everything */
+	AnAxis *ax = an_axis_info(k);
+	/* layouts: requires axis info; every block type gets a layout, conversions inserted */
+	IrError *err = an_assign_layouts(k, ax, o);
+	if (err)
+		return err;
+	/* conversion removal: keeps layouts valid; may drop now-dead pure ops */
+	an_remove_converts(k);
+	/* membar: requires final scratch users; inserts barrier ops */
+	an_insert_barriers(k, o);
+	/* allocation: requires the final op list; adds scratch_offset attributes */
+	*shared = an_allocate_shared(k, o);
+	return NULL;
+}

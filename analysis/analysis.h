@@ -1,0 +1,120 @@
+/* analysis.h: analyses and GPU-level transforms over ctriton's IR, the one
+ * interface of the analysis/ folder. Everything here works on one function
+ * (the kernel) and allocates from its module's IrCtx.
+ *
+ * Pipeline (an_gpu_pipeline runs it in this order; see README.md):
+ *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
+ *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
+ *                                accesses, slices for reductions, propagation,
+ *                                convert_layout where layouts disagree
+ *             an_remove_converts drops identity conversions, folds chains,
+ *                                rematerialises cheap producers in place
+ *   alloc.c   an_allocate_shared scratch bytes per op, offsets by liveness in
+ *                                one dynamic shared block ("scratch_offset")
+ *             an_insert_barriers `barrier` ops where scratch is reused
+ *
+ * Layout helpers (layout.c) are shared with backend/nvptx, which maps a
+ * layout to the elements each thread owns.
+ */
+#ifndef CTRITON_ANALYSIS_H
+#define CTRITON_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* ------------------------------------------------------------------------- */
+/* Value numbering                                                           */
+/* ------------------------------------------------------------------------- */
+
+/* Numbers every value of f (parameters, results, region arguments) densely
+ * in program order into IrValue.id and returns the count. */
+int an_number_values(IrFunc *f);
+
+/* ------------------------------------------------------------------------- */
+/* Axis info (axis.c)                                                        */
+/* ------------------------------------------------------------------------- */
+
+/* Per dimension of a value (rank 0 for scalars: index 0 holds the scalar's
+ * facts): the largest power of two such that runs of that many consecutive
+ * elements along the dim are contiguous (+1 each) / all equal, and the
+ * largest power of two dividing every element (for pointers: in bytes). */
+typedef struct AnAxisInfo {
+	int rank;
+	int64_t contig[IR_MAX_RANK];
+	int64_t div[IR_MAX_RANK];
+	int64_t constancy[IR_MAX_RANK];
+} AnAxisInfo;
+
+typedef struct AnAxis AnAxis;
+
+/* Computes axis info for every value of f (numbers the values first; the
+ * result is valid until f's values are renumbered or changed). */
+AnAxis *an_axis_info(IrFunc *f);
+/* The facts about v (never NULL: unknown values get the conservative 1s). */
+const AnAxisInfo *an_axis_get(const AnAxis *a, const IrValue *v);
+/* Elements per vectorised access of a load/store/atomic whose pointer block
+ * is ptr and mask is mask (may be NULL), along dim: bounded by contiguity,
+ * alignment, mask constancy and 128 bits. 1 for scalars. */
+int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim);
+
+/* ------------------------------------------------------------------------- */
+/* Layouts (layout.c)                                                        */
+/* ------------------------------------------------------------------------- */
+
+typedef struct AnGpuOptions {
+	int num_warps;   /* power of two */
+	int warp_size;   /* 32 */
+} AnGpuOptions;
+
+/* The blocked layout for a block of shape[rank] with size_per_thread spt
+ * (NULL: all 1) and order (NULL: rank-1 .. 0): threads and warps fill the
+ * dims in order; leftovers replicate along the slowest dim. */
+const IrLayout *an_blocked_layout(IrCtx *ctx, int rank, const int64_t *shape, const int *spt,
+				  const int *order, int num_warps, int warp_size);
+const IrLayout *an_slice_layout(IrCtx *ctx, int dim, const IrLayout *parent);
+/* The coalesced layout for a memory access through the pointer block ptr. */
+const IrLayout *an_coalesced_layout(IrCtx *ctx, const AnAxis *a, const IrValue *ptr,
+				    const IrValue *mask, int num_warps, int warp_size);
+
+/* Unwinds slices: the blocked layout under l, the value shape extended to
+ * its rank (size 1 in sliced dims, base_shape) and, for each dim of the
+ * value, the dim of the blocked layout it maps to (dimmap). */
+const IrLayout *an_unslice(const IrLayout *l, int rank, const int64_t *shape,
+			   int64_t *base_shape, int *dimmap);
+
+/* Per base dim d of a blocked layout over base_shape: how many elements a
+ * thread owns (nregs), and how many distinct lanes / warps hold distinct
+ * data along d (the rest replicate). */
+void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nregs,
+		    int *distinct_lanes, int *distinct_warps);
+
+/* Assigns a layout to every block value of f and inserts convert_layout
+ * where an operand's layout is not the one its user needs. */
+IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
+/* Removes conversions that are identities, folds convert(convert(x)),
+ * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
+void an_remove_converts(IrFunc *f);
+
+/* ------------------------------------------------------------------------- */
+/* Shared memory and barriers (alloc.c)                                      */
+/* ------------------------------------------------------------------------- */
+
+/* Bytes of shared scratch op needs while it runs (0 for most ops). The
+ * backend lays its data out inside that range as documented in alloc.c. */
+int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o);
+/* Gives every op with scratch a "scratch_offset" attribute (byte offset in the
+ * dynamic shared block; buffers whose live ranges overlap never overlap) and
+ * returns the total bytes. */
+int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o);
+/* Inserts `barrier` ops before scratch users that may overwrite shared memory
+ * another scratch user may still read (each scratch user itself puts one
+ * barrier between its writes and its reads). */
+void an_insert_barriers(IrFunc *f, const AnGpuOptions *o);
+
+/* The whole GPU pipeline on the kernel of m: returns the shared bytes the
+ * kernel needs in *shared. */
+IrError *an_gpu_pipeline(IrModule *m, const AnGpuOptions *o, int64_t *shared);
+
+#endif

@@ -1,0 +1,364 @@
+/* axis.c: axis info, a forward dataflow over the IR that tells, per value
+ * and per dim, how long the runs of contiguous (+1) and of equal elements
+ * are, and the largest power of two dividing every element. Sources are
+ * make_range, constants, the "divisibility" attribute of parameters and the
+ * multiple_of / max_contiguous / max_constancy hints; the rules for
+ * splat/broadcast/expand_dims/add/sub/mul/addptr/cmp/select follow the usual
+ * gcd arithmetic. Loop-carried values and everything else get the
+ * conservative answer (1). One pass in program order suffices because the
+ * IR is structured and loop-carried values are not refined.
+ */
+#include "analysis.h"
+
+#include <string.h>
+
+struct AnAxis {
+	int n;
+	AnAxisInfo *info;
+	AnAxisInfo unknown;
+};
+
+#define BIG_DIV ((int64_t)1 << 30)
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static int64_t pow2_div(int64_t c)
+{
+	if (c == 0)
+		return BIG_DIV;
+	int64_t p = 1;
+	while (p < BIG_DIV && (c % (p * 2)) == 0)
+		p *= 2;
+	return p;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static int64_t floor_pow2(int64_t x)
+{
+	int64_t p = 1;
+	while (p * 2 <= x)
+		p *= 2;
+	return p;
+}
+
+/* ------------------------------------------------------------------------- */
+
+typedef struct NumCtx {
+	int n;
+} NumCtx;
+
+static void number_block(IrBlock *b, int *n);
+
+static void number_op(IrOp *op, int *n)
+{
+	for (int i = 0; i < op->nres; i++)
+		op->res[i].id = (*n)++;
+	for (int r = 0; r < op->nregions; r++)
+		number_block(op->regions[r], n);
+}
+
+static void number_block(IrBlock *b, int *n)
+{
+	for (int i = 0; i < b->nargs; i++)
+		b->args[i]->id = (*n)++;
+	for (IrOp *op = b->first; op; op = op->next)
+		number_op(op, n);
+}
+
+int an_number_values(IrFunc *f)
+{
+	int n = 0;
+	number_block(f->body, &n);
+	return n;
+}
+
+/* ------------------------------------------------------------------------- */
+
+static AnAxisInfo conservative(const IrType *t)
+{
+	AnAxisInfo r;
+	memset(&r, 0, sizeof r);
+	r.rank = ir_is_block(t) ? t->rank : 0;
+	for (int d = 0; d < IR_MAX_RANK; d++) {
+		r.contig[d] = 1;
+		r.div[d] = 1;
+		r.constancy[d] = 1;
+	}
+	return r;
+}
+
+static int64_t dimsize(const IrType *t, int d)
+{
+	return ir_is_block(t) ? t->shape[d] : 1;
+}
+
+/* All elements equal, divisible by div. */
+static AnAxisInfo uniform(const IrType *t, int64_t div)
+{
+	AnAxisInfo r = conservative(t);
+	for (int d = 0; d < IR_MAX_RANK; d++) {
+		r.div[d] = div;
+		r.constancy[d] = d < r.rank ? t->shape[d] : 1;
+	}
+	return r;
+}
+
+const AnAxisInfo *an_axis_get(const AnAxis *a, const IrValue *v)
+{
+	if (!v || v->id < 0 || v->id >= a->n)
+		return &a->unknown;
+	return &a->info[v->id];
+}
+
+static int elem_bytes(const IrType *t)
+{
+	const IrType *s = ir_scalar(t);
+	if (ir_is_ptr(s))
+		s = s->elem;
+	int b = ir_type_bits(s) / 8;
+	return b < 1 ? 1 : b;
+}
+
+static bool const_value(const IrOp *op, int64_t *v)
+{
+	if (!op || op->opc != OP_CONSTANT)
+		return false;
+	const IrAttr *a = ir_op_attr(op, "value");
+	if (!a || (a->kind != ATTR_INT && a->kind != ATTR_BOOL))
+		return false;
+	*v = a->i;
+	return true;
+}
+
+static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
+{
+	const IrType *t = op->res[ri].type;
+	AnAxisInfo r = conservative(t);
+	const AnAxisInfo *x = op->nops > 0 ? an_axis_get(a, op->ops[0]) : NULL;
+	const AnAxisInfo *y = op->nops > 1 ? an_axis_get(a, op->ops[1]) : NULL;
+	int rank = r.rank;
+	int64_t c;
+	switch (op->opc) {
+	case OP_CONSTANT:
+		if (const_value(op, &c))
+			return uniform(t, pow2_div(c));
+		return uniform(t, 1);
+	case OP_MAKE_RANGE: {
+		int64_t start = ir_op_int(op, "start", 0);
+		r.contig[0] = t->shape[0];
+		r.div[0] = pow2_div(start);
+		return r;
+	}
+	case OP_SPLAT:
+		return uniform(t, x->div[0]);
+	case OP_PROGRAM_ID:
+	case OP_NUM_PROGRAMS:
+		return uniform(t, 1);
+	case OP_BROADCAST:
+		for (int d = 0; d < rank; d++) {
+			const IrType *st = op->ops[0]->type;
+			if (dimsize(st, d) == 1 && t->shape[d] != 1) {
+				r.contig[d] = 1;
+				r.div[d] = x->div[d];
+				r.constancy[d] = t->shape[d];
+			} else {
+				r.contig[d] = x->contig[d];
+				r.div[d] = x->div[d];
+				r.constancy[d] = x->constancy[d];
+			}
+		}
+		return r;
+	case OP_EXPAND_DIMS: {
+		int axis = (int)ir_op_int(op, "axis", 0);
+		int xr = x->rank;
+		for (int d = 0, s = 0; d < rank; d++) {
+			if (d == axis) {
+				r.contig[d] = 1;
+				r.constancy[d] = 1;
+				r.div[d] = xr ? x->div[0] : x->div[0];
+				for (int k = 0; k < xr; k++)
+					r.div[d] = max64(r.div[d], x->div[k]);
+				continue;
+			}
+			r.contig[d] = x->contig[s];
+			r.div[d] = x->div[s];
+			r.constancy[d] = x->constancy[s];
+			s++;
+		}
+		return r;
+	}
+	case OP_CONVERT_LAYOUT:
+		return *x;
+	case OP_MULTIPLE_OF:
+	case OP_MAX_CONTIGUOUS:
+	case OP_MAX_CONSTANCY: {
+		r = *x;
+		const IrAttr *at = ir_op_attr(op, "values");
+		for (int d = 0; at && d < at->n && d < IR_MAX_RANK; d++) {
+			int64_t v = floor_pow2(at->ints[d] > 0 ? at->ints[d] : 1);
+			if (op->opc == OP_MULTIPLE_OF)
+				r.div[d] = max64(r.div[d], v);
+			else if (op->opc == OP_MAX_CONTIGUOUS)
+				r.contig[d] = max64(r.contig[d], v);
+			else
+				r.constancy[d] = max64(r.constancy[d], v);
+		}
+		return r;
+	}
+	case OP_ADD:
+	case OP_SUB:
+	case OP_ADDPTR: {
+		if (ir_is_float(ir_scalar(t)))
+			break;
+		int64_t scale = op->opc == OP_ADDPTR ? elem_bytes(t) : 1;
+		for (int d = 0; d < IR_MAX_RANK; d++) {
+			if (d < rank) {
+				int64_t cx = x->contig[d], cy = y->contig[d];
+				int64_t kx = x->constancy[d], ky = y->constancy[d];
+				if (op->opc == OP_SUB)
+					r.contig[d] = gcd64(cx, ky); /* x - const run */
+				else
+					r.contig[d] = max64(gcd64(cx, ky), gcd64(kx, cy));
+				r.constancy[d] = gcd64(kx, ky);
+			}
+			r.div[d] = gcd64(x->div[d], y->div[d] * scale);
+		}
+		return r;
+	}
+	case OP_MUL: {
+		if (ir_is_float(ir_scalar(t)))
+			break;
+		int64_t cx = 0, cy = 0;
+		bool xc = op->ops[0]->def && const_value(op->ops[0]->def, &cx);
+		bool yc = op->ops[1]->def && const_value(op->ops[1]->def, &cy);
+		for (int d = 0; d < IR_MAX_RANK; d++) {
+			if (d < rank) {
+				r.constancy[d] = gcd64(x->constancy[d], y->constancy[d]);
+				if (yc && cy == 1)
+					r.contig[d] = x->contig[d];
+				else if (xc && cx == 1)
+					r.contig[d] = y->contig[d];
+			}
+			r.div[d] = min64(BIG_DIV, x->div[d] * y->div[d]);
+		}
+		return r;
+	}
+	case OP_CMP:
+	case OP_AND:
+	case OP_OR:
+	case OP_XOR:
+	case OP_SELECT:
+	case OP_DIV:
+	case OP_REM:
+	case OP_SHL:
+	case OP_SHR:
+	case OP_MIN:
+	case OP_MAX:
+	case OP_CAST:
+	case OP_NEG:
+	case OP_NOT: {
+		/* constancy: runs equal in every operand stay equal; a contiguous run
+		 * compared with a constant aligned to the run keeps equal results
+		 * for cmp (offs < n with n divisible by 16) */
+		for (int d = 0; d < rank; d++) {
+			int64_t k = BIG_DIV;
+			for (int i = 0; i < op->nops; i++)
+				k = gcd64(k, an_axis_get(a, op->ops[i])->constancy[d]);
+			if (op->opc == OP_CMP && y) {
+				/* aligned contiguous run vs a constant aligned as well */
+				int64_t k1 = gcd64(x->contig[d], gcd64(x->div[d], y->div[d]));
+				if (y->constancy[d] >= k1)
+					k = max64(k, k1);
+				int64_t k2 = gcd64(y->contig[d], gcd64(y->div[d], x->div[d]));
+				if (x->constancy[d] >= k2)
+					k = max64(k, k2);
+			}
+			r.constancy[d] = k < 1 ? 1 : min64(k, t->shape[d]);
+		}
+		if (op->opc == OP_SHL && op->ops[1]->def) {
+			int64_t s;
+			if (const_value(op->ops[1]->def, &s) && s >= 0 && s < 30)
+				for (int d = 0; d < IR_MAX_RANK; d++)
+					r.div[d] = min64(BIG_DIV, x->div[d] << s);
+		}
+		if (op->opc == OP_DIV && op->ops[1]->def && !ir_is_float(ir_scalar(t))) {
+			int64_t s;
+			if (const_value(op->ops[1]->def, &s) && s > 0 && (s & (s - 1)) == 0)
+				for (int d = 0; d < IR_MAX_RANK; d++)
+					r.div[d] = max64(1, x->div[d] / s);
+		}
+		if (op->opc == OP_CAST && ir_is_int(ir_scalar(t)))
+			for (int d = 0; d < IR_MAX_RANK; d++)
+				r.div[d] = x->div[d];
+		return r;
+	}
+	default:
+		break;
+	}
+	/* Elementwise results of all-constant operands are constant. */
+	if (ir_opinfo(op->opc)->flags & IR_ELEM) {
+		for (int d = 0; d < rank; d++) {
+			int64_t k = BIG_DIV;
+			for (int i = 0; i < op->nops; i++)
+				k = gcd64(k, an_axis_get(a, op->ops[i])->constancy[d]);
+			r.constancy[d] = min64(k, t->shape[d]);
+		}
+	}
+	(void)f;
+	return r;
+}
+
+static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int i = 0; i < op->nres; i++)
+			a->info[op->res[i].id] = visit(a, f, op, i);
+		for (int r = 0; r < op->nregions; r++) {
+			IrBlock *rb = op->regions[r];
+			for (int i = 0; i < rb->nargs; i++)
+				a->info[rb->args[i]->id] = conservative(rb->args[i]->type);
+			visit_block(a, f, rb);
+		}
+	}
+}
+
+AnAxis *an_axis_info(IrFunc *f)
+{
+	IrCtx *ctx = f->module->ctx;
+	AnAxis *a = ir_alloc(ctx, sizeof *a);
+	a->n = an_number_values(f);
+	a->info = ir_alloc(ctx, sizeof(AnAxisInfo) * (size_t)(a->n + 1));
+	a->unknown = conservative(ir_type(ctx, TY_I32));
+	IrBlock *body = f->body;
+	for (int i = 0; i < body->nargs; i++) {
+		IrValue *p = body->args[i];
+		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
+		a->info[p->id] = uniform(p->type, d && d->i > 0 ? floor_pow2(d->i) : 1);
+	}
+	visit_block(a, f, body);
+	return a;
+}
+
+int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim)
+{
+	if (!ir_is_block(ptr->type))
+		return 1;
+	const AnAxisInfo *p = an_axis_get(a, ptr);
+	int eb = elem_bytes(ptr->type);
+	int64_t vec = min64(p->contig[dim], max64(1, p->div[dim] / eb));
+	vec = min64(vec, max64(1, 16 / eb));
+	if (mask && ir_is_block(mask->type))
+		vec = min64(vec, an_axis_get(a, mask)->constancy[dim]);
+	vec = min64(vec, ptr->type->shape[dim]);
+	return (int)floor_pow2(max64(vec, 1));
+}

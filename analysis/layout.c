@@ -1,0 +1,593 @@
+/* layout.c: layout assignment (TTIR -> TTGIR) and removal of redundant
+ * conversions.
+ *
+ * Every block value gets a distributed layout. A blocked layout is shape
+ * independent: over any block of its rank, thread t owns, along dim d, the
+ * elements (rep * tile_d + tid_d * spt_d + e) mod shape_d, where tile_d =
+ * spt_d * tpw_d * wpc_d; when the tile is larger than the block the extra
+ * threads replicate. A slice layout is its parent with one dim removed (what
+ * a reduction along that dim leaves in every thread).
+ *
+ * Assignment, in three steps:
+ *   1. anchors: every load/store/atomic through a pointer block proposes its
+ *      coalesced layout (axis info -> up to 128 bits contiguous per thread);
+ *      per rank, the anchor of the largest block wins and becomes that
+ *      rank's layout.
+ *   2. wants, backward: each value learns the layout its users would like
+ *      (elementwise users pass theirs on, expand_dims asks for a slice of
+ *      its result's layout, memory ops ask for the rank's anchor layout).
+ *   3. forward: sources (constants, ranges, splats) take their want; other
+ *      ops take their operands' layout (reductions: a slice of it); an
+ *      operand in another layout gets a convert_layout in front of the user.
+ *      Structured control flow keeps loop-carried values in their init's
+ *      layout; yields are converted to it.
+ */
+#include "analysis.h"
+
+#include <string.h>
+
+const IrLayout *an_blocked_layout(IrCtx *ctx, int rank, const int64_t *shape, const int *spt,
+				  const int *order, int num_warps, int warp_size)
+{
+	IrLayout l;
+	memset(&l, 0, sizeof l);
+	l.kind = LAYOUT_BLOCKED;
+	l.rank = rank;
+	for (int d = 0; d < rank; d++) {
+		l.size_per_thread[d] = spt ? spt[d] : 1;
+		l.order[d] = order ? order[d] : rank - 1 - d;
+		l.threads_per_warp[d] = 1;
+		l.warps_per_cta[d] = 1;
+	}
+	if (rank == 0)
+		return NULL;
+	int lanes = warp_size;
+	for (int i = 0; i < rank && lanes > 1; i++) {
+		int d = l.order[i];
+		int64_t room = shape[d] / l.size_per_thread[d];
+		int t = 1;
+		while (t < lanes && t * 2 <= room)
+			t *= 2;
+		l.threads_per_warp[d] = t;
+		lanes /= t;
+	}
+	l.threads_per_warp[l.order[rank - 1]] *= lanes;
+	int warps = num_warps;
+	for (int i = 0; i < rank && warps > 1; i++) {
+		int d = l.order[i];
+		int64_t room = shape[d] / ((int64_t)l.size_per_thread[d] * l.threads_per_warp[d]);
+		int w = 1;
+		while (w < warps && w * 2 <= room)
+			w *= 2;
+		l.warps_per_cta[d] = w;
+		warps /= w;
+	}
+	l.warps_per_cta[l.order[rank - 1]] *= warps;
+	return ir_layout(ctx, &l);
+}
+
+const IrLayout *an_slice_layout(IrCtx *ctx, int dim, const IrLayout *parent)
+{
+	IrLayout l;
+	memset(&l, 0, sizeof l);
+	l.kind = LAYOUT_SLICE;
+	l.rank = parent->rank - 1;
+	l.dim = dim;
+	l.parent = parent;
+	return ir_layout(ctx, &l);
+}
+
+const IrLayout *an_coalesced_layout(IrCtx *ctx, const AnAxis *a, const IrValue *ptr,
+				    const IrValue *mask, int num_warps, int warp_size)
+{
+	const IrType *t = ptr->type;
+	int rank = t->rank;
+	const AnAxisInfo *ai = an_axis_get(a, ptr);
+	int order[IR_MAX_RANK], spt[IR_MAX_RANK];
+	/* dims by contiguity, descending; ties keep the row-major order */
+	for (int i = 0; i < rank; i++)
+		order[i] = rank - 1 - i;
+	for (int i = 1; i < rank; i++)
+		for (int j = i; j > 0 && ai->contig[order[j]] > ai->contig[order[j - 1]]; j--) {
+			int tmp = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = tmp;
+		}
+	for (int d = 0; d < rank; d++)
+		spt[d] = 1;
+	int vec = an_access_vec(a, ptr, mask, order[0]);
+	int64_t per_thread = t->numel / ((int64_t)num_warps * warp_size);
+	if (per_thread < 1)
+		per_thread = 1;
+	while (vec > per_thread)
+		vec /= 2;
+	spt[order[0]] = vec;
+	return an_blocked_layout(ctx, rank, t->shape, spt, order, num_warps, warp_size);
+}
+
+const IrLayout *an_unslice(const IrLayout *l, int rank, const int64_t *shape, int64_t *base_shape,
+			   int *dimmap)
+{
+	int64_t sh[IR_MAX_RANK];
+	int map[IR_MAX_RANK];
+	for (int d = 0; d < rank; d++) {
+		sh[d] = shape[d];
+		map[d] = d;
+	}
+	int r = rank;
+	while (l->kind == LAYOUT_SLICE) {
+		/* insert a size-1 dim at l->dim */
+		for (int d = r; d > l->dim; d--)
+			sh[d] = sh[d - 1];
+		sh[l->dim] = 1;
+		for (int i = 0; i < rank; i++)
+			if (map[i] >= l->dim)
+				map[i]++;
+		r++;
+		l = l->parent;
+	}
+	for (int d = 0; d < r; d++)
+		base_shape[d] = sh[d];
+	if (dimmap)
+		for (int i = 0; i < rank; i++)
+			dimmap[i] = map[i];
+	return l;
+}
+
+void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nregs,
+		    int *distinct_lanes, int *distinct_warps)
+{
+	int64_t s = base_shape[d];
+	int64_t spt = b->size_per_thread[d], tpw = b->threads_per_warp[d], wpc = b->warps_per_cta[d];
+	int64_t tile = spt * tpw * wpc;
+	int64_t n = s >= tile ? spt * (s / tile) : (spt < s ? spt : s);
+	if (nregs)
+		*nregs = (int)n;
+	int64_t lanes = s / spt; /* lanes needed to cover the dim once */
+	if (lanes < 1)
+		lanes = 1;
+	if (distinct_lanes)
+		*distinct_lanes = (int)(lanes < tpw ? lanes : tpw);
+	int64_t warps = s / (spt * tpw);
+	if (warps < 1)
+		warps = 1;
+	if (distinct_warps)
+		*distinct_warps = (int)(warps < wpc ? warps : wpc);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Assignment                                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct LCtx {
+	IrCtx *ctx;
+	IrFunc *f;
+	const AnAxis *ax;
+	const AnGpuOptions *o;
+	const IrLayout *rank_layout[IR_MAX_RANK + 1];
+	int64_t rank_numel[IR_MAX_RANK + 1];
+	const IrLayout **want; /* by value id */
+	int nvals;
+} LCtx;
+
+static bool is_blk(const IrValue *v) { return v && ir_is_block(v->type); }
+
+static const IrLayout *default_layout(LCtx *c, const IrType *t)
+{
+	if (!c->rank_layout[t->rank])
+		c->rank_layout[t->rank] =
+			an_blocked_layout(c->ctx, t->rank, t->shape, NULL, NULL, c->o->num_warps, c->o->warp_size);
+	return c->rank_layout[t->rank];
+}
+
+static void find_anchors(LCtx *c, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			find_anchors(c, op->regions[r]);
+		if (op->opc != OP_LOAD && op->opc != OP_STORE && op->opc != OP_ATOMIC_RMW &&
+		    op->opc != OP_ATOMIC_CAS)
+			continue;
+		IrValue *p = op->ops[0];
+		if (!is_blk(p))
+			continue;
+		IrValue *mask = NULL;
+		if (op->opc == OP_LOAD && op->nops > 1)
+			mask = op->ops[1];
+		if (op->opc == OP_STORE && op->nops > 2)
+			mask = op->ops[2];
+		int rank = p->type->rank;
+		if (c->rank_layout[rank] && c->rank_numel[rank] >= p->type->numel)
+			continue;
+		c->rank_layout[rank] =
+			an_coalesced_layout(c->ctx, c->ax, p, mask, c->o->num_warps, c->o->warp_size);
+		c->rank_numel[rank] = p->type->numel;
+	}
+}
+
+static void set_want(LCtx *c, IrValue *v, const IrLayout *l)
+{
+	if (!is_blk(v) || !l || v->id < 0 || v->id >= c->nvals || c->want[v->id])
+		return;
+	if (l->rank != v->type->rank)
+		return;
+	c->want[v->id] = l;
+}
+
+static const IrLayout *target(LCtx *c, IrValue *v)
+{
+	if (v->id >= 0 && v->id < c->nvals && c->want[v->id])
+		return c->want[v->id];
+	return default_layout(c, v->type);
+}
+
+static void wants_block(LCtx *c, IrBlock *b)
+{
+	for (IrOp *op = b->last; op; op = op->prev) {
+		for (int r = op->nregions - 1; r >= 0; r--)
+			wants_block(c, op->regions[r]);
+		unsigned fl = ir_opinfo(op->opc)->flags;
+		switch (op->opc) {
+		case OP_STORE:
+		case OP_ATOMIC_RMW:
+		case OP_ATOMIC_CAS:
+		case OP_REDUCE:
+		case OP_SCAN:
+			for (int i = 0; i < op->nops; i++)
+				if (is_blk(op->ops[i]))
+					set_want(c, op->ops[i], default_layout(c, op->ops[i]->type));
+			break;
+		case OP_EXPAND_DIMS: {
+			const IrLayout *t = target(c, &op->res[0]);
+			if (is_blk(op->ops[0]))
+				set_want(c, op->ops[0], an_slice_layout(c->ctx, (int)ir_op_int(op, "axis", 0), t));
+			break;
+		}
+		case OP_FOR:
+			for (int i = 3; i < op->nops; i++)
+				if (is_blk(op->ops[i]))
+					set_want(c, op->ops[i], target(c, &op->res[i - 3]));
+			break;
+		case OP_DOT:
+			set_want(c, op->ops[2], target(c, &op->res[0]));
+			break;
+		default:
+			if ((fl & IR_ELEM) || op->opc == OP_LOAD || op->opc == OP_BROADCAST ||
+			    op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
+			    op->opc == OP_MAX_CONSTANCY || op->opc == OP_CONVERT_LAYOUT) {
+				if (op->nres != 1 || !is_blk(&op->res[0]))
+					break;
+				const IrLayout *t = op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
+								       : target(c, &op->res[0]);
+				for (int i = 0; i < op->nops; i++)
+					set_want(c, op->ops[i], t);
+			}
+			break;
+		}
+	}
+}
+
+static void set_layout(LCtx *c, IrValue *v, const IrLayout *l)
+{
+	if (is_blk(v))
+		v->type = ir_type_with_layout(c->ctx, v->type, l);
+}
+
+/* Makes op's operand i have layout l, inserting a convert_layout before op. */
+static void convert_operand(LCtx *c, IrOp *op, int i, const IrLayout *l)
+{
+	IrValue *v = op->ops[i];
+	if (!is_blk(v) || v->type->layout == l)
+		return;
+	const IrType *rt = ir_type_with_layout(c->ctx, v->type, l);
+	IrOp *cv = ir_op_new(c->ctx, OP_CONVERT_LAYOUT, 1, &v, 1, &rt, 0, op->loc);
+	cv->res[0].id = -1;
+	ir_block_insert_before(op->parent, op, cv);
+	ir_op_set_operand(op, i, &cv->res[0]);
+}
+
+static const IrLayout *want_of(LCtx *c, IrValue *v)
+{
+	return target(c, v);
+}
+
+static void assign_block(LCtx *c, IrBlock *b);
+
+/* v is computed only from constants, ranges, splats of scalars and pure
+ * elementwise ops over them: cheap to recompute in any layout. */
+static bool remat_ok(const IrValue *v, int depth)
+{
+	if (!is_blk(v))
+		return true;
+	const IrOp *d = v->def;
+	if (!d || depth > 8)
+		return false;
+	if (d->opc == OP_CONSTANT || d->opc == OP_MAKE_RANGE)
+		return true;
+	if (d->opc == OP_SPLAT)
+		return !is_blk(d->ops[0]);
+	if (d->opc == OP_CONVERT_LAYOUT)
+		return remat_ok(d->ops[0], depth + 1);
+	unsigned fl = ir_opinfo(d->opc)->flags;
+	if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1)
+		return false;
+	for (int i = 0; i < d->nops; i++)
+		if (!remat_ok(d->ops[i], depth + 1))
+			return false;
+	return true;
+}
+
+static void assign_op(LCtx *c, IrOp *op)
+{
+	unsigned fl = ir_opinfo(op->opc)->flags;
+	IrValue *res = op->nres > 0 ? &op->res[0] : NULL;
+	switch (op->opc) {
+	case OP_CONSTANT:
+	case OP_MAKE_RANGE:
+	case OP_SPLAT:
+		if (is_blk(res))
+			set_layout(c, res, want_of(c, res));
+		return;
+	case OP_BROADCAST: {
+		const IrLayout *l = op->ops[0]->type->layout;
+		const IrLayout *w = res->id >= 0 && res->id < c->nvals ? c->want[res->id] : NULL;
+		if (w && w != l) {
+			convert_operand(c, op, 0, w);
+			l = w;
+		}
+		set_layout(c, res, l);
+		return;
+	}
+	case OP_EXPAND_DIMS: {
+		int axis = (int)ir_op_int(op, "axis", 0);
+		const IrLayout *l = is_blk(op->ops[0]) ? op->ops[0]->type->layout : NULL;
+		if (l && l->kind == LAYOUT_SLICE && l->dim == axis) {
+			set_layout(c, res, l->parent);
+			return;
+		}
+		const IrLayout *t = want_of(c, res);
+		if (is_blk(op->ops[0]))
+			convert_operand(c, op, 0, an_slice_layout(c->ctx, axis, t));
+		set_layout(c, res, t);
+		return;
+	}
+	case OP_REDUCE: {
+		const IrLayout *l = op->ops[0]->type->layout;
+		for (int i = 1; i < op->nops; i++)
+			convert_operand(c, op, i, l);
+		int axis = (int)ir_op_int(op, "axis", 0);
+		for (int i = 0; i < op->nres; i++)
+			if (is_blk(&op->res[i]))
+				set_layout(c, &op->res[i], an_slice_layout(c->ctx, axis, l));
+		assign_block(c, op->regions[0]);
+		return;
+	}
+	case OP_SCAN: {
+		const IrLayout *l = op->ops[0]->type->layout;
+		for (int i = 1; i < op->nops; i++)
+			convert_operand(c, op, i, l);
+		for (int i = 0; i < op->nres; i++)
+			set_layout(c, &op->res[i], l);
+		assign_block(c, op->regions[0]);
+		return;
+	}
+	case OP_DOT:
+		set_layout(c, res, op->ops[2]->type->layout);
+		return;
+	case OP_CONVERT_LAYOUT:
+		if (!res->type->layout)
+			set_layout(c, res, want_of(c, res));
+		return;
+	case OP_FOR: {
+		IrBlock *body = op->regions[0];
+		for (int i = 3; i < op->nops; i++) {
+			const IrLayout *l = is_blk(op->ops[i]) ? op->ops[i]->type->layout : NULL;
+			set_layout(c, body->args[i - 2], l);
+			set_layout(c, &op->res[i - 3], l);
+		}
+		assign_block(c, body);
+		IrOp *y = ir_block_terminator(body);
+		for (int i = 0; y && i < y->nops; i++)
+			convert_operand(c, y, i, body->args[i + 1]->type->layout);
+		return;
+	}
+	case OP_IF: {
+		assign_block(c, op->regions[0]);
+		assign_block(c, op->regions[1]);
+		IrOp *yt = ir_block_terminator(op->regions[0]);
+		IrOp *ye = ir_block_terminator(op->regions[1]);
+		for (int i = 0; i < op->nres; i++) {
+			if (!is_blk(&op->res[i]))
+				continue;
+			const IrLayout *l = yt ? yt->ops[i]->type->layout : want_of(c, &op->res[i]);
+			set_layout(c, &op->res[i], l);
+			if (ye)
+				convert_operand(c, ye, i, l);
+		}
+		return;
+	}
+	case OP_WHILE: {
+		IrBlock *before = op->regions[0], *after = op->regions[1];
+		for (int i = 0; i < op->nops; i++)
+			set_layout(c, before->args[i], is_blk(op->ops[i]) ? op->ops[i]->type->layout : NULL);
+		assign_block(c, before);
+		IrOp *cond = ir_block_terminator(before);
+		for (int i = 0; cond && i + 1 < cond->nops; i++) {
+			const IrLayout *l = is_blk(cond->ops[i + 1]) ? cond->ops[i + 1]->type->layout : NULL;
+			set_layout(c, after->args[i], l);
+			set_layout(c, &op->res[i], l);
+		}
+		assign_block(c, after);
+		IrOp *y = ir_block_terminator(after);
+		for (int i = 0; y && i < y->nops; i++)
+			convert_operand(c, y, i, before->args[i]->type->layout);
+		return;
+	}
+	default:
+		break;
+	}
+	for (int r = 0; r < op->nregions; r++)
+		assign_block(c, op->regions[r]);
+	if ((fl & IR_ELEM) || op->opc == OP_LOAD || op->opc == OP_STORE || op->opc == OP_ATOMIC_RMW ||
+	    op->opc == OP_ATOMIC_CAS || op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
+	    op->opc == OP_MAX_CONSTANCY) {
+		/* one layout for every block operand and the result */
+		const IrLayout *l = NULL;
+		const IrLayout *w = res && is_blk(res) && res->id >= 0 && res->id < c->nvals ? c->want[res->id] : NULL;
+		if (op->opc == OP_LOAD || op->opc == OP_STORE || op->opc == OP_ATOMIC_RMW ||
+		    op->opc == OP_ATOMIC_CAS) {
+			if (is_blk(op->ops[0]))
+				l = op->ops[0]->type->layout;
+			/* storing a value born in another layout (a reduction result):
+			 * move the cheap address computation instead of the data */
+			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
+			    remat_ok(op->ops[0], 0) && (op->nops < 3 || remat_ok(op->ops[2], 0)))
+				l = op->ops[1]->type->layout;
+		} else {
+			for (int i = 0; i < op->nops; i++)
+				if (is_blk(op->ops[i]) && w && op->ops[i]->type->layout == w)
+					l = w;
+			for (int i = 0; !l && i < op->nops; i++)
+				if (is_blk(op->ops[i]))
+					l = op->ops[i]->type->layout;
+		}
+		if (!l && res && is_blk(res))
+			l = want_of(c, res);
+		if (!l)
+			return;
+		for (int i = 0; i < op->nops; i++)
+			if (is_blk(op->ops[i]))
+				convert_operand(c, op, i, l);
+		for (int i = 0; i < op->nres; i++)
+			set_layout(c, &op->res[i], l);
+		return;
+	}
+	/* reshape, trans, cat, join, split, gather, histogram, calls, ...:
+	 * results take their rank's layout (lowered through shared memory) */
+	for (int i = 0; i < op->nres; i++)
+		if (is_blk(&op->res[i]))
+			set_layout(c, &op->res[i], want_of(c, &op->res[i]));
+}
+
+static void assign_block(LCtx *c, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next)
+		assign_op(c, op);
+}
+
+IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o)
+{
+	LCtx c;
+	memset(&c, 0, sizeof c);
+	c.ctx = f->module->ctx;
+	c.f = f;
+	c.ax = a;
+	c.o = o;
+	c.nvals = an_number_values(f);
+	c.want = ir_alloc(c.ctx, sizeof(*c.want) * (size_t)(c.nvals + 1));
+	find_anchors(&c, f->body);
+	wants_block(&c, f->body);
+	assign_block(&c, f->body);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Conversion removal                                                        */
+/* ------------------------------------------------------------------------- */
+
+typedef struct RCtx {
+	IrFunc *f;
+	bool changed;
+} RCtx;
+
+static bool is_cheap_source(const IrOp *op)
+{
+	return op && (op->opc == OP_CONSTANT || op->opc == OP_MAKE_RANGE ||
+		      (op->opc == OP_SPLAT && !ir_is_block(op->ops[0]->type)));
+}
+
+/* A copy of v's cheap producer chain (remat_ok) computing it in layout l,
+ * inserted before `before`. */
+static IrValue *remat(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const IrLayout *l)
+{
+	if (!is_blk(v))
+		return v;
+	IrOp *d = v->def;
+	if (d->opc == OP_CONVERT_LAYOUT)
+		return remat(ctx, b, before, d->ops[0], l);
+	IrValue *ops[8];
+	for (int i = 0; i < d->nops && i < 8; i++)
+		ops[i] = remat(ctx, b, before, d->ops[i], l);
+	const IrType *t = ir_type_with_layout(ctx, v->type, l);
+	IrOp *cl = ir_op_new(ctx, d->opc, d->nops, ops, 1, &t, 0, d->loc);
+	cl->nattrs = d->nattrs;
+	cl->attrs = d->attrs;
+	ir_block_insert_before(b, before, cl);
+	return &cl->res[0];
+}
+
+static void remove_in_block(RCtx *r, IrBlock *b)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			remove_in_block(r, op->regions[i]);
+		if (op->opc != OP_CONVERT_LAYOUT)
+			continue;
+		IrValue *src = op->ops[0];
+		IrValue *dst = &op->res[0];
+		if (src->type == dst->type) {
+			ir_replace_all_uses(r->f, dst, src);
+			ir_op_unlink(op);
+			r->changed = true;
+			continue;
+		}
+		IrOp *d = src->def;
+		if (d && d->opc == OP_CONVERT_LAYOUT) {
+			ir_op_set_operand(op, 0, d->ops[0]);
+			r->changed = true;
+			continue;
+		}
+		if (is_cheap_source(d) || (remat_ok(src, 0) && d && d->nops <= 8)) {
+			/* recompute the producer chain in the wanted layout right here */
+			IrValue *nv = remat(ctx, b, op, src, dst->type->layout);
+			ir_replace_all_uses(r->f, dst, nv);
+			ir_op_unlink(op);
+			r->changed = true;
+		}
+	}
+}
+
+static void dce_block(RCtx *r, IrBlock *b)
+{
+	for (IrOp *op = b->last, *prev; op; op = prev) {
+		prev = op->prev;
+		for (int i = 0; i < op->nregions; i++)
+			dce_block(r, op->regions[i]);
+		if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || op->nres == 0)
+			continue;
+		bool used = false;
+		for (int i = 0; i < op->nres && !used; i++)
+			used = ir_count_uses(r->f, &op->res[i]) > 0;
+		if (!used) {
+			ir_op_unlink(op);
+			r->changed = true;
+		}
+	}
+}
+
+void an_remove_converts(IrFunc *f)
+{
+	RCtx r = {f, true};
+	for (int iter = 0; iter < 8 && r.changed; iter++) {
+		r.changed = false;
+		remove_in_block(&r, f->body);
+	}
+	/* only ops that became dead because of conversions are expected here */
+	r.changed = true;
+	for (int iter = 0; iter < 4 && r.changed; iter++) {
+		r.changed = false;
+		dce_block(&r, f->body);
+	}
+}

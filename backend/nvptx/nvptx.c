@@ -1,0 +1,291 @@
+/* nvptx.c: be_nvptx_compile, the NVPTX pipeline for one kernel:
+ *
+ *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
+ *   barriers) -> TTGIR text -> per-thread LLVM IR (lower.c) -> libdevice
+ *   linked in when math needs it, everything but the kernel internalised ->
+ *   LLVM O3 -> NVPTX target machine (sm_<arch>, +ptx<version>) -> PTX.
+ *
+ * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
+ * 32 * num_warps, and reads all shared memory from one external dynamic
+ * shared array (`ct_smem`); BeGpuResult.shared is the size to launch with.
+ */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvptx.h"
+
+
+__attribute__((weak)) void be_options_default(BeOptions *o)
+{
+	memset(o, 0, sizeof *o);
+	o->num_warps = 4;
+	o->num_ctas = 1;
+	o->num_stages = 3;
+	o->enable_fp_fusion = true;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_llvm(void)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+}
+
+void be_gpu_result_free(BeGpuResult *r)
+{
+	if (!r)
+		return;
+	free(r->name);
+	free(r->ttgir);
+	free(r->llir);
+	free(r->ptx);
+	memset(r, 0, sizeof *r);
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s);
+	char *d = malloc(n + 1);
+	if (!d)
+		abort();
+	memcpy(d, s, n + 1);
+	return d;
+}
+
+static IrFunc *find_kernel(IrModule *m)
+{
+	for (int i = 0; i < m->nfuncs; i++)
+		if (m->funcs[i]->is_kernel)
+			return m->funcs[i];
+	return NULL;
+}
+
+static const char *libdevice_path(void)
+{
+	const char *p = getenv("CTRITON_LIBDEVICE_PATH");
+	return p && *p ? p : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+}
+
+static IrError *link_libdevice(Lower *L)
+{
+	LLVMMemoryBufferRef buf = NULL;
+	char *msg = NULL;
+	const char *path = libdevice_path();
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+		IrError *e = ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc,
+				      "libdevice not found at %s (set CTRITON_LIBDEVICE_PATH): %s", path, msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		return e;
+	}
+	LLVMModuleRef dev = NULL;
+	if (LLVMParseBitcodeInContext2(L->c, buf, &dev)) {
+		LLVMDisposeMemoryBuffer(buf);
+		return ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc, "cannot parse libdevice %s", path);
+	}
+	LLVMDisposeMemoryBuffer(buf);
+	LLVMSetTarget(dev, LLVMGetTarget(L->m));
+	LLVMSetDataLayout(dev, LLVMGetDataLayoutStr(L->m));
+	if (LLVMLinkModules2(L->m, dev))
+		return ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc, "linking libdevice failed");
+	/* libdevice asks __nvvm_reflect("__CUDA_FTZ"): no flush to zero */
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
+	LLVMAddModuleFlag(L->m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+			  LLVMValueAsMetadata(LLVMConstInt(i32, 0, 0)));
+	return NULL;
+}
+
+static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+		if (f == kernel || LLVMIsDeclaration(f))
+			continue;
+		LLVMSetLinkage(f, LLVMInternalLinkage);
+	}
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
+		if (!LLVMIsDeclaration(g))
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+}
+
+/* The device limit on dynamic shared memory per block (opt-in maximum). */
+static int64_t shared_limit(int arch)
+{
+	if (arch >= 90)
+		return 232448;
+	if (arch == 80 || arch == 87)
+		return 166912;
+	if (arch >= 86)
+		return 101376;
+	return 65536;
+}
+
+IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeGpuResult *out)
+{
+	memset(out, 0, sizeof *out);
+	IrCtx *ctx = m->ctx;
+	BeOptions dflt;
+	if (!opt) {
+		be_options_default(&dflt);
+		opt = &dflt;
+	}
+	int arch = target && target->arch ? target->arch : 90;
+	int ptxv = target && target->ptx_version ? target->ptx_version : 80;
+	int warp = target && target->warp_size ? target->warp_size : 32;
+	IrFunc *f = find_kernel(m);
+	if (!f)
+		return ir_error(ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
+	if (opt->num_warps < 1 || (opt->num_warps & (opt->num_warps - 1)) || opt->num_warps > 32)
+		return ir_error(ctx, IR_ERR_VALUE, f->loc, "num_warps must be a power of two in 1..32, got %d",
+				opt->num_warps);
+
+	/* 1. TTIR -> TTGIR */
+	AnGpuOptions ao = {opt->num_warps, warp};
+	int64_t shared = 0;
+	IrError *err = an_gpu_pipeline(m, &ao, &shared);
+	if (err)
+		return err;
+	if (shared > shared_limit(arch))
+		return ir_error(ctx, IR_ERR_RESOURCE, f->loc,
+				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
+				(long long)shared, (long long)shared_limit(arch));
+	char *ttgir = ir_print_module(m);
+
+	/* 2. TTGIR -> LLVM IR */
+	pthread_once(&init_once, init_llvm);
+	Lower L;
+	memset(&L, 0, sizeof L);
+	L.ctx = ctx;
+	L.f = f;
+	L.opt = opt;
+	L.ao = ao;
+	L.ax = an_axis_info(f); /* also numbers the values for L.vals */
+	L.nvals = an_number_values(f);
+	L.vals = ir_alloc(ctx, sizeof(Vals) * (size_t)(L.nvals + 1));
+	L.c = LLVMContextCreate();
+	L.m = LLVMModuleCreateWithNameInContext("ctriton", L.c);
+	LLVMSetTarget(L.m, "nvptx64-nvidia-cuda");
+	char cpu[16], feat[16];
+	snprintf(cpu, sizeof cpu, "sm_%d", arch);
+	snprintf(feat, sizeof feat, "+ptx%d", ptxv);
+	LLVMTargetRef tgt;
+	char *msg = NULL;
+	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &tgt, &msg)) {
+		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "NVPTX target unavailable: %s", msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		LLVMContextDispose(L.c);
+		return err;
+	}
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
+							  LLVMRelocDefault, LLVMCodeModelDefault);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(L.m, td);
+	LLVMDisposeTargetData(td);
+
+	int np = f->body->nargs;
+	LLVMTypeRef *ptys = ir_alloc(ctx, sizeof(LLVMTypeRef) * (size_t)(np + 1));
+	for (int i = 0; i < np; i++)
+		ptys[i] = be_llty(&L, f->body->args[i]->type);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(L.c), ptys, (unsigned)np, 0);
+	L.fn = LLVMAddFunction(L.m, f->name, fty);
+	LLVMSetFunctionCallConv(L.fn, LLVMPTXKernelCallConv);
+	char ntid[16];
+	snprintf(ntid, sizeof ntid, "%d", opt->num_warps * warp);
+	LLVMAddAttributeAtIndex(L.fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(L.c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
+	for (int i = 0; i < np; i++) {
+		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
+		if (ir_is_ptr(f->body->args[i]->type)) {
+			unsigned kid = LLVMGetEnumAttributeKindForName("noalias", 7);
+			(void)kid;
+			if (d && d->i >= 16) {
+				unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
+				LLVMAddAttributeAtIndex(L.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(L.c, ak, 16));
+			}
+		}
+	}
+	L.b = LLVMCreateBuilderInContext(L.c);
+	LLVMPositionBuilderAtEnd(L.b, LLVMAppendBasicBlockInContext(L.c, L.fn, "entry"));
+	LLVMTypeRef smty = LLVMArrayType2(LLVMInt8TypeInContext(L.c), 0);
+	L.smem = LLVMAddGlobalInAddressSpace(L.m, smty, "ct_smem", 3);
+	LLVMSetLinkage(L.smem, LLVMExternalLinkage);
+	LLVMSetAlignment(L.smem, 16);
+	L.tid = call_intr(&L, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	L.lane = LLVMBuildAnd(L.b, L.tid, i32c(&L, warp - 1), "lane");
+	L.warp = LLVMBuildUDiv(L.b, L.tid, i32c(&L, warp), "warp");
+	for (int i = 0; i < np; i++) {
+		LLVMValueRef p = LLVMGetParam(L.fn, (unsigned)i);
+		L.vals[f->body->args[i]->id].n = 1;
+		L.vals[f->body->args[i]->id].v = ir_alloc(ctx, sizeof(LLVMValueRef));
+		L.vals[f->body->args[i]->id].v[0] = p;
+	}
+	lower_block(&L, f->body);
+	if (!L.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(L.b)))
+		LLVMBuildRetVoid(L.b);
+	LLVMDisposeBuilder(L.b);
+	if (!L.err && LLVMVerifyModule(L.m, LLVMReturnStatusAction, &msg)) {
+		L.err = ir_error(ctx, IR_ERR_INTERNAL, f->loc, "invalid LLVM IR from the NVPTX lowering: %s", msg);
+		LLVMDisposeMessage(msg);
+		msg = NULL;
+	} else if (msg) {
+		LLVMDisposeMessage(msg);
+		msg = NULL;
+	}
+	if (!L.err && L.need_libdevice)
+		L.err = link_libdevice(&L);
+	if (L.err) {
+		LLVMDisposeTargetMachine(tm);
+		LLVMContextDispose(L.c);
+		free(ttgir ? NULL : NULL);
+		return L.err;
+	}
+	internalize(L.m, L.fn);
+
+	/* 3. O3 and PTX */
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef lerr = LLVMRunPasses(L.m, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (lerr) {
+		char *em = LLVMGetErrorMessage(lerr);
+		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
+		LLVMDisposeErrorMessage(em);
+		LLVMDisposeTargetMachine(tm);
+		LLVMContextDispose(L.c);
+		return err;
+	}
+	char *llir = LLVMPrintModuleToString(L.m);
+	LLVMMemoryBufferRef buf = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, L.m, LLVMAssemblyFile, &msg, &buf)) {
+		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s", msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		LLVMDisposeMessage(llir);
+		LLVMDisposeTargetMachine(tm);
+		LLVMContextDispose(L.c);
+		return err;
+	}
+	size_t n = LLVMGetBufferSize(buf);
+	out->ptx = malloc(n + 1);
+	if (!out->ptx)
+		abort();
+	memcpy(out->ptx, LLVMGetBufferStart(buf), n);
+	out->ptx[n] = 0;
+	LLVMDisposeMemoryBuffer(buf);
+	out->llir = xstrdup(llir);
+	LLVMDisposeMessage(llir);
+	out->name = xstrdup(f->name);
+	out->ttgir = xstrdup(ttgir ? ttgir : "");
+	out->shared = (int)shared;
+	out->num_warps = opt->num_warps;
+	LLVMDisposeTargetMachine(tm);
+	LLVMContextDispose(L.c);
+	return NULL;
+}

@@ -1,0 +1,200 @@
+/* analysis_test.c: axis info and layout unit tests on the kernel corpus,
+ * and golden TTGIR: every tests/analysis/golden/NAME.ttir is parsed, run
+ * through an_gpu_pipeline (4 warps) and compared with NAME.ttgir.
+ * CT_UPDATE_GOLDEN=<dir> writes the .ttgir files there instead. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "tests/backend/kernels.h"
+
+static int failures, checks;
+
+#define CHECK(c, ...)                                                         \
+	do {                                                                  \
+		checks++;                                                     \
+		if (!(c)) {                                                   \
+			failures++;                                           \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                         \
+			fputc('\n', stderr);                                  \
+		}                                                             \
+	} while (0)
+
+typedef struct Found {
+	IrOpcode opc;
+	int nth, seen;
+	IrOp *op;
+} Found;
+
+static void find_fn(IrOp *op, void *user)
+{
+	Found *f = user;
+	if (op->opc == f->opc && f->seen++ == f->nth)
+		f->op = op;
+}
+
+static IrOp *find_op(IrFunc *fn, IrOpcode opc, int nth)
+{
+	Found f = {opc, nth, 0, NULL};
+	ir_walk_func(fn, find_fn, &f);
+	return f.op;
+}
+
+static void test_vector_add_axis(void)
+{
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_vector_add(m);
+	AnAxis *ax = an_axis_info(f);
+	IrOp *ld = find_op(f, OP_LOAD, 0);
+	const AnAxisInfo *p = an_axis_get(ax, ld->ops[0]);
+	CHECK(p->contig[0] == 1024, "ptr contiguity %lld", (long long)p->contig[0]);
+	CHECK(p->div[0] == 16, "ptr divisibility %lld", (long long)p->div[0]);
+	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
+	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d", an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
+	AnGpuOptions o = {4, 32};
+	int64_t shared = -1;
+	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(shared == 0, "shared %lld", (long long)shared);
+	const IrLayout *l = ld->res[0].type->layout;
+	CHECK(l && l->kind == LAYOUT_BLOCKED && l->size_per_thread[0] == 4 && l->threads_per_warp[0] == 32 &&
+		      l->warps_per_cta[0] == 4,
+	      "vector add layout");
+	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "vector add needs no conversion");
+	ir_ctx_free(ctx);
+}
+
+static void test_unaligned_is_scalar(void)
+{
+	/* without divisibility on the pointers, accesses stay scalar */
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_vector_add(m);
+	for (int i = 0; i < f->body->nargs; i++)
+		f->params[i].nattrs = 0;
+	AnAxis *ax = an_axis_info(f);
+	IrOp *ld = find_op(f, OP_LOAD, 0);
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 1, "unaligned vec");
+	ir_ctx_free(ctx);
+}
+
+static void test_softmax_layouts(void)
+{
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_softmax_row(m);
+	AnGpuOptions o = {4, 32};
+	int64_t shared = 0;
+	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	IrOp *red = find_op(f, OP_REDUCE, 0);
+	CHECK(red && an_scratch_bytes(red, &o) == 16, "reduce scratch %lld", red ? (long long)an_scratch_bytes(red, &o) : -1);
+	CHECK(shared == 16, "softmax shared %lld", (long long)shared);
+	CHECK(find_op(f, OP_BARRIER, 0) != NULL, "barrier between the two reductions");
+	CHECK(ir_verify(m) == NULL, "TTGIR verifies");
+	ir_ctx_free(ctx);
+}
+
+static void test_blocked_helper(void)
+{
+	IrCtx *ctx = ir_ctx_new();
+	int64_t shape[2] = {64, 64};
+	int spt[2] = {1, 4};
+	const IrLayout *l = an_blocked_layout(ctx, 2, shape, spt, NULL, 4, 32);
+	CHECK(l->threads_per_warp[1] == 16 && l->threads_per_warp[0] == 2, "tpw");
+	CHECK(l->warps_per_cta[0] == 4 && l->warps_per_cta[1] == 1, "wpc");
+	int64_t small[1] = {16};
+	const IrLayout *s = an_blocked_layout(ctx, 1, small, NULL, NULL, 4, 32);
+	CHECK(s->threads_per_warp[0] == 32 && s->warps_per_cta[0] == 4, "small block replicates");
+	int n, dl, dw;
+	an_blocked_dim(s, small, 0, &n, &dl, &dw);
+	CHECK(n == 1 && dl == 16 && dw == 1, "replication: n %d lanes %d warps %d", n, dl, dw);
+	ir_ctx_free(ctx);
+}
+
+static void test_reduce_store_no_conversion(void)
+{
+	/* reduction results are stored in their slice layout: the address
+	 * computation is recomputed there instead of converting the data */
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_reduce2d(m);
+	AnGpuOptions o = {4, 32};
+	int64_t shared = 0;
+	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "reduce2d keeps a conversion");
+	IrOp *st = find_op(f, OP_STORE, 0);
+	CHECK(st && st->ops[0]->type->layout->kind == LAYOUT_SLICE, "store of a column sum in a slice layout");
+	CHECK(ir_verify(m) == NULL, "TTGIR verifies");
+	ir_ctx_free(ctx);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	if (fread(b, 1, (size_t)n, f) != (size_t)n)
+		n = 0;
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+static void test_golden(const char *name)
+{
+	char in[256], gold[256];
+	snprintf(in, sizeof in, "tests/analysis/golden/%s.ttir", name);
+	snprintf(gold, sizeof gold, "tests/analysis/golden/%s.ttgir", name);
+	char *text = slurp(in);
+	CHECK(text != NULL, "missing %s", in);
+	if (!text)
+		return;
+	IrCtx *ctx = ir_ctx_new();
+	IrError *err = NULL;
+	IrModule *m = ir_parse(ctx, in, text, &err);
+	CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : in);
+	if (m) {
+		AnGpuOptions o = {4, 32};
+		int64_t shared = 0;
+		CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline %s", name);
+		char *out = ir_print_module(m);
+		const char *upd = getenv("CT_UPDATE_GOLDEN");
+		if (upd) {
+			char path[512];
+			snprintf(path, sizeof path, "%s/%s.ttgir", upd, name);
+			FILE *f = fopen(path, "w");
+			if (f) {
+				fputs(out, f);
+				fclose(f);
+			}
+		} else {
+			char *want = slurp(gold);
+			CHECK(want && strcmp(want, out) == 0, "%s differs from its golden TTGIR:\n%s", name, out);
+			free(want);
+		}
+		CHECK(ir_verify(m) == NULL, "%s TTGIR verifies", name);
+	}
+	ir_ctx_free(ctx);
+	free(text);
+}
+
+int main(void)
+{
+	test_vector_add_axis();
+	test_unaligned_is_scalar();
+	test_softmax_layouts();
+	test_blocked_helper();
+	test_reduce_store_no_conversion();
+	test_golden("vector_add");
+	test_golden("softmax_row");
+	test_golden("reduce2d");
+	printf("%d checks, %d failures\n", checks, failures);
+	return failures ? 1 : 0;
+}

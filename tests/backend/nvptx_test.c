@@ -1,0 +1,201 @@
+/* nvptx_test.c: compiles every kernel of the corpus (kernels.c) for sm_80
+ * and sm_90 and assembles the PTX with ptxas (skipped, with a note, when
+ * ptxas is missing); checks vectorised accesses, shuffles, barriers and the
+ * launch metadata on a few of them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "kernels.h"
+
+static int failures, checks;
+
+#define CHECK(c, ...)                                                    \
+	do {                                                             \
+		checks++;                                                \
+		if (!(c)) {                                              \
+			failures++;                                      \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                    \
+			fputc('\n', stderr);                             \
+		}                                                        \
+	} while (0)
+
+static const char *ptxas_path(void)
+{
+	const char *p = getenv("CTRITON_PTXAS_PATH");
+	if (p && *p)
+		return access(p, X_OK) == 0 ? p : NULL;
+	return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
+}
+
+/* 0 when ptxas accepts the PTX (or ptxas is missing), else its status. */
+static int run_ptxas(const char *ptx, int arch, const char *name)
+{
+	const char *pt = ptxas_path();
+	if (!pt)
+		return 0;
+	const char *tmp = getenv("TEST_TMPDIR");
+	char path[512], cmd[1400];
+	snprintf(path, sizeof path, "%s/%s_sm%d.ptx", tmp ? tmp : "/tmp", name, arch);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(ptx, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "%s -arch=sm_%d -o %s.cubin %s", pt, arch, path, path);
+	return system(cmd);
+}
+
+static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *out)
+{
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	tk->build(m);
+	IrError *verr = ir_verify(m);
+	if (verr) {
+		fprintf(stderr, "%s (TTIR): %s\n", tk->name, ir_error_str(ctx, verr));
+		ir_ctx_free(ctx);
+		return false;
+	}
+	BeOptions o;
+	be_options_default(&o);
+	o.num_warps = num_warps;
+	BeGpuTarget t = {arch, 0, 32};
+	IrError *err = be_nvptx_compile(m, &o, &t, out);
+	if (err)
+		fprintf(stderr, "%s: %s\n", tk->name, ir_error_str(ctx, err));
+	if (!err && (verr = ir_verify(m)) != NULL) {
+		fprintf(stderr, "%s (TTGIR): %s\n", tk->name, ir_error_str(ctx, verr));
+		err = verr;
+	}
+	ir_ctx_free(ctx);
+	return err == NULL;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	if (fread(b, 1, (size_t)n, f) != (size_t)n)
+		n = 0;
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+/* Every tests/backend/kernels/NAME.ttir: parse, compile for both archs, ptxas. */
+static void test_text_corpus(void)
+{
+	const char *dir = "tests/backend/kernels";
+	DIR *d = opendir(dir);
+	CHECK(d != NULL, "no %s", dir);
+	if (!d)
+		return;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".ttir"))
+			continue;
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		char *text = slurp(path);
+		for (int a = 80; a <= 90; a += 10) {
+			IrCtx *ctx = ir_ctx_new();
+			IrError *err = NULL;
+			IrModule *m = ir_parse(ctx, path, text ? text : "", &err);
+			CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : path);
+			if (m) {
+				BeOptions o;
+				be_options_default(&o);
+				BeGpuTarget t = {a, 0, 32};
+				BeGpuResult r;
+				err = be_nvptx_compile(m, &o, &t, &r);
+				CHECK(err == NULL, "%s: %s", path, err ? ir_error_str(ctx, err) : "");
+				if (!err) {
+					char nm[300];
+					snprintf(nm, sizeof nm, "text_%.*s", (int)(len - 5), e->d_name);
+					CHECK(run_ptxas(r.ptx, a, nm) == 0, "%s sm_%d: ptxas", path, a);
+					be_gpu_result_free(&r);
+				}
+			}
+			ir_ctx_free(ctx);
+		}
+		free(text);
+		n++;
+	}
+	closedir(d);
+	CHECK(n >= 10, "only %d .ttir kernels", n);
+}
+
+static const TestKernel *find(const char *name)
+{
+	for (int i = 0; i < n_test_kernels; i++)
+		if (!strcmp(test_kernels[i].name, name))
+			return &test_kernels[i];
+	return NULL;
+}
+
+int main(void)
+{
+	if (!ptxas_path())
+		printf("note: ptxas not found; PTX is generated but not assembled\n");
+	static const int arches[2] = {80, 90};
+	for (int i = 0; i < n_test_kernels; i++) {
+		for (int a = 0; a < 2; a++) {
+			BeGpuResult r;
+			bool ok = compile(&test_kernels[i], arches[a], 4, &r);
+			CHECK(ok, "%s sm_%d: compile", test_kernels[i].name, arches[a]);
+			if (!ok)
+				continue;
+			CHECK(strstr(r.ptx, ".entry") != NULL, "%s: no .entry", test_kernels[i].name);
+			CHECK(strstr(r.ptx, ".maxntid 128") != NULL, "%s: no .maxntid", test_kernels[i].name);
+			int rc = run_ptxas(r.ptx, arches[a], test_kernels[i].name);
+			CHECK(rc == 0, "%s sm_%d: ptxas rejected the PTX", test_kernels[i].name, arches[a]);
+			if (getenv("NVPTX_TEST_DUMP"))
+				printf("==== %s sm_%d (shared %d)\n%s\n%s\n", test_kernels[i].name, arches[a], r.shared,
+				       r.ttgir, r.ptx);
+			be_gpu_result_free(&r);
+		}
+	}
+
+	/* vector add with 16-divisible pointers and n: 128-bit accesses */
+	BeGpuResult r;
+	if (compile(find("vector_add"), 90, 4, &r)) {
+		CHECK(strstr(r.ptx, "ld.global.v4.f32") || strstr(r.ptx, "ld.global.v4.b32"), "vector_add: no 128-bit loads");
+		CHECK(strstr(r.ptx, "st.global.v4.f32") || strstr(r.ptx, "st.global.v4.b32"), "vector_add: no 128-bit stores");
+		CHECK(r.shared == 0, "vector_add: shared %d", r.shared);
+		CHECK(strstr(r.ptx, ".extern .shared") == NULL || r.shared == 0, "vector_add: shared");
+		be_gpu_result_free(&r);
+	}
+	/* softmax: warp shuffles, a cross-warp exchange through shared memory */
+	if (compile(find("softmax_row"), 80, 4, &r)) {
+		CHECK(strstr(r.ptx, "shfl.sync.bfly") != NULL, "softmax: no shuffles");
+		CHECK(strstr(r.ptx, "bar.sync") != NULL || strstr(r.ptx, "barrier.sync") != NULL, "softmax: no barrier");
+		CHECK(r.shared > 0, "softmax: no shared scratch");
+		CHECK(strstr(r.ptx, "ld.global.v4") != NULL, "softmax: loads not vectorised");
+		be_gpu_result_free(&r);
+	}
+	/* one warp: no shared memory for a 1-D reduction */
+	if (compile(find("softmax_row"), 90, 1, &r)) {
+		CHECK(r.shared == 0, "softmax 1 warp: shared %d", r.shared);
+		CHECK(strstr(r.ptx, ".maxntid 32") != NULL, "softmax 1 warp: maxntid");
+		be_gpu_result_free(&r);
+	}
+	/* 8 warps work too */
+	if (compile(find("reduce2d"), 90, 8, &r)) {
+		CHECK(run_ptxas(r.ptx, 90, "reduce2d_w8") == 0, "reduce2d 8 warps: ptxas");
+		be_gpu_result_free(&r);
+	}
+	test_text_corpus();
+	printf("%d checks, %d failures\n", checks, failures);
+	return failures ? 1 : 0;
+}

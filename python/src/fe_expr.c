@@ -480,7 +480,12 @@ static FeVal *ptr_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 		return fe_err(fe, node, IR_ERR_TYPE, "unsupported operand types for %s: %s and %s",
 			      op_symbol(op), fe_tyname(fe, at), fe_tyname(fe, bt));
 	IrValue *pv = p->v;
-	IrValue *ov = fe_to_ir(fe, node, o, NULL);
+	IrValue *ov;
+	if (fe_is_const(o) && ir_is_block(pv->type)) {
+		const IrType *it = py_scalar_type(fe, node, o->obj);
+		ov = it ? const_of(fe, node, o->obj, ir_type_like(fe->ctx, pv->type, it)) : NULL;
+	} else
+		ov = fe_to_ir(fe, node, o, NULL);
 	if (!ov)
 		return NULL;
 	if (ir_scalar(ov->type)->kind == TY_I1)

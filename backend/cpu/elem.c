@@ -142,6 +142,11 @@ LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *fr
 	LLVMTypeRef rt = cg_sty(cg, to);
 	if (LLVMTypeOf(f) == rt)
 		return f;
+	if (LLVMTypeOf(f) == cg->t_f64 && to->kind == TY_F16) {
+		LLVMTypeRef pt = cg->t_f64;
+		LLVMValueRef h = cg_call_ext(cg, "ct_cpu_f64_to_f16", cg->t_i16, &pt, 1, &f, 1, false);
+		return LLVMBuildBitCast(cg->b, h, cg->t_f16, "");
+	}
 	if (ir_type_bits(to) > (LLVMTypeOf(f) == cg->t_f64 ? 64 : LLVMTypeOf(f) == cg->t_f32 ? 32 : 16))
 		return LLVMBuildFPExt(cg->b, f, rt, "");
 	return LLVMBuildFPTrunc(cg->b, f, rt, "");

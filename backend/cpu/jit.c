@@ -6,7 +6,8 @@
  * compilation (ct_kernel_<n>_<name>).
  *
  * The JIT resolves libm/libc (printf, erff, ...) from the process and the
- * backend's own helpers (assert, fp8 conversion) as absolute symbols.
+ * backend's own helpers (assert, fp8 and f64 -> f16 conversion) as absolute
+ * symbols.
  */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/LLJIT.h>
@@ -95,6 +96,31 @@ uint8_t ct_cpu_f32_to_f8(float x, int32_t fmt)
 	return (uint8_t)(sign | ((E + bias) << mb) | mant);
 }
 
+/* f64 -> f16 bits, rounding to nearest even once (a trip through f32 would
+ * round twice). LLVM lowers a direct fptrunc to __truncdfhf2, which the
+ * process does not provide. */
+uint16_t ct_cpu_f64_to_f16(double x)
+{
+	uint16_t sign = signbit(x) ? 0x8000 : 0;
+	if (isnan(x))
+		return sign | 0x7e00;
+	double a = fabs(x);
+	if (a >= 65520.0) /* rounds past the largest finite half, 65504 */
+		return sign | 0x7c00;
+	if (a < 0x1p-14) { /* subnormal (or zero): multiples of 2^-24 */
+		double m = a * 0x1p24, r = nearbyint(m); /* default mode: ties to even */
+		return sign | (uint16_t)r;
+	}
+	int e;
+	frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+	double m = ldexp(a, 11 - e), r = nearbyint(m); /* 11 significant bits */
+	if (r >= 2048.0) {
+		r /= 2;
+		e++;
+	}
+	return sign | (uint16_t)(((e - 1 + 15) << 10) | ((int)r - 1024));
+}
+
 /* ------------------------------------------------------------------------- */
 /* The JIT                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -138,15 +164,17 @@ static IrError *jit_init(IrCtx *ictx)
 	} helpers[] = {
 		{"ct_cpu_assert_fail", (uint64_t)(uintptr_t)ct_cpu_assert_fail},
 		{"ct_cpu_f32_to_f8", (uint64_t)(uintptr_t)ct_cpu_f32_to_f8},
+		{"ct_cpu_f64_to_f16", (uint64_t)(uintptr_t)ct_cpu_f64_to_f16},
 	};
-	LLVMOrcCSymbolMapPair pairs[2];
-	for (int i = 0; i < 2; i++) {
+	enum { NHELPERS = sizeof helpers / sizeof helpers[0] };
+	LLVMOrcCSymbolMapPair pairs[NHELPERS];
+	for (int i = 0; i < NHELPERS; i++) {
 		pairs[i].Name = LLVMOrcLLJITMangleAndIntern(j, helpers[i].name);
 		pairs[i].Sym.Address = helpers[i].addr;
 		pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
 		pairs[i].Sym.Flags.TargetFlags = 0;
 	}
-	e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 2));
+	e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, NHELPERS));
 	if (e)
 		return llvm_error(ictx, "defining helpers", take_error(e));
 	jit = j;

@@ -122,18 +122,24 @@ def fp8_round(x, fmt):
 
 # -- promotion and C integer semantics ------------------------------------------
 
-def promote(a, b):
-    """Triton's result dtype of a binary arithmetic op on two tensors."""
+def promote(a, b, div_or_mod=False):
+    """Triton's computation dtype of a binary op on two tensors: float64 >
+    float32 > float16 (with anything but the wider floats) > bfloat16 (only
+    with itself; with an integer it is float32); `/` and `%` on 16-bit floats
+    compute in float32; integers follow C's usual arithmetic conversions
+    without the promotion to int."""
+    if "float64" in (a, b):
+        return "float64"
+    if "float32" in (a, b):
+        return "float32"
+    if "float16" in (a, b):
+        return "float32" if div_or_mod else "float16"
+    if a == "bfloat16" and b == "bfloat16":
+        return "float32" if div_or_mod else "bfloat16"
+    if "bfloat16" in (a, b):
+        return "float32"
     if a == b:
         return a
-    if is_float(a) or is_float(b):
-        if "float64" in (a, b):
-            return "float64"
-        if "float32" in (a, b):
-            return "float32"
-        if is_float(a) and is_float(b):   # float16 with bfloat16
-            return "float32"
-        return a if is_float(a) else b
     sa, sb = is_signed(a), is_signed(b)
     if sa == sb:
         return a if bits(a) > bits(b) else b

@@ -182,6 +182,7 @@ typedef struct CpuLaunch {
 void ct_cpu_assert_fail(void *wctx, const char *msg, const char *file, int32_t line);
 uint8_t ct_cpu_f32_to_f8(float x, int32_t fmt); /* fmt: 1 e5m2 (else e4m3), 2 rtz */
 uint16_t ct_cpu_f64_to_f16(double x);
+double ct_cpu_erfinv(double y);
 float ct_cpu_f8_to_f32(uint8_t x, int32_t fmt);
 
 #endif

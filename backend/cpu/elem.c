@@ -233,6 +233,19 @@ static const char *const libm_names[] = {
 	"nextafter", "fdim", "remainder", "j0", "j1", "y0", "y1", "logb", NULL,
 };
 
+/* Float functions lowered here rather than called in libm. */
+static const char *const inline_names[] = {
+	"rsqrt", "isnan", "isinf", "isfinite", "signbit", "saturate", "erfinv", NULL,
+};
+
+static bool in_list(const char *const *names, const char *s)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(names[i], s) == 0)
+			return true;
+	return false;
+}
+
 static LLVMValueRef lower_extern(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 {
 	const char *sym = ir_op_str(op, "symbol", "");
@@ -249,10 +262,7 @@ static LLVMValueRef lower_extern(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 	if (n > 1 && base[n - 1] == 'f') {
 		base[n - 1] = 0;
 		fsuffix = true;
-		bool found = false;
-		for (int i = 0; libm_names[i]; i++)
-			found |= strcmp(libm_names[i], base) == 0;
-		if (!found) {
+		if (!in_list(libm_names, base) && !in_list(inline_names, base)) {
 			base[n - 1] = 'f';
 			fsuffix = false;
 		}
@@ -330,6 +340,12 @@ static LLVMValueRef lower_extern(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 		args[0] = r;
 		args[1] = o;
 		r = cg_intrinsic(cg, "llvm.minnum", &ft, 1, args, 2);
+	} else if (op->nops == 1 && strcmp(base, "erfinv") == 0) {
+		LLVMValueRef d = dbl ? a[0] : LLVMBuildFPExt(cg->b, a[0], cg->t_f64, "");
+		LLVMTypeRef pt = cg->t_f64;
+		r = cg_call_ext(cg, "ct_cpu_erfinv", cg->t_f64, &pt, 1, &d, 1, false);
+		if (!dbl)
+			r = LLVMBuildFPTrunc(cg->b, r, cg->t_f32, "");
 	} else {
 		bool found = false;
 		for (int i = 0; libm_names[i]; i++)

@@ -6,7 +6,7 @@
  * compilation (ct_kernel_<n>_<name>).
  *
  * The JIT resolves libm/libc (printf, erff, ...) from the process and the
- * backend's own helpers (assert, fp8 and f64 -> f16 conversion) as absolute
+ * backend's own helpers (assert, fp8 and f64 -> f16 conversion, erfinv) as absolute
  * symbols.
  */
 #include <llvm-c/Analysis.h>
@@ -121,6 +121,48 @@ uint16_t ct_cpu_f64_to_f16(double x)
 	return sign | (uint16_t)(((e - 1 + 15) << 10) | ((int)r - 1024));
 }
 
+/* Inverse error function (libm has none): a rational first guess, then
+ * Newton steps on erf, which converge to double precision. */
+double ct_cpu_erfinv(double y)
+{
+	if (isnan(y) || y < -1 || y > 1)
+		return NAN;
+	if (y == 1 || y == -1)
+		return copysign(INFINITY, y);
+	/* Giles' single-precision approximation as the start */
+	double w = -log((1.0 - y) * (1.0 + y)), x;
+	if (w < 5.0) {
+		w -= 2.5;
+		double p = 2.81022636e-08;
+		p = 3.43273939e-07 + p * w;
+		p = -3.5233877e-06 + p * w;
+		p = -4.39150654e-06 + p * w;
+		p = 0.00021858087 + p * w;
+		p = -0.00125372503 + p * w;
+		p = -0.00417768164 + p * w;
+		p = 0.246640727 + p * w;
+		p = 1.50140941 + p * w;
+		x = p * y;
+	} else {
+		w = sqrt(w) - 3.0;
+		double p = -0.000200214257;
+		p = 0.000100950558 + p * w;
+		p = 0.00134934322 + p * w;
+		p = -0.00367342844 + p * w;
+		p = 0.00573950773 + p * w;
+		p = -0.0076224613 + p * w;
+		p = 0.00943887047 + p * w;
+		p = 1.00167406 + p * w;
+		p = 2.83297682 + p * w;
+		x = p * y;
+	}
+	for (int i = 0; i < 3; i++) {
+		double err = erf(x) - y;
+		x -= err / (1.1283791670955126 * exp(-x * x));
+	}
+	return x;
+}
+
 /* ------------------------------------------------------------------------- */
 /* The JIT                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -165,6 +207,7 @@ static IrError *jit_init(IrCtx *ictx)
 		{"ct_cpu_assert_fail", (uint64_t)(uintptr_t)ct_cpu_assert_fail},
 		{"ct_cpu_f32_to_f8", (uint64_t)(uintptr_t)ct_cpu_f32_to_f8},
 		{"ct_cpu_f64_to_f16", (uint64_t)(uintptr_t)ct_cpu_f64_to_f16},
+		{"ct_cpu_erfinv", (uint64_t)(uintptr_t)ct_cpu_erfinv},
 	};
 	enum { NHELPERS = sizeof helpers / sizeof helpers[0] };
 	LLVMOrcCSymbolMapPair pairs[NHELPERS];

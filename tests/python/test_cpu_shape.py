@@ -1,0 +1,219 @@
+"""CPU end-to-end: dot, trans/permute/reshape/expand_dims/broadcast_to,
+cat/join/split/interleave, gather, histogram, ravel, squeeze/unsqueeze."""
+import numpy as np
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+from cpu_util import requires_cpu, TL
+
+pytestmark = requires_cpu
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               MODE: tl.constexpr, OUT: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    if MODE == "plain":
+        d = tl.dot(a, b)
+    elif MODE == "acc":
+        c = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+        d = tl.dot(a, b, acc=c)
+    elif MODE == "out_dtype":
+        d = tl.dot(a, b, out_dtype=OUT)
+    elif MODE == "ieee":
+        d = tl.dot(a, b, input_precision="ieee")
+    else:
+        tl.static_assert(MODE == "trans")
+        d = tl.dot(tl.trans(tl.trans(a)), b.T.T)
+    tl.static_assert(d.dtype == OUT)
+    tl.store(d_ptr + rm[:, None] * N + rn[None, :], d)
+
+
+@pytest.mark.parametrize("dt,out,mode", [
+    ("float32", "float32", "plain"), ("float32", "float32", "acc"),
+    ("float32", "float32", "ieee"), ("float16", "float32", "plain"),
+    ("float16", "float32", "acc"), ("float16", "float16", "out_dtype"),
+    ("float32", "float32", "trans"), ("int8", "int32", "plain"),
+])
+@pytest.mark.parametrize("shape", [(16, 16, 16), (32, 16, 64)])
+def test_dot(dt, out, mode, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(M + N + K)
+    if dt == "int8":
+        a = rng.integers(-8, 8, (M, K)).astype(dt)
+        b = rng.integers(-8, 8, (K, N)).astype(dt)
+    else:
+        a = rng.uniform(-1, 1, (M, K)).astype(dt)
+        b = rng.uniform(-1, 1, (K, N)).astype(dt)
+    c = rng.uniform(-1, 1, (M, N)).astype(out)
+    d = np.zeros((M, N), out)
+    dot_kernel[(1,)](a, b, c, d, M, N, K, mode, TL[out])
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if mode == "acc":
+        ref += c
+    if dt == "int8":
+        np.testing.assert_array_equal(d, ref.astype(np.int32))
+    else:
+        rtol = 2e-2 if out == "float16" else 1e-4
+        np.testing.assert_allclose(d, ref, rtol=rtol, atol=rtol)
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, d_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rka = tl.arange(0, K)[None, None, :]
+    rkb = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * M * K + rm * K + rka)
+    b = tl.load(b_ptr + rb * K * N + rkb * N + rn)
+    tl.store(d_ptr + rb * M * N + rm * N + rn, tl.dot(a, b))
+
+
+def test_dot_3d_batched():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 16, 16)).astype(np.float32)
+    b = rng.standard_normal((2, 16, 32)).astype(np.float32)
+    d = np.zeros((2, 16, 32), np.float32)
+    batched_dot_kernel[(1,)](a, b, d, 2, 16, 32, 16)
+    np.testing.assert_allclose(d, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@triton.jit
+def shape_kernel(x_ptr, t_p, p_p, r_p, e_p, b_p, rv_p, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    t = tl.trans(x)                                   # (N, M)
+    tl.store(t_p + rn[:, None] * M + rm[None, :], t)
+    p = tl.permute(x, (1, 0))
+    tl.store(p_p + rn[:, None] * M + rm[None, :], p + x.T)
+    r = tl.reshape(x, (N, M))                         # row-major reinterpretation
+    tl.store(r_p + rn[:, None] * M + rm[None, :], r)
+    e = tl.expand_dims(tl.sum(x, 1), 1)               # (M, 1)
+    tl.store(e_p + rm[:, None] + rn[None, :] * 0, e + tl.zeros((M, N), x.dtype))
+    bb = tl.broadcast_to(rn[None, :], (M, N))
+    tl.store(b_p + rm[:, None] * N + rn[None, :], bb.to(x.dtype))
+    tl.store(rv_p + tl.arange(0, M * N), tl.ravel(x) * 2)
+
+
+def test_trans_permute_reshape_expand_broadcast_ravel():
+    M, N = 8, 16
+    x = np.arange(M * N, dtype=np.float32).reshape(M, N)
+    t, p, r = (np.zeros((N, M), np.float32) for _ in range(3))
+    e = np.zeros(M, np.float32)
+    b = np.zeros((M, N), np.float32)
+    rv = np.zeros(M * N, np.float32)
+    shape_kernel[(1,)](x, t, p, r, e, b, rv, M, N)
+    np.testing.assert_array_equal(t, x.T)
+    np.testing.assert_array_equal(p, 2 * x.T)
+    np.testing.assert_array_equal(r, x.reshape(N, M))
+    np.testing.assert_array_equal(e, x.sum(1))
+    np.testing.assert_array_equal(b, np.broadcast_to(np.arange(N), (M, N)))
+    np.testing.assert_array_equal(rv, x.ravel() * 2)
+
+
+@triton.jit
+def permute3_kernel(x_ptr, y_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    a = tl.arange(0, A)[:, None, None]
+    b = tl.arange(0, B)[None, :, None]
+    c = tl.arange(0, C)[None, None, :]
+    x = tl.load(x_ptr + a * B * C + b * C + c)
+    y = tl.permute(x, 2, 0, 1)                # (C, A, B)
+    cc = tl.arange(0, C)[:, None, None]
+    aa = tl.arange(0, A)[None, :, None]
+    bb = tl.arange(0, B)[None, None, :]
+    tl.store(y_ptr + cc * A * B + aa * B + bb, y)
+
+
+def test_permute_3d():
+    x = np.arange(2 * 4 * 8, dtype=np.int32).reshape(2, 4, 8)
+    y = np.zeros((8, 2, 4), np.int32)
+    permute3_kernel[(1,)](x, y, 2, 4, 8)
+    np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
+
+
+@triton.jit
+def join_split_kernel(a_ptr, b_ptr, j_p, c_p, i_p, s_p, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    j = tl.join(a, b)                          # (N, 2)
+    tl.store(j_p + offs[:, None] * 2 + tl.arange(0, 2)[None, :], j)
+    c = tl.cat(a, b, can_reorder=True)         # (2N,), order unspecified
+    tl.store(c_p + tl.arange(0, 2 * N), c)
+    tl.store(i_p + tl.arange(0, 2 * N), tl.interleave(a, b))
+    x, y = tl.split(j)
+    tl.store(s_p + offs, x * 100 + y)
+
+
+def test_join_split_cat_interleave():
+    N = 16
+    a = np.arange(N, dtype=np.int32)
+    b = np.arange(N, dtype=np.int32) + 1000
+    j = np.zeros((N, 2), np.int32)
+    c = np.zeros(2 * N, np.int32)
+    i = np.zeros(2 * N, np.int32)
+    s = np.zeros(N, np.int32)
+    join_split_kernel[(1,)](a, b, j, c, i, s, N)
+    np.testing.assert_array_equal(j, np.stack([a, b], 1))
+    np.testing.assert_array_equal(np.sort(c), np.sort(np.concatenate([a, b])))
+    np.testing.assert_array_equal(i, np.stack([a, b], 1).ravel())
+    np.testing.assert_array_equal(s, a * 100 + b)
+
+
+@triton.jit
+def gather_kernel(x_ptr, i_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + rm * N + rn)
+    idx = tl.load(i_ptr + rm * N + rn)
+    tl.store(o_ptr + rm * N + rn, tl.gather(x, idx, AXIS))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather(axis):
+    M, N = 8, 16
+    rng = np.random.default_rng(axis)
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    idx = rng.integers(0, (M, N)[axis], (M, N)).astype(np.int32)
+    o = np.zeros_like(x)
+    gather_kernel[(1,)](x, idx, o, M, N, axis)
+    np.testing.assert_array_equal(o, np.take_along_axis(x, idx, axis))
+
+
+@triton.jit
+def histogram_kernel(x_ptr, h_ptr, N: tl.constexpr, BINS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(h_ptr + tl.arange(0, BINS), tl.histogram(x, BINS))
+
+
+def test_histogram():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 16, 256).astype(np.int32)
+    h = np.zeros(16, np.int32)
+    histogram_kernel[(1,)](x, h, 256, 16)
+    np.testing.assert_array_equal(h, np.bincount(x, minlength=16))
+
+
+@triton.jit
+def squeeze_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    u = tl.expand_dims(x, 0)                   # (1, N)
+    u = tl.expand_dims(u, 2)                   # (1, N, 1)
+    r = tl.reshape(u, (N,))
+    v = x[None, :]
+    tl.store(o_ptr + tl.arange(0, N), r + tl.sum(v, 0))
+
+
+def test_expand_and_reshape_back():
+    x = np.arange(32, dtype=np.float32)
+    o = np.zeros_like(x)
+    squeeze_kernel[(1,)](x, o, 32)
+    np.testing.assert_array_equal(o, 2 * x)

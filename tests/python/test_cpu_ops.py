@@ -10,7 +10,8 @@ from cpu_util import (requires_cpu, ALL, SINT, TL, storage, rand_values,
                       to_storage, to_f64, round_to, promote, c_div, c_mod, bits, is_float,
                       fp8_table, fp8_round, bf16_round)
 
-pytestmark = requires_cpu
+# references overflow to inf on purpose (narrowing casts beyond the float16 range)
+pytestmark = [requires_cpu, pytest.mark.filterwarnings("ignore:overflow encountered")]
 
 N = 64
 
@@ -329,11 +330,9 @@ def unary_kernel(x_ptr, z_ptr, XT: tl.constexpr, OP: tl.constexpr, BLOCK: tl.con
     _st(z_ptr, offs, z)
 
 
-@pytest.mark.parametrize("dt", ALL)
-@pytest.mark.parametrize("op", ["neg", "pos", "invert", "abs"])
+@pytest.mark.parametrize("dt,op", [(dt, op) for dt in ALL for op in ["neg", "pos", "invert", "abs"]
+                                   if not (op == "invert" and is_float(dt))])
 def test_unary(dt, op):
-    if op == "invert" and is_float(dt):
-        pytest.skip("integer-only")
     rng = np.random.default_rng(3)
     x = rand_values(dt, N, rng)
     z = np.zeros_like(x)

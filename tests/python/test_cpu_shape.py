@@ -217,3 +217,76 @@ def test_expand_and_reshape_back():
     o = np.zeros_like(x)
     squeeze_kernel[(1,)](x, o, 32)
     np.testing.assert_array_equal(o, 2 * x)
+
+
+@triton.jit
+def misc_kernel(x_ptr, sm_p, sq_p, mem_p, hint_p, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    offs = rm[:, None] * N + rn[None, :]
+    offs = tl.max_contiguous(tl.multiple_of(offs, 8), 8)
+    x = tl.load(x_ptr + offs)
+    tl.store(sm_p + offs, tl.softmax(x, 1))
+    u = tl.expand_dims(tl.sum(x, 1), 1)           # (M, 1)
+    tl.store(sq_p + rm, tl.reshape(u, (M,)))
+    tl.debug_barrier()
+    # tensor member functions
+    t = x.trans().reshape(M * N).to(tl.float64)
+    tl.store(mem_p + tl.arange(0, M * N), t + x.sum() + x.max(axis=0).sum(0))
+    s = x.view(M * N)
+    tl.store(hint_p + tl.arange(0, M * N), s)
+
+
+def test_softmax_hints_members():
+    M, N = 4, 16
+    x = np.random.default_rng(9).standard_normal((M, N)).astype(np.float32)
+    sm, mem, hint = np.zeros_like(x), np.zeros(M * N), np.zeros(M * N, np.float32)
+    sq = np.zeros(M, np.float32)
+    misc_kernel[(1,)](x, sm, sq, mem, hint, M, N)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(sm, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(sq, x.sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mem, x.T.ravel() + x.sum() + x.max(0).sum(), rtol=1e-5)
+    np.testing.assert_array_equal(np.sort(hint), np.sort(x.ravel()))
+
+
+@triton.jit
+def swizzle_kernel(o_ptr, SM: tl.constexpr, SN: tl.constexpr, G: tl.constexpr):
+    i = tl.program_id(0)
+    j = tl.program_id(1)
+    ni, nj = tl.swizzle2d(i, j, SM, SN, G)
+    tl.store(o_ptr + (i * SN + j) * 2, ni)
+    tl.store(o_ptr + (i * SN + j) * 2 + 1, nj)
+
+
+def test_swizzle2d():
+    SM, SN, G = 5, 4, 2
+    o = np.zeros((SM, SN, 2), np.int32)
+    swizzle_kernel[(SM, SN)](o, SM, SN, G)
+    ref = np.zeros_like(o)
+    for i in range(SM):
+        for j in range(SN):
+            ij = i * SN + j
+            group, off_i = ij // (G * SN), ij // (G * SN) * G
+            g = min(SM - off_i, G)
+            ij %= G * SN
+            ref[i, j] = (off_i + ij % g, ij // g)
+    np.testing.assert_array_equal(o, ref)
+    # a bijection of the grid
+    assert len({tuple(p) for p in o.reshape(-1, 2)}) == SM * SN
+
+
+@triton.jit
+def squeeze_unsqueeze_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    u = tl.unsqueeze(x, 0)                        # (1, N)
+    tl.store(o_ptr + tl.arange(0, N), tl.squeeze(u, 0) * 2)
+
+
+@pytest.mark.xfail(strict=True, reason="frontend: 'tl.unsqueeze() is not supported by ctriton' "
+                   "(tl.squeeze/tl.unsqueeze are exported by ctriton.language)")
+def test_squeeze_unsqueeze():
+    x = np.arange(16, dtype=np.float32)
+    o = np.zeros_like(x)
+    squeeze_unsqueeze_kernel[(1,)](x, o, 16)
+    np.testing.assert_array_equal(o, 2 * x)

@@ -103,11 +103,9 @@ enum {
 
 /* Compiles TTIR text for target: parse, verify, then the backend. Returns
  * NULL, or a malloc'ed "file:line:col: message" (out then holds whatever
- * stages succeeded). When a stage's library is absent from this build, the
- * stages before it are kept and the result says so in *missing (static
- * string, NULL when all ran). */
+ * stages succeeded). */
 char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
-		  const JitTarget *target, int flags, JitKernel *out, const char **missing);
+		  const JitTarget *target, int flags, JitKernel *out);
 /* Assembles PTX into a cubin with ptxas ($CTRITON_PTXAS_PATH, the CUDA
  * toolkit, or PATH); 0 on success, 1 when ptxas is absent, -1 on an error
  * (message in errbuf). Fills k->cubin, n_regs, n_spills. */

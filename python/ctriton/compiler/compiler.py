@@ -216,9 +216,7 @@ class CompiledKernel:
                                   md.shared, None, image, self.name)
         else:
             if self._cpu_kernel is None:
-                missing = md.__dict__.get("missing")
-                raise RuntimeError(f"kernel {self.name} has no CPU code"
-                                   + (f" (this build lacks the {missing})" if missing else ""))
+                raise RuntimeError(f"kernel {self.name} has no CPU code")
             self._bin = _C.Binary(_C.BACKEND_CPU, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, self._cpu_kernel, None, self.name)
 
@@ -321,7 +319,7 @@ def compile(src, target=None, options=None):
             "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
             "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
             "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
-            "debug": opts["debug"], "sig": r.get("sig", ""), "missing": r.get("missing"),
+            "debug": opts["debug"], "sig": r.get("sig", ""),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = json.dumps(meta, indent=1)

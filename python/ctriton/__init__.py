@@ -10,6 +10,7 @@ from . import runtime  # noqa: F401
 from .compiler import compile  # noqa: F401
 from .backends.compiler import GPUTarget  # noqa: F401
 from . import language  # noqa: F401
+from .compiler.errors import CompilationError  # noqa: F401
 
 __version__ = "0.1.0"
 

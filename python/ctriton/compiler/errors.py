@@ -1,0 +1,26 @@
+"""CompilationError: what the frontend raises for a kernel it cannot compile.
+
+The message starts with ``file:line:col: error: what is wrong``, followed by
+the offending source line and a caret under the column.
+"""
+import linecache
+
+
+class CompilationError(Exception):
+    def __init__(self, message, filename=None, lineno=None, col=None):
+        self.error_message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        text = message
+        if filename is not None and lineno:
+            text = f"{filename}:{lineno}:{col}: error: {message}"
+            src = linecache.getline(filename, lineno).rstrip("\n")
+            if src:
+                caret = " " * max((col or 1) - 1, 0) + "^"
+                text += "\n" + src + "\n" + caret
+        self.message = text
+        super().__init__(text)
+
+    def __reduce__(self):
+        return (type(self), (self.error_message, self.filename, self.lineno, self.col))

@@ -1,0 +1,2 @@
+"""tl.extra.cuda: CUDA-specific extras."""
+from . import libdevice  # noqa: F401

@@ -1,0 +1,160 @@
+/* frontend.h: private interface between the frontend's files (frontend.c,
+ * fe_expr.c, fe_stmt.c, fe_builtins.c), which compile a @jit function's
+ * Python AST into TTIR.
+ *
+ * The walker reads the AST produced by Python's `ast` module through the
+ * (limited) Python C API. Every Python object it touches is kept alive by one
+ * list in the Fe context (fe_keep), so the code can hold borrowed pointers
+ * until the compilation ends and error paths need no reference counting.
+ *
+ * A frontend value (FeVal) is a compile-time Python object (a constexpr: int,
+ * float, bool, None, str, dtype, tuple, builtin, @jit function, module), an IR
+ * value (a scalar or block "tensor"), a tuple of frontend values, a method
+ * bound to a tensor, or a poisoned name (defined on one branch of an `if`
+ * only). Errors are IrError values; functions return NULL (or false) after
+ * recording one with fe_err.
+ */
+#ifndef CTRITON_FRONTEND_H
+#define CTRITON_FRONTEND_H
+
+#include "py.h"
+
+#include "../../ir/ir.h"
+
+/* AST node kinds the walker knows; fe_kind maps a node to one. */
+#define FE_NODES(X) X(Module) X(FunctionDef) X(arguments) X(arg) X(Return) X(Assign) X(AugAssign) X(AnnAssign) X(For) X(While) X(If) X(Expr) X(Pass) X(Assert) X(Break) X(Continue) X(With) X(Try) X(Raise) X(Global) X(Nonlocal) X(Import) X(ImportFrom) X(Delete) X(AsyncFunctionDef) X(ClassDef) X(Lambda) X(BoolOp) X(BinOp) X(UnaryOp) X(IfExp) X(Compare) X(Call) X(Constant) X(Attribute) X(Subscript) X(Name) X(Tuple) X(List) X(Slice) X(Starred) X(JoinedStr) X(FormattedValue) X(ListComp) X(Dict) X(Set) X(GeneratorExp) X(DictComp) X(SetComp) X(NamedExpr) X(Await) X(Yield) X(YieldFrom) X(Match) X(And) X(Or) X(Add) X(Sub) X(Mult) X(Div) X(FloorDiv) X(Mod) X(Pow) X(LShift) X(RShift) X(BitOr) X(BitXor) X(BitAnd) X(MatMult) X(Invert) X(Not) X(UAdd) X(USub) X(Eq) X(NotEq) X(Lt) X(LtE) X(Gt) X(GtE) X(Is) X(IsNot) X(In) X(NotIn) X(keyword) X(Load) X(Store)
+typedef enum FeNode {
+	N_OTHER = 0,
+#define NODE(x) N_##x,
+	FE_NODES(NODE)
+#undef NODE
+	N_COUNT_
+} FeNode;
+
+typedef enum FeKind {
+	V_CONST,  /* obj: a Python object known at compile time */
+	V_TENSOR, /* v: an IR value, scalar or block */
+	V_TUPLE,  /* items: frontend values (at least one not constant) */
+	V_METHOD, /* self + name: tensor method, e.g. x.to */
+	V_UNDEF,  /* why: a name that may not be defined here */
+} FeKind;
+
+typedef struct FeVal FeVal;
+struct FeVal {
+	FeKind kind;
+	PyObject *obj;
+	IrValue *v;
+	int n;
+	FeVal **items;
+	FeVal *self;
+	const char *name;
+	const char *why;
+};
+
+typedef struct FeVar {
+	const char *name; /* interned */
+	FeVal *val;
+} FeVar;
+
+typedef struct FeScope {
+	int n, cap;
+	FeVar *vars;
+} FeScope;
+
+/* One function being lowered (the kernel, or an inlined @jit callee). */
+typedef struct FeFn {
+	PyObject *jitfn;
+	PyObject *globals;
+	const char *file; /* interned */
+	int line0;        /* real line of AST line 1, minus 1 */
+	FeScope scope;
+	FeVal *ret;       /* return value so far */
+	bool returned;    /* a return was lowered on the current path */
+	int loop_depth;   /* runtime loops around the current statement */
+	int if_depth;     /* runtime ifs around the current statement */
+	struct FeFn *caller;
+} FeFn;
+
+typedef struct Fe {
+	IrCtx *ctx;
+	IrModule *m;
+	IrBuilder b;
+	PyObject *keep;      /* list holding every object we use */
+	PyObject *ast_mod, *tl, *builtins, *parse_cache;
+	PyObject *node_types[N_COUNT_];
+	PyObject *cls_dtype, *cls_ptr, *cls_block, *cls_constexpr, *cls_tensor, *jit_cls;
+	PyObject *ir_to_dtype; /* dict: IR type name -> dtype */
+	bool debug;
+	int depth;
+	FeFn *fn;
+	IrFunc *func;        /* IR function being built */
+	int nnoinline;
+} Fe;
+
+/* ---- frontend.c ---------------------------------------------------------- */
+PyObject *fe_keep(Fe *fe, PyObject *o); /* steals o, returns it borrowed (NULL passes) */
+PyObject *fe_attr(Fe *fe, PyObject *o, const char *name); /* borrowed or NULL (no error set) */
+FeNode fe_kind(Fe *fe, PyObject *node);
+IrLoc fe_loc(Fe *fe, PyObject *node);
+void fe_set_loc(Fe *fe, PyObject *node);
+void *fe_err(Fe *fe, PyObject *node, IrErrCode code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void *fe_pyerr(Fe *fe, PyObject *node, const char *what); /* wraps the pending Python error */
+const char *fe_str(Fe *fe, PyObject *o); /* UTF-8 of str(o), arena */
+const char *fe_tyname(Fe *fe, const IrType *t);
+bool fe_has_error(Fe *fe);
+/* Parses a @jit function's source: its FunctionDef node (cached). */
+PyObject *fe_parse_fn(Fe *fe, PyObject *jitfn, PyObject *node);
+const IrType *fe_dtype_to_ir(Fe *fe, PyObject *dt); /* NULL if not a dtype */
+PyObject *fe_ir_to_dtype(Fe *fe, const IrType *t);
+bool fe_is_jit(Fe *fe, PyObject *o);
+const char *fe_builtin_name(Fe *fe, PyObject *o);
+
+/* ---- fe_expr.c ----------------------------------------------------------- */
+FeVal *fe_const(Fe *fe, PyObject *o);        /* borrowed o, kept */
+FeVal *fe_tensor(Fe *fe, IrValue *v);
+FeVal *fe_none(Fe *fe);
+FeVal *fe_expr(Fe *fe, PyObject *node);
+bool fe_is_const(const FeVal *v);
+bool fe_is_tensor(const FeVal *v);
+/* Constant truth; false with an error when v is not constant. */
+int fe_truth(Fe *fe, PyObject *node, FeVal *v);
+bool fe_const_int(Fe *fe, PyObject *node, FeVal *v, int64_t *out, const char *what);
+/* Python scalar (or constexpr) -> IR value; ty NULL: default typing. */
+IrValue *fe_to_ir(Fe *fe, PyObject *node, FeVal *v, const IrType *ty);
+IrValue *fe_cast(Fe *fe, PyObject *node, IrValue *x, const IrType *to_scalar, const char *rounding,
+		 bool bitcast);
+IrValue *fe_splat_to(Fe *fe, PyObject *node, IrValue *x, const IrType *block);
+IrValue *fe_broadcast_to(Fe *fe, PyObject *node, IrValue *x, int rank, const int64_t *shape);
+bool fe_broadcast_pair(Fe *fe, PyObject *node, IrValue **a, IrValue **b);
+const IrType *fe_block(Fe *fe, PyObject *node, const IrType *elem, int rank, const int64_t *shape);
+/* Binary operator by Python AST op kind (N_Add...) on frontend values. */
+FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b);
+FeVal *fe_cmpop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b);
+FeVal *fe_unop(Fe *fe, PyObject *node, FeNode op, FeVal *a);
+/* Common type of two operands (Triton's promotion; weak Python scalars). */
+const IrType *fe_promote(Fe *fe, PyObject *node, FeVal *a, FeVal *b, bool div_or_mod, bool arith);
+IrValue *fe_to_bool(Fe *fe, PyObject *node, IrValue *x);
+FeVal *fe_call(Fe *fe, PyObject *node);
+FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name);
+FeVal *fe_shape_tuple(Fe *fe, const IrType *t);
+/* Reads a shape (tuple/list of constexpr ints, or an int). */
+bool fe_shape(Fe *fe, PyObject *node, FeVal *v, int *rank, int64_t *shape);
+FeVal *fe_lookup(Fe *fe, PyObject *node, const char *name);
+
+/* ---- fe_stmt.c ----------------------------------------------------------- */
+bool fe_stmts(Fe *fe, PyObject *list);
+void fe_scope_set(Fe *fe, FeScope *s, const char *name, FeVal *v);
+FeVal *fe_scope_get(FeScope *s, const char *name);
+/* Inlines the @jit function jitfn with bound arguments. */
+FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal **args, int nkw,
+		      const char **kwnames, FeVal **kwvals);
+/* Lowers jit function fn into a region body: combine functions. */
+FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal **args);
+
+/* ---- fe_builtins.c ------------------------------------------------------- */
+FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs,
+		       FeVal **args, int nkw, const char **kwnames, FeVal **kwvals);
+bool fe_is_tensor_method(const char *name);
+
+#endif

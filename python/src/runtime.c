@@ -22,17 +22,7 @@
 #include "jit/jit.h"
 #include "py.h"
 
-#include "jit/cuda.h"
 
-/* Until the frontend (frontend.c) is linked in, ast_to_ttir says so. */
-static PyObject *ast_to_ttir_missing(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-	PyErr_SetString(PyExc_NotImplementedError,
-			"this build of ctriton has no frontend (ast_to_ttir)");
-	return NULL;
-}
-PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
-	__attribute__((weak, alias("ast_to_ttir_missing")));
 
 enum { MAXP = 256 };
 
@@ -1639,19 +1629,6 @@ PyObject *py_specialize(PyObject *self, PyObject *args)
 	Py_DECREF(sigs);
 	Py_DECREF(specs);
 	return r;
-}
-
-PyObject *py_has_stage(PyObject *self, PyObject *arg)
-{
-	const char *s = PyUnicode_AsUTF8AndSize(arg, NULL);
-	if (!s)
-		return NULL;
-	int has = 0;
-	if (!strcmp(s, "frontend"))
-		has = py_ast_to_ttir != ast_to_ttir_missing;
-	else if (!strcmp(s, "cpu") || !strcmp(s, "cuda"))
-		has = 1; /* both backends are linked in; the driver is probed at run time */
-	return PyBool_FromLong(has);
 }
 
 /* Creates the runtime's types and interned names; called by PyInit__C. */

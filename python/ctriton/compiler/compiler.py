@@ -293,7 +293,7 @@ def compile(src, target=None, options=None):
         if "cubin" in entry:
             asm["cubin"] = entry["cubin"]
         cpu_kernel = None
-        if target.backend == "cpu" and _C.has_stage("cpu"):
+        if target.backend == "cpu":
             # Host code is not cached: rebuild it from the cached TTIR.
             r = _C.compile_ttir(asm["ttir"], src.name, backend, arch, target.warp_size,
                                 opts, False)

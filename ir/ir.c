@@ -907,6 +907,8 @@ IrValue *ir_addptr(IrBuilder *b, IrValue *p, IrValue *off)
 
 IrValue *ir_load(IrBuilder *b, IrValue *p, IrValue *mask, IrValue *other)
 {
+	if (other && !mask)
+		abort(); /* broken invariant: see ir.h */
 	IrValue *ops[3] = {p, mask, other};
 	int n = other ? 3 : mask ? 2 : 1;
 	const IrType *rty = ir_type_like(b->ctx, p->type, ir_scalar(p->type)->elem);

@@ -550,6 +550,13 @@ static void set_func(IrBlock *b, IrFunc *f)
 			set_func(op->regions[i], f);
 }
 
+void ir_op_set_region(IrOp *op, int i, IrBlock *blk)
+{
+	op->regions[i] = blk;
+	blk->parent_op = op;
+	set_func(blk, op->parent ? op->parent->func : NULL);
+}
+
 void ir_block_append(IrBlock *b, IrOp *op)
 {
 	op->parent = b;

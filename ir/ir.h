@@ -326,6 +326,9 @@ IrFunc *ir_module_find(const IrModule *m, const char *name);
 IrOp *ir_op_new(IrCtx *ctx, IrOpcode opc, int nops, IrValue *const *ops, int nres,
 		const IrType *const *restys, int nregions, IrLoc loc);
 IrBlock *ir_block_new(IrCtx *ctx);
+/* Makes blk (built on its own, e.g. before the op's results were known)
+ * region i of op, replacing the empty block ir_op_new made. */
+void ir_op_set_region(IrOp *op, int i, IrBlock *blk);
 IrValue *ir_block_add_arg(IrCtx *ctx, IrBlock *b, const IrType *t);
 /* Links op at the end of b / before `before` (which is in b). */
 void ir_block_append(IrBlock *b, IrOp *op);

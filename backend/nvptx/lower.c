@@ -653,7 +653,9 @@ static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map
 {
 	if (!m->b)
 		return 1;
-	int d0 = m->b->order[0];
+	int d0 = m->order[0];
+	if (m->dd[d0].estride != 1)
+		return 1;
 	int vd = -1;
 	for (int k = 0; k < m->rank; k++)
 		if (m->dimmap[k] == d0)
@@ -661,8 +663,8 @@ static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map
 	if (vd < 0)
 		return 1;
 	int v = an_access_vec(L->ax, p, mask, vd);
-	if (v > m->b->size_per_thread[d0])
-		v = m->b->size_per_thread[d0];
+	if (v > m->dd[d0].spt)
+		v = m->dd[d0].spt;
 	if (v > m->nd[d0])
 		v = m->nd[d0];
 	if (ir_scalar(ir_scalar(p->type)->elem)->kind == TY_I1)
@@ -1098,8 +1100,86 @@ static void lower_scan(Lower *L, IrOp *op)
 /* dot (FMA through shared memory)                                           */
 /* ------------------------------------------------------------------------- */
 
+/* Two 16-bit elements in one 32-bit register, lo in the low half. */
+static LLVMValueRef pack2(Lower *L, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
+	LLVMValueRef v = LLVMGetUndef(vt);
+	v = LLVMBuildInsertElement(L->b, v, lo, i32c(L, 0), "");
+	v = LLVMBuildInsertElement(L->b, v, hi, i32c(L, 1), "");
+	return LLVMBuildBitCast(L->b, v, LLVMInt32TypeInContext(L->c), "");
+}
+
+/* Register of v (base layout map m) at per-dim register indices (j0, j1). */
+static LLVMValueRef reg2(Lower *L, const IrValue *v, const Map *m, int j0, int j1)
+{
+	int j[IR_MAX_RANK] = {j0, j1};
+	return reg(L, v, map_reg(m, j));
+}
+
+/* dot on tensor cores: A and B arrive in dot_op layouts, the accumulator in
+ * the mma layout (see an_dim_dist), so each thread already holds exactly the
+ * fragments of its warp's mma.sync.m16n8k16 instructions. Per 16 x 8 tile of
+ * the warp (mi, ni) and 16-wide K step ki, with per-dim register indices:
+ *   A: a0..a7 = (2mi + h, 4ki + q) for (h, q) = (0,0) (0,1) (1,0) (1,1)
+ *                (0,2) (0,3) (1,2) (1,3), packed in pairs;
+ *   B: b0..b3 = (4ki + q, ni) for q = 0..3, packed in pairs;
+ *   C: c0..c3 = (2mi + h, 2ni + e) for (h, e) = (0,0) (0,1) (1,0) (1,1). */
+static void lower_dot_mma(Lower *L, IrOp *op)
+{
+	const IrValue *A = op->ops[0], *B = op->ops[1], *C = op->ops[2];
+	Map ma, mb, mc;
+	map_init(NULL, A->type, &ma);
+	map_init(NULL, B->type, &mb);
+	map_init(NULL, C->type, &mc);
+	int nm = mc.nd[0] / 2, nn = mc.nd[1] / 2, nk = (int)(A->type->shape[1] / 16);
+	bool bf = ir_scalar(A->type)->kind == TY_BF16;
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(L->c), i32 = LLVMInt32TypeInContext(L->c);
+	LLVMTypeRef rty = LLVMStructTypeInContext(L->c, (LLVMTypeRef[]){f32, f32, f32, f32}, 4, 0);
+	LLVMTypeRef pty[10] = {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32};
+	LLVMTypeRef fty = LLVMFunctionType(rty, pty, 10, 0);
+	char text[160];
+	snprintf(text, sizeof text,
+		 "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
+		 "{$10,$11,$12,$13};",
+		 bf ? "bf16" : "f16", bf ? "bf16" : "f16");
+	const char *cons = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 0, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef *acc = regbuf(L, mc.n);
+	for (int r = 0; r < mc.n; r++)
+		acc[r] = reg(L, C, r);
+	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
+	for (int ki = 0; ki < nk; ki++)
+		for (int mi = 0; mi < nm; mi++) {
+			LLVMValueRef a[4];
+			for (int i = 0; i < 4; i++)
+				a[i] = pack2(L, reg2(L, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+					     reg2(L, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+			for (int ni = 0; ni < nn; ni++) {
+				LLVMValueRef b0 = pack2(L, reg2(L, B, &mb, 4 * ki, ni), reg2(L, B, &mb, 4 * ki + 1, ni));
+				LLVMValueRef b1 = pack2(L, reg2(L, B, &mb, 4 * ki + 2, ni), reg2(L, B, &mb, 4 * ki + 3, ni));
+				int cr[4];
+				for (int i = 0; i < 4; i++) {
+					int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * ni + i % 2};
+					cr[i] = map_reg(&mc, j);
+				}
+				LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b0, b1,
+							 acc[cr[0]], acc[cr[1]], acc[cr[2]], acc[cr[3]]};
+				LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, args, 10, "");
+				for (int i = 0; i < 4; i++)
+					acc[cr[i]] = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
+			}
+		}
+	set_vals(L, &op->res[0], mc.n, acc);
+}
+
 static void lower_dot(Lower *L, IrOp *op)
 {
+	if (op->res[0].type->layout->kind == LAYOUT_MMA) {
+		lower_dot_mma(L, op);
+		return;
+	}
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	int64_t offa = scratch_off(op), offb = offa + align16(M * K * ebytes(at));

@@ -55,7 +55,7 @@ static void test_vector_add_axis(void)
 	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
 	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
 	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d", an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = -1;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	CHECK(shared == 0, "shared %lld", (long long)shared);
@@ -86,7 +86,7 @@ static void test_softmax_layouts(void)
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	IrFunc *f = tk_softmax_row(m);
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	IrOp *red = find_op(f, OP_REDUCE, 0);
@@ -121,7 +121,7 @@ static void test_reduce_store_no_conversion(void)
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	IrFunc *f = tk_reduce2d(m);
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "reduce2d keeps a conversion");
@@ -161,7 +161,7 @@ static void test_golden(const char *name)
 	IrModule *m = ir_parse(ctx, in, text, &err);
 	CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : in);
 	if (m) {
-		AnGpuOptions o = {4, 32};
+		AnGpuOptions o = {4, 32, 0};
 		int64_t shared = 0;
 		CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline %s", name);
 		char *out = ir_print_module(m);

@@ -21,6 +21,9 @@
  *      operand in another layout gets a convert_layout in front of the user.
  *      Structured control flow keeps loop-carried values in their init's
  *      layout; yields are converted to it.
+ * A dot that fits the tensor cores (an_dot_mma_layout) takes an mma v2
+ * accumulator and dot_op operands; its accumulator's want is the mma layout,
+ * which a `for` passes on to the accumulator's init.
  */
 #include "analysis.h"
 
@@ -696,6 +699,18 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 		IrValue *dst = &op->res[0];
 		if (src->type == dst->type) {
 			ir_replace_all_uses(r->f, dst, src);
+			ir_op_unlink(op);
+			r->changed = true;
+			continue;
+		}
+		/* an earlier conversion of the same value to the same layout in
+		 * this block (an epilogue using an mma result several times) */
+		IrOp *same = NULL;
+		for (IrOp *e = op->prev; e && !same; e = e->prev)
+			if (e->opc == OP_CONVERT_LAYOUT && e->ops[0] == src && e->res[0].type == dst->type)
+				same = e;
+		if (same) {
+			ir_replace_all_uses(r->f, dst, &same->res[0]);
 			ir_op_unlink(op);
 			r->changed = true;
 			continue;

@@ -1250,7 +1250,7 @@ static void lower_scan(Lower *L, IrOp *op)
 }
 
 /* ------------------------------------------------------------------------- */
-/* dot (FMA through shared memory)                                           */
+/* dot: mma.sync on tensor cores, else FMA through shared memory             */
 /* ------------------------------------------------------------------------- */
 
 /* Two 16-bit elements in one 32-bit register, lo in the low half. */

@@ -140,7 +140,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 				opt->num_warps);
 
 	/* 1. TTIR -> TTGIR */
-	AnGpuOptions ao = {opt->num_warps, warp};
+	AnGpuOptions ao = {opt->num_warps, warp, arch};
 	int64_t shared = 0;
 	IrError *err = an_gpu_pipeline(m, &ao, &shared);
 	if (err)

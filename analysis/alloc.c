@@ -11,7 +11,9 @@
  *   reduce across W warps: per input (16-byte aligned segments) the partial
  *       results [result element][warp along the axis];
  *   scan: per input, the block row-major;
- *   dot: A (M x K) then B (K x N), row-major, each in its element type;
+ *   dot on the FMA path: A (M x K) then B (K x N), row-major, each in its
+ *       element type (on tensor cores the conversions to the dot_op
+ *       layouts stage the operands, row-major, and dot needs none);
  *   histogram: the bins as i32; scalar atomics: 8 bytes.
  * A buffer lives only while its op runs, so allocation by liveness puts the
  * buffers of different ops on top of each other; the first-fit allocator
@@ -67,8 +69,10 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		int map[IR_MAX_RANK];
 		const IrLayout *b = an_unslice(t->layout, t->rank, t->shape, base, map);
 		int axis = (int)ir_op_int(op, "axis", 0);
-		int w = 1;
-		an_blocked_dim(b, base, map[axis], NULL, NULL, &w);
+		AnDimDist dd;
+		if (!an_dim_dist(b, base, map[axis], &dd))
+			return 0;
+		int w = dd.distinct_warps;
 		if (w <= 1)
 			return 0;
 		int64_t s = 0;
@@ -78,6 +82,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 	}
 	case OP_DOT: {
 		const IrType *a = op->ops[0]->type, *b = op->ops[1]->type;
+		if (op->res[0].type->layout && op->res[0].type->layout->kind == LAYOUT_MMA)
+			return 0; /* tensor cores: operands arrive in registers */
 		return align16(numel(a) * elem_bytes(a)) + numel(b) * elem_bytes(b);
 	}
 	case OP_ATOMIC_RMW:

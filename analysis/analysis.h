@@ -66,6 +66,7 @@ int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int 
 typedef struct AnGpuOptions {
 	int num_warps;   /* power of two */
 	int warp_size;   /* 32 */
+	int arch;        /* compute capability * 10; 0 or < 80: no tensor cores */
 } AnGpuOptions;
 
 /* The blocked layout for a block of shape[rank] with size_per_thread spt
@@ -89,6 +90,37 @@ const IrLayout *an_unslice(const IrLayout *l, int rank, const int64_t *shape,
  * data along d (the rest replicate). */
 void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nregs,
 		    int *distinct_lanes, int *distinct_warps);
+
+/* How a distributed base layout (blocked, mma v2 or dot_op of one) spreads
+ * base dim d of a block over one thread. The thread with lane coordinate
+ * lc = (lane / lane_stride) % tpw and warp coordinate wc = (warp /
+ * warp_stride) % wpc owns, for j < nregs, the element
+ *     (wc * warp_unit + lc * lane_unit + (j / spt) * tile + (j % spt) * estride) mod S.
+ * Only distinct_lanes lanes / distinct_warps warps along d hold distinct
+ * data; the others replicate. For mma v2 (warp tile 16 x 8, warps M-fastest)
+ * and its dot operands this spells out the mma.sync m16n8k16 fragments:
+ * lanes 4g + t hold rows g, g + 8 and columns 2t, 2t + 1 (+ 8 for A's K). */
+typedef struct AnDimDist {
+	int spt, estride;
+	int64_t tile;
+	int tpw, lane_stride, lane_unit;
+	int wpc, warp_stride, warp_unit;
+	int nregs, distinct_lanes, distinct_warps;
+} AnDimDist;
+
+/* Fills *dd for base dim d of base layout b over base_shape (see AnDimDist).
+ * Returns false for layouts without a register distribution (shared). */
+bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist *dd);
+/* Register order of a base layout: order[0] is the dim whose registers are
+ * consecutive (blocked: its order; mma and dot_op: the last dim first). */
+void an_reg_order(const IrLayout *b, int *order);
+
+/* The mma layout a `dot` gets on tensor cores (mma.sync m16n8k16, arch >= 80,
+ * f16 or bf16 operands, f32 accumulator, M and N covered by the warps), or
+ * NULL when it stays on the FMA path. */
+const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOptions *o);
+/* The dot_op layout of operand opidx of a dot whose accumulator is mma. */
+const IrLayout *an_dot_op_layout(IrCtx *ctx, const IrLayout *mma, int opidx, const IrType *elem);
 
 /* Assigns a layout to every block value of f and inserts convert_layout
  * where an operand's layout is not the one its user needs. */

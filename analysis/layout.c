@@ -21,9 +21,13 @@
  *      operand in another layout gets a convert_layout in front of the user.
  *      Structured control flow keeps loop-carried values in their init's
  *      layout; yields are converted to it.
+ * A dot that fits the tensor cores (an_dot_mma_layout) takes an mma v2
+ * accumulator and dot_op operands; its accumulator's want is the mma layout,
+ * which a `for` passes on to the accumulator's init.
  */
 #include "analysis.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const IrLayout *an_blocked_layout(IrCtx *ctx, int rank, const int64_t *shape, const int *spt,
@@ -155,6 +159,147 @@ void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nr
 		*distinct_warps = (int)(warps < wpc ? warps : wpc);
 }
 
+/* Lane/warp strides of a blocked layout: coordinates split the lane id and
+ * the warp id in the layout's order. */
+static void blocked_strides(const IrLayout *b, int d, int *ls, int *ws)
+{
+	int l = 1, w = 1;
+	for (int i = 0; i < b->rank; i++) {
+		int e = b->order[i];
+		if (e == d)
+			break;
+		l *= b->threads_per_warp[e];
+		w *= b->warps_per_cta[e];
+	}
+	*ls = l;
+	*ws = w;
+}
+
+/* mma v2 rows (role 0: M of the accumulator and of A), columns (role 1: N
+ * of the accumulator and of B) and the K dim of A and B (role 2). Rows: lane
+ * group g = lane / 4 and g + 8, warp tiles of 16; columns: 2t, 2t + 1 for
+ * t = lane % 4, warp tiles of 8; K: 2t, 2t + 1, then + 8 per step. Warps
+ * are numbered M-fastest. */
+static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd)
+{
+	int wm = mma->warps_per_cta[0], wn = mma->warps_per_cta[1];
+	switch (role) {
+	case 0:
+		*dd = (AnDimDist){.spt = 2, .estride = 8, .tile = 16 * wm, .tpw = 8, .lane_stride = 4,
+				  .lane_unit = 1, .wpc = wm, .warp_stride = 1, .warp_unit = 16};
+		break;
+	case 1:
+		*dd = (AnDimDist){.spt = 2, .estride = 1, .tile = 8 * wn, .tpw = 4, .lane_stride = 1,
+				  .lane_unit = 2, .wpc = wn, .warp_stride = wm, .warp_unit = 8};
+		break;
+	case 3: /* B's N: one column per lane group */
+		*dd = (AnDimDist){.spt = 1, .estride = 1, .tile = 8 * wn, .tpw = 8, .lane_stride = 4,
+				  .lane_unit = 1, .wpc = wn, .warp_stride = wm, .warp_unit = 8};
+		break;
+	default: /* K */
+		*dd = (AnDimDist){.spt = 2, .estride = 1, .tile = 8, .tpw = 4, .lane_stride = 1,
+				  .lane_unit = 2, .wpc = 1, .warp_stride = 1, .warp_unit = 0};
+		break;
+	}
+	if (S >= dd->tile) {
+		dd->nregs = (int)(dd->spt * (S / dd->tile));
+		dd->distinct_lanes = dd->tpw;
+		dd->distinct_warps = dd->wpc;
+	} else if (S == 1) {
+		dd->nregs = 1;
+		dd->distinct_lanes = 1;
+		dd->distinct_warps = 1;
+	} else {
+		abort(); /* layout assignment never gives an mma layout to a partial tile */
+	}
+}
+
+bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist *dd)
+{
+	memset(dd, 0, sizeof *dd);
+	switch (b->kind) {
+	case LAYOUT_BLOCKED: {
+		int spt = b->size_per_thread[d], tpw = b->threads_per_warp[d], wpc = b->warps_per_cta[d];
+		dd->spt = spt;
+		dd->estride = 1;
+		dd->tile = (int64_t)spt * tpw * wpc;
+		dd->tpw = tpw;
+		dd->lane_unit = spt;
+		dd->wpc = wpc;
+		dd->warp_unit = spt * tpw;
+		blocked_strides(b, d, &dd->lane_stride, &dd->warp_stride);
+		an_blocked_dim(b, base_shape, d, &dd->nregs, &dd->distinct_lanes, &dd->distinct_warps);
+		return true;
+	}
+	case LAYOUT_MMA:
+		if (b->version_major != 2 || b->rank != 2)
+			return false;
+		mma_dim(b, d, base_shape[d], dd);
+		return true;
+	case LAYOUT_DOT_OP: {
+		const IrLayout *p = b->parent;
+		if (!p || p->kind != LAYOUT_MMA || p->version_major != 2 || p->rank != 2)
+			return false;
+		int role = b->opidx == 0 ? (d == 0 ? 0 : 2) : (d == 0 ? 2 : 3);
+		mma_dim(p, role, base_shape[d], dd);
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+void an_reg_order(const IrLayout *b, int *order)
+{
+	for (int i = 0; i < b->rank; i++)
+		order[i] = b->kind == LAYOUT_BLOCKED ? b->order[i] : b->rank - 1 - i;
+}
+
+const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOptions *o)
+{
+	if (o->arch < 80 || dot->opc != OP_DOT)
+		return NULL;
+	const IrType *at = dot->ops[0]->type, *bt = dot->ops[1]->type, *ct = dot->res[0].type;
+	if (!ir_is_block(at) || at->rank != 2 || bt->rank != 2 || ct->rank != 2)
+		return NULL;
+	IrTypeKind ak = ir_scalar(at)->kind, bk = ir_scalar(bt)->kind;
+	if (ak != bk || (ak != TY_F16 && ak != TY_BF16) || ir_scalar(ct)->kind != TY_F32)
+		return NULL;
+	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
+	if (M < 16 || N < 8 || K < 16)
+		return NULL;
+	/* warps along M first, as many as 16-row tiles allow; the rest along N */
+	int wm = 1;
+	while (wm < o->num_warps && 16 * (int64_t)wm * 2 <= M)
+		wm *= 2;
+	int wn = o->num_warps / wm;
+	if (8 * (int64_t)wn > N)
+		return NULL;
+	IrLayout l;
+	memset(&l, 0, sizeof l);
+	l.kind = LAYOUT_MMA;
+	l.rank = 2;
+	l.version_major = 2;
+	l.warps_per_cta[0] = wm;
+	l.warps_per_cta[1] = wn;
+	l.instr_shape[0] = 16;
+	l.instr_shape[1] = 8;
+	return ir_layout(ctx, &l);
+}
+
+const IrLayout *an_dot_op_layout(IrCtx *ctx, const IrLayout *mma, int opidx, const IrType *elem)
+{
+	IrLayout l;
+	memset(&l, 0, sizeof l);
+	l.kind = LAYOUT_DOT_OP;
+	l.rank = mma->rank;
+	l.parent = mma;
+	l.opidx = opidx;
+	int bits = ir_type_bits(ir_scalar(elem));
+	l.k_width = bits > 0 && bits < 32 ? 32 / bits : 1;
+	return ir_layout(ctx, &l);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Assignment                                                                */
 /* ------------------------------------------------------------------------- */
@@ -244,13 +389,21 @@ static void wants_block(LCtx *c, IrBlock *b)
 			break;
 		}
 		case OP_FOR:
-			for (int i = 3; i < op->nops; i++)
-				if (is_blk(op->ops[i]))
-					set_want(c, op->ops[i], target(c, &op->res[i - 3]));
+			for (int i = 3; i < op->nops; i++) {
+				if (!is_blk(op->ops[i]))
+					continue;
+				/* an accumulator carried into a tensor-core dot stays in
+				 * its mma layout across iterations */
+				IrValue *arg = op->regions[0]->args[i - 2];
+				const IrLayout *w = arg->id >= 0 && arg->id < c->nvals ? c->want[arg->id] : NULL;
+				set_want(c, op->ops[i], w && w->kind == LAYOUT_MMA ? w : target(c, &op->res[i - 3]));
+			}
 			break;
-		case OP_DOT:
-			set_want(c, op->ops[2], target(c, &op->res[0]));
+		case OP_DOT: {
+			const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
+			set_want(c, op->ops[2], mma ? mma : target(c, &op->res[0]));
 			break;
+		}
 		default:
 			if ((fl & IR_ELEM) || op->opc == OP_LOAD || op->opc == OP_BROADCAST ||
 			    op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
@@ -371,9 +524,16 @@ static void assign_op(LCtx *c, IrOp *op)
 		assign_block(c, op->regions[0]);
 		return;
 	}
-	case OP_DOT:
+	case OP_DOT: {
+		const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
+		if (mma) {
+			convert_operand(c, op, 0, an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
+			convert_operand(c, op, 1, an_dot_op_layout(c->ctx, mma, 1, op->ops[1]->type));
+			convert_operand(c, op, 2, mma);
+		}
 		set_layout(c, res, op->ops[2]->type->layout);
 		return;
+	}
 	case OP_CONVERT_LAYOUT:
 		if (!res->type->layout)
 			set_layout(c, res, want_of(c, res));
@@ -543,12 +703,27 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 			r->changed = true;
 			continue;
 		}
+		/* an earlier conversion of the same value to the same layout in
+		 * this block (an epilogue using an mma result several times) */
+		IrOp *same = NULL;
+		for (IrOp *e = op->prev; e && !same; e = e->prev)
+			if (e->opc == OP_CONVERT_LAYOUT && e->ops[0] == src && e->res[0].type == dst->type)
+				same = e;
+		if (same) {
+			ir_replace_all_uses(r->f, dst, &same->res[0]);
+			ir_op_unlink(op);
+			r->changed = true;
+			continue;
+		}
 		IrOp *d = src->def;
 		if (d && d->opc == OP_CONVERT_LAYOUT) {
 			ir_op_set_operand(op, 0, d->ops[0]);
 			r->changed = true;
 			continue;
 		}
+		/* dot operands are only ever produced by a conversion */
+		if (dst->type->layout->kind == LAYOUT_DOT_OP)
+			continue;
 		if (is_cheap_source(d) || (remat_ok(src, 0) && d && d->nops <= 8)) {
 			/* recompute the producer chain in the wanted layout right here */
 			IrValue *nv = remat(ctx, b, op, src, dst->type->layout);

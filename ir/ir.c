@@ -550,6 +550,13 @@ static void set_func(IrBlock *b, IrFunc *f)
 			set_func(op->regions[i], f);
 }
 
+void ir_op_set_region(IrOp *op, int i, IrBlock *blk)
+{
+	op->regions[i] = blk;
+	blk->parent_op = op;
+	set_func(blk, op->parent ? op->parent->func : NULL);
+}
+
 void ir_block_append(IrBlock *b, IrOp *op)
 {
 	op->parent = b;
@@ -907,6 +914,8 @@ IrValue *ir_addptr(IrBuilder *b, IrValue *p, IrValue *off)
 
 IrValue *ir_load(IrBuilder *b, IrValue *p, IrValue *mask, IrValue *other)
 {
+	if (other && !mask)
+		abort(); /* broken invariant: see ir.h */
 	IrValue *ops[3] = {p, mask, other};
 	int n = other ? 3 : mask ? 2 : 1;
 	const IrType *rty = ir_type_like(b->ctx, p->type, ir_scalar(p->type)->elem);

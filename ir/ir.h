@@ -103,7 +103,7 @@ char *ir_strdup(IrCtx *ctx, const char *s);
 const char *ir_intern(IrCtx *ctx, const char *s);
 /* printf into the arena. */
 char *ir_fmt(IrCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-char *ir_vfmt(IrCtx *ctx, const char *fmt, va_list ap);
+char *ir_vfmt(IrCtx *ctx, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* Records an error in the ctx and returns it. The first error is kept as
  * ir_ctx_error(); later ones are returned but not kept. */
@@ -157,7 +157,7 @@ typedef enum IrLayoutKind {
 typedef struct IrLayout IrLayout;
 struct IrLayout {
 	IrLayoutKind kind;
-	int rank;
+	int rank; /* of the block it lays out: slice = parent's - 1, dot_op = parent's */
 	/* blocked */
 	int size_per_thread[IR_MAX_RANK];
 	int threads_per_warp[IR_MAX_RANK];
@@ -166,7 +166,8 @@ struct IrLayout {
 	/* slice: dim removed from parent; dot_op: opidx, k_width of parent */
 	int dim;
 	const IrLayout *parent;
-	/* mma: version_major (2 mma.sync, 3 wgmma), version_minor, instr_shape */
+	/* mma: version_major (2 mma.sync, 3 wgmma), version_minor, instr_shape
+	 * (trailing zeros unused: [16, 8] for mma.sync, [16, N, 16] for wgmma) */
 	int version_major, version_minor;
 	int instr_shape[3];
 	/* shared: swizzle */
@@ -221,7 +222,7 @@ int ir_kind_by_name(const char *name);
 /* ------------------------------------------------------------------------- */
 
 typedef enum IrAttrKind {
-	ATTR_INT = 0,   /* i */
+	ATTR_INT = 0,   /* i; u64 values >= 2^63 are stored wrapped (two's complement) */
 	ATTR_FLOAT = 1, /* f; printed so that it round-trips (inf, -inf, nan too) */
 	ATTR_BOOL = 2,  /* i = 0/1, printed true/false */
 	ATTR_STR = 3,   /* s */
@@ -325,6 +326,9 @@ IrFunc *ir_module_find(const IrModule *m, const char *name);
 IrOp *ir_op_new(IrCtx *ctx, IrOpcode opc, int nops, IrValue *const *ops, int nres,
 		const IrType *const *restys, int nregions, IrLoc loc);
 IrBlock *ir_block_new(IrCtx *ctx);
+/* Makes blk (built on its own, e.g. before the op's results were known)
+ * region i of op, replacing the empty block ir_op_new made. */
+void ir_op_set_region(IrOp *op, int i, IrBlock *blk);
 IrValue *ir_block_add_arg(IrCtx *ctx, IrBlock *b, const IrType *t);
 /* Links op at the end of b / before `before` (which is in b). */
 void ir_block_append(IrBlock *b, IrOp *op);
@@ -392,6 +396,7 @@ IrValue *ir_expand_dims(IrBuilder *b, IrValue *x, int axis);
 IrValue *ir_make_range(IrBuilder *b, int64_t start, int64_t end);
 IrValue *ir_program_id(IrBuilder *b, int axis);
 IrValue *ir_addptr(IrBuilder *b, IrValue *p, IrValue *off);
+/* other (the value of masked-off lanes) requires a mask. */
 IrValue *ir_load(IrBuilder *b, IrValue *p, IrValue *mask, IrValue *other);
 IrOp *ir_store(IrBuilder *b, IrValue *p, IrValue *v, IrValue *mask);
 IrOp *ir_yield(IrBuilder *b, int n, IrValue *const *vals);
@@ -426,7 +431,8 @@ const IrType *ir_parse_type(IrCtx *ctx, const char *text);
 
 /* Checks types, shapes, operand/result/region counts, attributes, region
  * terminators, dominance, call signatures. NULL when the module is valid;
- * otherwise the first problem, located at the offending op. */
+ * otherwise the first problem, located at the offending op. It may intern
+ * types (e.g. i1 masks) in the ctx; it changes nothing else. */
 IrError *ir_verify(IrModule *m);
 IrError *ir_verify_func(IrFunc *f);
 

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,9 +255,9 @@ static Tok lex(Lex *lx)
 		return t;
 	}
 	static const char punct[] = "(){}[]<>,:=^";
-	static const TokKind kinds[] = {TK_LPAREN, TK_RPAREN, TK_LBRACE,
-					TK_RBRACE, TK_LBRACK, TK_RBRACK, TK_LT, TK_GT,
-					TK_COMMA, TK_COLON, TK_EQ, TK_CARET};
+	static const TokKind kinds[] = {TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE,
+					TK_LBRACK, TK_RBRACK, TK_LT,     TK_GT,
+					TK_COMMA,  TK_COLON,  TK_EQ,     TK_CARET};
 	const char *hit = strchr(punct, c);
 	if (hit) {
 		lx_step(lx);

@@ -11,7 +11,6 @@
 #include "ir.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +42,7 @@ static void put(Buf *b, const char *s)
 	b->s[b->n] = 0;
 }
 
-static void putc_(Buf *b, char c)
+static void putch(Buf *b, char c)
 {
 	buf_grow(b, 1);
 	b->s[b->n++] = c;
@@ -87,10 +86,10 @@ static char *buf_finish(Buf *b, IrCtx *ctx)
 
 static void put_ints(Buf *b, int n, const int *v)
 {
-	putc_(b, '[');
+	putch(b, '[');
 	for (int i = 0; i < n; i++)
 		putf(b, i ? ", %d" : "%d", v[i]);
-	putc_(b, ']');
+	putch(b, ']');
 }
 
 static void put_layout(Buf *b, const IrLayout *l)
@@ -182,7 +181,7 @@ static void put_type(Buf *b, const IrType *t)
 /* A quoted string: \" \\ \n \t, other bytes outside printable ASCII as \xHH. */
 static void put_str(Buf *b, const char *s)
 {
-	putc_(b, '"');
+	putch(b, '"');
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
 		switch (*p) {
 		case '"': put(b, "\\\""); break;
@@ -193,10 +192,10 @@ static void put_str(Buf *b, const char *s)
 			if (*p < 0x20 || *p >= 0x7f)
 				putf(b, "\\x%02x", *p);
 			else
-				putc_(b, (char)*p);
+				putch(b, (char)*p);
 		}
 	}
-	putc_(b, '"');
+	putch(b, '"');
 }
 
 /* %.17g, plus ".0" when that reads as an integer. */
@@ -225,10 +224,10 @@ static void put_attr_value(Buf *b, const IrAttr *a)
 		put_str(b, a->s);
 		return;
 	case ATTR_INTS:
-		putc_(b, '[');
+		putch(b, '[');
 		for (int i = 0; i < a->n; i++)
 			putf(b, i ? ", %" PRId64 : "%" PRId64, a->ints[i]);
-		putc_(b, ']');
+		putch(b, ']');
 		return;
 	case ATTR_TYPE:
 		put(b, "type(");

@@ -1,12 +1,5 @@
 /* compile.c: the compile driver, the whole pipeline in one function
- * (jit_compile), plus ptxas for cubins.
- *
- * The stages' libraries (parser, verifier, backends) are referenced weakly:
- * a build that lacks one still links and runs the stages before it, and the
- * caller learns which stage was missing. That lets the runtime be built and
- * tested while the other layers are being written, and lets a CPU-only build
- * still produce TTIR for every target.
- */
+ * (jit_compile), plus ptxas for cubins. */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -18,13 +11,6 @@
 #include <unistd.h>
 
 #include "jit/jit.h"
-
-#pragma weak ir_parse
-#pragma weak ir_verify
-#pragma weak be_cpu_compile
-#pragma weak be_cpu_result_free
-#pragma weak be_nvptx_compile
-#pragma weak be_gpu_result_free
 
 static char *xstrdup(const char *s)
 {
@@ -63,22 +49,17 @@ static char *kernel_sig(const IrFunc *f)
 }
 
 char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
-		  const JitTarget *target, int flags, JitKernel *out, const char **missing)
+		  const JitTarget *target, int flags, JitKernel *out)
 {
 	char *err = NULL;
 	memset(out, 0, sizeof *out);
 	out->n_regs = out->n_spills = -1;
 	out->num_warps = opt->num_warps;
 	out->ttir = strdup(ttir);
-	*missing = NULL;
 
 	/* 1. Parse: TTIR text (the frontend's output or a user's .ttir file)
 	 *    into a module in a fresh arena. Requires text the printer could
 	 *    have written; yields a module that may still be invalid. */
-	if (!ir_parse) {
-		*missing = "parser";
-		return NULL;
-	}
 	IrCtx *ctx = ir_ctx_new();
 	IrError *e = NULL;
 	IrModule *m = ir_parse(ctx, filename, ttir, &e);
@@ -89,7 +70,7 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 
 	/* 2. Verify: types, shapes, dominance, terminators. Everything after
 	 *    this may assume a well-formed module. */
-	if (ir_verify && (e = ir_verify(m))) {
+	if ((e = ir_verify(m))) {
 		err = error_text(ctx, e);
 		goto done;
 	}
@@ -110,10 +91,6 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 		/* 3a. NVPTX: layouts (TTGIR), per-thread LLVM IR, O3, PTX. Breaks
 		 *     the module (it now carries layouts); keeps the kernel's
 		 *     parameter list. */
-		if (!be_nvptx_compile) {
-			*missing = "nvptx backend";
-			goto done;
-		}
 		BeGpuTarget gt = {.arch = target->arch, .ptx_version = 0, .warp_size = target->warp_size};
 		BeGpuResult r;
 		memset(&r, 0, sizeof r);
@@ -141,10 +118,6 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 	} else {
 		/* 3b. CPU: per-program-instance LLVM IR, O3, ORC LLJIT. The
 		 *     jitted code outlives the arena. */
-		if (!be_cpu_compile) {
-			*missing = "cpu backend";
-			goto done;
-		}
 		BeCpuResult r;
 		memset(&r, 0, sizeof r);
 		if ((e = be_cpu_compile(m, opt, &r))) {
@@ -276,7 +249,7 @@ void jit_kernel_free(JitKernel *k)
 	free(k->asm_);
 	free(k->cubin);
 	free(k->sig);
-	if (k->cpu && be_cpu_result_free) {
+	if (k->cpu) {
 		BeCpuResult r;
 		memset(&r, 0, sizeof r);
 		r.kernel = k->cpu;

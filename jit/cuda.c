@@ -5,22 +5,18 @@
  * its CUDA 13 versioned name (cuMemAlloc_v2, cuDevicePrimaryCtxRelease_v2,
  * ...). cuda.h is used for its types and enums only. The context is the
  * device's primary context (the one torch uses), made current on the calling
- * thread. PTX becomes a cubin through a ptxas subprocess when ptxas exists;
- * otherwise the driver's JIT compiles the PTX at module load.
+ * thread. Modules load from a cubin (made by jit_ptxas in compile.c) or
+ * from PTX, which the driver's JIT compiles at load.
  */
-#include "cuda.h"
+#include "jit/jit.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* The driver entry points, by their exported (versioned) names. */
@@ -183,80 +179,7 @@ int jit_cuda_props(int device, JitCudaProps *p, char *err, int errlen)
 
 /* ------------------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc(n > 0 ? (size_t)n + 1 : 1);
-	if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf) {
-		buf[n > 0 ? n : 0] = 0;
-		*size = n > 0 ? (size_t)n : 0;
-	}
-	return buf;
-}
 
-int jit_cuda_ptxas(const char *ptx, int arch, void **cubin, size_t *size, char *err, int errlen)
-{
-	*cubin = NULL;
-	*size = 0;
-	const char *ptxas = getenv("CTRITON_PTXAS_PATH");
-	if (!ptxas || !*ptxas)
-		ptxas = "/usr/local/cuda/bin/ptxas";
-	if (access(ptxas, X_OK) != 0)
-		return seterr(err, errlen, "ptxas not found at %s", ptxas);
-	const char *tmp = getenv("TMPDIR");
-	char dir[256];
-	snprintf(dir, sizeof dir, "%s/ctriton-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		return seterr(err, errlen, "ptxas: cannot create a temporary directory in %s", dir);
-	char in[320], out[320], log[320], archs[32];
-	snprintf(in, sizeof in, "%s/k.ptx", dir);
-	snprintf(out, sizeof out, "%s/k.cubin", dir);
-	snprintf(log, sizeof log, "%s/log", dir);
-	snprintf(archs, sizeof archs, "-arch=sm_%d", arch);
-	int rc = -1;
-	FILE *f = fopen(in, "w");
-	if (f) {
-		fputs(ptx, f);
-		fclose(f);
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
-		char *argv[] = {(char *)ptxas, archs, (char *)"-o", out, in, NULL};
-		pid_t pid;
-		if (posix_spawn(&pid, ptxas, &fa, NULL, argv, environ) == 0) {
-			int status = 0;
-			if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-				rc = 0;
-		}
-		posix_spawn_file_actions_destroy(&fa);
-	}
-	if (rc == 0) {
-		*cubin = read_file(out, size);
-		if (!*cubin)
-			rc = seterr(err, errlen, "ptxas: cannot read %s", out);
-	} else {
-		size_t n = 0;
-		char *msg = read_file(log, &n);
-		seterr(err, errlen, "ptxas failed: %s", msg ? msg : "(no output)");
-		free(msg);
-	}
-	unlink(in);
-	unlink(out);
-	unlink(log);
-	rmdir(dir);
-	return rc;
-}
 
 int jit_cuda_load(const void *image, size_t size, bool is_cubin, const char *name, int shared, int num_warps,
 		  JitCudaKernel *k, char *err, int errlen)

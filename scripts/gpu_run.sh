@@ -2,14 +2,16 @@
 # The GPU-machine recipe, in two halves.
 #
 #   bash scripts/gpu_run.sh stage     (here) builds ctriton and fills
-#                                     gpu_carry/ (git-ignored): the package
-#                                     with its extension and the libllvm22 and
+#                                     gpu_carry/ (git-ignored): the built
+#                                     extension and the libllvm22 and
 #                                     libz3-4 .deb files; then prints the
 #                                     command to run there.
 #   bash scripts/gpu_run.sh remote    (there, from the repository root)
+#                                     puts the extension into the package,
 #                                     unpacks the debs, sets LD_LIBRARY_PATH
 #                                     and PYTHONPATH, and runs pytest -m gpu,
 #                                     the tutorials and bench/run_gpu.py.
+#                                     `remote tests` runs only pytest -m gpu.
 #
 # The device tool carries gpu_carry/ with `carry: ["gpu_carry"]` and runs
 # `bash scripts/gpu_run.sh remote`; results land in $OUT when it is set.
@@ -21,8 +23,7 @@ stage() {
   bash scripts/setup.sh
   rm -rf "$CARRY/python"
   mkdir -p "$CARRY/debs"
-  cp -r python "$CARRY/python"
-  find "$CARRY/python" -name __pycache__ -prune -exec rm -rf {} +
+  cp python/ctriton/_C.abi3.so "$CARRY/"
   (cd "$CARRY/debs" && for p in libllvm22 libz3-4; do
      ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null
    done)
@@ -37,7 +38,8 @@ remote() {
   mkdir -p "$l22"
   for d in "$CARRY"/debs/*.deb; do dpkg -x "$d" "$l22"; done
   export LD_LIBRARY_PATH="$l22/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export PYTHONPATH="$PWD/$CARRY/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
+  cp "$CARRY/_C.abi3.so" python/ctriton/
+  export PYTHONPATH="$PWD/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
   export CTRITON_CACHE_DIR=/tmp/ctriton-cache
   local out=${OUT:-/tmp/ctriton-out}
   mkdir -p "$out"
@@ -45,6 +47,7 @@ remote() {
   local rc=0
   python3 -c "import ctriton; print('ctriton driver:', ctriton.runtime.driver.active)" || rc=1
   python3 -m pytest -q -m gpu tests/python 2>&1 | tee "$out/pytest-gpu.txt" || rc=1
+  [ "${1:-}" = tests ] && return $rc
   for t in tutorials/01-vector-add.py tutorials/02-fused-softmax.py; do
     echo "== $t"
     python3 "$t" 2>&1 | tee "$out/$(basename "$t" .py).txt" || rc=1
@@ -56,6 +59,6 @@ remote() {
 
 case "${1:-stage}" in
   stage) stage ;;
-  remote) remote ;;
+  remote) remote "${2:-}" ;;
   *) echo "usage: $0 stage|remote" >&2; exit 2 ;;
 esac

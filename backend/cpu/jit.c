@@ -224,18 +224,6 @@ static IrError *jit_init(IrCtx *ictx)
 	return NULL;
 }
 
-/* Weak: whichever backend library is linked may provide it. */
-__attribute__((weak)) void be_options_default(BeOptions *o)
-{
-	memset(o, 0, sizeof *o);
-	o->num_warps = 4;
-	o->num_ctas = 1;
-	o->num_stages = 3;
-	o->enable_fp_fusion = true;
-	o->debug = false;
-	o->maxnreg = 0;
-}
-
 static char *dupstr(const char *s, size_t n)
 {
 	char *r = malloc(n + 1);

@@ -1,19 +1,22 @@
 /* map.c: from a layout to the elements one thread owns.
  *
- * Along base dim d of a blocked layout with spt, tpw, wpc and a block of size
- * S (tile = spt * tpw * wpc), the thread with lane coordinate l_d and warp
- * coordinate w_d owns the elements
- *     (rep * tile + (w_d * tpw + l_d) * spt + e) mod S
- * for e < spt (e < S when S < spt) and rep < S / tile. Registers are numbered
- * with the layout's order[0] dim fastest and e fastest within it, so the spt
- * contiguous elements of a thread are consecutive registers (what vector
- * loads and stores use). Lane and warp coordinates split the lane id and the
- * warp id in the same order. A slice layout is its parent over the shape
- * with a size-1 dim put back, so slices of a layout and the layout itself
- * agree register by register (reductions and expand_dims rely on it).
+ * The distribution comes from analysis (an_dim_dist): along base dim d of a
+ * block of size S, the thread with lane coordinate l_d and warp coordinate
+ * w_d owns, for j < nregs_d, the elements
+ *     (w_d * warp_unit + l_d * lane_unit + (j / spt) * tile + (j % spt) * estride) mod S.
+ * A blocked layout has lane_unit = spt, warp_unit = spt * tpw, estride = 1
+ * and tile = spt * tpw * wpc; the mma v2 accumulator and its dot operands
+ * spell out the mma.sync m16n8k16 fragments the same way (rows g and g + 8:
+ * spt 2, estride 8). Registers are numbered with the register order's first
+ * dim fastest and j fastest within it, so the spt contiguous elements of a
+ * thread are consecutive registers (what vector loads and stores use). A
+ * slice layout is its parent over the shape with a size-1 dim put back, so
+ * slices of a layout and the layout itself agree register by register
+ * (reductions and expand_dims rely on it).
  */
 #include "nvptx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void map_init(Lower *L, const IrType *t, Map *m)
@@ -26,30 +29,34 @@ void map_init(Lower *L, const IrType *t, Map *m)
 	m->rank = t->rank;
 	m->b = an_unslice(t->layout, t->rank, t->shape, m->bs, m->dimmap);
 	m->brank = m->b->rank;
-	int s = 1, ls = 1, ws = 1;
+	an_reg_order(m->b, m->order);
+	int s = 1;
 	for (int i = 0; i < m->brank; i++) {
-		int d = m->b->order[i];
-		an_blocked_dim(m->b, m->bs, d, &m->nd[d], &m->dl[d], &m->dw[d]);
+		int d = m->order[i];
+		if (!an_dim_dist(m->b, m->bs, d, &m->dd[d]))
+			abort(); /* shared layouts never hold registers */
+		m->nd[d] = m->dd[d].nregs;
+		m->dl[d] = m->dd[d].distinct_lanes;
+		m->dw[d] = m->dd[d].distinct_warps;
+		m->lane_stride[d] = m->dd[d].lane_stride;
+		m->warp_stride[d] = m->dd[d].warp_stride;
 		m->stride[d] = s;
 		s *= m->nd[d];
-		m->lane_stride[d] = ls;
-		ls *= m->b->threads_per_warp[d];
-		m->warp_stride[d] = ws;
-		ws *= m->b->warps_per_cta[d];
 	}
 	m->n = s;
 	if (!L)
 		return;
 	LLVMBuilderRef B = L->b;
 	for (int d = 0; d < m->brank; d++) {
-		LLVMValueRef l = LLVMBuildURem(B, LLVMBuildUDiv(B, L->lane, i32c(L, m->lane_stride[d]), ""),
-					       i32c(L, m->b->threads_per_warp[d]), "");
-		LLVMValueRef w = LLVMBuildURem(B, LLVMBuildUDiv(B, L->warp, i32c(L, m->warp_stride[d]), ""),
-					       i32c(L, m->b->warps_per_cta[d]), "");
+		const AnDimDist *dd = &m->dd[d];
+		LLVMValueRef l = LLVMBuildURem(B, LLVMBuildUDiv(B, L->lane, i32c(L, dd->lane_stride), ""),
+					       i32c(L, dd->tpw), "");
+		LLVMValueRef w = LLVMBuildURem(B, LLVMBuildUDiv(B, L->warp, i32c(L, dd->warp_stride), ""),
+					       i32c(L, dd->wpc), "");
 		m->lane_d[d] = l;
 		m->warp_d[d] = w;
-		LLVMValueRef tidd = LLVMBuildAdd(B, LLVMBuildMul(B, w, i32c(L, m->b->threads_per_warp[d]), ""), l, "");
-		m->base[d] = LLVMBuildMul(B, tidd, i32c(L, m->b->size_per_thread[d]), "");
+		m->base[d] = LLVMBuildAdd(B, LLVMBuildMul(B, w, i32c(L, dd->warp_unit), ""),
+					  LLVMBuildMul(B, l, i32c(L, dd->lane_unit), ""), "");
 	}
 }
 
@@ -75,18 +82,21 @@ int map_reg(const Map *m, const int *j)
 	return r;
 }
 
+int64_t map_offset(const Map *m, int r, int d)
+{
+	int j[IR_MAX_RANK];
+	map_local(m, r, j);
+	const AnDimDist *dd = &m->dd[d];
+	return (j[d] / dd->spt) * dd->tile + (j[d] % dd->spt) * dd->estride;
+}
+
 LLVMValueRef map_coord(Lower *L, const Map *m, int r, int vdim)
 {
 	int d = m->dimmap[vdim];
 	int64_t S = m->bs[d];
 	if (S == 1)
 		return i32c(L, 0);
-	int j[IR_MAX_RANK];
-	map_local(m, r, j);
-	int64_t spt = m->b->size_per_thread[d];
-	int64_t tile = spt * m->b->threads_per_warp[d] * m->b->warps_per_cta[d];
-	int64_t rep = j[d] / spt, e = j[d] % spt;
-	LLVMValueRef v = LLVMBuildAdd(L->b, m->base[d], i32c(L, rep * tile + e), "");
+	LLVMValueRef v = LLVMBuildAdd(L->b, m->base[d], i32c(L, map_offset(m, r, d)), "");
 	return LLVMBuildAnd(L->b, v, i32c(L, S - 1), "");
 }
 
@@ -97,9 +107,7 @@ LLVMValueRef map_owner(Lower *L, const Map *m)
 	}
 	LLVMValueRef p = NULL;
 	for (int d = 0; d < m->brank; d++) {
-		int64_t spt = m->b->size_per_thread[d];
-		int64_t tile = spt * m->b->threads_per_warp[d] * m->b->warps_per_cta[d];
-		if (tile <= m->bs[d])
+		if (m->dd[d].tile <= m->bs[d])
 			continue;
 		LLVMValueRef q = LLVMBuildICmp(L->b, LLVMIntULT, m->base[d], i32c(L, m->bs[d]), "");
 		p = p ? LLVMBuildAnd(L->b, p, q, "") : q;

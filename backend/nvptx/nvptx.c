@@ -23,15 +23,6 @@
 #include "nvptx.h"
 
 
-__attribute__((weak)) void be_options_default(BeOptions *o)
-{
-	memset(o, 0, sizeof *o);
-	o->num_warps = 4;
-	o->num_ctas = 1;
-	o->num_stages = 3;
-	o->enable_fp_fusion = true;
-}
-
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_llvm(void)
@@ -149,7 +140,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 				opt->num_warps);
 
 	/* 1. TTIR -> TTGIR */
-	AnGpuOptions ao = {opt->num_warps, warp};
+	AnGpuOptions ao = {opt->num_warps, warp, arch};
 	int64_t shared = 0;
 	IrError *err = an_gpu_pipeline(m, &ao, &shared);
 	if (err)

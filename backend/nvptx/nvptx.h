@@ -19,11 +19,13 @@ typedef struct Vals {
 } Vals;
 
 typedef struct Map {
-	const IrLayout *b;         /* blocked layout under the slices */
+	const IrLayout *b;         /* base layout under the slices: blocked, mma, dot_op */
 	int rank;                  /* value rank */
-	int brank;                 /* blocked layout rank */
+	int brank;                 /* base layout rank */
 	int64_t bs[IR_MAX_RANK];   /* base shape (1 in sliced dims) */
 	int dimmap[IR_MAX_RANK];   /* value dim -> base dim */
+	AnDimDist dd[IR_MAX_RANK]; /* distribution per base dim */
+	int order[IR_MAX_RANK];    /* register order, fastest first */
 	int nd[IR_MAX_RANK];       /* registers per base dim */
 	int stride[IR_MAX_RANK];   /* register index stride per base dim */
 	int dl[IR_MAX_RANK], dw[IR_MAX_RANK]; /* distinct lanes / warps per base dim */
@@ -54,6 +56,7 @@ typedef struct Lower {
 void map_init(Lower *L, const IrType *t, Map *m);
 void map_local(const Map *m, int r, int *j);           /* j per base dim */
 int map_reg(const Map *m, const int *j);
+int64_t map_offset(const Map *m, int r, int d);        /* register r along base dim d, minus base */
 LLVMValueRef map_coord(Lower *L, const Map *m, int r, int vdim);
 LLVMValueRef map_owner(Lower *L, const Map *m);        /* NULL: every thread owns */
 LLVMValueRef map_lin(Lower *L, const Map *m, const IrType *t, int r); /* row-major index */

@@ -374,15 +374,8 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 	fe->b = saved;
 	fe_set_loc(fe, node);
 	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, ny, tys, 2);
-	op->regions[0] = tb;
-	op->regions[1] = eb;
-	tb->parent_op = eb->parent_op = op;
-	/* re-link so that nested blocks know their function */
-	ir_op_unlink(op);
-	if (fe->b.before)
-		ir_block_insert_before(fe->b.block, fe->b.before, op);
-	else
-		ir_block_append(fe->b.block, op);
+	ir_op_set_region(op, 0, tb);
+	ir_op_set_region(op, 1, eb);
 	for (int i = 0; i < ny; i++)
 		fe_scope_set(fe, &out, yn[i], fe_tensor(fe, &op->res[i]));
 	fe->fn->scope = out;
@@ -454,14 +447,9 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 	}
 	fe->b = saved;
 	fe_set_loc(fe, node);
-	IrOp *op = ir_op_new(fe->ctx, OP_IF, 1, &cond, n[0], tys, 2, fe->b.loc);
-	op->regions[0] = blk[0];
-	op->regions[1] = blk[1];
-	blk[0]->parent_op = blk[1]->parent_op = op;
-	if (fe->b.before)
-		ir_block_insert_before(fe->b.block, fe->b.before, op);
-	else
-		ir_block_append(fe->b.block, op);
+	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, n[0], tys, 2);
+	ir_op_set_region(op, 0, blk[0]);
+	ir_op_set_region(op, 1, blk[1]);
 	FeVal *items[16];
 	for (int j = 0; j < n[0]; j++)
 		items[j] = fe_tensor(fe, &op->res[j]);

@@ -21,8 +21,6 @@ static PyMethodDef methods[] = {
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
 	{"specialize", py_specialize, METH_VARARGS,
 	 "specialize(arg, specialize=True, align=True) -> (type string, key)"},
-	{"has_stage", py_has_stage, METH_O,
-	 "has_stage('frontend'|'cpu'|'cuda') -> whether this build links it"},
 	{NULL, NULL, 0, NULL},
 };
 

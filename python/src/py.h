@@ -34,6 +34,5 @@ PyObject *py_cache_put(PyObject *self, PyObject *args);
 PyObject *py_cache_root(PyObject *self, PyObject *unused);
 PyObject *py_set_backend(PyObject *self, PyObject *args);
 PyObject *py_specialize(PyObject *self, PyObject *args);
-PyObject *py_has_stage(PyObject *self, PyObject *arg);
 
 #endif

@@ -22,26 +22,7 @@
 #include "jit/jit.h"
 #include "py.h"
 
-#pragma weak be_cpu_launch
 
-/* Until the frontend (frontend.c) is linked in, ast_to_ttir says so. */
-static PyObject *ast_to_ttir_missing(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-	PyErr_SetString(PyExc_NotImplementedError,
-			"this build of ctriton has no frontend (ast_to_ttir)");
-	return NULL;
-}
-PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
-	__attribute__((weak, alias("ast_to_ttir_missing")));
-
-/* ---- CUDA driver calls the runtime makes (provided by jit/cuda.c) -------
- * Referenced weakly: a build without the CUDA launcher runs on the CPU. */
-int jit_cuda_launch(void *func, const int grid[3], int num_warps, int num_ctas, int shared,
-		    void *stream, void **params, char *errbuf, int errlen);
-int jit_cuda_load(const void *image, size_t len, const char *name, void **func, int *n_regs,
-		  int *n_spills, char *errbuf, int errlen);
-#pragma weak jit_cuda_launch
-#pragma weak jit_cuda_load
 
 enum { MAXP = 256 };
 
@@ -670,7 +651,7 @@ typedef struct Binary {
 	int backend;
 	BeCpuKernel *cpu; /* owned through the capsule below */
 	PyObject *cpu_owner;
-	void *cufunc;
+	JitCudaKernel cuk; /* loaded CUDA function (cuk.function NULL: none) */
 	int num_warps, num_ctas, shared;
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
 } Binary;
@@ -719,16 +700,16 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	if (backend == JIT_BACKEND_CUDA && image != Py_None) {
 		char err[4096];
 		Py_buffer view;
-		int nr = -1, ns = -1;
-		if (!jit_cuda_load) {
-			PyErr_SetString(PyExc_RuntimeError,
-					"this build of ctriton has no CUDA launcher (jit_cuda_load)");
-			goto fail;
-		}
 		if (PyObject_GetBuffer(image, &view, PyBUF_SIMPLE) < 0)
 			goto fail;
-		int rc = jit_cuda_load(view.buf, (size_t)view.len, name, &b->cufunc, &nr, &ns, err,
-				       sizeof err);
+		/* PTX images are passed NUL-terminated; a cubin is an ELF file. */
+		const unsigned char *img = view.buf;
+		bool is_cubin = view.len >= 4 && img[0] == 0x7f && img[1] == 'E' && img[2] == 'L' &&
+				img[3] == 'F';
+		int rc = jit_cuda_init(err, sizeof err);
+		if (rc == 0)
+			rc = jit_cuda_load(view.buf, (size_t)view.len, is_cubin, name, shared, nw,
+					   &b->cuk, err, sizeof err);
 		PyBuffer_Release(&view);
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
@@ -795,9 +776,8 @@ static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
 	if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0)
 		return 0; /* an empty grid launches nothing */
 	if (b->backend == JIT_BACKEND_CUDA) {
-		if (!b->cufunc || !jit_cuda_launch) {
-			PyErr_SetString(PyExc_RuntimeError,
-					"kernel has no loaded CUDA function (no CUDA launcher in this build)");
+		if (!b->cuk.function) {
+			PyErr_SetString(PyExc_RuntimeError, "kernel has no loaded CUDA function");
 			return -1;
 		}
 		void *st = stream && stream != Py_None
@@ -805,8 +785,8 @@ static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
 				   : current_stream();
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
-		rc = jit_cuda_launch(b->cufunc, g, b->num_warps, b->num_ctas, b->shared, st,
-				     pk->params, err, sizeof err);
+		const unsigned ug[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
+		rc = jit_cuda_launch(&b->cuk, ug, (uint64_t)(uintptr_t)st, pk->params, err, sizeof err);
 		Py_END_ALLOW_THREADS
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
@@ -814,7 +794,7 @@ static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
 		}
 		return 0;
 	}
-	if (!b->cpu || !be_cpu_launch) {
+	if (!b->cpu) {
 		PyErr_SetString(PyExc_RuntimeError,
 				"kernel has no CPU code (this build of ctriton has no CPU backend)");
 		return -1;
@@ -1456,10 +1436,9 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	};
 	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp};
 	JitKernel k;
-	const char *missing = NULL;
 	char *err;
 	Py_BEGIN_ALLOW_THREADS
-	err = jit_compile(ttir, filename, &opt, &t, stop_ttir ? JIT_STOP_TTIR : 0, &k, &missing);
+	err = jit_compile(ttir, filename, &opt, &t, stop_ttir ? JIT_STOP_TTIR : 0, &k);
 	Py_END_ALLOW_THREADS
 	if (err) {
 		PyObject *r = Py_BuildValue("{s:s}", "error", err);
@@ -1475,7 +1454,6 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	set_str(d, "ptx", k.ptx);
 	set_str(d, "asm", k.asm_);
 	set_str(d, "sig", k.sig);
-	set_str(d, "missing", missing);
 	if (k.cubin) {
 		PyObject *c = PyBytes_FromStringAndSize(k.cubin, (Py_ssize_t)k.cubin_len);
 		PyDict_SetItemString(d, "cubin", c);
@@ -1651,21 +1629,6 @@ PyObject *py_specialize(PyObject *self, PyObject *args)
 	Py_DECREF(sigs);
 	Py_DECREF(specs);
 	return r;
-}
-
-PyObject *py_has_stage(PyObject *self, PyObject *arg)
-{
-	const char *s = PyUnicode_AsUTF8AndSize(arg, NULL);
-	if (!s)
-		return NULL;
-	int has = 0;
-	if (!strcmp(s, "frontend"))
-		has = py_ast_to_ttir != ast_to_ttir_missing;
-	else if (!strcmp(s, "cpu"))
-		has = be_cpu_launch != NULL;
-	else if (!strcmp(s, "cuda"))
-		has = jit_cuda_launch != NULL;
-	return PyBool_FromLong(has);
 }
 
 /* Creates the runtime's types and interned names; called by PyInit__C. */

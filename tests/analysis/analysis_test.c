@@ -55,7 +55,7 @@ static void test_vector_add_axis(void)
 	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
 	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
 	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d", an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = -1;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	CHECK(shared == 0, "shared %lld", (long long)shared);
@@ -86,7 +86,7 @@ static void test_softmax_layouts(void)
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	IrFunc *f = tk_softmax_row(m);
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	IrOp *red = find_op(f, OP_REDUCE, 0);
@@ -121,7 +121,7 @@ static void test_reduce_store_no_conversion(void)
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	IrFunc *f = tk_reduce2d(m);
-	AnGpuOptions o = {4, 32};
+	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
 	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
 	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "reduce2d keeps a conversion");
@@ -161,7 +161,7 @@ static void test_golden(const char *name)
 	IrModule *m = ir_parse(ctx, in, text, &err);
 	CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : in);
 	if (m) {
-		AnGpuOptions o = {4, 32};
+		AnGpuOptions o = {4, 32, 0};
 		int64_t shared = 0;
 		CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline %s", name);
 		char *out = ir_print_module(m);
@@ -185,6 +185,78 @@ static void test_golden(const char *name)
 	free(text);
 }
 
+/* Coordinate of register (j0, j1) of lane/warp under layout l over shape
+ * (the formula of AnDimDist), per dim. */
+static void dist_coord(const IrLayout *l, const int64_t *shape, int lane, int warp, int j0, int j1,
+		       int64_t *c)
+{
+	int j[2] = {j0, j1};
+	for (int d = 0; d < 2; d++) {
+		AnDimDist dd;
+		an_dim_dist(l, shape, d, &dd);
+		int64_t lc = (lane / dd.lane_stride) % dd.tpw, wc = (warp / dd.warp_stride) % dd.wpc;
+		c[d] = (wc * dd.warp_unit + lc * dd.lane_unit + (j[d] / dd.spt) * dd.tile +
+			(j[d] % dd.spt) * dd.estride) % shape[d];
+	}
+}
+
+/* The mma v2 / dot_op distributions against the PTX ISA fragment layouts of
+ * mma.m16n8k16 (groupID g = lane / 4, threadID_in_group t = lane % 4):
+ *   C c0..c3: row g (+8 for c2, c3), col 2t + (i & 1);
+ *   A a0..a7: row g (+8 for a2, a3, a6, a7), col 2t + (i & 1) (+8 for a4..a7);
+ *   B b0..b3: row (k) 2t + (i & 1) (+8 for b2, b3), col (n) g;
+ * with the per-dim register indices lower_dot_mma uses, over a 2 x 2 warp
+ * grid (warps M-fastest) and two tiles per warp along each dim. */
+static void test_mma_fragments(void)
+{
+	IrCtx *ctx = ir_ctx_new();
+	IrLayout p;
+	memset(&p, 0, sizeof p);
+	p.kind = LAYOUT_MMA;
+	p.rank = 2;
+	p.version_major = 2;
+	p.warps_per_cta[0] = 2;
+	p.warps_per_cta[1] = 2;
+	p.instr_shape[0] = 16;
+	p.instr_shape[1] = 8;
+	const IrLayout *mma = ir_layout(ctx, &p);
+	const IrLayout *da = an_dot_op_layout(ctx, mma, 0, ir_type(ctx, TY_F16));
+	const IrLayout *db = an_dot_op_layout(ctx, mma, 1, ir_type(ctx, TY_F16));
+	CHECK(da->k_width == 2 && db->k_width == 2, "k_width %d %d", da->k_width, db->k_width);
+	int64_t sc[2] = {64, 32}, sa[2] = {64, 32}, sb[2] = {32, 32};
+	AnDimDist dd;
+	an_dim_dist(mma, sc, 0, &dd);
+	CHECK(dd.nregs == 4 && dd.distinct_lanes == 8 && dd.distinct_warps == 2, "mma M regs %d", dd.nregs);
+	an_dim_dist(da, sa, 1, &dd);
+	CHECK(dd.nregs == 8 && dd.distinct_warps == 1, "A K regs %d", dd.nregs);
+	int bad = 0;
+	for (int warp = 0; warp < 4; warp++)
+		for (int lane = 0; lane < 32; lane++) {
+			int g = lane / 4, t = lane % 4, wm = warp % 2, wn = warp / 2;
+			for (int mi = 0; mi < 2; mi++)
+				for (int ni = 0; ni < 2; ni++)
+					for (int ki = 0; ki < 2; ki++) {
+						int64_t row0 = mi * 32 + wm * 16, col0 = ni * 16 + wn * 8, k0 = ki * 16;
+						int64_t c[2];
+						for (int i = 0; i < 4; i++) {
+							dist_coord(mma, sc, lane, warp, 2 * mi + i / 2, 2 * ni + i % 2, c);
+							bad += c[0] != row0 + g + 8 * (i / 2) || c[1] != col0 + 2 * t + (i & 1);
+						}
+						for (int i = 0; i < 8; i++) {
+							int h = (i / 2) % 2, q = (i % 2) + 2 * (i / 4);
+							dist_coord(da, sa, lane, warp, 2 * mi + h, 4 * ki + q, c);
+							bad += c[0] != row0 + g + 8 * h || c[1] != k0 + 2 * t + (i & 1) + 8 * (i / 4);
+						}
+						for (int i = 0; i < 4; i++) {
+							dist_coord(db, sb, lane, warp, 4 * ki + i, ni, c);
+							bad += c[0] != k0 + 2 * t + (i & 1) + 8 * (i / 2) || c[1] != col0 + g;
+						}
+					}
+		}
+	CHECK(bad == 0, "%d fragment elements off the PTX ISA layout", bad);
+	ir_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_vector_add_axis();
@@ -192,6 +264,7 @@ int main(void)
 	test_softmax_layouts();
 	test_blocked_helper();
 	test_reduce_store_no_conversion();
+	test_mma_fragments();
 	test_golden("vector_add");
 	test_golden("softmax_row");
 	test_golden("reduce2d");

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "jit/cuda.h"
+#include "jit/jit.h"
 #include "kernels.h"
 
 static int failures;
@@ -41,17 +41,17 @@ static JitCudaKernel build(const char *name, int arch)
 		DIE("compile %s", name);
 	}
 	JitCudaKernel k;
-	void *cubin = NULL;
-	size_t size = 0;
+	JitKernel jk = {.ptx = r.ptx};
 	int rc;
-	if (jit_cuda_ptxas(r.ptx, arch, &cubin, &size, err, sizeof err) == 0)
-		rc = jit_cuda_load(cubin, size, true, r.name, r.shared, r.num_warps, &k, err, sizeof err);
+	if (jit_ptxas(&jk, arch, err, sizeof err) == 0)
+		rc = jit_cuda_load(jk.cubin, jk.cubin_len, true, r.name, r.shared, r.num_warps, &k, err,
+				   sizeof err);
 	else
 		rc = jit_cuda_load(r.ptx, strlen(r.ptx) + 1, false, r.name, r.shared, r.num_warps, &k, err, sizeof err);
 	if (rc)
 		DIE("load %s", name);
 	printf("%s: %d regs, %d spills, shared %d\n", name, k.n_regs, k.n_spills, k.shared);
-	free(cubin);
+	free(jk.cubin);
 	be_gpu_result_free(&r);
 	ir_ctx_free(ctx);
 	return k;

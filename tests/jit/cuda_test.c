@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "jit/cuda.h"
+#include "jit/jit.h"
 #include "tests/backend/kernels.h"
 
 static int failures, checks;
@@ -64,14 +64,16 @@ int main(void)
 	IrError *e = be_nvptx_compile(m, &o, &t, &r);
 	CHECK(e == NULL, "compile: %s", e ? e->msg : "");
 	if (!e) {
-		void *cubin = NULL;
-		size_t size = 0;
 		char err[2048] = "";
 		if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0 || getenv("CTRITON_PTXAS_PATH")) {
-			int rc = jit_cuda_ptxas(r.ptx, 80, &cubin, &size, err, sizeof err);
-			CHECK(rc == 0 && size > 4 && memcmp(cubin, "\177ELF", 4) == 0, "ptxas: %s", err);
-			free(cubin);
-			rc = jit_cuda_ptxas("garbage", 80, &cubin, &size, err, sizeof err);
+			JitKernel k = {.ptx = r.ptx};
+			int rc = jit_ptxas(&k, 80, err, sizeof err);
+			CHECK(rc == 0 && k.cubin_len > 4 && memcmp(k.cubin, "\177ELF", 4) == 0,
+			      "ptxas: %s", err);
+			CHECK(k.n_regs > 0, "ptxas -v registers: %d", k.n_regs);
+			free(k.cubin);
+			JitKernel bad = {.ptx = (char *)"garbage"};
+			rc = jit_ptxas(&bad, 80, err, sizeof err);
 			CHECK(rc != 0 && strstr(err, "ptxas failed"), "ptxas error text: %s", err);
 		} else {
 			printf("note: ptxas not found; skipped\n");

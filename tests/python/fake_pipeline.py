@@ -22,10 +22,6 @@ def install(setattr_, calls):
             return {"ttir": ttir, "name": "k", "sig": "", "num_warps": opts["num_warps"],
                     "shared": 0, "n_regs": -1, "n_spills": -1}
 
-        @staticmethod
-        def has_stage(s):
-            return False
-
     setattr_(cc.ASTSource, "make_ttir", make_ttir)
     setattr_(cc, "_C", FakeC())
 

@@ -88,8 +88,6 @@ def test_driver_cpu():
         assert k in props
 
 
-@pytest.mark.skipif(not (_C.has_stage("frontend") and _C.has_stage("cpu")),
-                    reason="needs the frontend and the CPU backend")
 def test_vector_add_cpu_and_overhead():
     import time
     n = 1000

@@ -216,9 +216,7 @@ class CompiledKernel:
                                   md.shared, None, image, self.name)
         else:
             if self._cpu_kernel is None:
-                missing = md.__dict__.get("missing")
-                raise RuntimeError(f"kernel {self.name} has no CPU code"
-                                   + (f" (this build lacks the {missing})" if missing else ""))
+                raise RuntimeError(f"kernel {self.name} has no CPU code")
             self._bin = _C.Binary(_C.BACKEND_CPU, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, self._cpu_kernel, None, self.name)
 
@@ -295,7 +293,7 @@ def compile(src, target=None, options=None):
         if "cubin" in entry:
             asm["cubin"] = entry["cubin"]
         cpu_kernel = None
-        if target.backend == "cpu" and _C.has_stage("cpu"):
+        if target.backend == "cpu":
             # Host code is not cached: rebuild it from the cached TTIR.
             r = _C.compile_ttir(asm["ttir"], src.name, backend, arch, target.warp_size,
                                 opts, False)
@@ -321,7 +319,7 @@ def compile(src, target=None, options=None):
             "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
             "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
             "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
-            "debug": opts["debug"], "sig": r.get("sig", ""), "missing": r.get("missing"),
+            "debug": opts["debug"], "sig": r.get("sig", ""),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = json.dumps(meta, indent=1)

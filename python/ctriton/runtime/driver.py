@@ -178,7 +178,7 @@ def _default_driver():
         return CudaDriver()  # raises a clear OSError when there is no GPU
     if want:
         raise ValueError(f"CTRITON_BACKEND={want!r}: expected 'cpu' or 'cuda'")
-    if CudaDriver.is_active() and _C.has_stage("cuda"):
+    if CudaDriver.is_active():
         return CudaDriver()
     return CpuDriver()
 

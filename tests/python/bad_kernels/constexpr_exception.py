@@ -1,0 +1,11 @@
+# expect: raised ZeroDivisionError
+# at: 11:9
+import ctriton as triton
+import ctriton.language as tl
+
+SIGNATURE = {}
+
+
+@triton.jit
+def kernel(BLOCK: tl.constexpr):
+    x = BLOCK // 0

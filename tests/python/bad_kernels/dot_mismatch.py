@@ -1,0 +1,12 @@
+# expect: do not match
+# at: 12:9
+import ctriton as triton
+import ctriton.language as tl
+
+SIGNATURE = {}
+
+
+@triton.jit
+def kernel(BLOCK: tl.constexpr):
+    a = tl.zeros((16, 32), dtype=tl.float16)
+    c = tl.dot(a, a)

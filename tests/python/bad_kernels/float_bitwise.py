@@ -1,0 +1,11 @@
+# expect: needs integer operands
+# at: 11:9
+import ctriton as triton
+import ctriton.language as tl
+
+SIGNATURE = {}
+
+
+@triton.jit
+def kernel(BLOCK: tl.constexpr):
+    x = tl.arange(0, 16).to(tl.float32) & 1

@@ -1,0 +1,11 @@
+# expect: tl.load() missing required argument 'pointer'
+# at: 11:9
+import ctriton as triton
+import ctriton.language as tl
+
+SIGNATURE = {}
+
+
+@triton.jit
+def kernel(BLOCK: tl.constexpr):
+    x = tl.load()

@@ -1,0 +1,12 @@
+# expect: nested function definitions
+# at: 11:5
+import ctriton as triton
+import ctriton.language as tl
+
+SIGNATURE = {}
+
+
+@triton.jit
+def kernel(BLOCK: tl.constexpr):
+    def f():
+        pass

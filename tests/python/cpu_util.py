@@ -5,11 +5,25 @@ import numpy as np
 import pytest
 
 import ctriton.language as tl
-from ctriton import _C
 
-requires_cpu = pytest.mark.skipif(
-    not (_C.has_stage("frontend") and _C.has_stage("cpu")),
-    reason="needs the frontend and the CPU backend")
+
+@pytest.fixture(scope="module")
+def cpu_driver():
+    """Runs a module's kernels on the CPU backend (numpy arrays as pointers),
+    also on a machine whose default driver is CUDA."""
+    from ctriton.runtime.driver import driver
+    prev = driver._active
+    driver.set_active("cpu")
+    yield
+    if prev is None:
+        driver.reset_active()
+    else:
+        driver.set_active(prev)
+
+
+# test modules: `from cpu_util import cpu_driver, requires_cpu` and
+# `pytestmark = requires_cpu`
+requires_cpu = pytest.mark.usefixtures("cpu_driver")
 
 SINT = ["int8", "int16", "int32", "int64"]
 UINT = ["uint8", "uint16", "uint32", "uint64"]

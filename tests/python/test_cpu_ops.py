@@ -6,7 +6,8 @@ import pytest
 
 import ctriton as triton
 import ctriton.language as tl
-from cpu_util import (requires_cpu, ALL, SINT, TL, storage, rand_values,
+from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+from cpu_util import (ALL, SINT, TL, storage, rand_values,
                       to_storage, to_f64, round_to, promote, c_div, c_mod, bits, is_float,
                       fp8_table, fp8_round, bf16_round)
 

@@ -5,7 +5,8 @@ import pytest
 
 import ctriton as triton
 import ctriton.language as tl
-from cpu_util import requires_cpu, TL
+from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+from cpu_util import TL
 
 pytestmark = requires_cpu
 

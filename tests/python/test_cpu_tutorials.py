@@ -6,7 +6,7 @@ import pytest
 
 import ctriton as triton
 import ctriton.language as tl
-from cpu_util import requires_cpu
+from cpu_util import cpu_driver, requires_cpu  # noqa: F401
 
 pytestmark = requires_cpu
 

@@ -36,6 +36,23 @@ static struct {
 	PyObject *s_cache_key, *s_value;
 } G;
 
+/* Until a driver is active (ctriton.runtime.driver.active, which calls
+ * set_backend), G.backend is -1: the first launch activates the default one
+ * (the GPU when a driver and device are present), so that arguments are
+ * classified for the backend that will run them. */
+static int activate_default_driver(void)
+{
+	PyObject *mod = PyImport_ImportModule("ctriton.runtime.driver");
+	if (!mod)
+		return -1;
+	PyObject *drv = PyObject_GetAttrString(mod, "driver");
+	Py_DECREF(mod);
+	PyObject *active = drv ? PyObject_GetAttrString(drv, "active") : NULL;
+	Py_XDECREF(drv);
+	Py_XDECREF(active);
+	return active ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------------- */
 /* dtypes                                                                    */
 /* ------------------------------------------------------------------------- */
@@ -1162,6 +1179,8 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 			int warmup)
 {
 	PyObject *slots[MAXP], *opts[NOPT];
+	if (G.backend < 0 && activate_default_driver() < 0)
+		return NULL;
 	if (bind(rt, args, kwargs, slots, opts) < 0)
 		return NULL;
 	Buf key;
@@ -1273,6 +1292,8 @@ static PyObject *Runtime_key(PyObject *self, PyObject *a)
 	KernelRuntime *rt = (KernelRuntime *)self;
 	PyObject *args, *kwargs, *slots[MAXP], *opts[NOPT];
 	if (!PyArg_ParseTuple(a, "OO", &args, &kwargs))
+		return NULL;
+	if (G.backend < 0 && activate_default_driver() < 0)
 		return NULL;
 	if (bind(rt, args, kwargs == Py_None ? NULL : kwargs, slots, opts) < 0)
 		return NULL;
@@ -1634,6 +1655,7 @@ PyObject *py_specialize(PyObject *self, PyObject *args)
 /* Creates the runtime's types and interned names; called by PyInit__C. */
 int py_runtime_init(PyObject *m)
 {
+	G.backend = -1; /* no driver active yet: see activate_default_driver */
 	G.dtype_names = PyDict_New();
 	G.s_data_ptr = PyUnicode_InternFromString("data_ptr");
 	G.s_dtype = PyUnicode_InternFromString("dtype");

@@ -129,3 +129,19 @@ def test_attention_fwd(torch, causal):
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
                                                            is_causal=causal, scale=sm_scale)
     torch.testing.assert_close(o.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_first_launch_activates_gpu_driver(tmp_path):
+    # A fresh process whose very first ctriton call is a launch with CUDA
+    # tensors: the default driver (the GPU) must be active by then.
+    import subprocess
+    kernels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels")
+    code = (f"import sys; sys.path.insert(0, {kernels!r}); import torch; "
+            "from vector_add import add_kernel; "
+            "x = torch.ones(100, device='cuda'); y = torch.empty_like(x); "
+            "add_kernel[(1,)](x, x, y, 100, BLOCK_SIZE=128); "
+            "assert (y == 2).all().item(); print('ok')")
+    env = dict(os.environ, CTRITON_CACHE_DIR=str(tmp_path))
+    env.pop("CTRITON_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr

@@ -4,9 +4,8 @@
  * make_range, constants, the "divisibility" attribute of parameters and the
  * multiple_of / max_contiguous / max_constancy hints; the rules for
  * splat/broadcast/expand_dims/add/sub/mul/addptr/cmp/select follow the usual
- * gcd arithmetic. Loop-carried values and everything else get the
- * conservative answer (1). One pass in program order suffices because the
- * IR is structured and loop-carried values are not refined.
+ * gcd arithmetic. Values carried by `for` loops are met with what the body
+ * yields until a fixpoint; everything else gets the conservative answer (1).
  */
 #include "analysis.h"
 
@@ -318,11 +317,77 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 	return r;
 }
 
+static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b);
+
+/* Meet of two facts about one value: what both guarantee. */
+static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src)
+{
+	bool changed = false;
+	for (int d = 0; d < IR_MAX_RANK; d++) {
+		int64_t c = gcd64(dst->contig[d], src->contig[d]);
+		int64_t v = gcd64(dst->div[d], src->div[d]);
+		int64_t k = gcd64(dst->constancy[d], src->constancy[d]);
+		changed |= c != dst->contig[d] || v != dst->div[d] || k != dst->constancy[d];
+		dst->contig[d] = c < 1 ? 1 : c;
+		dst->div[d] = v < 1 ? 1 : v;
+		dst->constancy[d] = k < 1 ? 1 : k;
+	}
+	return changed;
+}
+
+/* A `for` loop: the carried values start from their initial values and are
+ * met with what the body yields until nothing changes (facts only shrink,
+ * so a few rounds suffice; after too many the answer is the conservative
+ * one). The induction variable is divisible by gcd(lower bound, step). */
+static void visit_for(AnAxis *a, IrFunc *f, IrOp *op)
+{
+	IrBlock *rb = op->regions[0];
+	int ncar = rb->nargs - 1;
+	if (op->nops < 3 || ncar < 0 || op->nops - 3 != ncar) {
+		for (int i = 0; i < rb->nargs; i++)
+			a->info[rb->args[i]->id] = conservative(rb->args[i]->type);
+		visit_block(a, f, rb);
+		return;
+	}
+	AnAxisInfo iv = conservative(rb->args[0]->type);
+	for (int d = 0; d < IR_MAX_RANK; d++)
+		iv.div[d] = gcd64(an_axis_get(a, op->ops[0])->div[0], an_axis_get(a, op->ops[2])->div[0]);
+	a->info[rb->args[0]->id] = iv;
+	for (int i = 0; i < ncar; i++)
+		a->info[rb->args[1 + i]->id] = *an_axis_get(a, op->ops[3 + i]);
+	IrOp *y = rb->last;
+	bool ok = false;
+	for (int round = 0; round < 6; round++) {
+		visit_block(a, f, rb);
+		if (!y || y->opc != OP_YIELD || y->nops != ncar)
+			break;
+		bool changed = false;
+		for (int i = 0; i < ncar; i++)
+			changed |= join_into(&a->info[rb->args[1 + i]->id], an_axis_get(a, y->ops[i]));
+		if (!changed) {
+			ok = true;
+			break;
+		}
+	}
+	if (!ok) {
+		for (int i = 0; i < ncar; i++)
+			a->info[rb->args[1 + i]->id] = conservative(rb->args[1 + i]->type);
+		visit_block(a, f, rb);
+	}
+	for (int i = 0; i < op->nres && i < ncar; i++)
+		a->info[op->res[i].id] = ok ? a->info[rb->args[1 + i]->id]
+					    : conservative(op->res[i].type);
+}
+
 static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int i = 0; i < op->nres; i++)
 			a->info[op->res[i].id] = visit(a, f, op, i);
+		if (op->opc == OP_FOR && op->nregions == 1) {
+			visit_for(a, f, op);
+			continue;
+		}
 		for (int r = 0; r < op->nregions; r++) {
 			IrBlock *rb = op->regions[r];
 			for (int i = 0; i < rb->nargs; i++)

@@ -284,6 +284,17 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 			}
 			r.constancy[d] = k < 1 ? 1 : min64(k, t->shape[d]);
 		}
+		/* x % n, n the same over a run and divisible by d: a contiguous
+		 * run of x aligned to d stays contiguous (offsets % M) */
+		if (op->opc == OP_REM && y && !ir_is_float(ir_scalar(t))) {
+			for (int d = 0; d < rank; d++) {
+				int64_t run = gcd64(x->contig[d], gcd64(y->div[d], x->div[d]));
+				if (y->constancy[d] >= run)
+					r.contig[d] = max64(1, run);
+			}
+			for (int d = 0; d < IR_MAX_RANK; d++)
+				r.div[d] = gcd64(x->div[d], y->div[d]);
+		}
 		if (op->opc == OP_SHL && op->ops[1]->def) {
 			int64_t s;
 			if (const_value(op->ops[1]->def, &s) && s >= 0 && s < 30)

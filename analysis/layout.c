@@ -268,13 +268,19 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	if (M < 16 || N < 8 || K < 16)
 		return NULL;
-	/* warps along M first, as many as 16-row tiles allow; the rest along N */
-	int wm = 1;
-	while (wm < o->num_warps && 16 * (int64_t)wm * 2 <= M)
-		wm *= 2;
-	int wn = o->num_warps / wm;
-	if (8 * (int64_t)wn > N)
-		return NULL;
+	/* warps doubled along the dim with more 16x8 instruction tiles left per
+	 * warp (M at a tie), so each warp's tile is near square: fewer fragment
+	 * registers and fewer ldmatrix per mma than a tall strip */
+	int wm = 1, wn = 1;
+	while (wm * wn < o->num_warps) {
+		int64_t rm = M / (16 * (int64_t)wm), rn = N / (8 * (int64_t)wn);
+		if (rm >= 2 && rm >= rn)
+			wm *= 2;
+		else if (rn >= 2)
+			wn *= 2;
+		else
+			return NULL;
+	}
 	IrLayout l;
 	memset(&l, 0, sizeof l);
 	l.kind = LAYOUT_MMA;
@@ -312,8 +318,48 @@ typedef struct LCtx {
 	const IrLayout *rank_layout[IR_MAX_RANK + 1];
 	int64_t rank_numel[IR_MAX_RANK + 1];
 	const IrLayout **want; /* by value id */
+	bool *dotfeed;          /* by value id: an operand of a dot, maybe through loop-carried values */
 	int nvals;
 } LCtx;
+
+static void mark_dot_operands(LCtx *c, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			mark_dot_operands(c, op->regions[r]);
+		if (op->opc == OP_DOT)
+			for (int i = 0; i < 2 && i < op->nops; i++)
+				if (op->ops[i]->id >= 0 && op->ops[i]->id < c->nvals)
+					c->dotfeed[op->ops[i]->id] = true;
+	}
+}
+
+/* A loop-carried dot operand: its init and what the body yields feed the
+ * dot too (the loads software pipelining moved ahead of the dot). */
+static bool mark_carried(LCtx *c, IrBlock *b)
+{
+	bool changed = false;
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			changed |= mark_carried(c, op->regions[r]);
+		if (op->opc != OP_FOR)
+			continue;
+		IrBlock *body = op->regions[0];
+		IrOp *y = ir_block_terminator(body);
+		for (int i = 3; i < op->nops && i - 2 < body->nargs; i++) {
+			IrValue *arg = body->args[i - 2];
+			if (arg->id < 0 || arg->id >= c->nvals || !c->dotfeed[arg->id])
+				continue;
+			IrValue *vs[2] = {op->ops[i], y && i - 3 < y->nops ? y->ops[i - 3] : NULL};
+			for (int k = 0; k < 2; k++)
+				if (vs[k] && vs[k]->id >= 0 && vs[k]->id < c->nvals && !c->dotfeed[vs[k]->id]) {
+					c->dotfeed[vs[k]->id] = true;
+					changed = true;
+				}
+		}
+	}
+	return changed;
+}
 
 static bool is_blk(const IrValue *v) { return v && ir_is_block(v->type); }
 
@@ -396,9 +442,21 @@ static void wants_block(LCtx *c, IrBlock *b)
 				 * its mma layout across iterations */
 				IrValue *arg = op->regions[0]->args[i - 2];
 				const IrLayout *w = arg->id >= 0 && arg->id < c->nvals ? c->want[arg->id] : NULL;
-				set_want(c, op->ops[i], w && w->kind == LAYOUT_MMA ? w : target(c, &op->res[i - 3]));
+				set_want(c, op->ops[i], w ? w : target(c, &op->res[i - 3]));
 			}
 			break;
+		case OP_YIELD: {
+			/* a loop body yields in the layout its argument is wanted in */
+			IrOp *lp = b->parent_op;
+			if (!lp || lp->opc != OP_FOR)
+				break;
+			for (int i = 0; i < op->nops && i + 1 < b->nargs; i++) {
+				IrValue *arg = b->args[i + 1];
+				if (arg->id >= 0 && arg->id < c->nvals && c->want[arg->id])
+					set_want(c, op->ops[i], c->want[arg->id]);
+			}
+			break;
+		}
 		case OP_DOT: {
 			const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
 			set_want(c, op->ops[2], mma ? mma : target(c, &op->res[0]));
@@ -417,6 +475,27 @@ static void wants_block(LCtx *c, IrBlock *b)
 			}
 			break;
 		}
+	}
+}
+
+/* A tile loaded for a dot gets its own coalesced layout, before any other
+ * wish (the rank's layout, fitted to the largest access, would replicate a
+ * narrower tile across threads). */
+static void seed_dot_loads(LCtx *c, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			seed_dot_loads(c, op->regions[r]);
+		if (op->opc != OP_LOAD || op->nres != 1 || !is_blk(&op->res[0]) || !is_blk(op->ops[0]))
+			continue;
+		if (op->res[0].id < 0 || op->res[0].id >= c->nvals || !c->dotfeed[op->res[0].id])
+			continue;
+		const IrLayout *t = an_coalesced_layout(c->ctx, c->ax, op->ops[0],
+							op->nops > 1 ? op->ops[1] : NULL,
+							c->o->num_warps, c->o->warp_size);
+		set_want(c, &op->res[0], t);
+		for (int i = 0; i < op->nops; i++)
+			set_want(c, op->ops[i], t);
 	}
 }
 
@@ -645,7 +724,13 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o)
 	c.o = o;
 	c.nvals = an_number_values(f);
 	c.want = ir_alloc(c.ctx, sizeof(*c.want) * (size_t)(c.nvals + 1));
+	c.dotfeed = ir_alloc(c.ctx, sizeof(*c.dotfeed) * (size_t)(c.nvals + 1));
+	memset(c.dotfeed, 0, sizeof(*c.dotfeed) * (size_t)(c.nvals + 1));
+	mark_dot_operands(&c, f->body);
+	for (int round = 0; round < 4 && mark_carried(&c, f->body); round++)
+		;
 	find_anchors(&c, f->body);
+	seed_dot_loads(&c, f->body);
 	wants_block(&c, f->body);
 	assign_block(&c, f->body);
 	return NULL;

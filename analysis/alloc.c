@@ -225,6 +225,9 @@ IrError *an_gpu_pipeline(IrModule *m, const AnGpuOptions *o, int64_t *shared)
 	*shared = 0;
 	if (!k)
 		return ir_error(m->ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
+	/* prefetch: on TTIR; adds loop-carried loaded tiles */
+	const IrAttr *ns = ir_find_attr(m->nattrs, m->attrs, "num_stages");
+	an_prefetch_dot_loads(k, o, ns && ns->kind == ATTR_INT ? (int)ns->i : 1);
 	/* axis info: requires TTIR; keeps everything */
 	AnAxis *ax = an_axis_info(k);
 	/* layouts: requires axis info; every block type gets a layout, conversions inserted */

@@ -3,6 +3,8 @@
  * (the kernel) and allocates from its module's IrCtx.
  *
  * Pipeline (an_gpu_pipeline runs it in this order; see README.md):
+ *   prefetch.c an_prefetch_dot_loads  loads feeding dot issued one iteration
+ *                                ahead (num_stages >= 2, arch >= 80)
  *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
  *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
  *                                accesses, slices for reductions, propagation,
@@ -125,6 +127,11 @@ const IrLayout *an_dot_op_layout(IrCtx *ctx, const IrLayout *mma, int opidx, con
 /* Assigns a layout to every block value of f and inserts convert_layout
  * where an operand's layout is not the one its user needs. */
 IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
+/* Software pipelining through registers (prefetch.c): in `for` loops, a
+ * load whose only use is a dot operand is issued one iteration ahead (the
+ * first before the loop, the next at the top of the body, both masked off
+ * past the end) and carried. On TTIR, before axis info. */
+void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
 void an_remove_converts(IrFunc *f);

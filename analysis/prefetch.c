@@ -1,0 +1,307 @@
+/* prefetch.c: software pipelining of the loads feeding `dot` in `for` loops,
+ * one iteration ahead through registers (num_stages >= 2).
+ *
+ * A load in a loop body whose only use is operand A or B of a dot in that
+ * body, and whose address/mask/other are computed from loop arguments,
+ * values defined before the loop and pure region-free ops, is rewritten:
+ *
+ *   - before the loop, the load of the first iteration (induction variable
+ *     = lower bound, carried values = their inits), masked off when the loop
+ *     runs zero times;
+ *   - the loaded tile becomes a new loop-carried value;
+ *   - at the top of the body, the load of the next iteration (induction
+ *     variable + step, carried values = what this iteration yields, the
+ *     address computation cloned ahead of its original place), masked off
+ *     on the last iteration, and yielded.
+ *
+ * So the global loads of tile k+1 are in flight while tile k goes through
+ * shared memory and the tensor cores. Clones of pure ops that duplicate
+ * originals are left to LLVM's value numbering.
+ */
+#include "analysis.h"
+
+#include <string.h>
+
+typedef struct PCtx {
+	IrCtx *ctx;
+	IrFunc *f;
+	IrOp *loop;
+	IrBlock *body;
+	IrOp *yield;
+	int n;
+	IrValue **pro_map, **hoist_map, **next_map; /* by original value id */
+	char *state;                                 /* slice check: 0 new, 1 busy, 2 ok, 3 bad */
+	IrBuilder pre, top;                          /* before the loop, top of the body */
+	IrValue *iv_next;
+} PCtx;
+
+static bool in_body(PCtx *p, const IrValue *v)
+{
+	if (v->def)
+		return v->def->parent == p->body;
+	return v->owner == p->body;
+}
+
+static bool valid_id(PCtx *p, const IrValue *v) { return v->id >= 0 && v->id < p->n; }
+
+/* v's value can be recomputed from loop arguments, outside values and pure
+ * region-free ops of the body (through the yields of the arguments it uses). */
+static bool slice_ok(PCtx *p, IrValue *v)
+{
+	if (!in_body(p, v))
+		return true;
+	if (!valid_id(p, v))
+		return false;
+	if (p->state[v->id] == 2 || p->state[v->id] == 1)
+		return true; /* busy: a cycle through a loop argument, checked above */
+	if (p->state[v->id] == 3)
+		return false;
+	p->state[v->id] = 1;
+	bool ok = true;
+	if (!v->def) {
+		int j = v->index;
+		if (j >= 1)
+			ok = p->yield && j - 1 < p->yield->nops && slice_ok(p, p->yield->ops[j - 1]);
+	} else {
+		IrOp *d = v->def;
+		unsigned fl = ir_opinfo(d->opc)->flags;
+		if (!(fl & IR_PURE) || d->nregions || d->opc == OP_LOAD || d->opc == OP_DOT ||
+		    d->opc == OP_CONVERT_LAYOUT)
+			ok = false;
+		for (int i = 0; ok && i < d->nops; i++)
+			ok = slice_ok(p, d->ops[i]);
+	}
+	p->state[v->id] = ok ? 2 : 3;
+	return ok;
+}
+
+typedef IrValue *(*MapFn)(PCtx *p, IrValue *v);
+
+static IrValue *clone_def(PCtx *p, IrBuilder *b, IrValue *v, MapFn map)
+{
+	IrOp *d = v->def;
+	IrValue *ops[8];
+	IrValue **o = d->nops <= 8 ? ops : ir_alloc(p->ctx, sizeof(*o) * (size_t)d->nops);
+	for (int i = 0; i < d->nops; i++)
+		o[i] = map(p, d->ops[i]);
+	const IrType *tys[8];
+	const IrType **t = d->nres <= 8 ? tys : ir_alloc(p->ctx, sizeof(*t) * (size_t)d->nres);
+	for (int i = 0; i < d->nres; i++)
+		t[i] = d->res[i].type;
+	b->loc = d->loc;
+	IrOp *c = ir_build(b, d->opc, d->nops, o, d->nres, t, 0);
+	if (d->nattrs) {
+		c->nattrs = d->nattrs;
+		c->attrs = ir_alloc(p->ctx, sizeof(IrAttr) * (size_t)d->nattrs);
+		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
+	}
+	for (int i = 0; i < c->nres; i++)
+		c->res[i].id = -1;
+	return &c->res[v->index];
+}
+
+/* The value v has in the first iteration, computed before the loop. */
+static IrValue *pro(PCtx *p, IrValue *v)
+{
+	if (!in_body(p, v))
+		return v;
+	if (p->pro_map[v->id])
+		return p->pro_map[v->id];
+	IrValue *r;
+	if (!v->def)
+		r = p->loop->ops[v->index == 0 ? 0 : 2 + v->index];
+	else
+		r = clone_def(p, &p->pre, v, pro);
+	return p->pro_map[v->id] = r;
+}
+
+/* The value v has in this iteration, computed at the top of the body. */
+static IrValue *hoist(PCtx *p, IrValue *v)
+{
+	if (!in_body(p, v) || !v->def)
+		return v;
+	if (p->hoist_map[v->id])
+		return p->hoist_map[v->id];
+	return p->hoist_map[v->id] = clone_def(p, &p->top, v, hoist);
+}
+
+/* The value v will have in the next iteration, computed at the top of the body. */
+static IrValue *next(PCtx *p, IrValue *v)
+{
+	if (!in_body(p, v))
+		return v;
+	if (p->next_map[v->id])
+		return p->next_map[v->id];
+	IrValue *r;
+	if (!v->def)
+		r = v->index == 0 ? p->iv_next : hoist(p, p->yield->ops[v->index - 1]);
+	else
+		r = clone_def(p, &p->top, v, next);
+	return p->next_map[v->id] = r;
+}
+
+static IrOp *dot_user(IrBlock *body, const IrValue *v)
+{
+	for (IrOp *op = body->first; op; op = op->next)
+		if (op->opc == OP_DOT && (op->ops[0] == v || op->ops[1] == v))
+			return op;
+	return NULL;
+}
+
+/* The load's mask and'ed with "the iteration whose induction variable is iv exists". */
+static IrValue *guarded_mask(PCtx *p, IrBuilder *b, IrValue *mask, IrValue *ptr, IrValue *iv)
+{
+	IrValue *in = ir_cmp(b, "lt", iv, p->loop->ops[1]);
+	const IrType *mt = ir_type_like(p->ctx, ptr->type, ir_type(p->ctx, TY_I1));
+	IrValue *g = ir_splat(b, in, mt);
+	return mask ? ir_binary(b, OP_AND, mask, g) : g;
+}
+
+static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *mask, IrValue *other)
+{
+	b->loc = L->loc;
+	IrValue *r = ir_load(b, ptr, mask, other);
+	if (L->nattrs) {
+		IrOp *d = r->def;
+		d->nattrs = L->nattrs;
+		d->attrs = ir_alloc(p->ctx, sizeof(IrAttr) * (size_t)L->nattrs);
+		memcpy(d->attrs, L->attrs, sizeof(IrAttr) * (size_t)L->nattrs);
+	}
+	r->id = -1;
+	return r;
+}
+
+static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
+{
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	if (!y || y->opc != OP_YIELD || loop->nops < 3 || body->nargs != loop->nops - 2 ||
+	    y->nops != body->nargs - 1 || ir_is_block(loop->ops[0]->type))
+		return false;
+	PCtx p;
+	memset(&p, 0, sizeof p);
+	p.ctx = ctx;
+	p.f = f;
+	p.loop = loop;
+	p.body = body;
+	p.yield = y;
+	p.n = an_number_values(f);
+	p.state = ir_alloc(ctx, (size_t)p.n + 1);
+	memset(p.state, 0, (size_t)p.n + 1);
+
+	IrOp *cand[8];
+	int nc = 0;
+	for (IrOp *op = body->first; op && nc < 8; op = op->next) {
+		if (op->opc != OP_LOAD || op->nres != 1 || !ir_is_block(op->res[0].type))
+			continue;
+		if (ir_count_uses(f, &op->res[0]) != 1 || !dot_user(body, &op->res[0]))
+			continue;
+		bool ok = true;
+		for (int i = 0; ok && i < op->nops; i++)
+			ok = slice_ok(&p, op->ops[i]);
+		if (ok)
+			cand[nc++] = op;
+	}
+	if (!nc)
+		return false;
+
+	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);
+	p.pro_map = ir_alloc(ctx, msz);
+	p.hoist_map = ir_alloc(ctx, msz);
+	p.next_map = ir_alloc(ctx, msz);
+	memset(p.pro_map, 0, msz);
+	memset(p.hoist_map, 0, msz);
+	memset(p.next_map, 0, msz);
+	ir_builder_init(&p.pre, ctx);
+	ir_builder_before(&p.pre, loop);
+	p.pre.loc = loop->loc;
+	ir_builder_init(&p.top, ctx);
+	ir_builder_before(&p.top, body->first);
+	p.top.loc = loop->loc;
+	IrValue *ivs[2] = {body->args[0], loop->ops[2]};
+	p.iv_next = ir_build1(&p.top, OP_ADD, body->args[0]->type, 2, ivs);
+	p.iv_next->id = -1;
+
+	IrValue *inits[8], *nexts[8], *args[8];
+	for (int k = 0; k < nc; k++) {
+		IrOp *L = cand[k];
+		IrValue *ptr = L->ops[0], *mask = L->nops > 1 ? L->ops[1] : NULL,
+			*other = L->nops > 2 ? L->ops[2] : NULL;
+		/* first iteration, before the loop */
+		IrValue *pp = pro(&p, ptr), *pm = mask ? pro(&p, mask) : NULL,
+			*po = other ? pro(&p, other) : NULL;
+		pm = guarded_mask(&p, &p.pre, pm, pp, loop->ops[0]);
+		inits[k] = new_load(&p, &p.pre, L, pp, pm, po);
+		/* next iteration, at the top of the body */
+		IrValue *np = next(&p, ptr), *nm = mask ? next(&p, mask) : NULL,
+			*no = other ? next(&p, other) : NULL;
+		nm = guarded_mask(&p, &p.top, nm, np, p.iv_next);
+		nexts[k] = new_load(&p, &p.top, L, np, nm, no);
+	}
+	for (int k = 0; k < nc; k++) {
+		IrOp *L = cand[k];
+		args[k] = ir_block_add_arg(ctx, body, L->res[0].type);
+		args[k]->id = -1;
+		ir_replace_all_uses(f, &L->res[0], args[k]);
+		ir_op_unlink(L);
+	}
+	/* the yield and the loop with the new carried values */
+	int ny = y->nops + nc;
+	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)ny);
+	for (int i = 0; i < y->nops; i++)
+		yv[i] = y->ops[i];
+	for (int k = 0; k < nc; k++)
+		yv[y->nops + k] = nexts[k];
+	IrBuilder yb;
+	ir_builder_init(&yb, ctx);
+	ir_builder_before(&yb, y);
+	yb.loc = y->loc;
+	ir_yield(&yb, ny, yv);
+	ir_op_unlink(y);
+
+	int nops = loop->nops + nc, nres = loop->nres + nc;
+	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)nops);
+	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)nres);
+	for (int i = 0; i < loop->nops; i++)
+		lo[i] = loop->ops[i];
+	for (int k = 0; k < nc; k++)
+		lo[loop->nops + k] = inits[k];
+	for (int i = 0; i < loop->nres; i++)
+		lt[i] = loop->res[i].type;
+	for (int k = 0; k < nc; k++)
+		lt[loop->nres + k] = args[k]->type;
+	IrOp *nl = ir_op_new(ctx, OP_FOR, nops, lo, nres, lt, 1, loop->loc);
+	nl->nattrs = loop->nattrs;
+	nl->attrs = loop->attrs;
+	ir_block_insert_before(loop->parent, loop, nl);
+	ir_op_set_region(nl, 0, body);
+	for (int i = 0; i < loop->nres; i++)
+		ir_replace_all_uses(f, &loop->res[i], &nl->res[i]);
+	ir_op_unlink(loop);
+	return true;
+}
+
+static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			walk(ctx, f, op->regions[r]);
+		if (op->opc == OP_FOR && op->nregions == 1) {
+			IrOp *prev = op->prev;
+			IrBlock *parent = op->parent;
+			if (pipeline_loop(ctx, f, op))
+				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
+			while (op && op->opc != OP_FOR)
+				op = op->next;
+			if (!op)
+				return;
+		}
+	}
+}
+
+void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages)
+{
+	if (o->arch < 80 || num_stages < 2)
+		return;
+	walk(f->module->ctx, f, f->body);
+}

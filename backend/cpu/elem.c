@@ -507,7 +507,7 @@ void cg_lower_elem(Cg *cg, IrOp *op)
 	CgVal cv[8];
 	bool uniform = true;
 	for (int i = 0; i < n; i++) {
-		cv[i] = cg_get(cg, op->ops[i]);
+		cv[i] = cg_get_lazy(cg, op->ops[i]);
 		uniform &= cg_uniform(cv[i]);
 	}
 	/* Affine values stay symbolic through + - and addptr with a uniform:
@@ -542,12 +542,24 @@ void cg_lower_elem(Cg *cg, IrOp *op)
 		cg_set(cg, &op->res[0], ir_is_block(rt) ? cg_splat(r) : cg_scalar(r));
 		return;
 	}
+	/* With one use in this block, the op is computed inside its user's
+	 * loop (chains of elementwise ops become one loop, no scratch). */
+	if (cg_may_defer(cg, op)) {
+		cg_set(cg, &op->res[0], cg_lazy(op));
+		return;
+	}
 	LLVMValueRef buf = cg_newbuf(cg, rt);
 	CgLoop l;
 	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, rt->numel));
-	for (int k = 0; k < n; k++)
-		xs[k] = cg_elem(cg, cv[k], op->ops[k]->type, i);
-	cg_store_elem(cg, buf, rt, i, cg_scalar_op(cg, op, xs));
+	cg_store_elem(cg, buf, rt, i, cg_lazy_elem(cg, op, i));
 	cg_loop_end(cg, &l);
 	cg_set(cg, &op->res[0], cg_bufv(buf));
+}
+
+LLVMValueRef cg_lazy_elem(Cg *cg, IrOp *op, LLVMValueRef i)
+{
+	LLVMValueRef xs[8];
+	for (int k = 0; k < op->nops && k < 8; k++)
+		xs[k] = cg_elem(cg, cg_get_lazy(cg, op->ops[k]), op->ops[k]->type, i);
+	return cg_scalar_op(cg, op, xs);
 }

@@ -66,14 +66,41 @@ bool cg_soft_float(const IrType *t)
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
 
-CgVal cg_get(Cg *cg, const IrValue *v)
+CgVal cg_get_lazy(Cg *cg, const IrValue *v)
 {
 	if (v->id < 0 || v->id >= cg->nvals || cg->vals[v->id].kind == CV_NONE) {
 		cg_fail(cg, v->def, "value used before it was lowered");
 		LLVMTypeRef t = ir_is_block(v->type) ? cg->t_ptr : cg_sty(cg, v->type);
-		return (CgVal){ir_is_block(v->type) ? CV_SPLAT : CV_SCALAR, LLVMGetUndef(t)};
+		return (CgVal){ir_is_block(v->type) ? CV_SPLAT : CV_SCALAR, LLVMGetUndef(t), NULL};
 	}
 	return cg->vals[v->id];
+}
+
+CgVal cg_get(Cg *cg, const IrValue *v)
+{
+	CgVal cv = cg_get_lazy(cg, v);
+	if (cv.kind != CV_LAZY)
+		return cv;
+	cv = cg_bufv(cg_materialize(cg, cv, v->type));
+	cg->vals[v->id] = cv;
+	return cv;
+}
+
+bool cg_may_defer(Cg *cg, const IrOp *op)
+{
+	const IrValue *r = &op->res[0];
+	return op->nres == 1 && ir_is_block(r->type) && r->id >= 0 && r->id < cg->nvals &&
+	       cg->nuses[r->id] == 1 && cg->useblk[r->id] == op->parent;
+}
+
+bool cg_lazy_reads(Cg *cg, CgVal cv, LLVMValueRef buf)
+{
+	if (cv.kind != CV_LAZY)
+		return cv.kind == CV_BUF && cv.v == buf;
+	for (int k = 0; k < cv.op->nops; k++)
+		if (cg_lazy_reads(cg, cg_get_lazy(cg, cv.op->ops[k]), buf))
+			return true;
+	return false;
 }
 
 void cg_set(Cg *cg, const IrValue *v, CgVal cv) { cg->vals[v->id] = cv; }
@@ -98,6 +125,8 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 {
 	if (cg_uniform(cv))
 		return cv.v;
+	if (cv.kind == CV_LAZY)
+		return cg_lazy_elem(cg, cv.op, i);
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
 	if (cv.kind == CV_AFF) {
 		if (ir_scalar(t)->kind == TY_PTR) {
@@ -107,15 +136,25 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 		}
 		return LLVMBuildAdd(cg->b, cv.v, LLVMBuildTrunc(cg->b, i, et, ""), "");
 	}
+	/* i1 elements are bytes in memory (i1 loads and stores do not vectorize) */
+	bool bit = ir_scalar(t)->kind == TY_I1;
+	if (bit)
+		et = cg->t_i8;
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, cv.v, &i, 1, "");
 	LLVMValueRef x = LLVMBuildLoad2(cg->b, et, p, "");
 	set_align(x, t);
+	if (bit)
+		x = LLVMBuildTrunc(cg->b, x, cg->t_i1, "");
 	return x;
 }
 
 void cg_store_elem(Cg *cg, LLVMValueRef buf, const IrType *t, LLVMValueRef i, LLVMValueRef x)
 {
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
+	if (ir_scalar(t)->kind == TY_I1) {
+		et = cg->t_i8;
+		x = LLVMBuildZExt(cg->b, x, et, "");
+	}
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, buf, &i, 1, "");
 	set_align(LLVMBuildStore(cg->b, x, p), t);
 }
@@ -227,12 +266,17 @@ static void slots_write(Cg *cg, Slot *s, int n, IrValue *const *vals)
 {
 	CgVal *cv = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(CgVal));
 	for (int i = 0; i < n; i++)
-		cv[i] = cg_get(cg, vals[i]);
+		cv[i] = cg_get_lazy(cg, vals[i]);
 	for (int i = 0; i < n; i++) {
-		if (!s[i].isbuf || cv[i].kind != CV_BUF)
+		if (!s[i].isbuf) {
+			if (cv[i].kind == CV_LAZY)
+				cv[i] = cg_get(cg, vals[i]);
+			continue;
+		}
+		if (cv[i].kind != CV_BUF && cv[i].kind != CV_LAZY)
 			continue;
 		for (int k = 0; k < n; k++) {
-			if (k != i && s[k].isbuf && s[k].p == cv[i].v) {
+			if (k != i && s[k].isbuf && cg_lazy_reads(cg, cv[i], s[k].p)) {
 				LLVMValueRef tmp = cg_newbuf(cg, s[i].t);
 				cg_copy_to(cg, tmp, cv[i], s[i].t);
 				cv[i] = cg_bufv(tmp);
@@ -440,7 +484,7 @@ static void lower_return(Cg *cg, IrOp *op)
 {
 	for (int i = 0; i < op->nops && cg->outs; i++) {
 		const IrType *t = op->ops[i]->type;
-		CgVal v = cg_get(cg, op->ops[i]);
+		CgVal v = cg_get_lazy(cg, op->ops[i]);
 		if (ir_is_block(t))
 			cg_copy_to(cg, cg->outs[i], v, t);
 		else
@@ -571,6 +615,18 @@ static void number_values(IrOp *op, void *user)
 	for (int r = 0; r < op->nregions; r++)
 		for (int i = 0; i < op->regions[r]->nargs; i++)
 			op->regions[r]->args[i]->id = (*n)++;
+}
+
+static void count_uses(IrOp *op, void *user)
+{
+	Cg *cg = user;
+	for (int i = 0; i < op->nops; i++) {
+		int id = op->ops[i]->id;
+		if (id >= 0 && id < cg->nvals) {
+			cg->nuses[id]++;
+			cg->useblk[id] = op->parent;
+		}
+	}
 }
 
 static void declare_func(Cg *cg, CgFunc *cf, int idx)
@@ -744,6 +800,11 @@ IrError *cg_lower_module(Cg *cg, IrFunc *kernel, const char *entry_name, int64_t
 	}
 	cg->nvals = n;
 	cg->vals = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(CgVal));
+	cg->nuses = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(int));
+	cg->useblk = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(IrBlock *));
+	memset(cg->nuses, 0, (size_t)(n ? n : 1) * sizeof(int));
+	for (int i = 0; i < m->nfuncs; i++)
+		ir_walk_func(m->funcs[i], count_uses, cg);
 	cg->nfuncs = m->nfuncs;
 	cg->funcs = ir_alloc(cg->ictx, (size_t)(m->nfuncs ? m->nfuncs : 1) * sizeof(CgFunc));
 	int kidx = -1;

@@ -135,6 +135,71 @@ static LLVMValueRef atomic_elem(Cg *cg, const IrOp *op, LLVMValueRef *xs, const 
 	return LLVMBuildAtomicRMW(cg->b, bop, xs[0], xs[1], ordering(op, false), 0);
 }
 
+/* One load, store or atomic: its operands (pointer and values), mask and
+ * `other`, as lowered values. */
+typedef struct Access {
+	IrOp *op;
+	const IrType *et;
+	int nv;
+	CgVal cv[3];
+	const IrType *ct[3];
+	const IrValue *mv, *ov;
+	CgVal mask, other;
+} Access;
+
+/* Element i (NULL for scalars) of the access; guarded by the mask when
+ * masked. Returns the loaded or old value, or NULL for a store. */
+static LLVMValueRef access_elem(Cg *cg, const Access *a, LLVMValueRef i, bool masked)
+{
+	IrOpcode opc = a->op->opc;
+	LLVMValueRef xs[3];
+	for (int k = 0; k < a->nv; k++)
+		xs[k] = cg_elem(cg, a->cv[k], a->ct[k], i);
+	Guard g;
+	if (masked)
+		guard_begin(cg, &g, cg_elem(cg, a->mask, a->mv->type, i));
+	LLVMValueRef r = NULL;
+	if (opc == OP_LOAD)
+		r = load_elem(cg, a->op, xs[0], a->et);
+	else if (opc == OP_STORE)
+		store_elem(cg, xs[0], a->et, xs[1]);
+	else
+		r = atomic_elem(cg, a->op, xs, a->et);
+	if (masked) {
+		LLVMValueRef off = NULL;
+		if (r)
+			off = a->other.kind != CV_NONE ? cg_elem(cg, a->other, a->ov->type, i)
+							: zero_of(cg, a->et);
+		r = guard_end(cg, &g, r, off);
+	}
+	return r;
+}
+
+static void access_loop(Cg *cg, const Access *a, LLVMValueRef out, const IrType *rt, int64_t numel,
+			bool masked)
+{
+	CgLoop l;
+	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+	LLVMValueRef r = access_elem(cg, a, i, masked);
+	if (out)
+		cg_store_elem(cg, out, rt, i, r);
+	cg_loop_end(cg, &l);
+}
+
+/* i1: every element of block mask m is true. */
+static LLVMValueRef mask_all(Cg *cg, CgVal m, const IrType *t, int64_t numel)
+{
+	LLVMValueRef all = cg_alloca(cg, cg->t_i1);
+	LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 1, 0), all);
+	CgLoop l;
+	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+	LLVMValueRef x = cg_elem(cg, m, t, i);
+	LLVMValueRef acc = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+	LLVMBuildStore(cg->b, LLVMBuildAnd(cg->b, acc, x, ""), all);
+	cg_loop_end(cg, &l);
+	return LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+}
+
 static void lower_access(Cg *cg, IrOp *op)
 {
 	IrOpcode opc = op->opc;
@@ -151,56 +216,48 @@ static void lower_access(Cg *cg, IrOp *op)
 	int maskidx = opc == OP_LOAD ? 1 : opc == OP_STORE ? 2 : opc == OP_ATOMIC_RMW ? 2 : -1;
 	const IrValue *mv = maskidx >= 0 && op->nops > maskidx ? op->ops[maskidx] : NULL;
 	const IrValue *ov = opc == OP_LOAD && op->nops > 2 ? op->ops[2] : NULL;
-	int nv = opc == OP_LOAD ? 1 : opc == OP_ATOMIC_CAS ? 3 : 2; /* ptr + values */
-	CgVal cv[3];
-	const IrType *ct[3];
+	Access a = {.op = op, .et = et, .mv = mv, .ov = ov};
+	a.nv = opc == OP_LOAD ? 1 : opc == OP_ATOMIC_CAS ? 3 : 2; /* ptr + values */
 	bool block = false;
-	for (int k = 0; k < nv; k++) {
-		cv[k] = cg_get(cg, op->ops[k]);
-		ct[k] = op->ops[k]->type;
-		block |= ir_is_block(ct[k]);
+	for (int k = 0; k < a.nv; k++) {
+		a.cv[k] = cg_get_lazy(cg, op->ops[k]);
+		a.ct[k] = op->ops[k]->type;
+		block |= ir_is_block(a.ct[k]);
 	}
-	CgVal mask = mv ? cg_get(cg, mv) : (CgVal){CV_NONE, NULL};
-	CgVal other = ov ? cg_get(cg, ov) : (CgVal){CV_NONE, NULL};
+	a.mask = mv ? cg_get_lazy(cg, mv) : (CgVal){CV_NONE, NULL, NULL};
+	a.other = ov ? cg_get_lazy(cg, ov) : (CgVal){CV_NONE, NULL, NULL};
 	block |= mv && ir_is_block(mv->type);
 	const IrType *rt = op->nres ? op->res[0].type : NULL;
-	LLVMValueRef out = NULL;
-	CgLoop l;
-	LLVMValueRef i = NULL;
-	if (block) {
+	if (!block) {
+		LLVMValueRef r = access_elem(cg, &a, NULL, mv != NULL);
 		if (rt)
-			out = cg_newbuf(cg, rt);
-		int64_t numel = ir_is_block(pt) ? pt->numel : mv ? mv->type->numel : 1;
-		i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+			cg_set(cg, &op->res[0], cg_scalar(r));
+		return;
 	}
-	LLVMValueRef xs[3];
-	for (int k = 0; k < nv; k++)
-		xs[k] = cg_elem(cg, cv[k], ct[k], i);
-	Guard g;
-	if (mv)
-		guard_begin(cg, &g, cg_elem(cg, mask, mv->type, i));
-	LLVMValueRef r = NULL;
-	if (opc == OP_LOAD)
-		r = load_elem(cg, op, xs[0], et);
-	else if (opc == OP_STORE)
-		store_elem(cg, xs[0], et, xs[1]);
-	else
-		r = atomic_elem(cg, op, xs, et);
-	if (mv) {
-		LLVMValueRef off = NULL;
-		if (r)
-			off = other.kind != CV_NONE ? cg_elem(cg, other, ov->type, i) : zero_of(cg, et);
-		r = guard_end(cg, &g, r, off);
+	int64_t numel = ir_is_block(pt) ? pt->numel : mv ? mv->type->numel : 1;
+	LLVMValueRef out = rt ? cg_newbuf(cg, rt) : NULL;
+	/* A load or store under a block mask checks the mask once: when every
+	 * element is on (the whole block in bounds), a loop without per-element
+	 * guards runs, which becomes plain vector loads and stores. */
+	bool split = mv && !cg_uniform(a.mask) && (opc == OP_LOAD || opc == OP_STORE);
+	if (!split) {
+		access_loop(cg, &a, out, rt, numel, mv != NULL);
+	} else {
+		LLVMValueRef all = mask_all(cg, a.mask, mv->type, numel);
+		LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.all");
+		LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.some");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.done");
+		LLVMBuildCondBr(cg->b, all, fast, slow);
+		LLVMPositionBuilderAtEnd(cg->b, fast);
+		access_loop(cg, &a, out, rt, numel, false);
+		LLVMBuildBr(cg->b, join);
+		LLVMPositionBuilderAtEnd(cg->b, slow);
+		access_loop(cg, &a, out, rt, numel, true);
+		LLVMBuildBr(cg->b, join);
+		LLVMPositionBuilderAtEnd(cg->b, join);
 	}
-	if (block) {
-		if (rt)
-			cg_store_elem(cg, out, rt, i, r);
-		cg_loop_end(cg, &l);
-		if (rt)
-			cg_set(cg, &op->res[0], cg_bufv(out));
-	} else if (rt) {
-		cg_set(cg, &op->res[0], cg_scalar(r));
-	}
+	if (rt)
+		cg_set(cg, &op->res[0], cg_bufv(out));
 }
 
 static LLVMValueRef gstr(Cg *cg, const char *s)

@@ -155,7 +155,7 @@ static void lower_histogram(Cg *cg, IrOp *op)
 	const IrType *xt = op->ops[0]->type, *rt = op->res[0].type;
 	const IrType *xe = ir_scalar(xt);
 	CgVal x = cg_get(cg, op->ops[0]);
-	CgVal mask = op->nops > 1 ? cg_get(cg, op->ops[1]) : (CgVal){CV_NONE, NULL};
+	CgVal mask = op->nops > 1 ? cg_get(cg, op->ops[1]) : (CgVal){CV_NONE, NULL, NULL};
 	int64_t bins = rt->numel;
 	LLVMValueRef buf = cg_newbuf(cg, rt);
 	cg_copy_to(cg, buf, cg_splat(cg_i32(cg, 0)), rt);
@@ -297,7 +297,7 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 	LLVMValueRef acc[8];
 	const IrType *at[8], *xt[8];
 	for (int k = 0; k < n; k++) {
-		x[k] = cg_get(cg, op->ops[k]);
+		x[k] = cg_get_lazy(cg, op->ops[k]);
 		xt[k] = op->ops[k]->type;
 		at[k] = scan ? xt[k] : flat_type(cg, ir_scalar(xt[k]), outer * inner);
 		acc[k] = cg_newbuf(cg, at[k]);

@@ -274,6 +274,66 @@ static bool combine(Cg *cg, IrOp *op, int n, LLVMValueRef *lhs, LLVMValueRef *rh
 	return true;
 }
 
+/* Reduction along a contiguous axis (inner == 1) of A = k * RED_LANES
+ * elements: RED_LANES partial results, lane j combining elements j, j + W,
+ * j + 2W, ... (a loop over lanes that vectorizes), then the lanes combined in
+ * order. The combiner must be associative and commutative, as on the GPU,
+ * where the order is a tree. acc[k]: outer results per operand. */
+enum { RED_LANES = 16 };
+
+static void reduce_lanes(Cg *cg, IrOp *op, int n, CgVal *x, const IrType **xt, LLVMValueRef *acc,
+			 const IrType **at, int64_t outer, int64_t A)
+{
+	LLVMValueRef part[8];
+	const IrType *pt[8];
+	for (int k = 0; k < n; k++) {
+		pt[k] = flat_type(cg, ir_scalar(xt[k]), RED_LANES);
+		part[k] = cg_newbuf(cg, pt[k]);
+	}
+	LLVMValueRef W = cg_i64(cg, RED_LANES);
+	CgLoop lo, la, lj;
+	LLVMValueRef o = cg_loop_begin(cg, &lo, cg_i64(cg, outer));
+	LLVMValueRef obase = LLVMBuildNSWMul(cg->b, o, cg_i64(cg, A), "");
+	/* lanes start with the first W elements */
+	LLVMValueRef j = cg_loop_begin(cg, &lj, W);
+	LLVMValueRef xi = LLVMBuildNSWAdd(cg->b, obase, j, "");
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, part[k], pt[k], j, cg_elem(cg, x[k], xt[k], xi));
+	cg_loop_end(cg, &lj);
+	/* the other A / W - 1 groups */
+	LLVMValueRef a = cg_loop_begin(cg, &la, cg_i64(cg, A / RED_LANES - 1));
+	LLVMValueRef gbase = LLVMBuildNSWAdd(
+		cg->b, obase, LLVMBuildNSWMul(cg->b, LLVMBuildNSWAdd(cg->b, a, cg_i64(cg, 1), ""), W, ""), "");
+	j = cg_loop_begin(cg, &lj, W);
+	xi = LLVMBuildNSWAdd(cg->b, gbase, j, "");
+	LLVMValueRef lhs[8], rhs[8], res[8];
+	for (int k = 0; k < n; k++) {
+		lhs[k] = cg_elem(cg, cg_bufv(part[k]), pt[k], j);
+		rhs[k] = cg_elem(cg, x[k], xt[k], xi);
+	}
+	if (!combine(cg, op, n, lhs, rhs, res))
+		return;
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, part[k], pt[k], j, res[k]);
+	cg_loop_end(cg, &lj);
+	cg_loop_end(cg, &la);
+	/* lanes in order: acc = part[0] op part[1] op ... */
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, acc[k], at[k], o, cg_elem(cg, cg_bufv(part[k]), pt[k], cg_i64(cg, 0)));
+	j = cg_loop_begin(cg, &lj, cg_i64(cg, RED_LANES - 1));
+	LLVMValueRef jn = LLVMBuildNSWAdd(cg->b, j, cg_i64(cg, 1), "");
+	for (int k = 0; k < n; k++) {
+		lhs[k] = cg_elem(cg, cg_bufv(acc[k]), at[k], o);
+		rhs[k] = cg_elem(cg, cg_bufv(part[k]), pt[k], jn);
+	}
+	if (!combine(cg, op, n, lhs, rhs, res))
+		return;
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, acc[k], at[k], o, res[k]);
+	cg_loop_end(cg, &lj);
+	cg_loop_end(cg, &lo);
+}
+
 void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 {
 	int n = op->nops;
@@ -301,6 +361,17 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 		xt[k] = op->ops[k]->type;
 		at[k] = scan ? xt[k] : flat_type(cg, ir_scalar(xt[k]), outer * inner);
 		acc[k] = cg_newbuf(cg, at[k]);
+	}
+	if (!scan && inner == 1 && A >= 2 * RED_LANES && A % RED_LANES == 0) {
+		reduce_lanes(cg, op, n, x, xt, acc, at, outer, A);
+		for (int k = 0; k < n && !cg->err; k++) {
+			const IrType *rt = op->res[k].type;
+			if (ir_is_block(rt))
+				cg_set(cg, &op->res[k], cg_bufv(acc[k]));
+			else
+				cg_set(cg, &op->res[k], cg_scalar(cg_elem(cg, cg_bufv(acc[k]), at[k], cg_i64(cg, 0))));
+		}
+		return;
 	}
 	LLVMValueRef vin = cg_i64(cg, inner), vA = cg_i64(cg, A);
 	CgLoop lo, la, lj;

@@ -74,6 +74,13 @@ typedef struct Cg {
 	int nvals;
 	int *nuses;         /* uses of each value (by id) */
 	IrBlock **useblk;   /* block of its (last) use */
+	IrOp **useop;       /* its (last) user */
+	bool *opdone;       /* by IrOp.id: lowered */
+	/* Loads left lazy (contiguous, one use): computed by their user unless
+	 * an op that may write memory comes first (cg_flush_loads). */
+	IrValue *pend[32];
+	int npend;
+	const IrValue *mask_on; /* a mask known to be all on where code is emitted */
 	CgFunc *funcs;
 	int nfuncs;
 
@@ -103,6 +110,13 @@ static inline CgVal cg_aff(LLVMValueRef v) { return (CgVal){CV_AFF, v, NULL}; }
 static inline CgVal cg_lazy(IrOp *op) { return (CgVal){CV_LAZY, NULL, op}; }
 /* Whether lazy value cv reads buffer buf. */
 bool cg_lazy_reads(Cg *cg, CgVal cv, LLVMValueRef buf);
+/* Whether lazy value cv reads the (lazy) load v. */
+bool cg_lazy_uses(Cg *cg, CgVal cv, const IrValue *v);
+/* Whether lazy load v is still to be computed by a user not yet lowered. */
+bool cg_load_pending(Cg *cg, const IrValue *v);
+/* Computes the pending lazy loads of block blk into buffers (except those
+ * that keep(user, v) says to keep), and forgets those of other blocks. */
+void cg_flush_loads(Cg *cg, IrBlock *blk, bool (*keep)(void *, const IrValue *), void *user);
 /* Same value in every element: a scalar or a splat. */
 static inline bool cg_uniform(CgVal v) { return v.kind == CV_SCALAR || v.kind == CV_SPLAT; }
 
@@ -167,6 +181,8 @@ void cg_lower_dot(Cg *cg, IrOp *op);
 
 /* mem.c: load, store, atomics, print, assert. */
 void cg_lower_mem(Cg *cg, IrOp *op);
+/* Element i of lazy load op. */
+LLVMValueRef cg_load_elem(Cg *cg, IrOp *op, LLVMValueRef i);
 
 /* ------------------------------------------------------------------------- */
 /* Runtime side (jit.c, launch.c)                                            */

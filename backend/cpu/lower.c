@@ -93,6 +93,49 @@ bool cg_may_defer(Cg *cg, const IrOp *op)
 	       cg->nuses[r->id] == 1 && cg->useblk[r->id] == op->parent;
 }
 
+bool cg_lazy_uses(Cg *cg, CgVal cv, const IrValue *v)
+{
+	if (cv.kind != CV_LAZY)
+		return false;
+	if (&cv.op->res[0] == v)
+		return true;
+	for (int k = 0; k < cv.op->nops; k++)
+		if (cg_lazy_uses(cg, cg_get_lazy(cg, cv.op->ops[k]), v))
+			return true;
+	return false;
+}
+
+bool cg_load_pending(Cg *cg, const IrValue *v)
+{
+	for (int depth = 0; depth < 1000; depth++) {
+		if (cg->vals[v->id].kind != CV_LAZY)
+			return false;
+		IrOp *u = cg->useop[v->id];
+		if (!u || !cg->opdone[u->id])
+			return true;
+		if (u->nres != 1)
+			return false;
+		v = &u->res[0];
+	}
+	return true;
+}
+
+void cg_flush_loads(Cg *cg, IrBlock *blk, bool (*keep)(void *, const IrValue *), void *user)
+{
+	int n = 0;
+	for (int k = 0; k < cg->npend; k++) {
+		IrValue *v = cg->pend[k];
+		if (v->def->parent != blk || !cg_load_pending(cg, v))
+			continue;
+		if (keep && keep(user, v)) {
+			cg->pend[n++] = v;
+			continue;
+		}
+		cg_get(cg, v);
+	}
+	cg->npend = n;
+}
+
 bool cg_lazy_reads(Cg *cg, CgVal cv, LLVMValueRef buf)
 {
 	if (cv.kind != CV_LAZY)
@@ -126,7 +169,7 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 	if (cg_uniform(cv))
 		return cv.v;
 	if (cv.kind == CV_LAZY)
-		return cg_lazy_elem(cg, cv.op, i);
+		return cv.op->opc == OP_LOAD ? cg_load_elem(cg, cv.op, i) : cg_lazy_elem(cg, cv.op, i);
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
 	if (cv.kind == CV_AFF) {
 		if (ir_scalar(t)->kind == TY_PTR) {
@@ -521,7 +564,28 @@ static void lower_constant(Cg *cg, IrOp *op)
 	cg_set(cg, &op->res[0], ir_is_block(t) ? cg_splat(c) : cg_scalar(c));
 }
 
+static void lower_op_(Cg *cg, IrOp *op);
+
+/* Ops that may write memory first compute the lazy loads still pending
+ * (stores decide for themselves, mem.c). */
 static void lower_op(Cg *cg, IrOp *op)
+{
+	switch (op->opc) {
+	case OP_ATOMIC_RMW:
+	case OP_ATOMIC_CAS:
+	case OP_CALL:
+	case OP_FOR:
+	case OP_IF:
+	case OP_WHILE:
+		cg_flush_loads(cg, op->parent, NULL, NULL);
+		break;
+	default: break;
+	}
+	lower_op_(cg, op);
+	cg->opdone[op->id] = true;
+}
+
+static void lower_op_(Cg *cg, IrOp *op)
 {
 	const IrOpInfo *info = ir_opinfo(op->opc);
 	switch (op->opc) {
@@ -607,6 +671,12 @@ IrOp *cg_lower_block(Cg *cg, IrBlock *blk)
 /* Functions and the module                                                  */
 /* ------------------------------------------------------------------------- */
 
+static void number_ops(IrOp *op, void *user)
+{
+	int *n = user;
+	op->id = (*n)++;
+}
+
 static void number_values(IrOp *op, void *user)
 {
 	int *n = user;
@@ -625,6 +695,7 @@ static void count_uses(IrOp *op, void *user)
 		if (id >= 0 && id < cg->nvals) {
 			cg->nuses[id]++;
 			cg->useblk[id] = op->parent;
+			cg->useop[id] = op;
 		}
 	}
 }
@@ -670,6 +741,8 @@ static void lower_func(Cg *cg, CgFunc *cf)
 	cg->fn = cf->fn;
 	cg->ssize = 0;
 	cg->npatch = 0;
+	cg->npend = 0;
+	cg->mask_on = NULL;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "entry");
 	LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "start");
 	LLVMPositionBuilderAtEnd(cg->ab, entry);
@@ -802,7 +875,14 @@ IrError *cg_lower_module(Cg *cg, IrFunc *kernel, const char *entry_name, int64_t
 	cg->vals = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(CgVal));
 	cg->nuses = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(int));
 	cg->useblk = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(IrBlock *));
+	cg->useop = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(IrOp *));
 	memset(cg->nuses, 0, (size_t)(n ? n : 1) * sizeof(int));
+	memset(cg->useop, 0, (size_t)(n ? n : 1) * sizeof(IrOp *));
+	int nops = 0;
+	for (int i = 0; i < m->nfuncs; i++)
+		ir_walk_func(m->funcs[i], number_ops, &nops);
+	cg->opdone = ir_alloc(cg->ictx, (size_t)(nops ? nops : 1) * sizeof(bool));
+	memset(cg->opdone, 0, (size_t)(nops ? nops : 1) * sizeof(bool));
 	for (int i = 0; i < m->nfuncs; i++)
 		ir_walk_func(m->funcs[i], count_uses, cg);
 	cg->nfuncs = m->nfuncs;

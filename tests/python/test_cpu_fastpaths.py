@@ -141,3 +141,25 @@ def test_exp_accuracy():
         ulp = np.abs(got[fin].astype(np.float64) - want[fin]) / np.spacing(want[fin])
         assert ulp.max() <= 2
         np.testing.assert_array_equal(got[~fin], want[~fin])
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)[None, :]
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    c = tl.load(c_ptr + rm * N + rn)
+    tl.store(d_ptr + rm * N + rn, tl.dot(a, b, acc=c))
+
+
+@pytest.mark.parametrize("M,K,N", [(16, 16, 16), (16, 32, 64), (32, 16, 128)])
+def test_dot_f32_register_tiles(M, K, N):
+    rng = np.random.default_rng(M * N)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    c = rng.standard_normal((M, N), dtype=np.float32)
+    d = np.zeros((M, N), np.float32)
+    dot_kernel[(1,)](a, b, c, d, M, K, N)
+    np.testing.assert_allclose(d, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)

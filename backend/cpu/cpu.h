@@ -27,11 +27,14 @@ typedef enum CgKind {
 	CV_SPLAT,  /* v: scalar SSA value; the block has it everywhere */
 	CV_BUF,    /* v: pointer to numel elements in scratch (or a caller's) */
 	CV_AFF,    /* v: element at flat index i is v + i (ints) or &v[i] (ptrs) */
+	CV_LAZY,   /* op: an elementwise op (or contiguous load) not yet computed;
+		    * its one user evaluates it element by element in its own loop */
 } CgKind;
 
 typedef struct CgVal {
 	CgKind kind;
 	LLVMValueRef v;
+	IrOp *op; /* CV_LAZY */
 } CgVal;
 
 typedef struct CgFunc {
@@ -69,6 +72,15 @@ typedef struct Cg {
 
 	CgVal *vals; /* indexed by IrValue.id */
 	int nvals;
+	int *nuses;         /* uses of each value (by id) */
+	IrBlock **useblk;   /* block of its (last) use */
+	IrOp **useop;       /* its (last) user */
+	bool *opdone;       /* by IrOp.id: lowered */
+	/* Loads left lazy (contiguous, one use): computed by their user unless
+	 * an op that may write memory comes first (cg_flush_loads). */
+	IrValue *pend[32];
+	int npend;
+	const IrValue *mask_on; /* a mask known to be all on where code is emitted */
 	CgFunc *funcs;
 	int nfuncs;
 
@@ -82,12 +94,29 @@ LLVMTypeRef cg_sty(Cg *cg, const IrType *t); /* storage type of a scalar IR type
 int cg_esize(const IrType *t);                /* bytes of one element */
 bool cg_soft_float(const IrType *t);          /* bf16 / fp8: computed in f32 */
 
+/* The value of v; a lazy value is computed into a buffer first (at the
+ * builder's position, once: the buffer replaces it). */
 CgVal cg_get(Cg *cg, const IrValue *v);
+/* The value of v, possibly CV_LAZY: for users that read it only through
+ * cg_elem, once per element. */
+CgVal cg_get_lazy(Cg *cg, const IrValue *v);
 void cg_set(Cg *cg, const IrValue *v, CgVal cv);
-static inline CgVal cg_scalar(LLVMValueRef v) { return (CgVal){CV_SCALAR, v}; }
-static inline CgVal cg_splat(LLVMValueRef v) { return (CgVal){CV_SPLAT, v}; }
-static inline CgVal cg_bufv(LLVMValueRef v) { return (CgVal){CV_BUF, v}; }
-static inline CgVal cg_aff(LLVMValueRef v) { return (CgVal){CV_AFF, v}; }
+/* Whether op's result may stay lazy: one use, in op's own block. */
+bool cg_may_defer(Cg *cg, const IrOp *op);
+static inline CgVal cg_scalar(LLVMValueRef v) { return (CgVal){CV_SCALAR, v, NULL}; }
+static inline CgVal cg_splat(LLVMValueRef v) { return (CgVal){CV_SPLAT, v, NULL}; }
+static inline CgVal cg_bufv(LLVMValueRef v) { return (CgVal){CV_BUF, v, NULL}; }
+static inline CgVal cg_aff(LLVMValueRef v) { return (CgVal){CV_AFF, v, NULL}; }
+static inline CgVal cg_lazy(IrOp *op) { return (CgVal){CV_LAZY, NULL, op}; }
+/* Whether lazy value cv reads buffer buf. */
+bool cg_lazy_reads(Cg *cg, CgVal cv, LLVMValueRef buf);
+/* Whether lazy value cv reads the (lazy) load v. */
+bool cg_lazy_uses(Cg *cg, CgVal cv, const IrValue *v);
+/* Whether lazy load v is still to be computed by a user not yet lowered. */
+bool cg_load_pending(Cg *cg, const IrValue *v);
+/* Computes the pending lazy loads of block blk into buffers (except those
+ * that keep(user, v) says to keep), and forgets those of other blocks. */
+void cg_flush_loads(Cg *cg, IrBlock *blk, bool (*keep)(void *, const IrValue *), void *user);
 /* Same value in every element: a scalar or a splat. */
 static inline bool cg_uniform(CgVal v) { return v.kind == CV_SCALAR || v.kind == CV_SPLAT; }
 
@@ -136,6 +165,8 @@ IrOp *cg_lower_block(Cg *cg, IrBlock *blk);
 /* elem.c: elementwise ops (arithmetic, compare, select, casts, math, extern,
  * addptr); scalar semantics in cg_scalar_op, block loops in cg_lower_elem. */
 LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs);
+/* Element i of lazy elementwise op (its result 0). */
+LLVMValueRef cg_lazy_elem(Cg *cg, IrOp *op, LLVMValueRef i);
 void cg_lower_elem(Cg *cg, IrOp *op);
 LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from,
 			const IrType *to, bool rtz);
@@ -150,6 +181,8 @@ void cg_lower_dot(Cg *cg, IrOp *op);
 
 /* mem.c: load, store, atomics, print, assert. */
 void cg_lower_mem(Cg *cg, IrOp *op);
+/* Element i of lazy load op. */
+LLVMValueRef cg_load_elem(Cg *cg, IrOp *op, LLVMValueRef i);
 
 /* ------------------------------------------------------------------------- */
 /* Runtime side (jit.c, launch.c)                                            */

@@ -36,6 +36,50 @@ static LLVMValueRef fp8_table(Cg *cg, bool e5)
 	return g;
 }
 
+static LLVMValueRef f32c(Cg *cg, double v) { return LLVMConstReal(cg->t_f32, v); }
+
+/* e^x (or 2^x) in f32 as straight-line code, so that loops of it vectorize
+ * (a call of expf does not): n = round(x log2 e), r = x - n ln 2 (in two
+ * parts), e^r by its Taylor polynomial to degree 7 on |r| <= ln2/2 (error
+ * below 2^-27), times 2^n built from exponent bits in two halves (so that
+ * results down to the subnormals are right). Within 2 ulp of expf; inf, 0
+ * and NaN where expf gives them. */
+static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool base2)
+{
+	LLVMBuilderRef b = cg->b;
+	LLVMTypeRef f = cg->t_f32;
+	LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+	LLVMValueRef lo = f32c(cg, base2 ? -150.0 : -104.0), hi = f32c(cg, base2 ? 128.5 : 88.8);
+	LLVMValueRef y = LLVMBuildSelect(b, nan, f32c(cg, 0), x, "");
+	y = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, y, lo, ""), lo, y, "");
+	y = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, y, hi, ""), hi, y, "");
+	LLVMValueRef t = base2 ? y : LLVMBuildFMul(b, y, f32c(cg, 1.4426950408889634), "");
+	LLVMValueRef n = cg_intrinsic(cg, "llvm.rint", &f, 1, &t, 1);
+	LLVMValueRef r;
+	if (base2) {
+		r = LLVMBuildFMul(b, LLVMBuildFSub(b, y, n, ""), f32c(cg, 0.6931471805599453), "");
+	} else {
+		LLVMValueRef a1[3] = {n, f32c(cg, -0.693359375), y};
+		r = cg_intrinsic(cg, "llvm.fma", &f, 1, a1, 3);
+		LLVMValueRef a2[3] = {n, f32c(cg, 2.12194440e-4), r};
+		r = cg_intrinsic(cg, "llvm.fma", &f, 1, a2, 3);
+	}
+	static const double coef[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+	LLVMValueRef p = f32c(cg, coef[0]);
+	for (int k = 1; k < 8; k++) {
+		LLVMValueRef args[3] = {p, r, f32c(cg, coef[k])};
+		p = cg_intrinsic(cg, "llvm.fma", &f, 1, args, 3);
+	}
+	LLVMValueRef ni = LLVMBuildFPToSI(b, n, cg->t_i32, "");
+	LLVMValueRef n1 = LLVMBuildAShr(b, ni, cg_i32(cg, 1), "");
+	LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+	LLVMValueRef s1 = LLVMBuildShl(b, LLVMBuildAdd(b, n1, cg_i32(cg, 127), ""), cg_i32(cg, 23), "");
+	LLVMValueRef s2 = LLVMBuildShl(b, LLVMBuildAdd(b, n2, cg_i32(cg, 127), ""), cg_i32(cg, 23), "");
+	p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, s1, f, ""), "");
+	p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, s2, f, ""), "");
+	return LLVMBuildSelect(b, nan, x, p, "");
+}
+
 LLVMValueRef cg_to_f32(Cg *cg, LLVMValueRef x, const IrType *t)
 {
 	switch (ir_scalar(t)->kind) {
@@ -424,8 +468,13 @@ LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 		}
 		case OP_CMP: return cmp(cg, op, ot, a[0], a[1]);
 		case OP_FMA: r = cg_intrinsic(cg, "llvm.fma", &ft, 1, a, 3); break;
-		case OP_EXP: r = cg_intrinsic(cg, "llvm.exp", &ft, 1, a, 1); break;
-		case OP_EXP2: r = cg_intrinsic(cg, "llvm.exp2", &ft, 1, a, 1); break;
+		case OP_EXP:
+		case OP_EXP2:
+			if (ft == cg->t_f32)
+				r = exp_f32(cg, a[0], opc == OP_EXP2);
+			else
+				r = cg_intrinsic(cg, opc == OP_EXP ? "llvm.exp" : "llvm.exp2", &ft, 1, a, 1);
+			break;
 		case OP_LOG: r = cg_intrinsic(cg, "llvm.log", &ft, 1, a, 1); break;
 		case OP_LOG2: r = cg_intrinsic(cg, "llvm.log2", &ft, 1, a, 1); break;
 		case OP_SQRT: r = cg_intrinsic(cg, "llvm.sqrt", &ft, 1, a, 1); break;
@@ -507,7 +556,7 @@ void cg_lower_elem(Cg *cg, IrOp *op)
 	CgVal cv[8];
 	bool uniform = true;
 	for (int i = 0; i < n; i++) {
-		cv[i] = cg_get(cg, op->ops[i]);
+		cv[i] = cg_get_lazy(cg, op->ops[i]);
 		uniform &= cg_uniform(cv[i]);
 	}
 	/* Affine values stay symbolic through + - and addptr with a uniform:
@@ -542,12 +591,24 @@ void cg_lower_elem(Cg *cg, IrOp *op)
 		cg_set(cg, &op->res[0], ir_is_block(rt) ? cg_splat(r) : cg_scalar(r));
 		return;
 	}
+	/* With one use in this block, the op is computed inside its user's
+	 * loop (chains of elementwise ops become one loop, no scratch). */
+	if (cg_may_defer(cg, op)) {
+		cg_set(cg, &op->res[0], cg_lazy(op));
+		return;
+	}
 	LLVMValueRef buf = cg_newbuf(cg, rt);
 	CgLoop l;
 	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, rt->numel));
-	for (int k = 0; k < n; k++)
-		xs[k] = cg_elem(cg, cv[k], op->ops[k]->type, i);
-	cg_store_elem(cg, buf, rt, i, cg_scalar_op(cg, op, xs));
+	cg_store_elem(cg, buf, rt, i, cg_lazy_elem(cg, op, i));
 	cg_loop_end(cg, &l);
 	cg_set(cg, &op->res[0], cg_bufv(buf));
+}
+
+LLVMValueRef cg_lazy_elem(Cg *cg, IrOp *op, LLVMValueRef i)
+{
+	LLVMValueRef xs[8];
+	for (int k = 0; k < op->nops && k < 8; k++)
+		xs[k] = cg_elem(cg, cg_get_lazy(cg, op->ops[k]), op->ops[k]->type, i);
+	return cg_scalar_op(cg, op, xs);
 }

@@ -5,6 +5,12 @@
  * atomic counter and calls the kernel's entry on them. Each participant
  * owns a scratch buffer (the kernel's block values) that grows as needed.
  *
+ * Hand-off: a launch publishes one atomic word (generation << 16 | number
+ * of participants). Workers spin on it for a short while after each job
+ * (back-to-back launches then start without a wake-up through the kernel),
+ * then sleep on a condition variable; the caller likewise spins briefly for
+ * the last worker before sleeping.
+ *
  * Launches are serialized by a mutex, so several Python threads may launch
  * at once. A failed device assert longjmps back to its participant, which
  * stops; the others stop at their next chunk and the launch reports the
@@ -24,13 +30,16 @@ typedef struct Slot {
 	int64_t cap;
 } Slot;
 
+enum { SPIN = 4000 }; /* polls (with a pause) before sleeping */
+
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	int nslots; /* pool threads + the caller (slot 0) */
 	Slot *slots;
-	unsigned gen;
-	int active, pending;
+	_Atomic uint64_t word; /* generation << 16 | participants */
+	atomic_int pending; /* workers of the current job still running */
+	int sleepers;       /* workers waiting on `work` (under mu) */
 	/* the job */
 	BeCpuKernel *k;
 	void **params;
@@ -75,22 +84,40 @@ static void run_chunks(Slot *s)
 	}
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 static void *worker_main(void *arg)
 {
 	int idx = (int)(intptr_t)arg;
-	unsigned seen = 0;
-	pthread_mutex_lock(&pool.mu);
+	uint64_t seen = 0;
 	for (;;) {
-		while (pool.gen == seen)
-			pthread_cond_wait(&pool.work, &pool.mu);
-		seen = pool.gen;
-		if (idx >= pool.active)
+		uint64_t w = atomic_load_explicit(&pool.word, memory_order_acquire);
+		for (int i = 0; i < SPIN && w == seen; i++) {
+			cpu_relax();
+			w = atomic_load_explicit(&pool.word, memory_order_acquire);
+		}
+		if (w == seen) {
+			pthread_mutex_lock(&pool.mu);
+			pool.sleepers++;
+			while ((w = atomic_load(&pool.word)) == seen)
+				pthread_cond_wait(&pool.work, &pool.mu);
+			pool.sleepers--;
+			pthread_mutex_unlock(&pool.mu);
+		}
+		seen = w;
+		if (idx >= (int)(w & 0xffff))
 			continue;
-		pthread_mutex_unlock(&pool.mu);
 		run_chunks(&pool.slots[idx]);
-		pthread_mutex_lock(&pool.mu);
-		if (--pool.pending == 0)
+		if (atomic_fetch_sub(&pool.pending, 1) == 1) {
+			pthread_mutex_lock(&pool.mu);
 			pthread_cond_signal(&pool.done);
+			pthread_mutex_unlock(&pool.mu);
+		}
 	}
 	return NULL;
 }
@@ -166,19 +193,24 @@ int be_cpu_launch(BeCpuKernel *k, const int grid[3], void **params, int nthreads
 	atomic_store(&pool.launch.failed, 0);
 	pool.launch.msg[0] = 0;
 	if (active > 1) {
+		atomic_store(&pool.pending, active - 1);
 		pthread_mutex_lock(&pool.mu);
-		pool.active = active;
-		pool.pending = active - 1;
-		pool.gen++;
-		pthread_cond_broadcast(&pool.work);
+		uint64_t gen = (atomic_load(&pool.word) >> 16) + 1;
+		atomic_store_explicit(&pool.word, (gen << 16) | (uint64_t)active, memory_order_release);
+		if (pool.sleepers)
+			pthread_cond_broadcast(&pool.work);
 		pthread_mutex_unlock(&pool.mu);
 	}
 	run_chunks(&pool.slots[0]);
 	if (active > 1) {
-		pthread_mutex_lock(&pool.mu);
-		while (pool.pending > 0)
-			pthread_cond_wait(&pool.done, &pool.mu);
-		pthread_mutex_unlock(&pool.mu);
+		for (int i = 0; i < SPIN && atomic_load(&pool.pending) > 0; i++)
+			cpu_relax();
+		if (atomic_load(&pool.pending) > 0) {
+			pthread_mutex_lock(&pool.mu);
+			while (atomic_load(&pool.pending) > 0)
+				pthread_cond_wait(&pool.done, &pool.mu);
+			pthread_mutex_unlock(&pool.mu);
+		}
 	}
 	int rc = 0;
 	if (atomic_load(&pool.launch.failed)) {

@@ -66,14 +66,84 @@ bool cg_soft_float(const IrType *t)
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
 
-CgVal cg_get(Cg *cg, const IrValue *v)
+CgVal cg_get_lazy(Cg *cg, const IrValue *v)
 {
 	if (v->id < 0 || v->id >= cg->nvals || cg->vals[v->id].kind == CV_NONE) {
 		cg_fail(cg, v->def, "value used before it was lowered");
 		LLVMTypeRef t = ir_is_block(v->type) ? cg->t_ptr : cg_sty(cg, v->type);
-		return (CgVal){ir_is_block(v->type) ? CV_SPLAT : CV_SCALAR, LLVMGetUndef(t)};
+		return (CgVal){ir_is_block(v->type) ? CV_SPLAT : CV_SCALAR, LLVMGetUndef(t), NULL};
 	}
 	return cg->vals[v->id];
+}
+
+CgVal cg_get(Cg *cg, const IrValue *v)
+{
+	CgVal cv = cg_get_lazy(cg, v);
+	if (cv.kind != CV_LAZY)
+		return cv;
+	cv = cg_bufv(cg_materialize(cg, cv, v->type));
+	cg->vals[v->id] = cv;
+	return cv;
+}
+
+bool cg_may_defer(Cg *cg, const IrOp *op)
+{
+	const IrValue *r = &op->res[0];
+	return op->nres == 1 && ir_is_block(r->type) && r->id >= 0 && r->id < cg->nvals &&
+	       cg->nuses[r->id] == 1 && cg->useblk[r->id] == op->parent;
+}
+
+bool cg_lazy_uses(Cg *cg, CgVal cv, const IrValue *v)
+{
+	if (cv.kind != CV_LAZY)
+		return false;
+	if (&cv.op->res[0] == v)
+		return true;
+	for (int k = 0; k < cv.op->nops; k++)
+		if (cg_lazy_uses(cg, cg_get_lazy(cg, cv.op->ops[k]), v))
+			return true;
+	return false;
+}
+
+bool cg_load_pending(Cg *cg, const IrValue *v)
+{
+	for (int depth = 0; depth < 1000; depth++) {
+		if (cg->vals[v->id].kind != CV_LAZY)
+			return false;
+		IrOp *u = cg->useop[v->id];
+		if (!u || !cg->opdone[u->id])
+			return true;
+		if (u->nres != 1)
+			return false;
+		v = &u->res[0];
+	}
+	return true;
+}
+
+void cg_flush_loads(Cg *cg, IrBlock *blk, bool (*keep)(void *, const IrValue *), void *user)
+{
+	int n = 0;
+	for (int k = 0; k < cg->npend; k++) {
+		IrValue *v = cg->pend[k];
+		if (v->def->parent != blk || !cg_load_pending(cg, v))
+			continue;
+		if (keep && keep(user, v)) {
+			cg->pend[n++] = v;
+			continue;
+		}
+		cg_get(cg, v);
+	}
+	cg->npend = n;
+}
+
+bool cg_lazy_reads(Cg *cg, CgVal cv, LLVMValueRef buf)
+{
+	if (cv.kind != CV_LAZY)
+		return cv.kind == CV_BUF && cv.v == buf;
+	for (int k = 0; k < cv.op->nops; k++)
+		if (cg_lazy_reads(cg, cg_get_lazy(cg, cv.op->ops[k]), buf))
+			return true;
+	return false;
 }
 
 void cg_set(Cg *cg, const IrValue *v, CgVal cv) { cg->vals[v->id] = cv; }
@@ -98,6 +168,8 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 {
 	if (cg_uniform(cv))
 		return cv.v;
+	if (cv.kind == CV_LAZY)
+		return cv.op->opc == OP_LOAD ? cg_load_elem(cg, cv.op, i) : cg_lazy_elem(cg, cv.op, i);
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
 	if (cv.kind == CV_AFF) {
 		if (ir_scalar(t)->kind == TY_PTR) {
@@ -107,15 +179,25 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 		}
 		return LLVMBuildAdd(cg->b, cv.v, LLVMBuildTrunc(cg->b, i, et, ""), "");
 	}
+	/* i1 elements are bytes in memory (i1 loads and stores do not vectorize) */
+	bool bit = ir_scalar(t)->kind == TY_I1;
+	if (bit)
+		et = cg->t_i8;
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, cv.v, &i, 1, "");
 	LLVMValueRef x = LLVMBuildLoad2(cg->b, et, p, "");
 	set_align(x, t);
+	if (bit)
+		x = LLVMBuildTrunc(cg->b, x, cg->t_i1, "");
 	return x;
 }
 
 void cg_store_elem(Cg *cg, LLVMValueRef buf, const IrType *t, LLVMValueRef i, LLVMValueRef x)
 {
 	LLVMTypeRef et = cg_sty(cg, ir_scalar(t));
+	if (ir_scalar(t)->kind == TY_I1) {
+		et = cg->t_i8;
+		x = LLVMBuildZExt(cg->b, x, et, "");
+	}
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, buf, &i, 1, "");
 	set_align(LLVMBuildStore(cg->b, x, p), t);
 }
@@ -227,12 +309,17 @@ static void slots_write(Cg *cg, Slot *s, int n, IrValue *const *vals)
 {
 	CgVal *cv = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(CgVal));
 	for (int i = 0; i < n; i++)
-		cv[i] = cg_get(cg, vals[i]);
+		cv[i] = cg_get_lazy(cg, vals[i]);
 	for (int i = 0; i < n; i++) {
-		if (!s[i].isbuf || cv[i].kind != CV_BUF)
+		if (!s[i].isbuf) {
+			if (cv[i].kind == CV_LAZY)
+				cv[i] = cg_get(cg, vals[i]);
+			continue;
+		}
+		if (cv[i].kind != CV_BUF && cv[i].kind != CV_LAZY)
 			continue;
 		for (int k = 0; k < n; k++) {
-			if (k != i && s[k].isbuf && s[k].p == cv[i].v) {
+			if (k != i && s[k].isbuf && cg_lazy_reads(cg, cv[i], s[k].p)) {
 				LLVMValueRef tmp = cg_newbuf(cg, s[i].t);
 				cg_copy_to(cg, tmp, cv[i], s[i].t);
 				cv[i] = cg_bufv(tmp);
@@ -440,7 +527,7 @@ static void lower_return(Cg *cg, IrOp *op)
 {
 	for (int i = 0; i < op->nops && cg->outs; i++) {
 		const IrType *t = op->ops[i]->type;
-		CgVal v = cg_get(cg, op->ops[i]);
+		CgVal v = cg_get_lazy(cg, op->ops[i]);
 		if (ir_is_block(t))
 			cg_copy_to(cg, cg->outs[i], v, t);
 		else
@@ -477,7 +564,28 @@ static void lower_constant(Cg *cg, IrOp *op)
 	cg_set(cg, &op->res[0], ir_is_block(t) ? cg_splat(c) : cg_scalar(c));
 }
 
+static void lower_op_(Cg *cg, IrOp *op);
+
+/* Ops that may write memory first compute the lazy loads still pending
+ * (stores decide for themselves, mem.c). */
 static void lower_op(Cg *cg, IrOp *op)
+{
+	switch (op->opc) {
+	case OP_ATOMIC_RMW:
+	case OP_ATOMIC_CAS:
+	case OP_CALL:
+	case OP_FOR:
+	case OP_IF:
+	case OP_WHILE:
+		cg_flush_loads(cg, op->parent, NULL, NULL);
+		break;
+	default: break;
+	}
+	lower_op_(cg, op);
+	cg->opdone[op->id] = true;
+}
+
+static void lower_op_(Cg *cg, IrOp *op)
 {
 	const IrOpInfo *info = ir_opinfo(op->opc);
 	switch (op->opc) {
@@ -563,6 +671,12 @@ IrOp *cg_lower_block(Cg *cg, IrBlock *blk)
 /* Functions and the module                                                  */
 /* ------------------------------------------------------------------------- */
 
+static void number_ops(IrOp *op, void *user)
+{
+	int *n = user;
+	op->id = (*n)++;
+}
+
 static void number_values(IrOp *op, void *user)
 {
 	int *n = user;
@@ -571,6 +685,19 @@ static void number_values(IrOp *op, void *user)
 	for (int r = 0; r < op->nregions; r++)
 		for (int i = 0; i < op->regions[r]->nargs; i++)
 			op->regions[r]->args[i]->id = (*n)++;
+}
+
+static void count_uses(IrOp *op, void *user)
+{
+	Cg *cg = user;
+	for (int i = 0; i < op->nops; i++) {
+		int id = op->ops[i]->id;
+		if (id >= 0 && id < cg->nvals) {
+			cg->nuses[id]++;
+			cg->useblk[id] = op->parent;
+			cg->useop[id] = op;
+		}
+	}
 }
 
 static void declare_func(Cg *cg, CgFunc *cf, int idx)
@@ -614,6 +741,8 @@ static void lower_func(Cg *cg, CgFunc *cf)
 	cg->fn = cf->fn;
 	cg->ssize = 0;
 	cg->npatch = 0;
+	cg->npend = 0;
+	cg->mask_on = NULL;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "entry");
 	LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "start");
 	LLVMPositionBuilderAtEnd(cg->ab, entry);
@@ -744,6 +873,18 @@ IrError *cg_lower_module(Cg *cg, IrFunc *kernel, const char *entry_name, int64_t
 	}
 	cg->nvals = n;
 	cg->vals = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(CgVal));
+	cg->nuses = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(int));
+	cg->useblk = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(IrBlock *));
+	cg->useop = ir_alloc(cg->ictx, (size_t)(n ? n : 1) * sizeof(IrOp *));
+	memset(cg->nuses, 0, (size_t)(n ? n : 1) * sizeof(int));
+	memset(cg->useop, 0, (size_t)(n ? n : 1) * sizeof(IrOp *));
+	int nops = 0;
+	for (int i = 0; i < m->nfuncs; i++)
+		ir_walk_func(m->funcs[i], number_ops, &nops);
+	cg->opdone = ir_alloc(cg->ictx, (size_t)(nops ? nops : 1) * sizeof(bool));
+	memset(cg->opdone, 0, (size_t)(nops ? nops : 1) * sizeof(bool));
+	for (int i = 0; i < m->nfuncs; i++)
+		ir_walk_func(m->funcs[i], count_uses, cg);
 	cg->nfuncs = m->nfuncs;
 	cg->funcs = ir_alloc(cg->ictx, (size_t)(m->nfuncs ? m->nfuncs : 1) * sizeof(CgFunc));
 	int kidx = -1;

@@ -135,72 +135,249 @@ static LLVMValueRef atomic_elem(Cg *cg, const IrOp *op, LLVMValueRef *xs, const 
 	return LLVMBuildAtomicRMW(cg->b, bop, xs[0], xs[1], ordering(op, false), 0);
 }
 
-static void lower_access(Cg *cg, IrOp *op)
+/* One load, store or atomic: its operands (pointer and values), mask and
+ * `other`, as lowered values. */
+typedef struct Access {
+	IrOp *op;
+	const IrType *et;
+	int nv;
+	CgVal cv[3];
+	const IrType *ct[3];
+	const IrValue *mv, *ov;
+	CgVal mask, other;
+	bool block;    /* some operand is a block */
+	int64_t numel; /* elements of the block */
+} Access;
+
+/* Element i (NULL for scalars) of the access; guarded by the mask when
+ * masked. Returns the loaded or old value, or NULL for a store. */
+static LLVMValueRef access_elem(Cg *cg, const Access *a, LLVMValueRef i, bool masked)
+{
+	IrOpcode opc = a->op->opc;
+	LLVMValueRef xs[3];
+	for (int k = 0; k < a->nv; k++)
+		xs[k] = cg_elem(cg, a->cv[k], a->ct[k], i);
+	Guard g;
+	if (masked)
+		guard_begin(cg, &g, cg_elem(cg, a->mask, a->mv->type, i));
+	LLVMValueRef r = NULL;
+	if (opc == OP_LOAD)
+		r = load_elem(cg, a->op, xs[0], a->et);
+	else if (opc == OP_STORE)
+		store_elem(cg, xs[0], a->et, xs[1]);
+	else
+		r = atomic_elem(cg, a->op, xs, a->et);
+	if (masked) {
+		LLVMValueRef off = NULL;
+		if (r)
+			off = a->other.kind != CV_NONE ? cg_elem(cg, a->other, a->ov->type, i)
+							: zero_of(cg, a->et);
+		r = guard_end(cg, &g, r, off);
+	}
+	return r;
+}
+
+static void access_loop(Cg *cg, const Access *a, LLVMValueRef out, const IrType *rt, int64_t numel,
+			bool masked)
+{
+	CgLoop l;
+	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+	LLVMValueRef r = access_elem(cg, a, i, masked);
+	if (out)
+		cg_store_elem(cg, out, rt, i, r);
+	cg_loop_end(cg, &l);
+}
+
+/* i1: every element of block mask m is true. */
+static LLVMValueRef mask_all(Cg *cg, CgVal m, const IrType *t, int64_t numel)
+{
+	LLVMValueRef all = cg_alloca(cg, cg->t_i1);
+	LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 1, 0), all);
+	CgLoop l;
+	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+	LLVMValueRef x = cg_elem(cg, m, t, i);
+	LLVMValueRef acc = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+	LLVMBuildStore(cg->b, LLVMBuildAnd(cg->b, acc, x, ""), all);
+	cg_loop_end(cg, &l);
+	return LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+}
+
+/* Fills a from op's lowered operands; false (after cg_fail) when the access
+ * is not supported. */
+static bool access_init(Cg *cg, IrOp *op, Access *a)
 {
 	IrOpcode opc = op->opc;
 	const IrType *pt = op->ops[0]->type;
 	const IrType *et = ir_scalar(pt)->elem;
 	if (!et || et->kind == TY_BLOCK) {
 		cg_fail(cg, op, "%s: block pointers are not supported on the CPU", ir_opinfo(opc)->name);
-		return;
+		return false;
 	}
 	if ((opc == OP_ATOMIC_RMW || opc == OP_ATOMIC_CAS) && cg_soft_float(et)) {
 		cg_fail(cg, op, "%s on %s is not supported on the CPU", ir_opinfo(opc)->name, ir_kind_name(et->kind));
-		return;
+		return false;
 	}
 	int maskidx = opc == OP_LOAD ? 1 : opc == OP_STORE ? 2 : opc == OP_ATOMIC_RMW ? 2 : -1;
 	const IrValue *mv = maskidx >= 0 && op->nops > maskidx ? op->ops[maskidx] : NULL;
 	const IrValue *ov = opc == OP_LOAD && op->nops > 2 ? op->ops[2] : NULL;
-	int nv = opc == OP_LOAD ? 1 : opc == OP_ATOMIC_CAS ? 3 : 2; /* ptr + values */
-	CgVal cv[3];
-	const IrType *ct[3];
-	bool block = false;
-	for (int k = 0; k < nv; k++) {
-		cv[k] = cg_get(cg, op->ops[k]);
-		ct[k] = op->ops[k]->type;
-		block |= ir_is_block(ct[k]);
+	*a = (Access){.op = op, .et = et, .mv = mv, .ov = ov};
+	a->nv = opc == OP_LOAD ? 1 : opc == OP_ATOMIC_CAS ? 3 : 2; /* ptr + values */
+	for (int k = 0; k < a->nv; k++) {
+		a->cv[k] = cg_get_lazy(cg, op->ops[k]);
+		a->ct[k] = op->ops[k]->type;
+		a->block |= ir_is_block(a->ct[k]);
 	}
-	CgVal mask = mv ? cg_get(cg, mv) : (CgVal){CV_NONE, NULL};
-	CgVal other = ov ? cg_get(cg, ov) : (CgVal){CV_NONE, NULL};
-	block |= mv && ir_is_block(mv->type);
+	a->mask = mv ? cg_get_lazy(cg, mv) : (CgVal){CV_NONE, NULL, NULL};
+	a->other = ov ? cg_get_lazy(cg, ov) : (CgVal){CV_NONE, NULL, NULL};
+	a->block |= mv && ir_is_block(mv->type);
+	a->numel = ir_is_block(pt) ? pt->numel : mv ? mv->type->numel : 1;
+	return true;
+}
+
+LLVMValueRef cg_load_elem(Cg *cg, IrOp *op, LLVMValueRef i)
+{
+	Access a;
+	if (!access_init(cg, op, &a))
+		return LLVMGetUndef(cg_sty(cg, ir_scalar(op->res[0].type)));
+	return access_elem(cg, &a, i, a.mv && a.mv != cg->mask_on);
+}
+
+/* Emits the loops of a block access (result in out, if any). A load or store
+ * under a block mask checks the mask once: when every element is on (the
+ * whole block in bounds), a loop without per-element guards runs, which
+ * becomes plain vector loads and stores. */
+static void access_loops(Cg *cg, const Access *a, LLVMValueRef out, const IrType *rt)
+{
+	IrOpcode opc = a->op->opc;
+	bool split = a->mv && !cg_uniform(a->mask) && (opc == OP_LOAD || opc == OP_STORE);
+	if (!split) {
+		access_loop(cg, a, out, rt, a->numel, a->mv != NULL);
+		return;
+	}
+	LLVMValueRef all = mask_all(cg, a->mask, a->mv->type, a->numel);
+	LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.all");
+	LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.some");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "m.done");
+	LLVMBuildCondBr(cg->b, all, fast, slow);
+	LLVMPositionBuilderAtEnd(cg->b, fast);
+	const IrValue *was = cg->mask_on;
+	cg->mask_on = a->mv; /* lazy loads under the same mask need no guard */
+	access_loop(cg, a, out, rt, a->numel, false);
+	cg->mask_on = was;
+	LLVMBuildBr(cg->b, join);
+	LLVMPositionBuilderAtEnd(cg->b, slow);
+	access_loop(cg, a, out, rt, a->numel, true);
+	LLVMBuildBr(cg->b, join);
+	LLVMPositionBuilderAtEnd(cg->b, join);
+}
+
+/* A contiguous block load with one use in its block stays lazy: its user
+ * reads memory element by element in its own loop (no scratch copy). */
+static bool defer_load(Cg *cg, IrOp *op, const Access *a)
+{
+	return a->block && a->cv[0].kind == CV_AFF && !ir_op_int(op, "volatile", 0) &&
+	       cg_may_defer(cg, op) && cg->npend < (int)(sizeof cg->pend / sizeof cg->pend[0]);
+}
+
+typedef struct StoreCtx {
+	Cg *cg;
+	Access *a;
+} StoreCtx;
+
+/* Pending loads a store may read in its own loop: contiguous, read by the
+ * store's operands, with the store contiguous too (checked at run time). */
+static bool store_keeps(void *user, const IrValue *v)
+{
+	StoreCtx *sc = user;
+	Cg *cg = sc->cg;
+	if (sc->a->cv[0].kind != CV_AFF || !sc->a->block)
+		return false;
+	CgVal ops[3] = {sc->a->cv[0], sc->a->cv[1], sc->a->mask};
+	for (int k = 0; k < 3; k++)
+		if (cg_lazy_uses(cg, ops[k], v))
+			return true;
+	return false;
+}
+
+static LLVMValueRef ptr_int(Cg *cg, LLVMValueRef p)
+{
+	return LLVMBuildPtrToInt(cg->b, p, cg->t_i64, "");
+}
+
+/* A store whose operands read pending lazy loads: if at run time each load
+ * is the very same range (element i read, then written) or does not overlap
+ * the stored range, one loop loads, computes and stores; otherwise the loads
+ * go to scratch first. */
+static void lower_store(Cg *cg, IrOp *op)
+{
+	Access a;
+	if (!access_init(cg, op, &a))
+		return;
+	StoreCtx sc = {cg, &a};
+	cg_flush_loads(cg, op->parent, store_keeps, &sc);
+	if (!a.block || cg->npend == 0) {
+		if (a.block)
+			access_loops(cg, &a, NULL, NULL);
+		else
+			access_elem(cg, &a, NULL, a.mv != NULL);
+		return;
+	}
+	int es = cg_esize(a.et);
+	LLVMValueRef sp = ptr_int(cg, a.cv[0].v);
+	LLVMValueRef se = LLVMBuildAdd(cg->b, sp, cg_i64(cg, a.numel * es), "");
+	LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
+	for (int k = 0; k < cg->npend; k++) {
+		IrOp *ld = cg->pend[k]->def;
+		int les = cg_esize(ir_scalar(ld->ops[0]->type)->elem);
+		LLVMValueRef lp = ptr_int(cg, cg_get_lazy(cg, ld->ops[0]).v);
+		LLVMValueRef le = LLVMBuildAdd(cg->b, lp, cg_i64(cg, a.numel * les), "");
+		LLVMValueRef c = LLVMBuildOr(cg->b, LLVMBuildICmp(cg->b, LLVMIntULE, se, lp, ""),
+					     LLVMBuildICmp(cg->b, LLVMIntULE, le, sp, ""), "");
+		if (les == es)
+			c = LLVMBuildOr(cg->b, c, LLVMBuildICmp(cg->b, LLVMIntEQ, sp, lp, ""), "");
+		ok = LLVMBuildAnd(cg->b, ok, c, "");
+	}
+	LLVMBasicBlockRef fused = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.fused");
+	LLVMBasicBlockRef copy = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.copy");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.done");
+	LLVMBuildCondBr(cg->b, ok, fused, copy);
+	LLVMPositionBuilderAtEnd(cg->b, fused);
+	access_loops(cg, &a, NULL, NULL);
+	LLVMBuildBr(cg->b, join);
+	LLVMPositionBuilderAtEnd(cg->b, copy);
+	cg_flush_loads(cg, op->parent, NULL, NULL);
+	if (!access_init(cg, op, &a))
+		return;
+	access_loops(cg, &a, NULL, NULL);
+	LLVMBuildBr(cg->b, join);
+	LLVMPositionBuilderAtEnd(cg->b, join);
+}
+
+static void lower_access(Cg *cg, IrOp *op)
+{
+	if (op->opc == OP_STORE) {
+		lower_store(cg, op);
+		return;
+	}
+	Access a;
+	if (!access_init(cg, op, &a))
+		return;
 	const IrType *rt = op->nres ? op->res[0].type : NULL;
-	LLVMValueRef out = NULL;
-	CgLoop l;
-	LLVMValueRef i = NULL;
-	if (block) {
+	if (!a.block) {
+		LLVMValueRef r = access_elem(cg, &a, NULL, a.mv != NULL);
 		if (rt)
-			out = cg_newbuf(cg, rt);
-		int64_t numel = ir_is_block(pt) ? pt->numel : mv ? mv->type->numel : 1;
-		i = cg_loop_begin(cg, &l, cg_i64(cg, numel));
+			cg_set(cg, &op->res[0], cg_scalar(r));
+		return;
 	}
-	LLVMValueRef xs[3];
-	for (int k = 0; k < nv; k++)
-		xs[k] = cg_elem(cg, cv[k], ct[k], i);
-	Guard g;
-	if (mv)
-		guard_begin(cg, &g, cg_elem(cg, mask, mv->type, i));
-	LLVMValueRef r = NULL;
-	if (opc == OP_LOAD)
-		r = load_elem(cg, op, xs[0], et);
-	else if (opc == OP_STORE)
-		store_elem(cg, xs[0], et, xs[1]);
-	else
-		r = atomic_elem(cg, op, xs, et);
-	if (mv) {
-		LLVMValueRef off = NULL;
-		if (r)
-			off = other.kind != CV_NONE ? cg_elem(cg, other, ov->type, i) : zero_of(cg, et);
-		r = guard_end(cg, &g, r, off);
+	if (op->opc == OP_LOAD && defer_load(cg, op, &a)) {
+		cg_set(cg, &op->res[0], cg_lazy(op));
+		cg->pend[cg->npend++] = &op->res[0];
+		return;
 	}
-	if (block) {
-		if (rt)
-			cg_store_elem(cg, out, rt, i, r);
-		cg_loop_end(cg, &l);
-		if (rt)
-			cg_set(cg, &op->res[0], cg_bufv(out));
-	} else if (rt) {
-		cg_set(cg, &op->res[0], cg_scalar(r));
-	}
+	LLVMValueRef out = rt ? cg_newbuf(cg, rt) : NULL;
+	access_loops(cg, &a, out, rt);
+	if (rt)
+		cg_set(cg, &op->res[0], cg_bufv(out));
 }
 
 static LLVMValueRef gstr(Cg *cg, const char *s)

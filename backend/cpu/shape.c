@@ -155,7 +155,7 @@ static void lower_histogram(Cg *cg, IrOp *op)
 	const IrType *xt = op->ops[0]->type, *rt = op->res[0].type;
 	const IrType *xe = ir_scalar(xt);
 	CgVal x = cg_get(cg, op->ops[0]);
-	CgVal mask = op->nops > 1 ? cg_get(cg, op->ops[1]) : (CgVal){CV_NONE, NULL};
+	CgVal mask = op->nops > 1 ? cg_get(cg, op->ops[1]) : (CgVal){CV_NONE, NULL, NULL};
 	int64_t bins = rt->numel;
 	LLVMValueRef buf = cg_newbuf(cg, rt);
 	cg_copy_to(cg, buf, cg_splat(cg_i32(cg, 0)), rt);
@@ -274,6 +274,66 @@ static bool combine(Cg *cg, IrOp *op, int n, LLVMValueRef *lhs, LLVMValueRef *rh
 	return true;
 }
 
+/* Reduction along a contiguous axis (inner == 1) of A = k * RED_LANES
+ * elements: RED_LANES partial results, lane j combining elements j, j + W,
+ * j + 2W, ... (a loop over lanes that vectorizes), then the lanes combined in
+ * order. The combiner must be associative and commutative, as on the GPU,
+ * where the order is a tree. acc[k]: outer results per operand. */
+enum { RED_LANES = 16 };
+
+static void reduce_lanes(Cg *cg, IrOp *op, int n, CgVal *x, const IrType **xt, LLVMValueRef *acc,
+			 const IrType **at, int64_t outer, int64_t A)
+{
+	LLVMValueRef part[8];
+	const IrType *pt[8];
+	for (int k = 0; k < n; k++) {
+		pt[k] = flat_type(cg, ir_scalar(xt[k]), RED_LANES);
+		part[k] = cg_newbuf(cg, pt[k]);
+	}
+	LLVMValueRef W = cg_i64(cg, RED_LANES);
+	CgLoop lo, la, lj;
+	LLVMValueRef o = cg_loop_begin(cg, &lo, cg_i64(cg, outer));
+	LLVMValueRef obase = LLVMBuildNSWMul(cg->b, o, cg_i64(cg, A), "");
+	/* lanes start with the first W elements */
+	LLVMValueRef j = cg_loop_begin(cg, &lj, W);
+	LLVMValueRef xi = LLVMBuildNSWAdd(cg->b, obase, j, "");
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, part[k], pt[k], j, cg_elem(cg, x[k], xt[k], xi));
+	cg_loop_end(cg, &lj);
+	/* the other A / W - 1 groups */
+	LLVMValueRef a = cg_loop_begin(cg, &la, cg_i64(cg, A / RED_LANES - 1));
+	LLVMValueRef gbase = LLVMBuildNSWAdd(
+		cg->b, obase, LLVMBuildNSWMul(cg->b, LLVMBuildNSWAdd(cg->b, a, cg_i64(cg, 1), ""), W, ""), "");
+	j = cg_loop_begin(cg, &lj, W);
+	xi = LLVMBuildNSWAdd(cg->b, gbase, j, "");
+	LLVMValueRef lhs[8], rhs[8], res[8];
+	for (int k = 0; k < n; k++) {
+		lhs[k] = cg_elem(cg, cg_bufv(part[k]), pt[k], j);
+		rhs[k] = cg_elem(cg, x[k], xt[k], xi);
+	}
+	if (!combine(cg, op, n, lhs, rhs, res))
+		return;
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, part[k], pt[k], j, res[k]);
+	cg_loop_end(cg, &lj);
+	cg_loop_end(cg, &la);
+	/* lanes in order: acc = part[0] op part[1] op ... */
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, acc[k], at[k], o, cg_elem(cg, cg_bufv(part[k]), pt[k], cg_i64(cg, 0)));
+	j = cg_loop_begin(cg, &lj, cg_i64(cg, RED_LANES - 1));
+	LLVMValueRef jn = LLVMBuildNSWAdd(cg->b, j, cg_i64(cg, 1), "");
+	for (int k = 0; k < n; k++) {
+		lhs[k] = cg_elem(cg, cg_bufv(acc[k]), at[k], o);
+		rhs[k] = cg_elem(cg, cg_bufv(part[k]), pt[k], jn);
+	}
+	if (!combine(cg, op, n, lhs, rhs, res))
+		return;
+	for (int k = 0; k < n; k++)
+		cg_store_elem(cg, acc[k], at[k], o, res[k]);
+	cg_loop_end(cg, &lj);
+	cg_loop_end(cg, &lo);
+}
+
 void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 {
 	int n = op->nops;
@@ -297,10 +357,21 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 	LLVMValueRef acc[8];
 	const IrType *at[8], *xt[8];
 	for (int k = 0; k < n; k++) {
-		x[k] = cg_get(cg, op->ops[k]);
+		x[k] = cg_get_lazy(cg, op->ops[k]);
 		xt[k] = op->ops[k]->type;
 		at[k] = scan ? xt[k] : flat_type(cg, ir_scalar(xt[k]), outer * inner);
 		acc[k] = cg_newbuf(cg, at[k]);
+	}
+	if (!scan && inner == 1 && A >= 2 * RED_LANES && A % RED_LANES == 0) {
+		reduce_lanes(cg, op, n, x, xt, acc, at, outer, A);
+		for (int k = 0; k < n && !cg->err; k++) {
+			const IrType *rt = op->res[k].type;
+			if (ir_is_block(rt))
+				cg_set(cg, &op->res[k], cg_bufv(acc[k]));
+			else
+				cg_set(cg, &op->res[k], cg_scalar(cg_elem(cg, cg_bufv(acc[k]), at[k], cg_i64(cg, 0))));
+		}
+		return;
 	}
 	LLVMValueRef vin = cg_i64(cg, inner), vA = cg_i64(cg, A);
 	CgLoop lo, la, lj;
@@ -348,6 +419,133 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 	}
 }
 
+/* f32 dot of buffers as register tiles: MR rows by NB vectors of 16
+ * columns of the accumulator stay in vector registers through the k loop
+ * (one broadcast of a, NB loads of b and MR * NB multiply-adds per k), and
+ * go back to acc after it. Requires N % 16 == 0. */
+static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef acc, int64_t Bt,
+			  int64_t M, int64_t K, int64_t N, bool fuse)
+{
+	enum { L = 16 };
+	int MR = M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
+	int NB = N % (2 * L) == 0 ? 2 : 1;
+	LLVMBuilderRef b = cg->b;
+	LLVMTypeRef f = cg->t_f32, vt = LLVMVectorType(f, L);
+	CgLoop lb, lm, ln;
+	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, Bt));
+	LLVMValueRef mi = cg_loop_begin(cg, &lm, cg_i64(cg, M / MR));
+	LLVMValueRef ni = cg_loop_begin(cg, &ln, cg_i64(cg, N / (L * NB)));
+	LLVMValueRef row0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, M), ""),
+					    LLVMBuildNSWMul(b, mi, cg_i64(cg, MR), ""), "");
+	LLVMValueRef col0 = LLVMBuildNSWMul(b, ni, cg_i64(cg, L * NB), "");
+	LLVMValueRef bbase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, K * N), ""), col0, "");
+	LLVMValueRef arow[4], cptr[4][2], init[4][2];
+	for (int r = 0; r < MR; r++) {
+		LLVMValueRef row = LLVMBuildNSWAdd(b, row0, cg_i64(cg, r), "");
+		arow[r] = LLVMBuildNSWMul(b, row, cg_i64(cg, K), "");
+		LLVMValueRef c0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row, cg_i64(cg, N), ""), col0, "");
+		for (int c = 0; c < NB; c++) {
+			LLVMValueRef idx = LLVMBuildNSWAdd(b, c0, cg_i64(cg, c * L), "");
+			cptr[r][c] = LLVMBuildInBoundsGEP2(b, f, acc, &idx, 1, "");
+			init[r][c] = LLVMBuildLoad2(b, vt, cptr[r][c], "");
+			LLVMSetAlignment(init[r][c], 4);
+		}
+	}
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "dot.k");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "dot.kbody");
+	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "dot.kend");
+	LLVMBuildBr(b, head);
+	LLVMPositionBuilderAtEnd(b, head);
+	LLVMValueRef k = LLVMBuildPhi(b, cg->t_i64, "k");
+	LLVMValueRef zero = cg_i64(cg, 0);
+	LLVMAddIncoming(k, &zero, &pre, 1);
+	LLVMValueRef cur[4][2];
+	for (int r = 0; r < MR; r++)
+		for (int c = 0; c < NB; c++) {
+			cur[r][c] = LLVMBuildPhi(b, vt, "acc");
+			LLVMAddIncoming(cur[r][c], &init[r][c], &pre, 1);
+		}
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k, cg_i64(cg, K), ""), body, exit);
+	LLVMPositionBuilderAtEnd(b, body);
+	LLVMValueRef bv[2];
+	LLVMValueRef brow = LLVMBuildNSWAdd(b, bbase, LLVMBuildNSWMul(b, k, cg_i64(cg, N), ""), "");
+	for (int c = 0; c < NB; c++) {
+		LLVMValueRef idx = LLVMBuildNSWAdd(b, brow, cg_i64(cg, c * L), "");
+		bv[c] = LLVMBuildLoad2(b, vt, LLVMBuildInBoundsGEP2(b, f, bm, &idx, 1, ""), "");
+		LLVMSetAlignment(bv[c], 4);
+	}
+	LLVMValueRef next[4][2];
+	for (int r = 0; r < MR; r++) {
+		LLVMValueRef idx = LLVMBuildNSWAdd(b, arow[r], k, "");
+		LLVMValueRef x = LLVMBuildLoad2(b, f, LLVMBuildInBoundsGEP2(b, f, a, &idx, 1, ""), "");
+		LLVMValueRef xv = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, cg_i32(cg, 0), "");
+		xv = LLVMBuildShuffleVector(b, xv, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(cg->t_i32, L)), "");
+		for (int c = 0; c < NB; c++) {
+			if (fuse) {
+				LLVMValueRef args[3] = {xv, bv[c], cur[r][c]};
+				next[r][c] = cg_intrinsic(cg, "llvm.fmuladd", &vt, 1, args, 3);
+			} else {
+				next[r][c] = LLVMBuildFAdd(b, cur[r][c], LLVMBuildFMul(b, xv, bv[c], ""), "");
+			}
+		}
+	}
+	LLVMValueRef k1 = LLVMBuildNSWAdd(b, k, cg_i64(cg, 1), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+	LLVMBuildBr(b, head);
+	LLVMAddIncoming(k, &k1, &latch, 1);
+	for (int r = 0; r < MR; r++)
+		for (int c = 0; c < NB; c++)
+			LLVMAddIncoming(cur[r][c], &next[r][c], &latch, 1);
+	LLVMPositionBuilderAtEnd(b, exit);
+	for (int r = 0; r < MR; r++)
+		for (int c = 0; c < NB; c++)
+			LLVMSetAlignment(LLVMBuildStore(b, cur[r][c], cptr[r][c]), 4);
+	cg_loop_end(cg, &ln);
+	cg_loop_end(cg, &lm);
+	cg_loop_end(cg, &lb);
+}
+
+/* The general dot: an (m, k, n) loop nest accumulating in acc (of acct). */
+static void dot_loops(Cg *cg, IrOp *op, CgVal a, CgVal b, LLVMValueRef acc, const IrType *acct,
+		      int64_t B, int64_t M, int64_t K, int64_t N)
+{
+	bool fuse = cg->opt.enable_fp_fusion;
+	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type;
+	const IrType *ae = ir_scalar(at), *be = ir_scalar(bt);
+	const IrType *cte = ir_scalar(acct);
+	LLVMTypeRef ft = cg_sty(cg, cte);
+	CgLoop lb, lm, lk, ln;
+	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, B));
+	LLVMValueRef m = cg_loop_begin(cg, &lm, cg_i64(cg, M));
+	LLVMValueRef k = cg_loop_begin(cg, &lk, cg_i64(cg, K));
+	LLVMValueRef bm = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, M), ""), m, "");
+	LLVMValueRef aidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, K), ""), k, "");
+	LLVMValueRef av = cg_convert(cg, op, cg_elem(cg, a, at, aidx), ae, cte, false);
+	LLVMValueRef bk = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, K), ""), k, "");
+	LLVMValueRef n = cg_loop_begin(cg, &ln, cg_i64(cg, N));
+	LLVMValueRef bidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bk, cg_i64(cg, N), ""), n, "");
+	LLVMValueRef bv = cg_convert(cg, op, cg_elem(cg, b, bt, bidx), be, cte, false);
+	LLVMValueRef cidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, N), ""), n, "");
+	LLVMValueRef cv = cg_elem(cg, cg_bufv(acc), acct, cidx);
+	LLVMValueRef nv;
+	if (ir_is_float(cte)) {
+		if (fuse) {
+			LLVMValueRef args[3] = {av, bv, cv};
+			nv = cg_intrinsic(cg, "llvm.fmuladd", &ft, 1, args, 3);
+		} else {
+			nv = LLVMBuildFAdd(cg->b, cv, LLVMBuildFMul(cg->b, av, bv, ""), "");
+		}
+	} else {
+		nv = LLVMBuildAdd(cg->b, cv, LLVMBuildMul(cg->b, av, bv, ""), "");
+	}
+	cg_store_elem(cg, acc, acct, cidx, nv);
+	cg_loop_end(cg, &ln);
+	cg_loop_end(cg, &lk);
+	cg_loop_end(cg, &lm);
+	cg_loop_end(cg, &lb);
+}
+
 void cg_lower_dot(Cg *cg, IrOp *op)
 {
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->ops[2]->type;
@@ -379,36 +577,12 @@ void cg_lower_dot(Cg *cg, IrOp *op)
 	cg_store_elem(cg, acc, acct, i, cg_convert(cg, op, cg_elem(cg, c, ct, i), ce, cte, false));
 	cg_loop_end(cg, &l);
 	bool fuse = cg->opt.enable_fp_fusion;
-	LLVMTypeRef ft = cg_sty(cg, cte);
-	CgLoop lb, lm, lk, ln;
-	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, B));
-	LLVMValueRef m = cg_loop_begin(cg, &lm, cg_i64(cg, M));
-	LLVMValueRef k = cg_loop_begin(cg, &lk, cg_i64(cg, K));
-	LLVMValueRef bm = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, M), ""), m, "");
-	LLVMValueRef aidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, K), ""), k, "");
-	LLVMValueRef av = cg_convert(cg, op, cg_elem(cg, a, at, aidx), ae, cte, false);
-	LLVMValueRef bk = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, K), ""), k, "");
-	LLVMValueRef n = cg_loop_begin(cg, &ln, cg_i64(cg, N));
-	LLVMValueRef bidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bk, cg_i64(cg, N), ""), n, "");
-	LLVMValueRef bv = cg_convert(cg, op, cg_elem(cg, b, bt, bidx), be, cte, false);
-	LLVMValueRef cidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, N), ""), n, "");
-	LLVMValueRef cv = cg_elem(cg, cg_bufv(acc), acct, cidx);
-	LLVMValueRef nv;
-	if (ir_is_float(cte)) {
-		if (fuse) {
-			LLVMValueRef args[3] = {av, bv, cv};
-			nv = cg_intrinsic(cg, "llvm.fmuladd", &ft, 1, args, 3);
-		} else {
-			nv = LLVMBuildFAdd(cg->b, cv, LLVMBuildFMul(cg->b, av, bv, ""), "");
-		}
+	if (cte->kind == TY_F32 && ae->kind == TY_F32 && be->kind == TY_F32 && a.kind == CV_BUF &&
+	    b.kind == CV_BUF && N % 16 == 0) {
+		dot_tiles_f32(cg, a.v, b.v, acc, B, M, K, N, fuse);
 	} else {
-		nv = LLVMBuildAdd(cg->b, cv, LLVMBuildMul(cg->b, av, bv, ""), "");
+		dot_loops(cg, op, a, b, acc, acct, B, M, K, N);
 	}
-	cg_store_elem(cg, acc, acct, cidx, nv);
-	cg_loop_end(cg, &ln);
-	cg_loop_end(cg, &lk);
-	cg_loop_end(cg, &lm);
-	cg_loop_end(cg, &lb);
 	if (same) {
 		cg_set(cg, &op->res[0], cg_bufv(acc));
 		return;

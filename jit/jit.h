@@ -35,11 +35,10 @@ void jit_sha256_hex(const void *data, size_t n, char out[65]);
 /* On-disk cache (cache.c)                                                   */
 /* ------------------------------------------------------------------------- */
 
-/* An entry is a directory <root>/<key>/ holding one file per blob and a
- * MANIFEST, written last, that lists every blob with its length and
- * SHA-256. Entries are written under a temporary name and renamed into place,
- * so readers see a whole entry or none, and concurrent writers of the same
- * key both succeed (the first rename wins, the other's copy is dropped). */
+/* An entry is one file <root>/<key>: a header listing every blob with its
+ * length and a 64-bit check, then the blobs. Entries are written under a
+ * temporary name and renamed into place, so readers see a whole entry or
+ * none, and concurrent writers of the same key both succeed. */
 
 typedef struct JitBlob {
 	char name[32]; /* "ttir", "ptx", "cubin", "meta", ... */

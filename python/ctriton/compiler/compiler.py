@@ -20,7 +20,7 @@ import warnings
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;

@@ -55,6 +55,9 @@ typedef struct BeGpuResult {
 	char *ptx;         /* PTX text */
 	int shared;        /* bytes of dynamic shared memory the kernel needs */
 	int num_warps;
+	/* Wall milliseconds per stage: analysis -> TTGIR, LLVM IR build (with
+	 * libdevice linking), the optimisation pipeline, PTX emission. */
+	double ms_ttgir, ms_llir, ms_opt, ms_emit;
 } BeGpuResult;
 
 /* Compiles the kernel of m for target. On error returns it (located when the

@@ -1,17 +1,21 @@
-/* cache.c: the on-disk kernel cache. An entry is a directory named by its
- * key (a SHA-256 in hex) holding one file per blob and a MANIFEST:
+/* cache.c: the on-disk kernel cache. An entry is one file named by its key
+ * (a SHA-256 in hex), a text header followed by the blobs back to back:
  *
- *     ctriton-cache 1
- *     <name> <length> <sha256 of the file>
- *     ...
+ *     ctriton-cache 2
+ *     <name> <length> <check>        one line per blob, in file order
+ *     end <check of the header lines above>
+ *     <blob bytes>...
  *
- * Writers build the entry in a private temporary directory and rename it
- * into place (atomic on POSIX); a reader trusts nothing it has not
- * checksummed, so a truncated or edited entry reads as corrupt and is
- * removed, never loaded.
+ * A <check> is a 64-bit hash (16 hex digits) of the bytes, enough to catch
+ * torn, truncated or edited files (the key, not the check, names the
+ * contents). Writers write a private temporary file and rename it into
+ * place (atomic on POSIX; the same key always holds the same contents, so
+ * the last rename winning is fine); a reader trusts nothing it has not
+ * checked, so a truncated, extended or edited entry reads as corrupt and is
+ * removed, never loaded. One open and one read per hit.
  */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +25,55 @@
 
 #include "jit/jit.h"
 
-#define MANIFEST_MAGIC "ctriton-cache 1\n"
+#define MAGIC "ctriton-cache 2\n"
+
+/* A 64-bit hash, four independent multiply-rotate lanes over 32-byte
+ * stripes, then the tail bytes and a final avalanche. Several GB/s, which
+ * keeps checking a hit far below the cost of reading it. */
+static uint64_t rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+#define K1 0x9fb21c651e98df25ULL
+#define K2 0xc2b2ae3d27d4eb4fULL
+#define K3 0x165667b19e3779f9ULL
+
+static uint64_t lane(uint64_t acc, uint64_t v)
+{
+	return rotl64(acc ^ (v * K2), 29) * K1;
+}
+
+static uint64_t check64(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t a = K1 ^ n, b = K2 + n, c = K3 - n, d = ~n;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		a = lane(a, load64(p + i));
+		b = lane(b, load64(p + i + 8));
+		c = lane(c, load64(p + i + 16));
+		d = lane(d, load64(p + i + 24));
+	}
+	uint64_t h = rotl64(a, 1) + rotl64(b, 17) + rotl64(c, 33) + rotl64(d, 49);
+	for (; i + 8 <= n; i += 8)
+		h = rotl64(h ^ (load64(p + i) * K3), 31) * K1 + K2;
+	for (; i < n; i++)
+		h = rotl64(h ^ (p[i] * K1), 11) * K2;
+	h ^= h >> 33;
+	h *= K2;
+	h ^= h >> 29;
+	h *= K3;
+	h ^= h >> 32;
+	return h;
+}
 
 char *jit_cache_root(void)
 {
@@ -52,57 +104,6 @@ static int mkdirs(const char *path)
 	return 0;
 }
 
-/* Removes a directory of plain files (an entry or a temporary one). */
-static void rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char path[4096];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* Reads a whole file (NUL-terminated, malloc'ed); NULL if it cannot. */
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
-	size_t got;
-	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-		}
-	}
-	fclose(f);
-	buf[n] = 0;
-	*len = n;
-	return buf;
-}
-
-static int write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return -1;
-	int ok = fwrite(data, 1, len, f) == len;
-	ok &= fflush(f) == 0;
-	ok &= fclose(f) == 0;
-	return ok ? 0 : -1;
-}
-
 void jit_blobs_free(JitBlob *blobs, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -113,7 +114,7 @@ void jit_blobs_free(JitBlob *blobs, int n)
 /* A blob name must be a plain file name. */
 static int valid_name(const char *s)
 {
-	if (!*s || !strcmp(s, "MANIFEST") || s[0] == '.')
+	if (!*s || !strcmp(s, "end") || s[0] == '.')
 		return 0;
 	for (; *s; s++)
 		if (*s == '/' || *s == ' ' || *s == '\n')
@@ -121,56 +122,116 @@ static int valid_name(const char *s)
 	return 1;
 }
 
+/* Reads a whole file into a malloc'ed buffer (NUL-terminated); NULL if it
+ * cannot. *st is the open file's stat. */
+static char *slurp(const char *path, size_t *len, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, st) != 0) {
+		close(fd);
+		return NULL;
+	}
+	size_t cap = st->st_size > 0 ? (size_t)st->st_size : 0, n = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		if (n == cap) { /* the file grew under us: read on */
+			cap = cap * 2 + 4096;
+			buf = realloc(buf, cap + 1);
+		}
+		ssize_t got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
 int jit_cache_get(const char *root, const char *key, JitBlob **out, int *nout)
 {
-	char dir[4096], path[4200];
-	snprintf(dir, sizeof dir, "%s/%s", root, key);
-	snprintf(path, sizeof path, "%s/MANIFEST", dir);
-	size_t mlen;
-	char *man = read_file(path, &mlen);
-	if (!man)
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", root, key);
+	size_t flen;
+	struct stat st;
+	char *file = slurp(path, &flen, &st);
+	if (!file)
 		return JIT_CACHE_MISS;
 	int status = JIT_CACHE_CORRUPT;
 	int n = 0, cap = 8;
-	JitBlob *blobs = calloc(cap, sizeof *blobs);
-	if (strncmp(man, MANIFEST_MAGIC, strlen(MANIFEST_MAGIC)) != 0)
+	JitBlob *blobs = calloc((size_t)cap, sizeof *blobs);
+	size_t lens[64];
+	if (strncmp(file, MAGIC, strlen(MAGIC)) != 0)
 		goto done;
-	char *line = man + strlen(MANIFEST_MAGIC);
-	while (*line) {
-		char *nl = strchr(line, '\n');
+	char *line = file + strlen(MAGIC);
+	size_t total = 0;
+	for (;;) {
+		char *nl = memchr(line, '\n', flen - (size_t)(line - file));
 		if (!nl)
-			goto done; /* truncated manifest */
+			goto done; /* truncated header */
 		*nl = 0;
-		char name[32], sum[65], got[65];
+		char name[32], sum[17];
 		unsigned long long len;
-		if (sscanf(line, "%31s %llu %64s", name, &len, sum) != 3 || !valid_name(name))
+		if (!strncmp(line, "end ", 4)) {
+			char want[17];
+			snprintf(want, sizeof want, "%016llx",
+				 (unsigned long long)check64(file, (size_t)(line - file)));
+			if (nl - line != 20 || memcmp(line + 4, want, 16) != 0)
+				goto done;
+			line = nl + 1;
+			break;
+		}
+		if (n == 64 || sscanf(line, "%31s %llu %16s", name, &len, sum) != 3 || !valid_name(name))
 			goto done;
+		*nl = '\n';
 		if (n == cap)
 			blobs = realloc(blobs, (size_t)(cap *= 2) * sizeof *blobs);
-		JitBlob *b = &blobs[n];
-		memset(b, 0, sizeof *b);
-		snprintf(b->name, sizeof b->name, "%s", name);
-		snprintf(path, sizeof path, "%s/%s", dir, name);
-		b->data = read_file(path, &b->len);
+		memset(&blobs[n], 0, sizeof blobs[n]);
+		snprintf(blobs[n].name, sizeof blobs[n].name, "%s", name);
+		/* the check goes in data until the payload is read */
+		blobs[n].data = strdup(sum);
+		lens[n] = (size_t)len;
+		total += (size_t)len;
 		n++;
-		if (!b->data || b->len != len)
-			goto done;
-		jit_sha256_hex(b->data, b->len, got);
-		if (strcmp(got, sum) != 0)
-			goto done;
 		line = nl + 1;
+	}
+	/* The payload must be exactly what the header announces. */
+	if ((size_t)(line - file) + total != flen)
+		goto done;
+	for (int i = 0; i < n; i++) {
+		char got[17];
+		snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(line, lens[i]));
+		int ok = strcmp(got, blobs[i].data) == 0;
+		free(blobs[i].data);
+		blobs[i].data = NULL;
+		if (!ok) {
+			/* free the remaining checks */
+			for (int j = i + 1; j < n; j++) {
+				free(blobs[j].data);
+				blobs[j].data = NULL;
+			}
+			goto done;
+		}
+		blobs[i].data = malloc(lens[i] + 1);
+		memcpy(blobs[i].data, line, lens[i]);
+		((char *)blobs[i].data)[lens[i]] = 0;
+		blobs[i].len = lens[i];
+		line += lens[i];
 	}
 	status = JIT_CACHE_HIT;
 done:
-	free(man);
+	free(file);
 	if (status != JIT_CACHE_HIT) {
 		jit_blobs_free(blobs, n);
-		/* Move the bad entry aside first, so that a concurrent writer's
-		 * fresh entry is never the one deleted. */
-		char trash[4300];
-		snprintf(trash, sizeof trash, "%s.bad.%ld.%ld", dir, (long)getpid(), (long)time(NULL));
-		if (rename(dir, trash) == 0)
-			rmtree(trash);
+		/* Remove the bad entry, unless a writer has replaced it since. */
+		struct stat now;
+		if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+			unlink(path);
 		return status;
 	}
 	*out = blobs;
@@ -178,57 +239,77 @@ done:
 	return JIT_CACHE_HIT;
 }
 
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n, char *errbuf,
 		  int errlen)
 {
-	char dir[4096], tmp[4200], path[4400];
-	snprintf(dir, sizeof dir, "%s/%s", root, key);
-	if (mkdirs(root) != 0) {
-		snprintf(errbuf, errlen, "cannot create cache directory %s: %s", root, strerror(errno));
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof path, "%s/%s", root, key);
+	if (n > 64) {
+		snprintf(errbuf, errlen, "too many cache blobs (%d)", n);
 		return -1;
 	}
-	static unsigned counter;
-	snprintf(tmp, sizeof tmp, "%s/tmp.%s.%ld.%u.%ld", root, key, (long)getpid(), counter++,
-		 (long)clock());
-	if (mkdir(tmp, 0777) != 0) {
-		snprintf(errbuf, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	size_t mcap = 64 + (size_t)n * 128, mlen = 0;
-	char *man = malloc(mcap);
-	mlen += (size_t)snprintf(man, mcap, "%s", MANIFEST_MAGIC);
+	size_t hcap = 64 + (size_t)n * 80, hlen = 0;
+	char *head = malloc(hcap);
+	hlen += (size_t)snprintf(head, hcap, "%s", MAGIC);
 	for (int i = 0; i < n; i++) {
-		char sum[65];
 		if (!valid_name(blobs[i].name)) {
 			snprintf(errbuf, errlen, "bad cache blob name '%s'", blobs[i].name);
-			goto fail;
-		}
-		snprintf(path, sizeof path, "%s/%s", tmp, blobs[i].name);
-		if (write_file(path, blobs[i].data, blobs[i].len) != 0) {
-			snprintf(errbuf, errlen, "cannot write %s: %s", path, strerror(errno));
-			goto fail;
-		}
-		jit_sha256_hex(blobs[i].data, blobs[i].len, sum);
-		mlen += (size_t)snprintf(man + mlen, mcap - mlen, "%s %zu %s\n", blobs[i].name,
-					 blobs[i].len, sum);
-	}
-	snprintf(path, sizeof path, "%s/MANIFEST", tmp);
-	if (write_file(path, man, mlen) != 0) {
-		snprintf(errbuf, errlen, "cannot write %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	free(man);
-	if (rename(tmp, dir) != 0) {
-		/* Another process installed the same key first: keep theirs. */
-		rmtree(tmp);
-		if (errno != EEXIST && errno != ENOTEMPTY) {
-			snprintf(errbuf, errlen, "cannot install cache entry %s: %s", dir, strerror(errno));
+			free(head);
 			return -1;
 		}
+		hlen += (size_t)snprintf(head + hlen, hcap - hlen, "%s %zu %016llx\n", blobs[i].name,
+					 blobs[i].len,
+					 (unsigned long long)check64(blobs[i].data, blobs[i].len));
+	}
+	hlen += (size_t)snprintf(head + hlen, hcap - hlen, "end %016llx\n",
+				 (unsigned long long)check64(head, hlen));
+	static unsigned counter;
+	snprintf(tmp, sizeof tmp, "%s/tmp.%s.%ld.%u", root, key, (long)getpid(),
+		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirs(root) != 0) {
+			snprintf(errbuf, errlen, "cannot create cache directory %s: %s", root,
+				 strerror(errno));
+			free(head);
+			return -1;
+		}
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	}
+	if (fd < 0) {
+		snprintf(errbuf, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		free(head);
+		return -1;
+	}
+	int ok = write_all(fd, head, hlen) == 0;
+	for (int i = 0; ok && i < n; i++)
+		ok = write_all(fd, blobs[i].data, blobs[i].len) == 0;
+	free(head);
+	ok &= close(fd) == 0;
+	if (!ok) {
+		snprintf(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path) != 0) {
+		snprintf(errbuf, errlen, "cannot install cache entry %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
 	}
 	return 0;
-fail:
-	free(man);
-	rmtree(tmp);
-	return -1;
 }

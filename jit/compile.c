@@ -8,9 +8,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jit/jit.h"
+
+const char *const jit_stage_names[JIT_NT] = {
+	"parse", "verify", "ttgir", "llir", "opt", "emit", "ptxas", "cpu",
+};
+
+double jit_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 static char *xstrdup(const char *s)
 {
@@ -60,9 +72,13 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 	/* 1. Parse: TTIR text (the frontend's output or a user's .ttir file)
 	 *    into a module in a fresh arena. Requires text the printer could
 	 *    have written; yields a module that may still be invalid. */
+	double t = jit_now_ms(), t1;
 	IrCtx *ctx = ir_ctx_new();
 	IrError *e = NULL;
 	IrModule *m = ir_parse(ctx, filename, ttir, &e);
+	t1 = jit_now_ms();
+	out->ms[JIT_T_PARSE] = t1 - t;
+	t = t1;
 	if (!m) {
 		err = e ? error_text(ctx, e) : strdup("TTIR parse failed");
 		goto done;
@@ -70,7 +86,11 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 
 	/* 2. Verify: types, shapes, dominance, terminators. Everything after
 	 *    this may assume a well-formed module. */
-	if ((e = ir_verify(m))) {
+	e = ir_verify(m);
+	t1 = jit_now_ms();
+	out->ms[JIT_T_VERIFY] = t1 - t;
+	t = t1;
+	if (e) {
 		err = error_text(ctx, e);
 		goto done;
 	}
@@ -98,6 +118,10 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 			err = error_text(ctx, e);
 			goto done;
 		}
+		out->ms[JIT_T_TTGIR] = r.ms_ttgir;
+		out->ms[JIT_T_LLIR] = r.ms_llir;
+		out->ms[JIT_T_OPT] = r.ms_opt;
+		out->ms[JIT_T_EMIT] = r.ms_emit;
 		out->ttgir = xstrdup(r.ttgir);
 		out->llir = xstrdup(r.llir);
 		out->ptx = xstrdup(r.ptx);
@@ -113,14 +137,19 @@ char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 		/* 4a. ptxas: PTX -> cubin when the toolkit is there (the driver
 		 *     can JIT the PTX otherwise); also reads registers/spills. */
 		char msg[4096];
+		t = jit_now_ms();
 		if (jit_ptxas(out, target->arch, msg, sizeof msg) < 0)
 			err = strdup(msg);
+		out->ms[JIT_T_PTXAS] = jit_now_ms() - t;
 	} else {
 		/* 3b. CPU: per-program-instance LLVM IR, O3, ORC LLJIT. The
 		 *     jitted code outlives the arena. */
 		BeCpuResult r;
 		memset(&r, 0, sizeof r);
-		if ((e = be_cpu_compile(m, opt, &r))) {
+		t = jit_now_ms();
+		e = be_cpu_compile(m, opt, &r);
+		out->ms[JIT_T_CPU] = jit_now_ms() - t;
+		if (e) {
 			err = error_text(ctx, e);
 			goto done;
 		}

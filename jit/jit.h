@@ -35,11 +35,10 @@ void jit_sha256_hex(const void *data, size_t n, char out[65]);
 /* On-disk cache (cache.c)                                                   */
 /* ------------------------------------------------------------------------- */
 
-/* An entry is a directory <root>/<key>/ holding one file per blob and a
- * MANIFEST, written last, that lists every blob with its length and
- * SHA-256. Entries are written under a temporary name and renamed into place,
- * so readers see a whole entry or none, and concurrent writers of the same
- * key both succeed (the first rename wins, the other's copy is dropped). */
+/* An entry is one file <root>/<key>: a header listing every blob with its
+ * length and a 64-bit check, then the blobs. Entries are written under a
+ * temporary name and renamed into place, so readers see a whole entry or
+ * none, and concurrent writers of the same key both succeed. */
 
 typedef struct JitBlob {
 	char name[32]; /* "ttir", "ptx", "cubin", "meta", ... */
@@ -79,6 +78,23 @@ typedef struct JitTarget {
 	int warp_size; /* cuda: 32; cpu: 1 */
 } JitTarget;
 
+/* Stages timed by jit_compile (wall milliseconds in JitKernel.ms). */
+enum {
+	JIT_T_PARSE,  /* TTIR text -> module */
+	JIT_T_VERIFY, /* verifier */
+	JIT_T_TTGIR,  /* cuda: analysis (layouts, scratch, barriers) + TTGIR text */
+	JIT_T_LLIR,   /* cuda: LLVM IR build + libdevice linking */
+	JIT_T_OPT,    /* cuda: LLVM optimisation pipeline */
+	JIT_T_EMIT,   /* cuda: LLVM IR text + PTX emission */
+	JIT_T_PTXAS,  /* cuda: ptxas (PTX -> cubin) */
+	JIT_T_CPU,    /* cpu: the whole backend (LLVM IR, O3, ORC) */
+	JIT_NT,
+};
+/* "parse", "verify", ... by index. */
+extern const char *const jit_stage_names[JIT_NT];
+/* A monotonic clock in milliseconds. */
+double jit_now_ms(void);
+
 /* What a compilation produced; every pointer malloc'ed and owned here. */
 typedef struct JitKernel {
 	char *name;        /* the kernel's symbol */
@@ -95,6 +111,7 @@ typedef struct JitKernel {
 	int n_regs;        /* from ptxas -v; -1 when unknown */
 	int n_spills;
 	BeCpuKernel *cpu;  /* cpu: the jitted code */
+	double ms[JIT_NT]; /* per-stage wall time; 0 for stages not run */
 } JitKernel;
 
 /* Which stages to run: up to the backend's last, or stop after TTIR. */

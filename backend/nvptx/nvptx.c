@@ -19,8 +19,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nvptx.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -140,6 +148,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 				opt->num_warps);
 
 	/* 1. TTIR -> TTGIR */
+	double t0 = now_ms(), t1;
 	AnGpuOptions ao = {opt->num_warps, warp, arch};
 	int64_t shared = 0;
 	IrError *err = an_gpu_pipeline(m, &ao, &shared);
@@ -150,6 +159,9 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
 				(long long)shared, (long long)shared_limit(arch));
 	char *ttgir = ir_print_module(m);
+	t1 = now_ms();
+	double ms_ttgir = t1 - t0;
+	t0 = t1;
 
 	/* 2. TTGIR -> LLVM IR */
 	pthread_once(&init_once, init_llvm);
@@ -240,6 +252,9 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		return L.err;
 	}
 	internalize(L.m, L.fn);
+	t1 = now_ms();
+	double ms_llir = t1 - t0;
+	t0 = t1;
 
 	/* 3. O3 and PTX */
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -253,6 +268,9 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		LLVMContextDispose(L.c);
 		return err;
 	}
+	t1 = now_ms();
+	double ms_opt = t1 - t0;
+	t0 = t1;
 	char *llir = LLVMPrintModuleToString(L.m);
 	LLVMMemoryBufferRef buf = NULL;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, L.m, LLVMAssemblyFile, &msg, &buf)) {
@@ -276,6 +294,10 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	out->ttgir = xstrdup(ttgir ? ttgir : "");
 	out->shared = (int)shared;
 	out->num_warps = opt->num_warps;
+	out->ms_ttgir = ms_ttgir;
+	out->ms_llir = ms_llir;
+	out->ms_opt = ms_opt;
+	out->ms_emit = now_ms() - t0;
 	LLVMDisposeTargetMachine(tm);
 	LLVMContextDispose(L.c);
 	return NULL;

@@ -1484,6 +1484,16 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	set_int(d, "num_warps", k.num_warps);
 	set_int(d, "n_regs", k.n_regs);
 	set_int(d, "n_spills", k.n_spills);
+	PyObject *times = PyDict_New();
+	for (int i = 0; i < JIT_NT; i++) {
+		if (k.ms[i] <= 0)
+			continue;
+		PyObject *v = PyFloat_FromDouble(k.ms[i]);
+		PyDict_SetItemString(times, jit_stage_names[i], v);
+		Py_DECREF(v);
+	}
+	PyDict_SetItemString(d, "times", times);
+	Py_DECREF(times);
 	if (k.cpu) {
 		PyObject *cap = PyCapsule_New(k.cpu, "ctriton.cpu_kernel", cpu_kernel_destroy);
 		PyDict_SetItemString(d, "cpu_kernel", cap);

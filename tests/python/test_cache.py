@@ -49,20 +49,21 @@ def test_corrupt_entry_recompiled(cache_dir):
     child(100)
     entries = [d for d in os.listdir(cache_dir) if not d.startswith("tmp.")]
     assert len(entries) == 1
-    with open(os.path.join(cache_dir, entries[0], "ttir"), "a") as f:
-        f.write("garbage")
-    r, err = child(100)
-    assert r["compiled"] == 1 and "corrupt" in err
-    r, err = child(100)
-    assert r["compiled"] == 0 and "corrupt" not in err
-    # a truncated manifest reads as corrupt too
-    man = os.path.join(cache_dir, entries[0], "MANIFEST")
-    with open(man) as f:
-        text = f.read()
-    with open(man, "w") as f:
-        f.write(text[:-10])
-    r, err = child(100)
-    assert r["compiled"] == 1 and "corrupt" in err
+    path = os.path.join(cache_dir, entries[0])
+    with open(path, "rb") as f:
+        good = f.read()
+    # an edited blob (same length), appended garbage, a truncated entry and
+    # an edited header all read as corrupt and are recompiled
+    edits = [good.replace(b"fake ttir", b"FAKE ttir", 1), good + b"garbage", good[:-10],
+             good.replace(b" ttir ", b" ttjr ", 1)]
+    for bad in edits:
+        assert bad != good
+        with open(path, "wb") as f:
+            f.write(bad)
+        r, err = child(100)
+        assert r["compiled"] == 1 and "corrupt" in err
+        r, err = child(100)
+        assert r["compiled"] == 0 and "corrupt" not in err
 
 
 def test_concurrent_writers(cache_dir):

@@ -8,16 +8,19 @@ Disk cache: $CTRITON_CACHE_DIR (default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
 specialization, options, target). Entries are checksummed; a corrupt one is
 recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
+of each stage in milliseconds (also in CompiledKernel.times).
 """
 import json
 import os
 import sys
+import time
 import warnings
 
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
@@ -196,6 +199,7 @@ class CompiledKernel:
         self.packed_metadata = (metadata["num_warps"], metadata["num_ctas"], metadata["shared"])
         self._cpu_kernel = cpu_kernel
         self._bin = None
+        self.times = {}  # stage -> wall ms of the compile() that made this object
 
     def _init_handles(self):
         if self._bin is not None:
@@ -256,6 +260,14 @@ def _dump(name, asm, cached):
     sys.stderr.flush()
 
 
+def _report(name, kind, times, t_start):
+    times["total"] = (time.perf_counter() - t_start) * 1e3
+    if os.environ.get("CTRITON_TIMING", "0") not in ("", "0"):
+        cells = " ".join(f"{k}={v:.2f}" for k, v in times.items())
+        sys.stderr.write(f"ctriton timing: {name} {kind} ms: {cells}\n")
+        sys.stderr.flush()
+
+
 def _target_of(target):
     if target is None:
         from ..runtime.driver import driver
@@ -271,6 +283,8 @@ def _target_of(target):
 def compile(src, target=None, options=None):
     """Compiles src (ASTSource or a path to a .ttir file) for target (default:
     the active driver's) with options; returns a CompiledKernel."""
+    t_start = time.perf_counter()
+    times = {}
     if isinstance(src, str):
         src = IRSource(src)
     target, arch = _target_of(target)
@@ -281,8 +295,13 @@ def compile(src, target=None, options=None):
     root = _C.cache_root()
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
     use_cache = os.environ.get("CTRITON_ALWAYS_COMPILE", "0") in ("", "0")
+    t = time.perf_counter()
+    times["key"] = (t - t_start) * 1e3
 
     entry = _C.cache_get(root, key) if use_cache else None
+    t1 = time.perf_counter()
+    times["cache_read"] = (t1 - t) * 1e3
+    t = t1
     if entry is False:
         warnings.warn(f"ctriton: the cache entry {key[:16]}... for {src.name} is corrupt; "
                       "recompiling it", RuntimeWarning, stacklevel=2)
@@ -300,14 +319,24 @@ def compile(src, target=None, options=None):
             if "error" in r:
                 raise _compilation_error(r["error"])
             cpu_kernel = r.get("cpu_kernel")
+            times.update(r.get("times", {}))
         _dump(meta["name"], asm, True)
-        return CompiledKernel(asm, meta, launch_sig or _ir_sig(meta.get("sig")), cpu_kernel)
+        ck = CompiledKernel(asm, meta, launch_sig or _ir_sig(meta.get("sig")), cpu_kernel)
+        times["load"] = (time.perf_counter() - t) * 1e3
+        ck.times = times
+        _report(ck.name, "hit", times, t_start)
+        return ck
 
     # 1. frontend
     ttir = src.make_ttir(dict(opts, target=target.key()))
+    t1 = time.perf_counter()
+    times["frontend"] = (t1 - t) * 1e3
     # 2-4. parse, verify, backend (+ ptxas)
     r = _C.compile_ttir(ttir, getattr(src, "path", src.name), backend, arch, target.warp_size,
                         opts, False)
+    t = time.perf_counter()
+    times["compile_ttir"] = (t - t1) * 1e3
+    times.update(r.get("times", {}))
     if "error" in r:
         raise _compilation_error(r["error"])
     asm = {s: r[s] for s in STAGES if s in r}
@@ -323,9 +352,14 @@ def compile(src, target=None, options=None):
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = json.dumps(meta, indent=1)
+    t = time.perf_counter()
     try:
         _C.cache_put(root, key, blobs)
     except OSError as e:
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
+    times["cache_write"] = (time.perf_counter() - t) * 1e3
     _dump(name, asm, False)
-    return CompiledKernel(asm, meta, launch_sig or _ir_sig(meta["sig"]), r.get("cpu_kernel"))
+    ck = CompiledKernel(asm, meta, launch_sig or _ir_sig(meta["sig"]), r.get("cpu_kernel"))
+    ck.times = times
+    _report(name, "compile", times, t_start)
+    return ck

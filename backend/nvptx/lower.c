@@ -423,6 +423,38 @@ static LLVMValueRef elem(Lower *L, IrOp *op, LLVMValueRef *a)
 	}
 }
 
+/* Registers of v come in runs of equal values when axis info proves
+ * constancy along the layout's fastest dim: each thread's spt consecutive
+ * elements there are consecutive registers, starting at a multiple of spt,
+ * so with constancy k dividing spt, registers r and r - r % k hold equal
+ * values (a mask `cols < N` with N divisible by 16 is computed once per
+ * 8-element vector, not per element). Returns the run length (1: none). */
+static int dedup_run(Lower *L, const IrValue *v)
+{
+	if (!L->ax || !ir_is_block(v->type) || !v->type->layout)
+		return 1;
+	Map m;
+	map_init(NULL, v->type, &m);
+	if (!m.b || m.brank < 1)
+		return 1;
+	int d0 = m.order[0];
+	if (m.dd[d0].estride != 1 || m.stride[d0] != 1)
+		return 1;
+	int vd = -1;
+	for (int k = 0; k < m.rank; k++)
+		if (m.dimmap[k] == d0)
+			vd = k;
+	if (vd < 0)
+		return 1;
+	int64_t c = an_axis_get(L->ax, v)->constancy[vd];
+	int k = m.dd[d0].spt;
+	if (k > m.nd[d0])
+		k = m.nd[d0];
+	while (k > 1 && (c % k || m.dd[d0].spt % k || m.nd[d0] % k))
+		k /= 2;
+	return k < 1 ? 1 : k;
+}
+
 static void lower_elementwise(Lower *L, IrOp *op)
 {
 	int n = map_nregs(L, op->res[0].type);
@@ -432,7 +464,12 @@ static void lower_elementwise(Lower *L, IrOp *op)
 		fail(L, op, "too many operands for %s", ir_opinfo(op->opc)->name);
 		return;
 	}
+	int k = dedup_run(L, &op->res[0]);
 	for (int r = 0; r < n; r++) {
+		if (k > 1 && r % k) { /* equal to the first element of its constant run */
+			out[r] = out[r - r % k];
+			continue;
+		}
 		for (int i = 0; i < op->nops; i++)
 			args[i] = reg(L, op->ops[i], r);
 		out[r] = elem(L, op, args);
@@ -834,6 +871,56 @@ static LLVMValueRef and_pred(Lower *L, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildAnd(L->b, a, b, "");
 }
 
+/* A masked global load of nw 32-bit words as one predicated PTX load:
+ * the destination registers start as the default value and `@p ld` fills
+ * them. Opaque to LLVM, so the loaded words stay packed until they are used
+ * (a branch around an ordinary load lets LLVM sink conversions of the value
+ * into the branch, e.g. f16 -> f32 of the whole vector, doubling the
+ * registers that stay live). */
+static LLVMValueRef pred_load(Lower *L, LLVMTypeRef vty, int nw, LLVMValueRef ptr, LLVMValueRef pred,
+			      LLVMValueRef dflt)
+{
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
+	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(i32, (unsigned)nw) : i32;
+	LLVMValueRef dw = LLVMBuildBitCast(L->b, dflt, wty, "");
+	LLVMTypeRef rt[4] = {i32, i32, i32, i32};
+	LLVMTypeRef sty = LLVMStructTypeInContext(L->c, rt, (unsigned)nw, 0);
+	LLVMTypeRef at[6];
+	LLVMValueRef args[6];
+	at[0] = LLVMTypeOf(ptr);
+	args[0] = ptr;
+	at[1] = LLVMInt1TypeInContext(L->c);
+	args[1] = pred;
+	for (int i = 0; i < nw; i++) {
+		at[2 + i] = i32;
+		args[2 + i] = nw > 1 ? LLVMBuildExtractElement(L->b, dw, i32c(L, i), "") : dw;
+	}
+	LLVMTypeRef fty = LLVMFunctionType(sty, at, (unsigned)(2 + nw), 0);
+	char text[256], cons[128];
+	int o = 0, c = 0;
+	for (int i = 0; i < nw; i++)
+		o += snprintf(text + o, sizeof text - (size_t)o, "mov.b32 $%d, $%d;\n\t", i, nw + 2 + i);
+	o += snprintf(text + o, sizeof text - (size_t)o, "@$%d ld.global%s.b32 {", nw + 1,
+		      nw == 4 ? ".v4" : nw == 2 ? ".v2" : "");
+	for (int i = 0; i < nw; i++)
+		o += snprintf(text + o, sizeof text - (size_t)o, "%s$%d", i ? "," : "", i);
+	snprintf(text + o, sizeof text - (size_t)o, "}, [$%d];", nw);
+	for (int i = 0; i < nw; i++)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, "=&r,");
+	c += snprintf(cons + c, sizeof cons - (size_t)c, "l,b");
+	for (int i = 0; i < nw; i++)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",r");
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, args, (unsigned)(2 + nw), "");
+	LLVMValueRef w = nw > 1 ? LLVMGetUndef(wty) : NULL;
+	for (int i = 0; i < nw; i++) {
+		LLVMValueRef x = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
+		w = nw > 1 ? LLVMBuildInsertElement(L->b, w, x, i32c(L, i), "") : x;
+	}
+	return LLVMBuildBitCast(L->b, w, vty, "");
+}
+
 static void lower_load(Lower *L, IrOp *op)
 {
 	IrValue *p = op->ops[0];
@@ -873,6 +960,8 @@ static void lower_load(Lower *L, IrOp *op)
 			LLVMSetAlignment(val, (unsigned)(vec * ebytes(rt)));
 			if (vol)
 				LLVMSetVolatile(val, 1);
+		} else if (!vol && !isbool && (vec * ebytes(rt)) % 4 == 0 && vec * ebytes(rt) <= 16) {
+			val = pred_load(L, vty, (int)(vec * ebytes(rt) / 4), ptr, pred, dflt);
 		} else {
 			LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b);
 			LLVMBasicBlockRef lb = new_bb(L, "ld"), jb = new_bb(L, "ld.end");

@@ -696,13 +696,27 @@ static void unpack2(Lower *L, LLVMTypeRef et, LLVMValueRef x, const Map *m, LLVM
  *     a0a1, a2a3, a4a5, a6a7 (see lower_dot_mma);
  *   B [K][N], x4.trans per (ki, ni pair): matrices (K +0/+8) x (ni, ni + 1)
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
+static void read_dot_op(Lower *L, IrOp *op);
+
 static void lower_to_dot_op(Lower *L, IrOp *op)
+{
+	write_swizzled(L, op->ops[0], scratch_off(op));
+	IrOp *n = an_staged_pair(op) && ldmatrix_ok(op->next) ? op->next : NULL;
+	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
+		write_swizzled(L, n->ops[0], scratch_off(n));
+		L->staged = n;
+	}
+	barrier(L);
+	read_dot_op(L, op);
+	if (n)
+		read_dot_op(L, n);
+}
+
+static void read_dot_op(Lower *L, IrOp *op)
 {
 	int64_t off = scratch_off(op);
 	const IrType *t = op->res[0].type;
 	int64_t C = t->shape[1];
-	write_swizzled(L, op->ops[0], off);
-	barrier(L);
 	Map m;
 	map_init(L, t, &m);
 	LLVMTypeRef et = be_llty(L, t);
@@ -756,6 +770,10 @@ static void lower_to_dot_op(Lower *L, IrOp *op)
 
 static void lower_convert(Lower *L, IrOp *op)
 {
+	if (op == L->staged) { /* lowered with the first of its pair */
+		L->staged = NULL;
+		return;
+	}
 	if (ldmatrix_ok(op)) {
 		lower_to_dot_op(L, op);
 		return;

@@ -95,6 +95,27 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 	(void)o;
 }
 
+/* A conversion of a 16-bit 2-D tile to a dot_op layout (staged swizzled,
+ * read back by ldmatrix). */
+static bool staged_to_dot_op(const IrOp *op)
+{
+	if (!op || op->opc != OP_CONVERT_LAYOUT)
+		return false;
+	const IrType *t = op->res[0].type;
+	if (!ir_is_block(t) || !t->layout || t->layout->kind != LAYOUT_DOT_OP || t->rank != 2 ||
+	    t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	IrTypeKind k = ir_scalar(t)->kind;
+	return k == TY_F16 || k == TY_BF16;
+}
+
+bool an_staged_pair(const IrOp *op)
+{
+	const IrOp *n = op ? op->next : NULL;
+	return staged_to_dot_op(op) && staged_to_dot_op(n) && n->ops[0] != &op->res[0] &&
+	       n->res[0].type->layout->opidx != op->res[0].type->layout->opidx;
+}
+
 /* ------------------------------------------------------------------------- */
 
 typedef struct Buf {
@@ -124,7 +145,10 @@ static void collect(ACtx *a, IrBlock *b)
 			if (!a->bufs)
 				abort();
 		}
-		a->bufs[a->n++] = (Buf){op, align16(sz), start, start, 0};
+		/* the first of a staged pair stays live through the second: both
+		 * tiles are written before one barrier, then both read */
+		int64_t end = an_staged_pair(op) ? start + 1 : start;
+		a->bufs[a->n++] = (Buf){op, align16(sz), start, end, 0};
 	}
 }
 
@@ -199,7 +223,7 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 			dirty = out;
 		}
 		if (an_scratch_bytes(op, o) > 0) {
-			if (dirty) {
+			if (dirty && !an_staged_pair(op->prev)) {
 				IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
 				ir_block_insert_before(b, op, bar);
 			}

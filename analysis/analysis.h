@@ -151,6 +151,11 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o);
  * another scratch user may still read (each scratch user itself puts one
  * barrier between its writes and its reads). */
 void an_insert_barriers(IrFunc *f, const AnGpuOptions *o);
+/* op and the op after it convert the A and B tiles of a dot to dot_op
+ * layouts through shared memory: they get disjoint scratch, no barrier
+ * between them, and the backend writes both tiles, waits at one barrier,
+ * then reads both. */
+bool an_staged_pair(const IrOp *op);
 
 /* The whole GPU pipeline on the kernel of m: returns the shared bytes the
  * kernel needs in *shared. */

@@ -659,13 +659,27 @@ static void unpack2(Lower *L, LLVMTypeRef et, LLVMValueRef x, const Map *m, LLVM
  *     a0a1, a2a3, a4a5, a6a7 (see lower_dot_mma);
  *   B [K][N], x4.trans per (ki, ni pair): matrices (K +0/+8) x (ni, ni + 1)
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
+static void read_dot_op(Lower *L, IrOp *op);
+
 static void lower_to_dot_op(Lower *L, IrOp *op)
+{
+	write_swizzled(L, op->ops[0], scratch_off(op));
+	IrOp *n = an_staged_pair(op) && ldmatrix_ok(op->next) ? op->next : NULL;
+	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
+		write_swizzled(L, n->ops[0], scratch_off(n));
+		L->staged = n;
+	}
+	barrier(L);
+	read_dot_op(L, op);
+	if (n)
+		read_dot_op(L, n);
+}
+
+static void read_dot_op(Lower *L, IrOp *op)
 {
 	int64_t off = scratch_off(op);
 	const IrType *t = op->res[0].type;
 	int64_t C = t->shape[1];
-	write_swizzled(L, op->ops[0], off);
-	barrier(L);
 	Map m;
 	map_init(L, t, &m);
 	LLVMTypeRef et = be_llty(L, t);
@@ -719,6 +733,10 @@ static void lower_to_dot_op(Lower *L, IrOp *op)
 
 static void lower_convert(Lower *L, IrOp *op)
 {
+	if (op == L->staged) { /* lowered with the first of its pair */
+		L->staged = NULL;
+		return;
+	}
 	if (ldmatrix_ok(op)) {
 		lower_to_dot_op(L, op);
 		return;
@@ -834,6 +852,56 @@ static LLVMValueRef and_pred(Lower *L, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildAnd(L->b, a, b, "");
 }
 
+/* A masked global load of nw 32-bit words as one predicated PTX load:
+ * the destination registers start as the default value and `@p ld` fills
+ * them. Opaque to LLVM, so the loaded words stay packed until they are used
+ * (a branch around an ordinary load lets LLVM sink conversions of the value
+ * into the branch, e.g. f16 -> f32 of the whole vector, doubling the
+ * registers that stay live). */
+static LLVMValueRef pred_load(Lower *L, LLVMTypeRef vty, int nw, LLVMValueRef ptr, LLVMValueRef pred,
+			      LLVMValueRef dflt)
+{
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
+	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(i32, (unsigned)nw) : i32;
+	LLVMValueRef dw = LLVMBuildBitCast(L->b, dflt, wty, "");
+	LLVMTypeRef rt[4] = {i32, i32, i32, i32};
+	LLVMTypeRef sty = LLVMStructTypeInContext(L->c, rt, (unsigned)nw, 0);
+	LLVMTypeRef at[6];
+	LLVMValueRef args[6];
+	at[0] = LLVMTypeOf(ptr);
+	args[0] = ptr;
+	at[1] = LLVMInt1TypeInContext(L->c);
+	args[1] = pred;
+	for (int i = 0; i < nw; i++) {
+		at[2 + i] = i32;
+		args[2 + i] = nw > 1 ? LLVMBuildExtractElement(L->b, dw, i32c(L, i), "") : dw;
+	}
+	LLVMTypeRef fty = LLVMFunctionType(sty, at, (unsigned)(2 + nw), 0);
+	char text[256], cons[128];
+	int o = 0, c = 0;
+	for (int i = 0; i < nw; i++)
+		o += snprintf(text + o, sizeof text - (size_t)o, "mov.b32 $%d, $%d;\n\t", i, nw + 2 + i);
+	o += snprintf(text + o, sizeof text - (size_t)o, "@$%d ld.global%s.b32 {", nw + 1,
+		      nw == 4 ? ".v4" : nw == 2 ? ".v2" : "");
+	for (int i = 0; i < nw; i++)
+		o += snprintf(text + o, sizeof text - (size_t)o, "%s$%d", i ? "," : "", i);
+	snprintf(text + o, sizeof text - (size_t)o, "}, [$%d];", nw);
+	for (int i = 0; i < nw; i++)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, "=&r,");
+	c += snprintf(cons + c, sizeof cons - (size_t)c, "l,b");
+	for (int i = 0; i < nw; i++)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",r");
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, args, (unsigned)(2 + nw), "");
+	LLVMValueRef w = nw > 1 ? LLVMGetUndef(wty) : NULL;
+	for (int i = 0; i < nw; i++) {
+		LLVMValueRef x = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
+		w = nw > 1 ? LLVMBuildInsertElement(L->b, w, x, i32c(L, i), "") : x;
+	}
+	return LLVMBuildBitCast(L->b, w, vty, "");
+}
+
 static void lower_load(Lower *L, IrOp *op)
 {
 	IrValue *p = op->ops[0];
@@ -873,6 +941,8 @@ static void lower_load(Lower *L, IrOp *op)
 			LLVMSetAlignment(val, (unsigned)(vec * ebytes(rt)));
 			if (vol)
 				LLVMSetVolatile(val, 1);
+		} else if (!vol && !isbool && (vec * ebytes(rt)) % 4 == 0 && vec * ebytes(rt) <= 16) {
+			val = pred_load(L, vty, (int)(vec * ebytes(rt) / 4), ptr, pred, dflt);
 		} else {
 			LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b);
 			LLVMBasicBlockRef lb = new_bb(L, "ld"), jb = new_bb(L, "ld.end");

@@ -49,6 +49,7 @@ typedef struct Lower {
 	LLVMValueRef tid, lane, warp, smem;
 	bool need_libdevice;
 	IrError *err;
+	const IrOp *staged; /* second of a staged dot_op pair, already lowered */
 	int nstr;
 } Lower;
 

@@ -182,11 +182,16 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 		int xr = x->rank;
 		for (int d = 0, s = 0; d < rank; d++) {
 			if (d == axis) {
+				/* Runs along the new dim have length 1 and start at
+				 * every element: its divisibility is what holds for
+				 * every element, 1 along a dim where x is contiguous
+				 * (consecutive values), the run's divisibility along
+				 * a dim where x is constant or arbitrary. */
 				r.contig[d] = 1;
 				r.constancy[d] = 1;
-				r.div[d] = xr ? x->div[0] : x->div[0];
+				r.div[d] = BIG_DIV;
 				for (int k = 0; k < xr; k++)
-					r.div[d] = max64(r.div[d], x->div[k]);
+					r.div[d] = min64(r.div[d], x->contig[k] > 1 ? 1 : x->div[k]);
 				continue;
 			}
 			r.contig[d] = x->contig[s];

@@ -257,10 +257,52 @@ static void test_mma_fragments(void)
 	ir_ctx_free(ctx);
 }
 
+static void test_expand_dims_divisibility(void)
+{
+	/* causal mask: offs_m[:, None] >= offs_n[None, :] with offs_m =
+	 * pid * 64 + arange(64). Along the new dim 1, offs_m[:, None] holds one
+	 * arbitrary row value per element: no divisibility may be claimed
+	 * there, or the compare would look constant over runs of columns. */
+	const char *text =
+		"func kernel @k(%0: ptr<i1> {divisibility = 16}) loc(\"t.ttir\":1:1) {\n"
+		"  %1 = program_id {axis = 0} : i32 loc(2:1)\n"
+		"  %2 = constant {value = 64} : i32 loc(3:1)\n"
+		"  %3 = mul %1, %2 : i32 loc(4:1)\n"
+		"  %4 = splat %3 : block<64xi32> loc(5:1)\n"
+		"  %5 = make_range {end = 64, start = 0} : block<64xi32> loc(6:1)\n"
+		"  %6 = add %4, %5 : block<64xi32> loc(7:1)\n"
+		"  %7 = expand_dims %6 {axis = 1} : block<64x1xi32> loc(8:1)\n"
+		"  %8 = broadcast %7 : block<64x64xi32> loc(9:1)\n"
+		"  %9 = expand_dims %5 {axis = 0} : block<1x64xi32> loc(10:1)\n"
+		"  %10 = broadcast %9 : block<64x64xi32> loc(11:1)\n"
+		"  %11 = cmp %8, %10 {pred = \"ge\"} : block<64x64xi1> loc(12:1)\n"
+		"  return loc(13:1)\n"
+		"}\n";
+	IrCtx *ctx = ir_ctx_new();
+	IrError *err = NULL;
+	IrModule *m = ir_parse(ctx, "t.ttir", text, &err);
+	CHECK(m != NULL, "parse: %s", err ? err->msg : "");
+	if (!m) {
+		ir_ctx_free(ctx);
+		return;
+	}
+	IrFunc *f = m->funcs[0];
+	AnAxis *ax = an_axis_info(f);
+	IrOp *ed = find_op(f, OP_EXPAND_DIMS, 0);
+	const AnAxisInfo *e = an_axis_get(ax, &ed->res[0]);
+	CHECK(e->div[1] == 1, "offs_m[:, None] divisibility along the new dim %lld", (long long)e->div[1]);
+	CHECK(e->div[0] == 64 && e->contig[0] == 64, "offs_m[:, None] keeps dim 0 (div %lld, contig %lld)",
+	      (long long)e->div[0], (long long)e->contig[0]);
+	const AnAxisInfo *c = an_axis_get(ax, &find_op(f, OP_CMP, 0)->res[0]);
+	CHECK(c->constancy[1] == 1, "causal mask constancy along columns %lld", (long long)c->constancy[1]);
+	ir_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_vector_add_axis();
 	test_unaligned_is_scalar();
+	test_expand_dims_divisibility();
 	test_softmax_layouts();
 	test_blocked_helper();
 	test_reduce_store_no_conversion();

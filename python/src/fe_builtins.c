@@ -1694,7 +1694,7 @@ bool fe_is_tensor_method(const char *name)
 		if (builtins[i].method && strcmp(builtins[i].name, name) == 0)
 			return true;
 	/* standard-library functions usable as methods */
-	static const char *lib[] = {"sigmoid", "softmax", "cdiv", "flip", NULL};
+	static const char *lib[] = {"sigmoid", "softmax", "cdiv", "flip", "sort", "topk", NULL};
 	for (int i = 0; lib[i]; i++)
 		if (strcmp(lib[i], name) == 0)
 			return true;

@@ -1068,6 +1068,7 @@ FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal 
 	PyObject *sl = fe_attr(fe, jitfn, "starting_line");
 	fn.line0 = (sl ? (int)PyLong_AsLong(sl) : 1) - 1;
 	fn.caller = caller;
+	fn.call_node = node;
 	for (int i = 0; i < np; i++) {
 		PyObject *ann = child(fe, PyList_GetItem(params, i), "annotation");
 		if (ann != Py_None && !fe_is_const(bound[i])) {

@@ -486,6 +486,10 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
 	IrError *err = ir_ctx_error(fe.ctx);
+	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
+		err = ir_cse_scalars(fe.m);
+	if (!err)
+		err = ir_dce(fe.m);
 	if (!err) {
 		IrError *verr = ir_verify(fe.m);
 		if (verr)

@@ -16,7 +16,8 @@
  * success) that lives in the context. Nothing here exits the process.
  *
  * Sections follow the source files: arena/ctx/types/layouts (ir.c), ops and
- * builder (ir.c), printer (print.c), parser (parse.c), verifier (verify.c).
+ * builder (ir.c), printer (print.c), parser (parse.c), verifier (verify.c),
+ * passes (passes.c).
  */
 #ifndef CTRITON_IR_H
 #define CTRITON_IR_H
@@ -435,5 +436,22 @@ const IrType *ir_parse_type(IrCtx *ctx, const char *text);
  * types (e.g. i1 masks) in the ctx; it changes nothing else. */
 IrError *ir_verify(IrModule *m);
 IrError *ir_verify_func(IrFunc *f);
+
+/* ------------------------------------------------------------------------- */
+/* Passes (passes.c)                                                         */
+/* ------------------------------------------------------------------------- */
+
+/* Removes pure ops (IR_PURE) whose results are unused, including chains of
+ * them and those inside regions. NULL on success. */
+IrError *ir_dce(IrModule *m);
+/* Merges each pure op without regions into an earlier identical one that
+ * dominates it (same opcode, operands, attributes, result types; either
+ * operand order for a commutative pair). The merged op is removed; its uses
+ * take the earlier op's results. NULL on success. */
+IrError *ir_cse(IrModule *m);
+/* ir_cse restricted to ops whose results are all scalars: block values keep
+ * one copy per source expression, so each copy can take the layout its own
+ * uses want. */
+IrError *ir_cse_scalars(IrModule *m);
 
 #endif

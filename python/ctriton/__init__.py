@@ -5,6 +5,7 @@
 """
 from . import _C  # noqa: F401
 from .runtime.jit import JITFunction, MockTensor, jit  # noqa: F401
+from .runtime.constexpr_function import constexpr_function  # noqa: F401
 from .runtime.driver import driver as _driver  # noqa: F401
 from . import runtime  # noqa: F401
 from .compiler import compile  # noqa: F401

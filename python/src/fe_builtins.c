@@ -824,6 +824,33 @@ static FeVal *bi_expand_dims(Fe *fe, PyObject *node, Call *c)
 	return t_(fe, x);
 }
 
+/* squeeze(input, dim): drops a size-1 dim (a reshape). */
+static FeVal *bi_squeeze(Fe *fe, PyObject *node, Call *c)
+{
+	IrValue *x = tensor_arg(fe, node, c, 0, "input");
+	if (!x)
+		return NULL;
+	int64_t d;
+	if (!const_int(fe, node, c, c->a[1], "dim", &d))
+		return NULL;
+	int rank = rank_of(x->type);
+	int a = norm_axis(fe, node, c, d, rank);
+	if (a < 0)
+		return NULL;
+	if (x->type->shape[a] != 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.squeeze(): dim %d of %s has size %lld, not 1", a,
+			      fe_tyname(fe, x->type), (long long)x->type->shape[a]);
+	if (rank == 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.squeeze(): cannot squeeze a 1-D block (use .item())");
+	int64_t shape[IR_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < rank; i++)
+		if (i != a)
+			shape[n++] = x->type->shape[i];
+	IrValue *r = reshape_to(fe, node, x, n, shape, false);
+	return r ? t_(fe, r) : NULL;
+}
+
 static FeVal *bi_broadcast_to(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *x = tensor_arg(fe, node, c, 0, "input");
@@ -860,8 +887,40 @@ static FeVal *bi_cat(Fe *fe, PyObject *node, Call *c)
 	if (x->type->elem != y->type->elem || x->type->rank != y->type->rank || !ir_is_block(x->type))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.cat(): operands %s and %s do not match", fe_tyname(fe, x->type),
 			      fe_tyname(fe, y->type));
-	if (dim != 0)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.cat(): only dim=0 is supported");
+	int rank = x->type->rank;
+	int d = norm_axis(fe, node, c, dim, rank);
+	if (d < 0)
+		return NULL;
+	for (int i = 0; i < rank; i++)
+		if (i != d && x->type->shape[i] != y->type->shape[i])
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.cat(): operands %s and %s differ outside dim %d",
+				      fe_tyname(fe, x->type), fe_tyname(fe, y->type), d);
+	if (d != 0) {
+		/* the cat op joins along dim 0: move dim d to the front and back */
+		int64_t order[IR_MAX_RANK], back[IR_MAX_RANK];
+		order[0] = d;
+		for (int i = 0, k = 1; i < rank; i++)
+			if (i != d)
+				order[k++] = i;
+		for (int i = 0; i < rank; i++)
+			back[order[i]] = i;
+		IrValue *xt = trans_to(fe, node, x, rank, order);
+		IrValue *yt = xt ? trans_to(fe, node, y, rank, order) : NULL;
+		if (!yt)
+			return NULL;
+		int64_t shape[IR_MAX_RANK];
+		memcpy(shape, xt->type->shape, sizeof shape);
+		shape[0] += yt->type->shape[0];
+		const IrType *rt = fe_block(fe, node, x->type->elem, rank, shape);
+		if (!rt)
+			return NULL;
+		IrValue *ops[2] = {xt, yt};
+		IrValue *r = ir_build1(&fe->b, OP_CAT, rt, 2, ops);
+		if (reorder)
+			ir_op_set_bool(fe->ctx, r->def, "can_reorder", true);
+		r = trans_to(fe, node, r, rank, back);
+		return r ? t_(fe, r) : NULL;
+	}
 	int64_t shape[IR_MAX_RANK];
 	memcpy(shape, x->type->shape, sizeof shape);
 	shape[0] += y->type->shape[0];
@@ -1107,7 +1166,7 @@ static FeVal *bi_device_assert(Fe *fe, PyObject *node, Call *c)
 
 /* ---- reductions and scans ---------------------------------------------------- */
 
-typedef enum Comb { C_ADD, C_MUL, C_MAX, C_MIN, C_XOR, C_OR, C_ARGMAX, C_ARGMIN, C_USER } Comb;
+typedef enum Comb { C_ADD, C_MUL, C_MAX, C_MIN, C_XOR, C_OR, C_ARGMAX, C_ARGMIN, C_FIRST, C_USER } Comb;
 
 typedef struct Combiner {
 	Comb kind;
@@ -1128,6 +1187,7 @@ static bool combine_body(Fe *fe, PyObject *node, IrBlock *blk, int n, const IrTy
 	case C_MIN: res[0] = ir_binary(&fe->b, OP_MIN, a[0], a[1]); break;
 	case C_XOR: res[0] = ir_binary(&fe->b, OP_XOR, a[0], a[1]); break;
 	case C_OR: res[0] = ir_binary(&fe->b, OP_OR, a[0], a[1]); break;
+	case C_FIRST: res[0] = a[0]; break;
 	case C_ARGMAX:
 	case C_ARGMIN: {
 		/* args: value1, index1, value2, index2 */
@@ -1264,6 +1324,22 @@ static FeVal *reduction(Fe *fe, PyObject *node, Call *c, IrValue *x, FeVal *axis
 	if (out_index >= 0)
 		return outs[out_index];
 	return n == 1 ? outs[0] : fe_make_tuple(fe, 2, outs);
+}
+
+/* item(input): the element of a one-element block, as a scalar (a
+ * reduction whose combiner keeps its first operand). */
+static FeVal *bi_item(Fe *fe, PyObject *node, Call *c)
+{
+	IrValue *x = tensor_arg(fe, node, c, 0, "input");
+	if (!x)
+		return NULL;
+	if (!ir_is_block(x->type))
+		return t_(fe, x);
+	if (x->type->numel != 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.item(): the block %s has %lld elements, not 1",
+			      fe_tyname(fe, x->type), (long long)x->type->numel);
+	Combiner cb = {C_FIRST, false, NULL};
+	return reduction(fe, node, c, x, NULL, false, &cb, false, -1);
 }
 
 /* sum(input, axis, keep_dims, dtype) */
@@ -1590,6 +1666,9 @@ static const struct Builtin {
 	{"view", "input, *shape", bi_reshape, true},
 	{"ravel", "x, can_reorder=", bi_ravel, true},
 	{"expand_dims", "input, axis", bi_expand_dims, true},
+	{"unsqueeze", "input, dim", bi_expand_dims, true},
+	{"squeeze", "input, dim", bi_squeeze, true},
+	{"item", "input", bi_item, true},
 	{"broadcast_to", "input, *shape", bi_broadcast_to, true},
 	{"broadcast", "input, other", bi_broadcast, false},
 	{"cat", "input, other, can_reorder=, dim=", bi_cat, false},
@@ -1615,7 +1694,7 @@ bool fe_is_tensor_method(const char *name)
 		if (builtins[i].method && strcmp(builtins[i].name, name) == 0)
 			return true;
 	/* standard-library functions usable as methods */
-	static const char *lib[] = {"sigmoid", "softmax", "cdiv", "flip", NULL};
+	static const char *lib[] = {"sigmoid", "softmax", "cdiv", "flip", "sort", "topk", NULL};
 	for (int i = 0; lib[i]; i++)
 		if (strcmp(lib[i], name) == 0)
 			return true;

@@ -139,6 +139,10 @@ static bool contains_return(Fe *fe, PyObject *stmts)
 		PyObject *s = PyList_GetItem(stmts, i);
 		switch (fe_kind(fe, s)) {
 		case N_Return: return true;
+		case N_With:
+			if (contains_return(fe, child(fe, s, "body")))
+				return true;
+			break;
 		case N_If:
 		case N_For:
 		case N_While:
@@ -382,17 +386,28 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 	return true;
 }
 
-/* `if` whose then-branch returns: the rest of the statement list becomes the
- * else branch and both return values are yielded by the `if` op. */
+/* list + rest, a new list (rest may be NULL). */
+static PyObject *concat_stmts(Fe *fe, PyObject *list, PyObject *rest)
+{
+	PyObject *r = fe_keep(fe, PySequence_List(list));
+	for (Py_ssize_t i = 0; rest && i < PyList_Size(rest); i++)
+		PyList_Append(r, PyList_GetItem(rest, i));
+	return r;
+}
+
+/* `if` on a runtime condition where a branch returns. The rest of the
+ * statement list follows each branch (then + rest, else + rest), and both
+ * return values are yielded by the `if` op. Every statement list around this
+ * one was handled the same way (contains_return looks into nested
+ * statements), so each branch runs to the end of the function: a branch
+ * that falls off its end returns None. */
 static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 {
-	PyObject *els = fe_keep(fe, PySequence_List(child(fe, node, "orelse")));
-	for (Py_ssize_t i = 0; rest && i < PyList_Size(rest); i++)
-		PyList_Append(els, PyList_GetItem(rest, i));
 	FeFn *fn = fe->fn;
 	FeVal *ret[2];
 	IrBlock *blk[2] = {ir_block_new(fe->ctx), ir_block_new(fe->ctx)};
-	PyObject *bodies[2] = {child(fe, node, "body"), els};
+	PyObject *bodies[2] = {concat_stmts(fe, child(fe, node, "body"), rest),
+			       concat_stmts(fe, child(fe, node, "orelse"), rest)};
 	FeScope s0 = fn->scope;
 	for (int i = 0; i < 2; i++) {
 		FeScope s = scope_copy(fe, &s0);
@@ -400,11 +415,7 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 		fn->returned = false;
 		if (!lower_branch(fe, blk[i], bodies[i], &s))
 			return false;
-		if (!fn->returned)
-			return fe_err(fe, node, IR_ERR_SYNTAX,
-				      "unsupported syntax: when one branch of a runtime `if` returns, the "
-				      "other must return too");
-		ret[i] = fn->ret ? fn->ret : fe_none(fe);
+		ret[i] = fn->returned && fn->ret ? fn->ret : fe_none(fe);
 	}
 	FeVal *flat[2][16];
 	int n[2];
@@ -468,7 +479,14 @@ static bool if_stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 		int t = fe_truth(fe, node, c);
 		if (t < 0)
 			return false;
-		return fe_stmts(fe, child(fe, node, t ? "body" : "orelse"));
+		PyObject *taken = child(fe, node, t ? "body" : "orelse");
+		if (rest && contains_return(fe, taken)) {
+			/* a runtime `if` that returns inside needs the rest of this
+			 * list as its continuation */
+			*skip = PyList_Size(rest);
+			return fe_stmts(fe, concat_stmts(fe, taken, rest));
+		}
+		return fe_stmts(fe, taken);
 	}
 	if (c->kind != V_TENSOR)
 		return fe_err(fe, node, IR_ERR_TYPE, "the condition of an `if` must be a scalar or a constexpr");
@@ -689,8 +707,22 @@ static bool for_stmt(Fe *fe, PyObject *node)
 	FeVal *zero = fe_const(fe, fe_keep(fe, PyLong_FromLong(0)));
 	FeVal *one = fe_const(fe, fe_keep(fe, PyLong_FromLong(1)));
 	FeVal *lb = na == 1 ? zero : a[0], *ub = na == 1 ? a[0] : a[1], *st = na == 3 ? a[2] : one;
-	if (fe_is_const(st) && PyLong_Check(st->obj) && PyLong_AsLong(st->obj) <= 0)
-		return fe_err(fe, it, IR_ERR_VALUE, "range() step must be positive in a runtime loop");
+	/* A constant negative step counts down: range(lo, hi, -s) visits the
+	 * negations of range(-lo, -hi, s), so the loop runs over j from -lo to -hi
+	 * by s and the body sees i = -j. */
+	bool down = false;
+	if (fe_is_const(st) && PyLong_Check(st->obj)) {
+		long sv = PyLong_AsLong(st->obj);
+		if (sv == 0)
+			return fe_err(fe, it, IR_ERR_VALUE, "range() step must not be zero");
+		if (sv < 0) {
+			down = true;
+			fe_set_loc(fe, it);
+			if (!(lb = fe_unop(fe, it, N_USub, lb)) || !(ub = fe_unop(fe, it, N_USub, ub)) ||
+			    !(st = fe_unop(fe, it, N_USub, st)))
+				return false;
+		}
+	}
 	/* iv type: the integer promotion of the bounds */
 	const IrType *ivt = NULL;
 	FeVal *bounds[3] = {lb, ub, st};
@@ -756,6 +788,16 @@ static bool for_stmt(Fe *fe, PyObject *node)
 	iv->name = ivname;
 	for (int i = 0; i < c.n; i++)
 		ir_block_add_arg(fe->ctx, blk, c.tys[i])->name = c.names[i];
+	if (down) {
+		IrBuilder saved = fe->b;
+		ir_builder_at_end(&fe->b, blk);
+		fe_set_loc(fe, it);
+		FeVal *neg = fe_unop(fe, it, N_USub, fe_tensor(fe, iv));
+		fe->b = saved;
+		if (!neg)
+			return false;
+		iv = neg->v;
+	}
 	if (!loop_body(fe, node, body, blk, &c, ivname, iv, 1))
 		return false;
 	for (int i = 0; i < c.n; i++)
@@ -1026,6 +1068,7 @@ FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal 
 	PyObject *sl = fe_attr(fe, jitfn, "starting_line");
 	fn.line0 = (sl ? (int)PyLong_AsLong(sl) : 1) - 1;
 	fn.caller = caller;
+	fn.call_node = node;
 	for (int i = 0; i < np; i++) {
 		PyObject *ann = child(fe, PyList_GetItem(params, i), "annotation");
 		if (ann != Py_None && !fe_is_const(bound[i])) {

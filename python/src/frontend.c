@@ -84,7 +84,18 @@ void *fe_err(Fe *fe, PyObject *node, IrErrCode code, const char *fmt, ...)
 	va_start(ap, fmt);
 	char *msg = ir_vfmt(fe->ctx, fmt, ap);
 	va_end(ap);
-	ir_error(fe->ctx, code, fe_loc(fe, node), "%s", msg);
+	/* an error inside the language's own @jit library (tl.sort, ...) is
+	 * reported at the user's call of it */
+	FeFn *fn = fe->fn, *at = fn;
+	PyObject *where = node;
+	while (at && at->caller && at->call_node && at->file && strstr(at->file, "ctriton/language/")) {
+		where = at->call_node;
+		at = at->caller;
+	}
+	fe->fn = at;
+	IrLoc loc = fe_loc(fe, where);
+	fe->fn = fn;
+	ir_error(fe->ctx, code, loc, "%s", msg);
 	return NULL;
 }
 
@@ -475,6 +486,10 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
 	IrError *err = ir_ctx_error(fe.ctx);
+	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
+		err = ir_cse_scalars(fe.m);
+	if (!err)
+		err = ir_dce(fe.m);
 	if (!err) {
 		IrError *verr = ir_verify(fe.m);
 		if (verr)

@@ -73,6 +73,7 @@ typedef struct FeFn {
 	int loop_depth;   /* runtime loops around the current statement */
 	int if_depth;     /* runtime ifs around the current statement */
 	struct FeFn *caller;
+	PyObject *call_node; /* the caller's Call node (inlined callees) */
 } FeFn;
 
 typedef struct Fe {

@@ -107,8 +107,6 @@ def negative_step_kernel(o_ptr, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, acc)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: 'range() step must be positive in a runtime "
-                   "loop' for a constant negative step (Triton counts down)")
 def test_range_negative_step():
     o = np.zeros(16, np.int32)
     negative_step_kernel[(1,)](o, BLOCK=16)
@@ -172,8 +170,6 @@ def early_return_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, tl.load(x_ptr + offs) + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: 'unsupported syntax: when one branch of a "
-                   "runtime `if` returns, the other must return too' for `if cond: return`")
 def test_early_return():
     x = np.arange(128, dtype=np.int32)
     o = np.full(128, -1, np.int32)
@@ -199,6 +195,93 @@ def test_early_return_both_branches():
     early_return_else_kernel[(8,)](x, o, 64, BLOCK=16)
     np.testing.assert_array_equal(o[:64], x[:64] + 1)
     np.testing.assert_array_equal(o[64:], -1)
+
+
+@triton.jit
+def nested_early_return_kernel(x_ptr, o_ptr, n, lim, BLOCK: tl.constexpr, GUARD: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if GUARD:                                     # constexpr if around a runtime early return
+        if pid * BLOCK >= n:
+            return
+    if pid % 2 == 0:
+        if pid >= lim:                            # early return inside a nested runtime if
+            tl.store(o_ptr + offs, x * 0 - 7)
+            return
+        x = x * 10
+    tl.store(o_ptr + offs, x + 1)
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_nested_early_return(guard):
+    x = np.arange(128, dtype=np.int32)
+    o = np.full(128, -1, np.int32)
+    nested_early_return_kernel[(8,)](x, o, 96, 4, BLOCK=16, GUARD=guard)
+    ref = np.full(128, -1, np.int32)
+    for pid in range(8):
+        sl = slice(16 * pid, 16 * pid + 16)
+        if guard and pid * 16 >= 96:
+            continue
+        if pid % 2 == 0 and pid >= 4:
+            ref[sl] = -7
+        elif pid % 2 == 0:
+            ref[sl] = x[sl] * 10 + 1
+        else:
+            ref[sl] = x[sl] + 1
+    np.testing.assert_array_equal(o, ref)
+
+
+@triton.jit
+def _clip_early(x, t):
+    if t < 0:
+        return x * 0.0
+    if t > 10:
+        return x + 100.0
+    y = x * 2.0
+    return y + t
+
+
+@triton.jit
+def early_return_values_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + pid * BLOCK + offs, _clip_early(x, pid * 6 - 1))
+
+
+def test_early_return_with_values():
+    x = np.arange(16, dtype=np.float32)
+    o = np.zeros(4 * 16, np.float32)
+    early_return_values_kernel[(4,)](x, o, BLOCK=16)
+    ref = []
+    for pid in range(4):
+        t = pid * 6 - 1
+        ref.append(x * 0 if t < 0 else x + 100 if t > 10 else x * 2 + t)
+    np.testing.assert_array_equal(o, np.concatenate(ref))
+
+
+@triton.jit
+def negative_step_runtime_kernel(o_ptr, hi, lo, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.int32)
+    n = 0
+    for i in range(hi, lo, -2):                   # runtime bounds, constant negative step
+        acc = acc * 3 + i
+        n += 1
+    tl.store(o_ptr + offs, acc + n * 0)
+    tl.store(o_ptr + BLOCK + offs, acc * 0 + n)
+
+
+@pytest.mark.parametrize("hi,lo", [(9, 0), (8, 0), (3, 3), (2, 5), (5, -4)])
+def test_range_negative_step_runtime_bounds(hi, lo):
+    o = np.zeros(32, np.int32)
+    negative_step_runtime_kernel[(1,)](o, hi, lo, BLOCK=16)
+    acc = 0
+    for i in range(hi, lo, -2):
+        acc = acc * 3 + i
+    np.testing.assert_array_equal(o[:16], acc)
+    np.testing.assert_array_equal(o[16:], len(range(hi, lo, -2)))
 
 
 @triton.jit

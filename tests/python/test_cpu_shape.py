@@ -284,10 +284,59 @@ def squeeze_unsqueeze_kernel(x_ptr, o_ptr, N: tl.constexpr):
     tl.store(o_ptr + tl.arange(0, N), tl.squeeze(u, 0) * 2)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: 'tl.unsqueeze() is not supported by ctriton' "
-                   "(tl.squeeze/tl.unsqueeze are exported by ctriton.language)")
 def test_squeeze_unsqueeze():
     x = np.arange(16, dtype=np.float32)
     o = np.zeros_like(x)
     squeeze_unsqueeze_kernel[(1,)](x, o, 16)
     np.testing.assert_array_equal(o, 2 * x)
+
+
+@triton.jit
+def squeeze_item_cat_kernel(x_ptr, o_ptr, s_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])          # (M, N)
+    col = x.unsqueeze(2)                                         # (M, N, 1), method form
+    back = tl.squeeze(col, -1)                                   # (M, N)
+    wide = tl.cat(back, back * 2, dim=1)                         # (M, 2N)
+    r2 = tl.arange(0, 2 * N)
+    tl.store(o_ptr + rm[:, None] * (2 * N) + r2[None, :], wide)
+    one = tl.sum(x, axis=1, keep_dims=True)                      # (M, 1)
+    first = tl.reshape(tl.sum(one, axis=0, keep_dims=True), (1, 1))
+    tl.store(s_ptr, first.item())
+    tl.store(s_ptr + 1, tl.item(tl.max(x, axis=1, keep_dims=True).sum(axis=0, keep_dims=True)))
+
+
+def test_squeeze_item_cat_dim1():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    o = np.zeros((4, 16), np.float32)
+    s = np.zeros(2, np.float32)
+    squeeze_item_cat_kernel[(1,)](x, o, s, 4, 8)
+    np.testing.assert_array_equal(o, np.concatenate([x, 2 * x], axis=1))
+    np.testing.assert_array_equal(s, [x.sum(), x.max(1).sum()])
+
+
+@triton.jit
+def cat_3d_kernel(x_ptr, o_ptr, DIM: tl.constexpr):
+    i = tl.arange(0, 2)
+    j = tl.arange(0, 4)
+    k = tl.arange(0, 8)
+    offs = i[:, None, None] * 32 + j[None, :, None] * 8 + k[None, None, :]
+    x = tl.load(x_ptr + offs)
+    y = tl.cat(x, x + 100, dim=DIM)
+    S0: tl.constexpr = 4 if DIM == 0 else 2
+    S1: tl.constexpr = 8 if DIM == 1 else 4
+    S2: tl.constexpr = 16 if DIM % 3 == 2 else 8
+    a = tl.arange(0, S0)
+    b = tl.arange(0, S1)
+    c = tl.arange(0, S2)
+    tl.store(o_ptr + a[:, None, None] * (S1 * S2) + b[None, :, None] * S2 + c[None, None, :], y)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat_dims(dim):
+    x = np.arange(64, dtype=np.int32).reshape(2, 4, 8)
+    ref = np.concatenate([x, x + 100], axis=dim)
+    o = np.zeros(ref.shape, np.int32)
+    cat_3d_kernel[(1,)](x, o, dim)
+    np.testing.assert_array_equal(o, ref)

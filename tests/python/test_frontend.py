@@ -146,7 +146,9 @@ def test_misc_builtins():
 
 def test_random():
     text = ttir(K.rng, {"X": "*fp32", "seed": "i32"})
-    assert count(text, "umulhi") == 60  # three Philox calls of 10 rounds
+    # three Philox calls of 10 rounds, 2 products each; DCE drops the last
+    # round's products that feed outputs the callers do not use
+    assert count(text, "umulhi") == 54
     assert "3528531795" in text and "2654435769" in text
 
 

@@ -12,7 +12,8 @@ from .core import (TRITON_MAX_TENSOR_NUMEL, PropagateNan, _BUILTINS, block_type,
 from .core import (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,  # noqa: F401
                    bfloat16, float32, float64, float8e4nv, float8e5, float8e4b15, float8e4b8,
                    float8e5b16)
-from .standard import cdiv, sigmoid, softmax, swizzle2d, interleave  # noqa: F401
+from .standard import (cdiv, sigmoid, softmax, swizzle2d, interleave, flip, sort, topk,  # noqa: F401
+                       bitonic_merge)
 from . import math  # noqa: F401
 from . import extra  # noqa: F401
 from .random import (philox, philox_impl, randint, randint4x, rand, rand4x, randn, randn4x,  # noqa: F401
@@ -23,6 +24,6 @@ __all__ = sorted(set(_BUILTINS) | {
     "tensor", "pi32_t", "void", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "float8e4b15", "float8e4b8", "float8e5b16", "cdiv", "sigmoid", "softmax", "swizzle2d",
-    "interleave", "math", "extra", "philox", "philox_impl", "randint", "randint4x", "rand",
+    "interleave", "flip", "sort", "topk", "bitonic_merge", "math", "extra", "philox", "philox_impl", "randint", "randint4x", "rand",
     "rand4x", "randn", "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal",
 } - {"make_block_ptr", "advance", "inline_asm_elementwise", "add", "sub", "mul"})

@@ -1,5 +1,6 @@
 """Standard library of ctriton.language written in the language itself:
 compiled through @jit like user code."""
+from ..runtime.constexpr_function import constexpr_function
 from ..runtime.jit import jit
 from . import core
 
@@ -47,3 +48,131 @@ def interleave(a, b):
         return c
     else:
         return core.reshape(c, c.shape[:-2] + (2 * c.shape[-2], ))
+
+
+# ---- flip, sort, topk --------------------------------------------------------
+# Sorting uses a bitonic network along the last dimension. The block is viewed
+# as rows (M, N), N a power of two. One compare-exchange step at distance 2**j
+# reshapes a row to (N / 2**(j+1), 2, 2**j), moves the pair axis last and
+# splits it: the two halves are the partners. Their minima and maxima are
+# joined back in the order the element's direction asks for. The direction of
+# element i is ascending when bit `s` of i equals `desc` (bits beyond the row
+# are 0, so a large `s` gives one direction for the whole row).
+
+
+@constexpr_function
+def _log2(n):
+    k = int(n).bit_length() - 1
+    if n <= 0 or 1 << k != n:
+        raise ValueError(f"size {n} is not a power of two")
+    return k
+
+
+@constexpr_function
+def _last_dim(shape, dim):
+    rank = len(shape)
+    d = rank - 1 if dim is None else dim
+    if d < 0:
+        d += rank
+    if d != rank - 1:
+        raise ValueError(f"only the last dimension is supported (dim={dim}, rank {rank})")
+    return d
+
+
+@constexpr_function
+def _rows(shape):
+    m = 1
+    for s in shape[:-1]:
+        m *= s
+    return m
+
+
+@constexpr_function
+def _with_last(shape, n):
+    return tuple(shape[:-1]) + (n, )
+
+
+@constexpr_function
+def _axis_only(shape, dim):
+    d = dim % len(shape)
+    return tuple(s if i == d else 1 for i, s in enumerate(shape))
+
+
+@jit
+def _compare_exchange(x, M: core.constexpr, N: core.constexpr, j: core.constexpr, s: core.constexpr,
+                      desc: core.constexpr):
+    H: core.constexpr = N >> (j + 1)
+    W: core.constexpr = 1 << j
+    y = core.permute(core.reshape(x, (M, H, 2, W)), 0, 1, 3, 2)
+    a, b = core.split(y)
+    lo = core.minimum(a, b)
+    hi = core.maximum(a, b)
+    h = core.arange(0, H)[None, :, None]
+    up = ((h >> (s - j - 1)) & 1) == desc
+    first = core.where(up, lo, hi)
+    second = core.where(up, hi, lo)
+    z = core.permute(core.join(first, second), 0, 1, 3, 2)
+    return core.reshape(z, (M, N))
+
+
+@jit
+def _bitonic_merge_rows(x, M: core.constexpr, N: core.constexpr, stage: core.constexpr, s: core.constexpr,
+                        desc: core.constexpr):
+    # merges bitonic runs of 2**stage elements, distances 2**(stage-1) .. 1
+    for j in core.static_range(stage - 1, -1, -1):
+        x = _compare_exchange(x, M, N, j, s, desc)
+    return x
+
+
+@jit
+def sort(x, dim: core.constexpr = None, descending: core.constexpr = False):
+    _last_dim(x.shape, dim)
+    N: core.constexpr = x.shape[len(x.shape) - 1]
+    K: core.constexpr = _log2(N)
+    M: core.constexpr = _rows(x.shape)
+    y = core.reshape(x, (M, N))
+    for stage in core.static_range(1, K + 1):
+        y = _bitonic_merge_rows(y, M, N, stage, stage, 1 if descending else 0)
+    return core.reshape(y, x.shape)
+
+
+@jit
+def bitonic_merge(x, dim: core.constexpr = None, descending: core.constexpr = False):
+    _last_dim(x.shape, dim)
+    N: core.constexpr = x.shape[len(x.shape) - 1]
+    K: core.constexpr = _log2(N)
+    M: core.constexpr = _rows(x.shape)
+    y = _bitonic_merge_rows(core.reshape(x, (M, N)), M, N, K, K, 1 if descending else 0)
+    return core.reshape(y, x.shape)
+
+
+@jit
+def topk(x, k: core.constexpr, dim: core.constexpr = None):
+    # the k largest elements of each row, largest first: sort runs of k
+    # (alternately descending and ascending), then halve the row repeatedly:
+    # the elementwise maximum of a descending and an ascending run is a
+    # bitonic run holding the k largest of both, merged again into sorted runs
+    _last_dim(x.shape, dim)
+    N: core.constexpr = x.shape[len(x.shape) - 1]
+    KK: core.constexpr = _log2(k)
+    LN: core.constexpr = _log2(N)
+    core.static_assert(k <= N, "topk: k must not exceed the size of the last dimension")
+    M: core.constexpr = _rows(x.shape)
+    y = core.reshape(x, (M, N))
+    for stage in core.static_range(1, KK + 1):
+        y = _bitonic_merge_rows(y, M, N, stage, stage, 1)
+    for h in core.static_range(LN - KK):
+        n: core.constexpr = N >> h
+        pairs = core.permute(core.reshape(y, (M, n // (2 * k), 2, k)), 0, 1, 3, 2)
+        a, b = core.split(pairs)
+        y = core.reshape(core.maximum(a, b), (M, n // 2))
+        y = _bitonic_merge_rows(y, M, n // 2, KK, KK, 1)
+    return core.reshape(y, _with_last(x.shape, k))
+
+
+@jit
+def flip(x, dim: core.constexpr = None):
+    D: core.constexpr = len(x.shape) - 1 if dim is None else dim % len(x.shape)
+    N: core.constexpr = x.shape[D]
+    idx = core.reshape(N - 1 - core.arange(0, N), _axis_only(x.shape, D))
+    return core.gather(x, core.broadcast_to(idx, x.shape), D)

@@ -139,6 +139,35 @@ static bool const_value(const IrOp *op, int64_t *v)
 	return true;
 }
 
+/* The divisibility that holds for the elements of x at positions along d
+ * that are multiples of c (the first elements of the aligned runs of length
+ * c of a result computed from x). div[d] is promised only for the first
+ * element of each of x's contiguous runs; inside a run the values step by
+ * `step` (1, or the element size for pointers, whose div is in bytes), so
+ * when the c-runs start inside x's runs only gcd(div, c * step) is left
+ * (1 for c = 1 and a contiguous x: arange(0, 8) * 2 is not all multiples
+ * of 2^30). */
+static int64_t div_at(const AnAxisInfo *x, int d, int64_t c, int64_t step)
+{
+	int64_t cx = x->contig[d] < 1 ? 1 : x->contig[d];
+	if (c < 1)
+		c = 1;
+	if (c % cx == 0)
+		return x->div[d];
+	int64_t g = gcd64(x->div[d], gcd64(c, cx) * step);
+	return g < 1 ? 1 : g;
+}
+
+static int64_t step_of(const IrType *t)
+{
+	return ir_is_ptr(ir_scalar(t)) ? elem_bytes(t) : 1;
+}
+
+static bool pred_is(const IrOp *op, const char *p)
+{
+	return strcmp(ir_op_str(op, "pred", "eq"), p) == 0;
+}
+
 static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 {
 	const IrType *t = op->res[ri].type;
@@ -235,7 +264,9 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 					r.contig[d] = max64(gcd64(cx, ky), gcd64(kx, cy));
 				r.constancy[d] = gcd64(kx, ky);
 			}
-			r.div[d] = gcd64(x->div[d], y->div[d] * scale);
+			int64_t rc = d < rank ? r.contig[d] : 1;
+			r.div[d] = gcd64(div_at(x, d, rc, step_of(op->ops[0]->type)),
+					 div_at(y, d, rc, 1) * scale);
 		}
 		return r;
 	}
@@ -253,7 +284,8 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 				else if (xc && cx == 1)
 					r.contig[d] = y->contig[d];
 			}
-			r.div[d] = min64(BIG_DIV, x->div[d] * y->div[d]);
+			int64_t rc = d < rank ? r.contig[d] : 1;
+			r.div[d] = min64(BIG_DIV, div_at(x, d, rc, 1) * div_at(y, d, rc, 1));
 		}
 		return r;
 	}
@@ -271,20 +303,25 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 	case OP_CAST:
 	case OP_NEG:
 	case OP_NOT: {
-		/* constancy: runs equal in every operand stay equal; a contiguous run
-		 * compared with a constant aligned to the run keeps equal results
-		 * for cmp (offs < n with n divisible by 16) */
+		/* constancy: runs equal in every operand stay equal. An aligned
+		 * contiguous run x0 .. x0+k-1 (x0 and y multiples of k) compared
+		 * with a value y constant over it gives one result for lt and ge
+		 * (offs < n with n divisible by 16): x0 < y means x0 + k - 1 < y.
+		 * Not for le/gt/eq/ne: at x0 == y, x0 <= y but x0 + 1 > y. With
+		 * the run on the right (y0 .. y0+k-1 against a constant x) the
+		 * constant predicates are gt and le. */
 		for (int d = 0; d < rank; d++) {
 			int64_t k = BIG_DIV;
 			for (int i = 0; i < op->nops; i++)
 				k = gcd64(k, an_axis_get(a, op->ops[i])->constancy[d]);
-			if (op->opc == OP_CMP && y) {
-				/* aligned contiguous run vs a constant aligned as well */
+			if (op->opc == OP_CMP && y && !ir_is_float(ir_scalar(op->ops[0]->type))) {
 				int64_t k1 = gcd64(x->contig[d], gcd64(x->div[d], y->div[d]));
-				if (y->constancy[d] >= k1)
+				if (k1 > 1 && y->contig[d] == 1 && y->constancy[d] % k1 == 0 &&
+				    (pred_is(op, "lt") || pred_is(op, "ge")))
 					k = max64(k, k1);
 				int64_t k2 = gcd64(y->contig[d], gcd64(y->div[d], x->div[d]));
-				if (x->constancy[d] >= k2)
+				if (k2 > 1 && x->contig[d] == 1 && x->constancy[d] % k2 == 0 &&
+				    (pred_is(op, "gt") || pred_is(op, "le")))
 					k = max64(k, k2);
 			}
 			r.constancy[d] = k < 1 ? 1 : min64(k, t->shape[d]);
@@ -297,24 +334,26 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 				if (y->constancy[d] >= run)
 					r.contig[d] = max64(1, run);
 			}
-			for (int d = 0; d < IR_MAX_RANK; d++)
-				r.div[d] = gcd64(x->div[d], y->div[d]);
+			for (int d = 0; d < IR_MAX_RANK; d++) {
+				int64_t rc = d < rank ? r.contig[d] : 1;
+				r.div[d] = gcd64(div_at(x, d, rc, 1), div_at(y, d, rc, 1));
+			}
 		}
 		if (op->opc == OP_SHL && op->ops[1]->def) {
 			int64_t s;
 			if (const_value(op->ops[1]->def, &s) && s >= 0 && s < 30)
 				for (int d = 0; d < IR_MAX_RANK; d++)
-					r.div[d] = min64(BIG_DIV, x->div[d] << s);
+					r.div[d] = min64(BIG_DIV, div_at(x, d, 1, 1) << s);
 		}
 		if (op->opc == OP_DIV && op->ops[1]->def && !ir_is_float(ir_scalar(t))) {
 			int64_t s;
 			if (const_value(op->ops[1]->def, &s) && s > 0 && (s & (s - 1)) == 0)
 				for (int d = 0; d < IR_MAX_RANK; d++)
-					r.div[d] = max64(1, x->div[d] / s);
+					r.div[d] = max64(1, div_at(x, d, 1, 1) / s);
 		}
 		if (op->opc == OP_CAST && ir_is_int(ir_scalar(t)))
 			for (int d = 0; d < IR_MAX_RANK; d++)
-				r.div[d] = x->div[d];
+				r.div[d] = div_at(x, d, 1, 1);
 		return r;
 	}
 	default:
@@ -336,12 +375,12 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b);
 
 /* Meet of two facts about one value: what both guarantee. */
-static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src)
+static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src, int64_t step)
 {
 	bool changed = false;
 	for (int d = 0; d < IR_MAX_RANK; d++) {
 		int64_t c = gcd64(dst->contig[d], src->contig[d]);
-		int64_t v = gcd64(dst->div[d], src->div[d]);
+		int64_t v = gcd64(div_at(dst, d, c, step), div_at(src, d, c, step));
 		int64_t k = gcd64(dst->constancy[d], src->constancy[d]);
 		changed |= c != dst->contig[d] || v != dst->div[d] || k != dst->constancy[d];
 		dst->contig[d] = c < 1 ? 1 : c;
@@ -379,7 +418,8 @@ static void visit_for(AnAxis *a, IrFunc *f, IrOp *op)
 			break;
 		bool changed = false;
 		for (int i = 0; i < ncar; i++)
-			changed |= join_into(&a->info[rb->args[1 + i]->id], an_axis_get(a, y->ops[i]));
+			changed |= join_into(&a->info[rb->args[1 + i]->id], an_axis_get(a, y->ops[i]),
+					     step_of(rb->args[1 + i]->type));
 		if (!changed) {
 			ok = true;
 			break;

@@ -423,6 +423,38 @@ static LLVMValueRef elem(Lower *L, IrOp *op, LLVMValueRef *a)
 	}
 }
 
+/* Registers of v come in runs of equal values when axis info proves
+ * constancy along the layout's fastest dim: each thread's spt consecutive
+ * elements there are consecutive registers, starting at a multiple of spt,
+ * so with constancy k dividing spt, registers r and r - r % k hold equal
+ * values (a mask `cols < N` with N divisible by 16 is computed once per
+ * 8-element vector, not per element). Returns the run length (1: none). */
+static int dedup_run(Lower *L, const IrValue *v)
+{
+	if (!L->ax || !ir_is_block(v->type) || !v->type->layout)
+		return 1;
+	Map m;
+	map_init(NULL, v->type, &m);
+	if (!m.b || m.brank < 1)
+		return 1;
+	int d0 = m.order[0];
+	if (m.dd[d0].estride != 1 || m.stride[d0] != 1)
+		return 1;
+	int vd = -1;
+	for (int k = 0; k < m.rank; k++)
+		if (m.dimmap[k] == d0)
+			vd = k;
+	if (vd < 0)
+		return 1;
+	int64_t c = an_axis_get(L->ax, v)->constancy[vd];
+	int k = m.dd[d0].spt;
+	if (k > m.nd[d0])
+		k = m.nd[d0];
+	while (k > 1 && (c % k || m.dd[d0].spt % k || m.nd[d0] % k))
+		k /= 2;
+	return k < 1 ? 1 : k;
+}
+
 static void lower_elementwise(Lower *L, IrOp *op)
 {
 	int n = map_nregs(L, op->res[0].type);
@@ -432,7 +464,12 @@ static void lower_elementwise(Lower *L, IrOp *op)
 		fail(L, op, "too many operands for %s", ir_opinfo(op->opc)->name);
 		return;
 	}
+	int k = dedup_run(L, &op->res[0]);
 	for (int r = 0; r < n; r++) {
+		if (k > 1 && r % k) { /* equal to the first element of its constant run */
+			out[r] = out[r - r % k];
+			continue;
+		}
 		for (int i = 0; i < op->nops; i++)
 			args[i] = reg(L, op->ops[i], r);
 		out[r] = elem(L, op, args);

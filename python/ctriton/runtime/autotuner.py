@@ -320,34 +320,30 @@ class Autotuner(KernelInterface):
 
     def run(self, *args, **kwargs):
         self.nargs = dict(zip(self.arg_names, args))
-        tuned = False
-        if len(self.configs) > 1:
-            key = self._tuning_key(args, kwargs)
-            if key not in self.cache:
-                self.cache[key], from_disk = self._tune(key, args, kwargs)
-                tuned = not from_disk
-                # the trials left the reset_to_zero tensors dirty
-                if tuned:
-                    self.pre_hook({**self.nargs, **kwargs}, reset_only=True)
-                if _env_flag("TRITON_PRINT_AUTOTUNING", "CTRITON_PRINT_AUTOTUNING"):
-                    t = self._time_of(self.configs_timings.get(self.cache[key]))
-                    src = "loaded from the cache" if from_disk else \
-                        f"tuned in {self.bench_time:.2f}s"
-                    print(f"ctriton autotuning of {self.__name__} for key {key}: "
-                          f"{src}, best config {self.cache[key]} "
-                          f"({t if t is not None else float('nan'):.4f} ms)", flush=True)
-            config = self.cache[key]
-        else:
-            config = self.configs[0]
-        self.best_config = config
-        self._check_conflicts(kwargs, config)
-        full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
-        if config.pre_hook is not None:
-            config.pre_hook(full_nargs)
         try:
+            config = self._choose(args, kwargs) if len(self.configs) > 1 else self.configs[0]
+            self.best_config = config
+            self._check_conflicts(kwargs, config)
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
             return self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
             self.nargs = None
+
+    def _choose(self, args, kwargs):
+        key = self._tuning_key(args, kwargs)
+        if key in self.cache:
+            return self.cache[key]
+        best, from_disk = self._tune(key, args, kwargs)
+        self.cache[key] = best
+        if not from_disk:  # the trials left the reset_to_zero tensors dirty
+            self.pre_hook({**self.nargs, **kwargs}, reset_only=True)
+        if _env_flag("TRITON_PRINT_AUTOTUNING", "CTRITON_PRINT_AUTOTUNING"):
+            t = self._time_of(self.configs_timings.get(best, float("nan")))
+            how = "loaded from the cache" if from_disk else f"tuned in {self.bench_time:.2f}s"
+            print(f"ctriton autotuning of {self.__name__} for key {key}: {how}, "
+                  f"best config {best} ({t:.4f} ms)", flush=True)
+        return best
 
     def warmup(self, *args, **kwargs):
         """Compiles the kernel for every (pruned) config; returns the list of

@@ -12,6 +12,13 @@ from .compiler import compile  # noqa: F401
 from .backends.compiler import GPUTarget  # noqa: F401
 from . import language  # noqa: F401
 from .compiler.errors import CompilationError  # noqa: F401
+from .errors import TritonError  # noqa: F401
+from .runtime.interface import KernelInterface, must_use_result  # noqa: F401
+from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
+from .runtime.errors import InterpreterError, OutOfResources  # noqa: F401
+from .runtime.allocation import set_allocator  # noqa: F401
+from .runtime.tensor import TensorWrapper, reinterpret  # noqa: F401
+from .runtime.driver import max_shared_mem  # noqa: F401
 
 __version__ = "0.1.0"
 

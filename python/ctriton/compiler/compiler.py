@@ -13,6 +13,7 @@ of each stage in milliseconds (also in CompiledKernel.times).
 """
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -39,7 +40,14 @@ class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
 
 
+_OOR = re.compile(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)")
+
+
 def _compilation_error(msg):
+    m = _OOR.search(msg)
+    if m:
+        from ..runtime.errors import OutOfResources
+        return OutOfResources(int(m.group(2)), int(m.group(3)), m.group(1))
     try:
         from .errors import CompilationError  # the frontend's
         try:
@@ -213,8 +221,8 @@ class CompiledKernel:
                                    "driver is the CPU")
             props = active.utils.get_device_properties(active.get_current_device())
             if md.shared > props["max_shared_mem"]:
-                raise RuntimeError(f"out of resources: shared memory, required {md.shared}, "
-                                   f"hardware limit {props['max_shared_mem']}")
+                from ..runtime.errors import OutOfResources
+                raise OutOfResources(md.shared, props["max_shared_mem"], "shared memory")
             image = self.asm.get("cubin") or (self.asm["ptx"].encode() + b"\0")
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, None, image, self.name)

@@ -5,8 +5,10 @@ the offending source line and a caret under the column.
 """
 import linecache
 
+from ..errors import TritonError
 
-class CompilationError(Exception):
+
+class CompilationError(TritonError):
     def __init__(self, message, filename=None, lineno=None, col=None):
         self.error_message = message
         self.filename = filename

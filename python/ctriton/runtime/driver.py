@@ -214,3 +214,11 @@ class DriverConfig:
 
 
 driver = DriverConfig()
+
+
+def max_shared_mem(device=None):
+    """Shared memory per block (bytes) of a device of the active driver."""
+    d = driver.active
+    if device is None:
+        device = d.get_current_device()
+    return d.utils.get_device_properties(device)["max_shared_mem"]

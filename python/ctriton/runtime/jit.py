@@ -17,6 +17,7 @@ import os
 import textwrap
 
 from .. import _C
+from .interface import KernelInterface
 
 
 def _is_constexpr_annotation(ann):
@@ -73,7 +74,7 @@ class MockTensor:
         return 0
 
 
-class JITFunction:
+class JITFunction(KernelInterface):
     _ctriton_jit = True
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,

@@ -1292,6 +1292,45 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 					    ints_str(V, a->n, a->ints));
 		return NULL;
 	}
+	case OP_ASYNC_COPY: {
+		const IrType *vt;
+		int64_t buf, st;
+		if ((e = pointee(V, op, &vt)))
+			return e;
+		if (!ir_is_block(op->ops[0]->type))
+			return fail(V, op, "operand 0 must be a block of pointers, got %s",
+				    ts(V, op->ops[0]->type));
+		if (op->ops[1]->type->kind != TY_I32)
+			return fail(V, op, "slot must be a scalar i32, got %s", ts(V, op->ops[1]->type));
+		if (op->nops > 2 && (e = check_mask(V, op, 2)))
+			return e;
+		if ((e = get_int(V, op, "buffer", &buf)) || (e = get_int(V, op, "stages", &st)))
+			return e;
+		if (buf < 0 || st < 1)
+			return fail(V, op, "buffer must be >= 0 and stages >= 1, got %lld and %lld",
+				    (long long)buf, (long long)st);
+		return NULL;
+	}
+	case OP_ASYNC_WAIT: {
+		int64_t n;
+		if ((e = get_int(V, op, "pending", &n)))
+			return e;
+		if (n < 0)
+			return fail(V, op, "pending must be >= 0, got %lld", (long long)n);
+		return NULL;
+	}
+	case OP_LOCAL_READ: {
+		int64_t buf;
+		if (op->ops[0]->type->kind != TY_I32)
+			return fail(V, op, "slot must be a scalar i32, got %s", ts(V, op->ops[0]->type));
+		if (!ir_is_block(op->res[0].type))
+			return fail(V, op, "result must be a block, got %s", ts(V, op->res[0].type));
+		if ((e = get_int(V, op, "buffer", &buf)))
+			return e;
+		if (buf < 0)
+			return fail(V, op, "buffer must be >= 0, got %lld", (long long)buf);
+		return NULL;
+	}
 	case OP_ASSUME:
 	case OP_ASSERT:
 		if (ir_scalar(op->ops[0]->type)->kind != TY_I1)

@@ -130,25 +130,59 @@ typedef struct ACtx {
 	int64_t pos;
 } ACtx;
 
+static void add_buf(ACtx *a, Buf b)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->bufs = realloc(a->bufs, sizeof(Buf) * (size_t)a->cap);
+		if (!a->bufs)
+			abort();
+	}
+	a->bufs[a->n++] = b;
+}
+
+/* Multi-buffered tiles (async_copy / local_read {buffer}): stages x tile
+ * bytes, live from the first op naming the buffer to the end of the loop
+ * that holds the last (copies past the end may still be landing until the
+ * wait after the loop). The Buf's op is the first op naming it; every op
+ * naming it gets the offset. */
+static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos)
+{
+	int64_t id = ir_op_int(op, "buffer", 0);
+	for (int i = 0; i < a->n; i++)
+		if (a->bufs[i].op->opc == OP_ASYNC_COPY && ir_op_int(a->bufs[i].op, "buffer", -1) == id)
+			return &a->bufs[i];
+	if (op->opc != OP_ASYNC_COPY)
+		return NULL;
+	const IrType *t = op->ops[0]->type;
+	int64_t tile = numel(t) * elem_bytes(ir_scalar(t)->elem);
+	add_buf(a, (Buf){op, align16(tile * ir_op_int(op, "stages", 1)), pos, pos, 0});
+	return &a->bufs[a->n - 1];
+}
+
 static void collect(ACtx *a, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
 		int64_t start = a->pos++;
 		for (int r = 0; r < op->nregions; r++)
 			collect(a, op->regions[r]);
+		if (op->opc == OP_FOR || op->opc == OP_WHILE)
+			for (int i = 0; i < a->n; i++)
+				if (a->bufs[i].op->opc == OP_ASYNC_COPY && a->bufs[i].end > start)
+					a->bufs[i].end = a->pos; /* used inside: live to the loop's end */
+		if (op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ) {
+			Buf *t = tile_buf(a, op, start);
+			if (t && start > t->end)
+				t->end = start;
+			continue;
+		}
 		int64_t sz = an_scratch_bytes(op, a->o);
 		if (sz <= 0)
 			continue;
-		if (a->n == a->cap) {
-			a->cap = a->cap ? a->cap * 2 : 16;
-			a->bufs = realloc(a->bufs, sizeof(Buf) * (size_t)a->cap);
-			if (!a->bufs)
-				abort();
-		}
 		/* the first of a staged pair stays live through the second: both
 		 * tiles are written before one barrier, then both read */
 		int64_t end = an_staged_pair(op) ? start + 1 : start;
-		a->bufs[a->n++] = (Buf){op, align16(sz), start, end, 0};
+		add_buf(a, (Buf){op, align16(sz), start, end, 0});
 	}
 }
 
@@ -158,6 +192,17 @@ static int by_size_desc(const void *x, const void *y)
 	if (a->size != b->size)
 		return a->size < b->size ? 1 : -1;
 	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			set_tile_offset(ctx, op->regions[r], id, off);
+		if ((op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ) &&
+		    ir_op_int(op, "buffer", -1) == id)
+			ir_op_set_int(ctx, op, "scratch_offset", off);
+	}
 }
 
 int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
@@ -186,6 +231,11 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 			total = off + a.bufs[i].size;
 		ir_op_set_int(f->module->ctx, a.bufs[i].op, "scratch_offset", off);
 	}
+	/* every op naming a tile buffer gets its offset */
+	for (int i = 0; i < a.n; i++)
+		if (a.bufs[i].op->opc == OP_ASYNC_COPY)
+			set_tile_offset(f->module->ctx, f->body, ir_op_int(a.bufs[i].op, "buffer", 0),
+					a.bufs[i].offset);
 	free(a.bufs);
 	return total;
 }
@@ -195,7 +245,7 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 static bool uses_scratch(IrBlock *b, const AnGpuOptions *o)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
-		if (an_scratch_bytes(op, o) > 0)
+		if (an_scratch_bytes(op, o) > 0 || op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ)
 			return true;
 		for (int r = 0; r < op->nregions; r++)
 			if (uses_scratch(op->regions[r], o))
@@ -221,6 +271,22 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 			for (int r = 0; r < op->nregions; r++)
 				out |= membar_block(op->regions[r], dirty || (loop && inner), o);
 			dirty = out;
+		}
+		/* multi-buffered tiles: their buffers overlap nothing live, and the
+		 * pipelining pass places the barrier between a tile's copy and its
+		 * reads; a copy overwrites what earlier scratch users may still
+		 * read, and after a wait other threads' copies may have landed */
+		if (op->opc == OP_ASYNC_COPY) {
+			if (dirty) {
+				IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
+				ir_block_insert_before(b, op, bar);
+				dirty = false;
+			}
+			continue;
+		}
+		if (op->opc == OP_LOCAL_READ || op->opc == OP_ASYNC_WAIT) {
+			dirty = true;
+			continue;
 		}
 		if (an_scratch_bytes(op, o) > 0) {
 			if (dirty && !an_staged_pair(op->prev)) {

@@ -377,7 +377,7 @@ static void find_anchors(LCtx *c, IrBlock *b)
 		for (int r = 0; r < op->nregions; r++)
 			find_anchors(c, op->regions[r]);
 		if (op->opc != OP_LOAD && op->opc != OP_STORE && op->opc != OP_ATOMIC_RMW &&
-		    op->opc != OP_ATOMIC_CAS)
+		    op->opc != OP_ATOMIC_CAS && op->opc != OP_ASYNC_COPY)
 			continue;
 		IrValue *p = op->ops[0];
 		if (!is_blk(p))
@@ -385,7 +385,7 @@ static void find_anchors(LCtx *c, IrBlock *b)
 		IrValue *mask = NULL;
 		if (op->opc == OP_LOAD && op->nops > 1)
 			mask = op->ops[1];
-		if (op->opc == OP_STORE && op->nops > 2)
+		if ((op->opc == OP_STORE || op->opc == OP_ASYNC_COPY) && op->nops > 2)
 			mask = op->ops[2];
 		int rank = p->type->rank;
 		if (c->rank_layout[rank] && c->rank_numel[rank] >= p->type->numel)
@@ -486,6 +486,16 @@ static void seed_dot_loads(LCtx *c, IrBlock *b)
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++)
 			seed_dot_loads(c, op->regions[r]);
+		if (op->opc == OP_ASYNC_COPY && is_blk(op->ops[0])) {
+			/* a tile copied to shared memory for a dot: its own coalesced layout */
+			IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
+			const IrLayout *t = an_coalesced_layout(c->ctx, c->ax, op->ops[0], mask,
+								c->o->num_warps, c->o->warp_size);
+			set_want(c, op->ops[0], t);
+			if (mask)
+				set_want(c, mask, t);
+			continue;
+		}
 		if (op->opc != OP_LOAD || op->nres != 1 || !is_blk(&op->res[0]) || !is_blk(op->ops[0]))
 			continue;
 		if (op->res[0].id < 0 || op->res[0].id >= c->nvals || !c->dotfeed[op->res[0].id])
@@ -611,6 +621,29 @@ static void assign_op(LCtx *c, IrOp *op)
 			convert_operand(c, op, 2, mma);
 		}
 		set_layout(c, res, op->ops[2]->type->layout);
+		return;
+	}
+	case OP_ASYNC_COPY: {
+		const IrLayout *l = op->ops[0]->type->layout;
+		if (op->nops > 2)
+			convert_operand(c, op, 2, l);
+		return;
+	}
+	case OP_LOCAL_READ: {
+		/* read straight into the dot operand layout (ldmatrix) */
+		const IrLayout *l = NULL;
+		for (IrOp *u = op->next; u && !l; u = u->next) {
+			if (u->opc != OP_DOT)
+				continue;
+			for (int i = 0; i < 2; i++) {
+				if (u->ops[i] != res)
+					continue;
+				const IrLayout *mma = an_dot_mma_layout(c->ctx, u, c->o);
+				if (mma)
+					l = an_dot_op_layout(c->ctx, mma, i, res->type);
+			}
+		}
+		set_layout(c, res, l ? l : want_of(c, res));
 		return;
 	}
 	case OP_CONVERT_LAYOUT:

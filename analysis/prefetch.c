@@ -20,6 +20,7 @@
  */
 #include "analysis.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct PCtx {
@@ -171,6 +172,338 @@ static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *
 	return r;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Multi-buffering through shared memory (cp.async)                          */
+/* ------------------------------------------------------------------------- */
+
+/* Values at iteration `it` of the loop (it >= 0: before the loop, iteration
+ * it; it < 0: the lookahead iteration k + S - 1 inside the body, through the
+ * carried shadow arguments). */
+typedef struct AEnv {
+	IrValue **memo; /* by original value id */
+	int it;
+} AEnv;
+
+typedef struct ACtx {
+	PCtx *p;
+	AEnv *envs; /* envs[0 .. S-1]: prologue iterations; envs[S]: lookahead */
+	int S;
+	IrValue **shadow;  /* by body arg index: the carried shadow argument */
+	bool *need;        /* by body arg index: used by the copies' slices */
+	IrValue *iv_ahead; /* iv + (S - 1) * step, in the body */
+} ACtx;
+
+static IrValue *aeval(ACtx *a, int e, IrValue *v);
+
+static ACtx *g_actx; /* the context of the clone callbacks below */
+static int g_env;
+
+static IrValue *aeval_cb(PCtx *p, IrValue *v)
+{
+	(void)p;
+	return aeval(g_actx, g_env, v);
+}
+
+static IrValue *aeval(ACtx *a, int e, IrValue *v)
+{
+	PCtx *p = a->p;
+	if (!in_body(p, v))
+		return v;
+	AEnv *en = &a->envs[e];
+	if (en->memo[v->id])
+		return en->memo[v->id];
+	IrValue *r;
+	if (!v->def) {
+		int j = v->index;
+		if (en->it < 0)
+			r = j == 0 ? a->iv_ahead : a->shadow[j];
+		else if (en->it == 0)
+			r = j == 0 ? p->loop->ops[0] : p->loop->ops[2 + j];
+		else if (j == 0) {
+			IrValue *prev = aeval(a, e - 1, v);
+			IrValue *xs[2] = {prev, p->loop->ops[2]};
+			r = ir_build1(&p->pre, OP_ADD, v->type, 2, xs);
+			r->id = -1;
+		} else
+			r = aeval(a, e - 1, p->yield->ops[j - 1]);
+	} else {
+		int save = g_env;
+		g_env = e;
+		r = clone_def(p, en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
+		g_env = save;
+	}
+	return en->memo[v->id] = r;
+}
+
+/* Body args the slice of v depends on (through yields). */
+static void mark_args(PCtx *p, bool *need, char *seen, IrValue *v)
+{
+	if (!in_body(p, v) || !valid_id(p, v) || seen[v->id])
+		return;
+	seen[v->id] = 1;
+	if (!v->def) {
+		int j = v->index;
+		if (j >= 1 && !need[j]) {
+			need[j] = true;
+			mark_args(p, need, seen, p->yield->ops[j - 1]);
+		}
+		return;
+	}
+	for (int i = 0; i < v->def->nops; i++)
+		mark_args(p, need, seen, v->def->ops[i]);
+}
+
+/* other absent, or a constant zero */
+static bool zero_other(const IrValue *o)
+{
+	if (!o)
+		return true;
+	const IrOp *d = o->def;
+	if (d && d->opc == OP_SPLAT)
+		d = d->ops[0]->def;
+	if (!d || d->opc != OP_CONSTANT)
+		return false;
+	const IrAttr *v = ir_find_attr(d->nattrs, d->attrs, "value");
+	if (!v)
+		return false;
+	if (v->kind == ATTR_INT)
+		return v->i == 0;
+	if (v->kind == ATTR_FLOAT)
+		return v->f == 0.0 && !signbit(v->f);
+	return false;
+}
+
+/* A load the cp.async path can take: a 2-D 16-bit tile of at least 16 x 16
+ * feeding operand A or B of a dot that runs on tensor cores. */
+static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax)
+{
+	/* runs of >= 4 bytes along the rows (the tile is staged row-major) */
+	if (an_access_vec(ax, L->ops[0], L->nops > 1 ? L->ops[1] : NULL, 1) < 2)
+		return false;
+	const IrType *t = L->res[0].type;
+	IrTypeKind k = ir_scalar(t)->kind;
+	if (t->rank != 2 || (k != TY_F16 && k != TY_BF16) || t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	if (t->numel < 8 * (int64_t)o->num_warps * o->warp_size)
+		return false; /* 16-byte chunks for every thread */
+	if (!zero_other(L->nops > 2 ? L->ops[2] : NULL))
+		return false;
+	IrOp *d = dot_user(p->body, &L->res[0]);
+	return d && an_dot_mma_layout(p->ctx, d, o) != NULL;
+}
+
+static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
+{
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	if (!y || y->opc != OP_YIELD || loop->nops < 3 || body->nargs != loop->nops - 2 ||
+	    y->nops != body->nargs - 1 || ir_is_block(loop->ops[0]->type))
+		return false;
+	AnAxis *ax = an_axis_info(f);
+	PCtx p;
+	memset(&p, 0, sizeof p);
+	p.ctx = ctx;
+	p.f = f;
+	p.loop = loop;
+	p.body = body;
+	p.yield = y;
+	p.n = an_number_values(f);
+	p.state = ir_alloc(ctx, (size_t)p.n + 1);
+	memset(p.state, 0, (size_t)p.n + 1);
+
+	IrOp *cand[8];
+	int nc = 0;
+	int64_t tile_bytes = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_LOAD || op->nres != 1 || !ir_is_block(op->res[0].type))
+			continue;
+		if (ir_count_uses(f, &op->res[0]) != 1 || !dot_user(body, &op->res[0]))
+			continue;
+		bool ok = true;
+		for (int i = 0; ok && i < op->nops; i++)
+			ok = slice_ok(&p, op->ops[i]);
+		if (!ok)
+			continue;
+		if (!async_ok(&p, op, o, ax) || nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
+			return false; /* all or none: the register prefetch takes the loop */
+		cand[nc++] = op;
+		tile_bytes += op->res[0].type->numel * 2;
+	}
+	if (!nc)
+		return false;
+	/* shared memory: fewer stages when the tiles are large */
+	while (S > 2 && tile_bytes * S > 160 * 1024)
+		S--;
+	if (tile_bytes * S > 160 * 1024)
+		return false;
+
+	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);
+	ACtx a;
+	memset(&a, 0, sizeof a);
+	a.p = &p;
+	a.S = S;
+	a.envs = ir_alloc(ctx, sizeof(AEnv) * (size_t)(S + 1));
+	for (int e = 0; e <= S; e++) {
+		a.envs[e].memo = ir_alloc(ctx, msz);
+		memset(a.envs[e].memo, 0, msz);
+		a.envs[e].it = e < S ? e : -1;
+	}
+	a.shadow = ir_alloc(ctx, sizeof(IrValue *) * (size_t)body->nargs);
+	a.need = ir_alloc(ctx, sizeof(bool) * (size_t)body->nargs);
+	memset(a.shadow, 0, sizeof(IrValue *) * (size_t)body->nargs);
+	memset(a.need, 0, sizeof(bool) * (size_t)body->nargs);
+	char *seen = ir_alloc(ctx, (size_t)p.n + 1);
+	memset(seen, 0, (size_t)p.n + 1);
+	for (int k = 0; k < nc; k++)
+		for (int i = 0; i < cand[k]->nops; i++)
+			mark_args(&p, a.need, seen, cand[k]->ops[i]);
+
+	ir_builder_init(&p.pre, ctx);
+	ir_builder_before(&p.pre, loop);
+	p.pre.loc = loop->loc;
+	ACtx *save = g_actx;
+	g_actx = &a;
+	const IrType *i32 = ir_type(ctx, TY_I32);
+	int buf0 = *nbuf;
+	*nbuf += nc;
+
+	/* prologue: tiles 0 .. S-2 into slots 0 .. S-2, one group each */
+	for (int it = 0; it < S - 1; it++) {
+		IrValue *slot = ir_const_int(&p.pre, i32, it);
+		slot->id = -1;
+		IrValue *iv = aeval(&a, it, body->args[0]);
+		for (int k = 0; k < nc; k++) {
+			IrOp *L = cand[k];
+			IrValue *ptr = aeval(&a, it, L->ops[0]);
+			IrValue *mask = L->nops > 1 ? aeval(&a, it, L->ops[1]) : NULL;
+			mask = guarded_mask(&p, &p.pre, mask, ptr, iv);
+			p.pre.loc = L->loc;
+			IrValue *ops[3] = {ptr, slot, mask};
+			IrOp *c = ir_build(&p.pre, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
+			ir_op_set_int(ctx, c, "buffer", buf0 + k);
+			ir_op_set_int(ctx, c, "stages", S);
+		}
+		ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+	}
+	/* shadow arguments start at iteration S-1 */
+	int nsh = 0;
+	IrValue *sh_init[64];
+	int sh_idx[64];
+	for (int j = 1; j < body->nargs && nsh < 64; j++) {
+		if (!a.need[j])
+			continue;
+		sh_init[nsh] = aeval(&a, S - 1, body->args[j]);
+		sh_idx[nsh++] = j;
+	}
+	/* the read slot, carried */
+	IrValue *slot0 = ir_const_int(&p.pre, i32, 0);
+	slot0->id = -1;
+	for (int s = 0; s < nsh; s++) {
+		a.shadow[sh_idx[s]] = ir_block_add_arg(ctx, body, body->args[sh_idx[s]]->type);
+		a.shadow[sh_idx[s]]->id = -1;
+	}
+	IrValue *rslot = ir_block_add_arg(ctx, body, i32);
+	rslot->id = -1;
+
+	/* body top: wait for tile k, one barrier, copies of tile k+S-1 into the
+	 * slot read in the previous iteration, commit, then read tile k */
+	ir_builder_init(&p.top, ctx);
+	ir_builder_before(&p.top, body->first);
+	p.top.loc = loop->loc;
+	IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
+	ir_op_set_int(ctx, w, "pending", S - 2);
+	ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
+	IrValue *sm1 = ir_const_int(&p.top, i32, S - 1);
+	IrValue *zero = ir_const_int(&p.top, i32, 0);
+	IrValue *one = ir_const_int(&p.top, i32, 1);
+	IrValue *nS = ir_const_int(&p.top, i32, S);
+	IrValue *is0 = ir_cmp(&p.top, "eq", rslot, zero);
+	IrValue *wslot = ir_select(&p.top, is0, sm1, ir_binary(&p.top, OP_SUB, rslot, one));
+	IrValue *r1 = ir_binary(&p.top, OP_ADD, rslot, one);
+	IrValue *rnext = ir_select(&p.top, ir_cmp(&p.top, "eq", r1, nS), zero, r1);
+	{
+		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, S - 1);
+		IrValue *xs[2] = {loop->ops[2], st};
+		IrValue *d = ir_build1(&p.top, OP_MUL, loop->ops[2]->type, 2, xs);
+		IrValue *ys[2] = {body->args[0], d};
+		a.iv_ahead = ir_build1(&p.top, OP_ADD, body->args[0]->type, 2, ys);
+	}
+	for (int k = 0; k < nc; k++) {
+		IrOp *L = cand[k];
+		IrValue *ptr = aeval(&a, S, L->ops[0]);
+		IrValue *mask = L->nops > 1 ? aeval(&a, S, L->ops[1]) : NULL;
+		mask = guarded_mask(&p, &p.top, mask, ptr, a.iv_ahead);
+		p.top.loc = L->loc;
+		IrValue *ops[3] = {ptr, wslot, mask};
+		IrOp *c = ir_build(&p.top, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
+		ir_op_set_int(ctx, c, "buffer", buf0 + k);
+		ir_op_set_int(ctx, c, "stages", S);
+	}
+	ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+	IrValue *sh_next[64];
+	for (int s = 0; s < nsh; s++)
+		sh_next[s] = aeval(&a, S, p.yield->ops[sh_idx[s] - 1]);
+	for (int k = 0; k < nc; k++) {
+		IrOp *L = cand[k];
+		p.top.loc = L->loc;
+		IrOp *r = ir_build(&p.top, OP_LOCAL_READ, 1, &rslot, 1, &L->res[0].type, 0);
+		ir_op_set_int(ctx, r, "buffer", buf0 + k);
+		r->res[0].id = -1;
+		ir_replace_all_uses(f, &L->res[0], &r->res[0]);
+		ir_op_unlink(L);
+	}
+	g_actx = save;
+
+	/* the yield and the loop with the shadow arguments and the slot */
+	int nadd = nsh + 1;
+	int ny = y->nops + nadd;
+	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)ny);
+	for (int i = 0; i < y->nops; i++)
+		yv[i] = y->ops[i];
+	for (int s = 0; s < nsh; s++)
+		yv[y->nops + s] = sh_next[s];
+	yv[y->nops + nsh] = rnext;
+	IrBuilder yb;
+	ir_builder_init(&yb, ctx);
+	ir_builder_before(&yb, y);
+	yb.loc = y->loc;
+	ir_yield(&yb, ny, yv);
+	ir_op_unlink(y);
+
+	int nops = loop->nops + nadd, nres = loop->nres + nadd;
+	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)nops);
+	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)nres);
+	for (int i = 0; i < loop->nops; i++)
+		lo[i] = loop->ops[i];
+	for (int s = 0; s < nsh; s++)
+		lo[loop->nops + s] = sh_init[s];
+	lo[loop->nops + nsh] = slot0;
+	for (int i = 0; i < loop->nres; i++)
+		lt[i] = loop->res[i].type;
+	for (int s = 0; s < nsh; s++)
+		lt[loop->nres + s] = a.shadow[sh_idx[s]]->type;
+	lt[loop->nres + nsh] = i32;
+	IrOp *nl = ir_op_new(ctx, OP_FOR, nops, lo, nres, lt, 1, loop->loc);
+	nl->nattrs = loop->nattrs;
+	nl->attrs = loop->attrs;
+	ir_block_insert_before(loop->parent, loop, nl);
+	ir_op_set_region(nl, 0, body);
+	for (int i = 0; i < loop->nres; i++)
+		ir_replace_all_uses(f, &loop->res[i], &nl->res[i]);
+	/* after the loop: no copy (the zero-filling ones past the end) in flight */
+	IrBuilder ab;
+	ir_builder_init(&ab, ctx);
+	ir_builder_before(&ab, loop);
+	ab.loc = loop->loc;
+	ir_op_unlink(loop);
+	if (nl->next) {
+		ir_builder_before(&ab, nl->next);
+		IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
+		ir_op_set_int(ctx, wa, "pending", 0);
+	}
+	return true;
+}
+
 static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 {
 	IrBlock *body = loop->regions[0];
@@ -281,15 +614,15 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 	return true;
 }
 
-static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b)
+static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S, int *nbuf)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++)
-			walk(ctx, f, op->regions[r]);
+			walk(ctx, f, op->regions[r], o, S, nbuf);
 		if (op->opc == OP_FOR && op->nregions == 1) {
 			IrOp *prev = op->prev;
 			IrBlock *parent = op->parent;
-			if (pipeline_loop(ctx, f, op))
+			if ((S >= 2 && async_loop(ctx, f, op, o, S, nbuf)) || pipeline_loop(ctx, f, op))
 				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
 			while (op && op->opc != OP_FOR)
 				op = op->next;
@@ -303,5 +636,6 @@ void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages)
 {
 	if (o->arch < 80 || num_stages < 2)
 		return;
-	walk(f->module->ctx, f, f->body);
+	int nbuf = 0;
+	walk(f->module->ctx, f, f->body, o, num_stages, &nbuf);
 }

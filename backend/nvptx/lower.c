@@ -697,6 +697,7 @@ static void unpack2(Lower *L, LLVMTypeRef et, LLVMValueRef x, const Map *m, LLVM
  *   B [K][N], x4.trans per (ki, ni pair): matrices (K +0/+8) x (ni, ni + 1)
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
 static void read_dot_op(Lower *L, IrOp *op);
+static void read_dot_op_at(Lower *L, IrOp *op, LLVMValueRef eoff);
 
 static void lower_to_dot_op(Lower *L, IrOp *op)
 {
@@ -712,7 +713,18 @@ static void lower_to_dot_op(Lower *L, IrOp *op)
 		read_dot_op(L, n);
 }
 
-static void read_dot_op(Lower *L, IrOp *op)
+static void read_dot_op(Lower *L, IrOp *op) { read_dot_op_at(L, op, NULL); }
+
+/* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
+static LLVMValueRef slot_index(Lower *L, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff)
+{
+	LLVMValueRef i = swizzled_index(L, row, col, C);
+	return eoff ? LLVMBuildAdd(L->b, i, eoff, "") : i;
+}
+
+/* Reads op's dot_op result with ldmatrix from the swizzled tile at
+ * scratch_offset + eoff elements. */
+static void read_dot_op_at(Lower *L, IrOp *op, LLVMValueRef eoff)
 {
 	int64_t off = scratch_off(op);
 	const IrType *t = op->res[0].type;
@@ -737,7 +749,7 @@ static void read_dot_op(Lower *L, IrOp *op)
 				LLVMValueRef row = LLVMBuildAdd(B, r16, i32c(L, mi * dm->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k8, i32c(L, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(L, 4, false, smem_addr(L, off, swizzled_index(L, row, col, C), 2), x);
+				ldmatrix(L, 4, false, smem_addr(L, off, slot_index(L, row, col, C, eoff), 2), x);
 				unpack2(L, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(L, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(L, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -758,7 +770,7 @@ static void read_dot_op(Lower *L, IrOp *op)
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(L, cnt, true, smem_addr(L, off, swizzled_index(L, row, col, C), 2), x);
+				ldmatrix(L, cnt, true, smem_addr(L, off, slot_index(L, row, col, C, eoff), 2), x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(L, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(L, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -766,6 +778,87 @@ static void read_dot_op(Lower *L, IrOp *op)
 			}
 	}
 	set_vals(L, &op->res[0], m.n, regs);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Multi-buffered tiles: cp.async into swizzled slots, ldmatrix out           */
+/* ------------------------------------------------------------------------- */
+
+static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map *m);
+
+static void inline_asm(Lower *L, const char *text, const char *cons, LLVMValueRef *args, int n)
+{
+	LLVMTypeRef at[4];
+	for (int i = 0; i < n; i++)
+		at[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(L->c), at, (unsigned)n, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(L->b, fty, asmv, args, (unsigned)n, "");
+}
+
+/* async_copy: each thread copies its runs of consecutive columns (16, 8 or 4
+ * bytes, within one 16-byte chunk) to the swizzled position in slot `slot`
+ * (the layout write_swizzled gives a staged operand); a masked-off run
+ * reads nothing and is written as zeros (src-size 0). */
+static void lower_async_copy(Lower *L, IrOp *op)
+{
+	IrValue *p = op->ops[0];
+	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
+	const IrType *t = p->type;
+	int64_t eb = ebytes(ir_scalar(t)->elem);
+	int64_t C = t->shape[1];
+	Map m;
+	map_init(L, t, &m);
+	int vec = access_vec(L, p, mask, &m);
+	if (m.brank != 2 || m.dimmap[1] != 1 || m.order[0] != 1)
+		vec = 1;
+	while (vec > 1 && (vec * eb > 16 || m.nd[1] % vec))
+		vec /= 2;
+	if (vec * eb < 4)
+		fail(L, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
+	if (vec * eb < 4)
+		return;
+	int bytes = (int)(vec * eb);
+	LLVMValueRef eoff = LLVMBuildMul(L->b, reg(L, op->ops[1], 0), i32c(L, t->numel), "");
+	char text[128];
+	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
+		 bytes);
+	for (int r = 0; r < m.n; r += vec) {
+		LLVMValueRef idx = slot_index(L, map_coord(L, &m, r, 0), map_coord(L, &m, r, 1), C, eoff);
+		LLVMValueRef dst = smem_addr(L, scratch_off(op), idx, eb);
+		LLVMValueRef d32 = LLVMBuildTrunc(L->b, LLVMBuildPtrToInt(L->b, dst, LLVMInt64TypeInContext(L->c), ""),
+						  LLVMInt32TypeInContext(L->c), "");
+		LLVMValueRef src = reg(L, p, r);
+		LLVMValueRef sz = i32c(L, bytes);
+		if (mask)
+			sz = LLVMBuildSelect(L->b, reg(L, mask, r), sz, i32c(L, 0), "");
+		LLVMValueRef args[3] = {d32, src, sz};
+		inline_asm(L, text, "r,l,r,~{memory}", args, 3);
+	}
+}
+
+static void lower_async_commit(Lower *L, IrOp *op)
+{
+	(void)op;
+	inline_asm(L, "cp.async.commit_group;", "~{memory}", NULL, 0);
+}
+
+static void lower_async_wait(Lower *L, IrOp *op)
+{
+	char text[64];
+	snprintf(text, sizeof text, "cp.async.wait_group %d;", (int)ir_op_int(op, "pending", 0));
+	inline_asm(L, text, "~{memory}", NULL, 0);
+}
+
+static void lower_local_read(Lower *L, IrOp *op)
+{
+	if (!ldmatrix_ok(op))
+		fail(L, op, "local_read needs a 16-bit 2-D dot operand layout");
+	if (!ldmatrix_ok(op))
+		return;
+	LLVMValueRef eoff = LLVMBuildMul(L->b, reg(L, op->ops[0], 0), i32c(L, op->res[0].type->numel), "");
+	read_dot_op_at(L, op, eoff);
 }
 
 static void lower_convert(Lower *L, IrOp *op)
@@ -1755,6 +1848,10 @@ void lower_op(Lower *L, IrOp *op)
 	case OP_PRINT: lower_print(L, op); return;
 	case OP_ASSERT: lower_assert(L, op); return;
 	case OP_BARRIER: barrier(L); return;
+	case OP_ASYNC_COPY: lower_async_copy(L, op); return;
+	case OP_ASYNC_COMMIT: lower_async_commit(L, op); return;
+	case OP_ASYNC_WAIT: lower_async_wait(L, op); return;
+	case OP_LOCAL_READ: lower_local_read(L, op); return;
 	case OP_FOR: lower_for(L, op); return;
 	case OP_IF: lower_if(L, op); return;
 	case OP_WHILE: lower_while(L, op); return;

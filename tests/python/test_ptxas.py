@@ -81,3 +81,39 @@ def test_dot_fma_before_sm80():
     sig.update({"a_ptr": "*fp32", "b_ptr": "*fp32"})
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 80, 32))
     assert "#mma" not in k.asm["ttgir"] and "mma.sync" not in k.asm["ptx"]
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_matmul_cp_async(arch, stages):
+    """The bench matmul (128x128x32, 8 warps): with num_stages >= 2 its A and
+    B tiles go through cp.async into num_stages shared slots (async_copy /
+    local_read in TTGIR, cp.async + wait_group + ldmatrix in PTX); with 1
+    stage they are loaded into registers. Accepted by ptxas."""
+    import types
+    import ctriton.language as tl
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.join(here, "..", "..", "bench", "kernels_src.py")
+    ks = types.ModuleType("kernels_src_ptxas")
+    ks.triton, ks.tl = ctriton, tl
+    with open(src) as f:
+        exec(compile(f.read(), src, "exec"), ks.__dict__)
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    cx = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, stride_ak=1, stride_bn=1, stride_cn=1)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8)}
+    k = ctriton.compile(ASTSource(ks.matmul, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                        options={"num_warps": 8, "num_stages": stages})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    if stages >= 2:
+        assert ttgir.count("async_copy ") == 2 * stages  # prologue (stages-1 tiles) + body, A and B
+        assert f"async_wait {{pending = {stages - 2}}}" in ttgir and "async_wait {pending = 0}" in ttgir
+        assert "local_read" in ttgir and "#dot_op<opidx = 0" in ttgir
+        assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
+        assert f"cp.async.wait_group {stages - 2}" in ptx
+    else:
+        assert "cp.async" not in ptx and "async_copy" not in ttgir
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"

@@ -1037,9 +1037,26 @@ static FeVal *joinedstr(Fe *fe, PyObject *node)
 			return NULL;
 		if (!fe_is_const(x))
 			return fe_err(fe, v, IR_ERR_VALUE, "f-strings may only format constexpr values");
-		PyObject *s = fe_keep(fe, PyObject_Str(x->obj));
+		/* !s / !r / !a conversion, then the format spec (itself an f-string) */
+		PyObject *conv = child(fe, v, "conversion");
+		long cv = conv && PyLong_Check(conv) ? PyLong_AsLong(conv) : -1;
+		PyObject *o = x->obj;
+		if (cv == 's' || cv == 'r' || cv == 'a') {
+			o = fe_keep(fe, cv == 's' ? PyObject_Str(o) : cv == 'r' ? PyObject_Repr(o) : PyObject_ASCII(o));
+			if (!o)
+				return fe_pyerr(fe, v, "f-string conversion");
+		}
+		PyObject *specn = child(fe, v, "format_spec");
+		PyObject *spec = NULL;
+		if (specn && specn != Py_None) {
+			FeVal *sv = fe_expr(fe, specn);
+			if (!sv)
+				return NULL;
+			spec = sv->obj;
+		}
+		PyObject *s = fe_keep(fe, PyObject_Format(o, spec));
 		if (!s)
-			return fe_pyerr(fe, v, "str()");
+			return fe_pyerr(fe, v, "format()");
 		PyList_Append(parts, s);
 	}
 	PyObject *empty = fe_keep(fe, PyUnicode_FromString(""));
@@ -1098,12 +1115,13 @@ FeVal *fe_expr(Fe *fe, PyObject *node)
 		r = fe_err(fe, node, IR_ERR_SYNTAX,
 			   "unsupported syntax: starred expressions are only allowed in call arguments");
 		break;
-	case N_ListComp:
+	case N_ListComp: r = fe_listcomp(fe, node); break;
 	case N_GeneratorExp:
 	case N_DictComp:
 	case N_SetComp:
 		r = fe_err(fe, node, IR_ERR_SYNTAX,
-			   "unsupported syntax: comprehensions are not supported in @jit functions");
+			   "unsupported syntax: only list comprehensions are supported in @jit functions "
+			   "(no generator, dict or set comprehensions)");
 		break;
 	case N_Dict:
 	case N_Set:

@@ -151,6 +151,8 @@ FeVal *fe_scope_get(FeScope *s, const char *name);
 FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal **args, int nkw,
 		      const char **kwnames, FeVal **kwvals);
 /* Lowers jit function fn into a region body: combine functions. */
+/* A list comprehension over a compile-time iterable: a tuple. */
+FeVal *fe_listcomp(Fe *fe, PyObject *node);
 FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal **args);
 
 /* ---- fe_builtins.c ------------------------------------------------------- */

@@ -749,6 +749,17 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 		fe_keep(fe, r);
 		return fe_const(fe, unwrap(fe, r));
 	}
+	if (obj->kind == V_TUPLE && obj->obj) { /* a namedtuple: its fields */
+		PyObject *fields = fe_attr(fe, obj->obj, "_fields");
+		for (Py_ssize_t i = 0; fields && PyTuple_Check(fields) && i < PyTuple_Size(fields) && i < obj->n; i++) {
+			PyObject *f = PyTuple_GetItem(fields, i);
+			if (PyUnicode_Check(f) && strcmp(PyUnicode_AsUTF8AndSize(f, NULL), name) == 0)
+				return obj->items[i];
+		}
+		PyErr_Clear();
+		return fe_err(fe, node, IR_ERR_VALUE, "namedtuple %s has no field '%s'",
+			      fe_str(fe, fe_attr(fe, obj->obj, "__name__")), name);
+	}
 	if (fe_is_tensor(obj)) {
 		const IrType *t = obj->v->type;
 		if (strcmp(name, "dtype") == 0) {
@@ -834,7 +845,6 @@ static FeVal *tuple_expr(Fe *fe, PyObject *node)
 	return make_tuple(fe, k, items);
 }
 
-FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items);
 FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items)
 {
 	return make_tuple(fe, n, items);

@@ -14,7 +14,6 @@
 #include "frontend.h"
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
-FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items);
 static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip);
 
 /* ---- scopes ------------------------------------------------------------- */
@@ -601,7 +600,10 @@ static FeVal *carry_rebuild(Fe *fe, FeVal *t, IrValue **vals, int *k)
 		FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(n + 1));
 		for (int i = 0; i < n; i++)
 			items[i] = carry_rebuild(fe, tuple_item(fe, t, i), vals, k);
-		return fe_make_tuple(fe, n, items);
+		FeVal *r = fe_make_tuple(fe, n, items);
+		if (r->kind == V_TUPLE && t->kind == V_TUPLE)
+			r->obj = t->obj; /* keeps a namedtuple's class */
+		return r;
 	}
 	if (leaf_carried(t))
 		return fe_tensor(fe, vals[(*k)++]);

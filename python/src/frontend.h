@@ -115,6 +115,7 @@ const char *fe_builtin_name(Fe *fe, PyObject *o);
 FeVal *fe_const(Fe *fe, PyObject *o);        /* borrowed o, kept */
 FeVal *fe_tensor(Fe *fe, IrValue *v);
 FeVal *fe_none(Fe *fe);
+FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items); /* a constant tuple when all items are */
 FeVal *fe_expr(Fe *fe, PyObject *node);
 bool fe_is_const(const FeVal *v);
 bool fe_is_tensor(const FeVal *v);

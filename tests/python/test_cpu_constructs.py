@@ -119,3 +119,56 @@ def test_fstring_format_spec_in_static_assert():
     o = np.zeros(8, np.float32)
     with pytest.raises(triton.CompilationError, match="BLOCK 0008 too small"):
         fstring_kernel[(1,)](o, BLOCK=8, SCALE=1.0)
+
+
+Pair = collections.namedtuple("Pair", ["ptr", "n"])
+Flip = collections.namedtuple("Flip", ["n", "ptr"])
+Inner = collections.namedtuple("Inner", ["a", "b"])
+Cfg = collections.namedtuple("Cfg", ["scale", "inner"])
+
+
+@triton.jit
+def namedtuple_kernel(p, o_ptr, cfg, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(p.ptr + offs, mask=offs < p.n, other=0.0)
+    acc = (x, 0)
+    for _ in range(p.n):
+        acc = (acc[0] + cfg.inner.a, acc[1] + 1)
+    tl.store(o_ptr + offs, acc[0] * cfg.scale + acc[1])
+
+
+def test_namedtuple_arguments():
+    x = np.arange(16, dtype=np.float32)
+    o = np.zeros(16, np.float32)
+    namedtuple_kernel[(1,)](Pair(x, 10), o, Cfg(2.0, Inner(1.5, None)), BLOCK=16)
+    ref = (np.where(np.arange(16) < 10, x, 0) + 15) * 2 + 10
+    np.testing.assert_allclose(o, ref)
+    # same structure, other class with the fields in the other order: a new specialization
+    o2 = np.zeros(16, np.float32)
+    namedtuple_kernel[(1,)](Flip(10, x), o2, Cfg(2.0, Inner(1.5, None)), BLOCK=16)
+    np.testing.assert_allclose(o2, ref)
+
+
+@triton.jit
+def plain_tuple_kernel(t, o_ptr):
+    tl.store(o_ptr, t[0] + t[1][1] * 10)
+
+
+def test_nested_tuple_argument_with_constexpr_leaves():
+    o = np.zeros(1, np.int32)
+    plain_tuple_kernel[(1,)]((3, (1, 4)), o)    # 1 specializes to a constexpr
+    assert o[0] == 43
+    plain_tuple_kernel[(1,)]((3, (None, 5)), o)
+    assert o[0] == 53
+
+
+@triton.jit
+def namedtuple_bad_field_kernel(p, BLOCK: tl.constexpr):
+    x = tl.load(p.ptr)
+    tl.store(p.ptr, x + p.size)
+
+
+def test_namedtuple_unknown_field_is_an_error():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(triton.CompilationError, match="namedtuple Pair has no field 'size'"):
+        namedtuple_bad_field_kernel[(1,)](Pair(x, 4), BLOCK=4)

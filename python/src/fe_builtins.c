@@ -13,7 +13,6 @@
 #include "frontend.h"
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
-FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items);
 
 typedef struct Call {
 	const char *name;

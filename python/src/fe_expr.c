@@ -749,6 +749,17 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 		fe_keep(fe, r);
 		return fe_const(fe, unwrap(fe, r));
 	}
+	if (obj->kind == V_TUPLE && obj->obj) { /* a namedtuple: its fields */
+		PyObject *fields = fe_attr(fe, obj->obj, "_fields");
+		for (Py_ssize_t i = 0; fields && PyTuple_Check(fields) && i < PyTuple_Size(fields) && i < obj->n; i++) {
+			PyObject *f = PyTuple_GetItem(fields, i);
+			if (PyUnicode_Check(f) && strcmp(PyUnicode_AsUTF8AndSize(f, NULL), name) == 0)
+				return obj->items[i];
+		}
+		PyErr_Clear();
+		return fe_err(fe, node, IR_ERR_VALUE, "namedtuple %s has no field '%s'",
+			      fe_str(fe, fe_attr(fe, obj->obj, "__name__")), name);
+	}
 	if (fe_is_tensor(obj)) {
 		const IrType *t = obj->v->type;
 		if (strcmp(name, "dtype") == 0) {
@@ -834,7 +845,6 @@ static FeVal *tuple_expr(Fe *fe, PyObject *node)
 	return make_tuple(fe, k, items);
 }
 
-FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items);
 FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items)
 {
 	return make_tuple(fe, n, items);
@@ -1037,9 +1047,26 @@ static FeVal *joinedstr(Fe *fe, PyObject *node)
 			return NULL;
 		if (!fe_is_const(x))
 			return fe_err(fe, v, IR_ERR_VALUE, "f-strings may only format constexpr values");
-		PyObject *s = fe_keep(fe, PyObject_Str(x->obj));
+		/* !s / !r / !a conversion, then the format spec (itself an f-string) */
+		PyObject *conv = child(fe, v, "conversion");
+		long cv = conv && PyLong_Check(conv) ? PyLong_AsLong(conv) : -1;
+		PyObject *o = x->obj;
+		if (cv == 's' || cv == 'r' || cv == 'a') {
+			o = fe_keep(fe, cv == 's' ? PyObject_Str(o) : cv == 'r' ? PyObject_Repr(o) : PyObject_ASCII(o));
+			if (!o)
+				return fe_pyerr(fe, v, "f-string conversion");
+		}
+		PyObject *specn = child(fe, v, "format_spec");
+		PyObject *spec = NULL;
+		if (specn && specn != Py_None) {
+			FeVal *sv = fe_expr(fe, specn);
+			if (!sv)
+				return NULL;
+			spec = sv->obj;
+		}
+		PyObject *s = fe_keep(fe, PyObject_Format(o, spec));
 		if (!s)
-			return fe_pyerr(fe, v, "str()");
+			return fe_pyerr(fe, v, "format()");
 		PyList_Append(parts, s);
 	}
 	PyObject *empty = fe_keep(fe, PyUnicode_FromString(""));
@@ -1098,12 +1125,13 @@ FeVal *fe_expr(Fe *fe, PyObject *node)
 		r = fe_err(fe, node, IR_ERR_SYNTAX,
 			   "unsupported syntax: starred expressions are only allowed in call arguments");
 		break;
-	case N_ListComp:
+	case N_ListComp: r = fe_listcomp(fe, node); break;
 	case N_GeneratorExp:
 	case N_DictComp:
 	case N_SetComp:
 		r = fe_err(fe, node, IR_ERR_SYNTAX,
-			   "unsupported syntax: comprehensions are not supported in @jit functions");
+			   "unsupported syntax: only list comprehensions are supported in @jit functions "
+			   "(no generator, dict or set comprehensions)");
 		break;
 	case N_Dict:
 	case N_Set:

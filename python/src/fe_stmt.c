@@ -14,7 +14,6 @@
 #include "frontend.h"
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
-FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items);
 static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip);
 
 /* ---- scopes ------------------------------------------------------------- */
@@ -510,12 +509,127 @@ static bool if_stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 
 /* ---- loops ------------------------------------------------------------- */
 
+/* Loop-carried variables. A variable holding a tuple is split into its
+ * leaves: every leaf that is a tensor or a number becomes one iteration
+ * argument (a slot), other leaves are compile-time values that must stay
+ * the same. The tuple is rebuilt from the slots in the body and after the
+ * loop. */
 typedef struct Carried {
-	int n;
-	const char **names;
+	int n;              /* slots */
+	const char **names; /* per slot: the variable's name */
 	const IrType **tys;
-	FeVal **init;
+	FeVal **init;       /* per slot: initial leaf value */
+	int nv;             /* variables */
+	const char **vnames;
+	FeVal **tmpl;       /* per variable: its value before the loop */
 } Carried;
+
+static bool is_tuple_val(FeVal *v)
+{
+	return v && (v->kind == V_TUPLE || (fe_is_const(v) && PyTuple_Check(v->obj)));
+}
+
+static int tuple_len(FeVal *v)
+{
+	return v->kind == V_TUPLE ? v->n : (int)PyTuple_Size(v->obj);
+}
+
+static FeVal *tuple_item(Fe *fe, FeVal *v, int i)
+{
+	return v->kind == V_TUPLE ? v->items[i] : fe_const(fe, PyTuple_GetItem(v->obj, i));
+}
+
+static bool leaf_carried(FeVal *v)
+{
+	return fe_is_tensor(v) || (fe_is_const(v) && is_number_obj(v->obj));
+}
+
+/* Whether some leaf of v can be carried (tensor or number). */
+static bool has_carried_leaf(Fe *fe, FeVal *v)
+{
+	if (is_tuple_val(v)) {
+		for (int i = 0; i < tuple_len(v); i++)
+			if (has_carried_leaf(fe, tuple_item(fe, v, i)))
+				return true;
+		return false;
+	}
+	return leaf_carried(v);
+}
+
+/* Walks template t and value v together; appends v's leaves at t's carried
+ * leaves to out (out NULL: only counts). */
+static bool carry_leaves(Fe *fe, PyObject *node, const char *nm, FeVal *t, FeVal *v, FeVal **out, int *k)
+{
+	if (v && v->kind == V_UNDEF)
+		return fe_err(fe, node, IR_ERR_VALUE, "%s", v->why);
+	if (is_tuple_val(t)) {
+		if (!is_tuple_val(v) || tuple_len(v) != tuple_len(t))
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "loop-carried variable %s holds a tuple of %d elements before the loop and "
+				      "%s at the end of the body; it must keep its structure",
+				      nm, tuple_len(t),
+				      is_tuple_val(v) ? ir_fmt(fe->ctx, "a tuple of %d", tuple_len(v))
+						      : "a non-tuple value");
+		for (int i = 0; i < tuple_len(t); i++)
+			if (!carry_leaves(fe, node, nm, tuple_item(fe, t, i), tuple_item(fe, v, i), out, k))
+				return false;
+		return true;
+	}
+	if (t->kind == V_METHOD)
+		return fe_err(fe, node, IR_ERR_TYPE, "variable '%s' holds a bound method and is reassigned in a loop",
+			      nm);
+	if (leaf_carried(t)) {
+		if (out)
+			out[*k] = v;
+		(*k)++;
+		return true;
+	}
+	if (t != v && !values_equal_const(t, v))
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "variable '%s' holds a compile-time value and cannot be reassigned inside a "
+			      "runtime loop",
+			      nm);
+	return true;
+}
+
+/* Rebuilds a value shaped like template t from slot values. */
+static FeVal *carry_rebuild(Fe *fe, FeVal *t, IrValue **vals, int *k)
+{
+	if (is_tuple_val(t)) {
+		int n = tuple_len(t);
+		FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(n + 1));
+		for (int i = 0; i < n; i++)
+			items[i] = carry_rebuild(fe, tuple_item(fe, t, i), vals, k);
+		FeVal *r = fe_make_tuple(fe, n, items);
+		if (r->kind == V_TUPLE && t->kind == V_TUPLE)
+			r->obj = t->obj; /* keeps a namedtuple's class */
+		return r;
+	}
+	if (leaf_carried(t))
+		return fe_tensor(fe, vals[(*k)++]);
+	return t;
+}
+
+/* Binds every carried variable in s to its value rebuilt from vals. */
+static void carry_bind(Fe *fe, FeScope *s, Carried *c, IrValue **vals)
+{
+	int k = 0;
+	for (int i = 0; i < c->nv; i++)
+		fe_scope_set(fe, s, c->vnames[i], carry_rebuild(fe, c->tmpl[i], vals, &k));
+}
+
+/* The slot values of the carried variables in scope s (NULL + error). */
+static FeVal **carry_collect(Fe *fe, PyObject *node, Carried *c, FeScope *s)
+{
+	FeVal **out = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(c->n + 1));
+	int k = 0;
+	for (int i = 0; i < c->nv; i++) {
+		FeVal *v = fe_scope_get(s, c->vnames[i]);
+		if (!carry_leaves(fe, node, c->vnames[i], c->tmpl[i], v, out, &k))
+			return NULL;
+	}
+	return out;
+}
 
 /* Picks the loop-carried names (assigned in body, defined before) and their
  * types; a number constant before the loop takes the type the body gives it. */
@@ -523,10 +637,10 @@ static bool carried_vars(Fe *fe, PyObject *node, PyObject *body, const char *ski
 {
 	Names assigned = {0};
 	scan_assigned(fe, body, &assigned);
-	c->n = 0;
-	c->names = ir_alloc(fe->ctx, sizeof(char *) * (size_t)(assigned.n + 1));
-	c->tys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(assigned.n + 1));
-	c->init = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(assigned.n + 1));
+	c->n = c->nv = 0;
+	c->vnames = ir_alloc(fe->ctx, sizeof(char *) * (size_t)(assigned.n + 1));
+	c->tmpl = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(assigned.n + 1));
+	int nslots = 0;
 	for (int i = 0; i < assigned.n; i++) {
 		const char *nm = assigned.v[i];
 		if (nm == skipname)
@@ -534,27 +648,49 @@ static bool carried_vars(Fe *fe, PyObject *node, PyObject *body, const char *ski
 		FeVal *v = fe_scope_get(&fe->fn->scope, nm);
 		if (!v || v->kind == V_UNDEF)
 			continue;
-		if (fe_is_const(v) && !is_number_obj(v->obj))
+		if (fe_is_const(v) && !is_number_obj(v->obj) && !(PyTuple_Check(v->obj) && has_carried_leaf(fe, v)))
 			continue; /* checked after the body: must not change */
-		if (v->kind == V_TUPLE || v->kind == V_METHOD)
+		if (v->kind == V_METHOD)
 			return fe_err(fe, node, IR_ERR_TYPE,
-				      "variable '%s' holds a tuple and is reassigned in a loop; unpack it into "
-				      "separate variables",
-				      nm);
-		const IrType *t = default_type(fe, node, v);
-		if (!t)
+				      "variable '%s' holds a bound method and is reassigned in a loop", nm);
+		int k = 0;
+		if (!carry_leaves(fe, node, nm, v, v, NULL, &k))
 			return false;
-		c->names[c->n] = nm;
-		c->tys[c->n] = t;
-		c->init[c->n] = v;
-		c->n++;
+		c->vnames[c->nv] = nm;
+		c->tmpl[c->nv] = v;
+		c->nv++;
+		nslots += k;
+	}
+	c->names = ir_alloc(fe->ctx, sizeof(char *) * (size_t)(nslots + 1));
+	c->tys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(nslots + 1));
+	c->init = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(nslots + 1));
+	for (int i = 0; i < c->nv; i++) {
+		int k0 = c->n;
+		carry_leaves(fe, node, c->vnames[i], c->tmpl[i], c->tmpl[i], c->init, &c->n);
+		for (int j = k0; j < c->n; j++) {
+			const IrType *t = default_type(fe, node, c->init[j]);
+			if (!t)
+				return false;
+			c->names[j] = c->vnames[i];
+			c->tys[j] = t;
+		}
 	}
 	return true;
 }
 
-static bool check_consts_kept(Fe *fe, PyObject *node, FeScope *before, FeScope *after)
+static bool is_carried_name(Carried *c, const char *nm)
+{
+	for (int i = 0; i < c->nv; i++)
+		if (c->vnames[i] == nm)
+			return true;
+	return false;
+}
+
+static bool check_consts_kept(Fe *fe, PyObject *node, FeScope *before, FeScope *after, Carried *c)
 {
 	for (int i = 0; i < before->n; i++) {
+		if (is_carried_name(c, before->vars[i].name))
+			continue;
 		FeVal *a = before->vars[i].val, *b = fe_scope_get(after, before->vars[i].name);
 		if (fe_is_const(a) && !is_number_obj(a->obj) && b != a && !values_equal_const(a, b))
 			return fe_err(fe, node, IR_ERR_TYPE,
@@ -579,15 +715,20 @@ static bool refine_types(Fe *fe, PyObject *node, PyObject *body, Carried *c, con
 	FeScope s = scope_copy(fe, &fe->fn->scope);
 	if (ivname)
 		fe_scope_set(fe, &s, ivname, fe_tensor(fe, ir_block_add_arg(fe->ctx, tmp, ivty)));
+	IrValue **args = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(c->n + 1));
 	for (int i = 0; i < c->n; i++)
-		fe_scope_set(fe, &s, c->names[i], fe_tensor(fe, ir_block_add_arg(fe->ctx, tmp, c->tys[i])));
+		args[i] = ir_block_add_arg(fe->ctx, tmp, c->tys[i]);
+	carry_bind(fe, &s, c, args);
 	fe->fn->loop_depth++;
 	bool ok = lower_branch(fe, tmp, body, &s);
 	fe->fn->loop_depth--;
 	if (!ok)
 		return false;
+	FeVal **after = carry_collect(fe, node, c, &s);
+	if (!after)
+		return false;
 	for (int i = 0; i < c->n; i++) {
-		FeVal *v = fe_scope_get(&s, c->names[i]);
+		FeVal *v = after[i];
 		if (fe_is_const(c->init[i]) && fe_is_tensor(v) && !ir_is_block(v->v->type))
 			c->tys[i] = v->v->type;
 	}
@@ -600,21 +741,23 @@ static bool loop_body(Fe *fe, PyObject *node, PyObject *body, IrBlock *blk, Carr
 	FeScope s = scope_copy(fe, &fe->fn->scope);
 	if (ivname)
 		fe_scope_set(fe, &s, ivname, fe_tensor(fe, iv));
-	for (int i = 0; i < c->n; i++)
-		fe_scope_set(fe, &s, c->names[i], fe_tensor(fe, blk->args[argoff + i]));
+	carry_bind(fe, &s, c, blk->args + argoff);
 	fe->fn->loop_depth++;
 	bool ok = lower_branch(fe, blk, body, &s);
 	fe->fn->loop_depth--;
 	if (!ok)
 		return false;
-	if (!check_consts_kept(fe, node, &fe->fn->scope, &s))
+	if (!check_consts_kept(fe, node, &fe->fn->scope, &s, c))
+		return false;
+	FeVal **after = carry_collect(fe, node, c, &s);
+	if (!after)
 		return false;
 	IrBuilder saved = fe->b;
 	ir_builder_at_end(&fe->b, blk);
 	fe_set_loc(fe, node);
 	IrValue **ys = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(c->n + 1));
 	for (int i = 0; i < c->n; i++) {
-		ys[i] = coerce(fe, node, c->names[i], fe_scope_get(&s, c->names[i]), c->tys[i],
+		ys[i] = coerce(fe, node, c->names[i], after[i], c->tys[i],
 			       "loop-carried variable");
 		if (!ys[i])
 			return false;
@@ -668,15 +811,146 @@ static bool static_for(Fe *fe, PyObject *node, FeVal **a, int na)
 	return true;
 }
 
+/* The items of a compile-time iterable: tl.static_range()/range() with
+ * constexpr bounds, a tuple (of tensors or constants), or a constant
+ * tuple/list. NULL + error otherwise. */
+static FeVal **static_items(Fe *fe, PyObject *it, int *n, const char *what)
+{
+	if (fe_kind(fe, it) == N_Call) {
+		FeVal *f = fe_expr(fe, child(fe, it, "func"));
+		if (!f)
+			return NULL;
+		const char *bn = fe_is_const(f) ? fe_builtin_name(fe, f->obj) : NULL;
+		PyObject *pyrange = PyDict_GetItemString(PyModule_GetDict(fe->builtins), "range");
+		if ((bn && (strcmp(bn, "static_range") == 0 || strcmp(bn, "range") == 0)) ||
+		    (fe_is_const(f) && f->obj == pyrange)) {
+			PyObject *args = child(fe, it, "args");
+			Py_ssize_t na = PyList_Size(args);
+			if (na < 1 || na > 3 || PyList_Size(child(fe, it, "keywords")) > 0)
+				return fe_err(fe, it, IR_ERR_VALUE, "range() takes 1 to 3 positional arguments here");
+			PyObject *pa = fe_keep(fe, PyTuple_New(na));
+			for (Py_ssize_t i = 0; i < na; i++) {
+				FeVal *a = fe_expr(fe, PyList_GetItem(args, i));
+				int64_t x;
+				if (!a || !fe_const_int(fe, it, a, &x, ir_fmt(fe->ctx, "the range bound of %s", what)))
+					return NULL;
+				PyTuple_SetItem(pa, i, PyLong_FromLongLong(x));
+			}
+			PyObject *r = fe_keep(fe, PyObject_Call(pyrange, pa, NULL));
+			if (!r)
+				return fe_pyerr(fe, it, "range()");
+			PyObject *t = fe_keep(fe, PySequence_Tuple(r));
+			if (!t)
+				return fe_pyerr(fe, it, "range()");
+			*n = (int)PyTuple_Size(t);
+			FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(*n + 1));
+			for (int i = 0; i < *n; i++)
+				items[i] = fe_const(fe, PyTuple_GetItem(t, i));
+			return items;
+		}
+	}
+	FeVal *v = fe_expr(fe, it);
+	if (!v)
+		return NULL;
+	if (v->kind == V_TUPLE) {
+		*n = v->n;
+		return v->items;
+	}
+	if (fe_is_const(v) && (PyTuple_Check(v->obj) || PyList_Check(v->obj) || PyRange_Check(v->obj))) {
+		PyObject *t = fe_keep(fe, PySequence_Tuple(v->obj));
+		if (!t)
+			return fe_pyerr(fe, it, "iteration");
+		*n = (int)PyTuple_Size(t);
+		FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(*n + 1));
+		for (int i = 0; i < *n; i++)
+			items[i] = fe_const(fe, PyTuple_GetItem(t, i));
+		return items;
+	}
+	return fe_err(fe, it, IR_ERR_SYNTAX,
+		      "unsupported syntax: %s must iterate over tl.static_range(), range() with constexpr "
+		      "bounds, or a tuple",
+		      what);
+}
+
+/* [elt for target in iterable if cond...]: one generator over a
+ * compile-time iterable, conditions constexpr; the result is a tuple. The
+ * comprehension's names do not leak into the enclosing scope. */
+FeVal *fe_listcomp(Fe *fe, PyObject *node)
+{
+	PyObject *gens = child(fe, node, "generators");
+	if (PyList_Size(gens) != 1)
+		return fe_err(fe, node, IR_ERR_SYNTAX,
+			      "unsupported syntax: nested comprehensions (more than one `for`) are not supported");
+	PyObject *g = PyList_GetItem(gens, 0);
+	int n;
+	FeVal **src = static_items(fe, child(fe, g, "iter"), &n, "a list comprehension");
+	if (!src)
+		return NULL;
+	PyObject *ifs = child(fe, g, "ifs");
+	FeVal **out = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(n + 1));
+	int k = 0;
+	FeScope outer = fe->fn->scope;
+	fe->fn->scope = scope_copy(fe, &outer);
+	bool ok = true;
+	for (int i = 0; ok && i < n; i++) {
+		if (!(ok = assign(fe, child(fe, g, "target"), src[i])))
+			break;
+		bool keep = true;
+		for (Py_ssize_t j = 0; keep && j < PyList_Size(ifs); j++) {
+			FeVal *c = fe_expr(fe, PyList_GetItem(ifs, j));
+			if (!c) {
+				ok = false;
+				break;
+			}
+			if (!fe_is_const(c)) {
+				fe_err(fe, PyList_GetItem(ifs, j), IR_ERR_VALUE,
+				       "the condition of a list comprehension must be a constexpr");
+				ok = false;
+				break;
+			}
+			int t = fe_truth(fe, node, c);
+			if (t < 0)
+				ok = false;
+			keep = t == 1;
+		}
+		if (!ok || !keep)
+			continue;
+		if (!(out[k++] = fe_expr(fe, child(fe, node, "elt"))))
+			ok = false;
+	}
+	fe->fn->scope = outer;
+	return ok ? fe_make_tuple(fe, k, out) : NULL;
+}
+
+/* `for x in <tuple>`: unrolled at compile time. */
+static bool tuple_for(Fe *fe, PyObject *node)
+{
+	int n;
+	FeVal **items = static_items(fe, child(fe, node, "iter"), &n, "a for loop");
+	if (!items)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (!assign(fe, child(fe, node, "target"), items[i]))
+			return false;
+		if (!fe_stmts(fe, child(fe, node, "body")))
+			return false;
+		if (fe->fn->returned)
+			return fe_err(fe, node, IR_ERR_SYNTAX, "unsupported syntax: `return` inside a loop");
+	}
+	return true;
+}
+
 static bool for_stmt(Fe *fe, PyObject *node)
 {
 	PyObject *it = child(fe, node, "iter");
 	if (PyList_Size(child(fe, node, "orelse")) > 0)
 		return fe_err(fe, node, IR_ERR_SYNTAX, "unsupported syntax: `for ... else` is not supported");
-	if (fe_kind(fe, it) != N_Call)
+	if (fe_kind(fe, it) == N_List || fe_kind(fe, it) == N_ListComp)
 		return fe_err(fe, it, IR_ERR_SYNTAX,
-			      "unsupported syntax: for loops must iterate over range(), tl.range() or "
-			      "tl.static_range()");
+			      "unsupported syntax: for loops must iterate over range(), tl.range(), "
+			      "tl.static_range() or a tuple");
+	if (fe_kind(fe, it) != N_Call)
+		return tuple_for(fe, node);
 	FeVal *f = fe_expr(fe, child(fe, it, "func"));
 	if (!f)
 		return false;
@@ -800,8 +1074,10 @@ static bool for_stmt(Fe *fe, PyObject *node)
 	}
 	if (!loop_body(fe, node, body, blk, &c, ivname, iv, 1))
 		return false;
+	IrValue **res = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(c.n + 1));
 	for (int i = 0; i < c.n; i++)
-		fe_scope_set(fe, &fe->fn->scope, c.names[i], fe_tensor(fe, &op->res[i]));
+		res[i] = &op->res[i];
+	carry_bind(fe, &fe->fn->scope, &c, res);
 	return true;
 }
 
@@ -827,8 +1103,7 @@ static bool while_stmt(Fe *fe, PyObject *node)
 	}
 	/* before: the condition */
 	FeScope s = scope_copy(fe, &fe->fn->scope);
-	for (int i = 0; i < c.n; i++)
-		fe_scope_set(fe, &s, c.names[i], fe_tensor(fe, before->args[i]));
+	carry_bind(fe, &s, &c, before->args);
 	IrBuilder saved = fe->b;
 	FeScope outer = fe->fn->scope;
 	fe->fn->scope = s;
@@ -860,8 +1135,10 @@ static bool while_stmt(Fe *fe, PyObject *node)
 	fe->b = saved;
 	if (!loop_body(fe, node, body, after, &c, NULL, NULL, 0))
 		return false;
+	IrValue **res = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(c.n + 1));
 	for (int i = 0; i < c.n; i++)
-		fe_scope_set(fe, &fe->fn->scope, c.names[i], fe_tensor(fe, &op->res[i]));
+		res[i] = &op->res[i];
+	carry_bind(fe, &fe->fn->scope, &c, res);
 	return true;
 }
 

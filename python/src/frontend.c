@@ -370,6 +370,79 @@ static void set_module_attrs(Fe *fe, PyObject *options)
 	PyErr_Clear();
 }
 
+/* A tuple argument (signature st: nested tuple of type strings) at key
+ * path (argument index, element indices). Without f, appends the types of
+ * its runtime leaves to ptys; with f, builds its value from f's parameters
+ * (from *np on). Constexpr leaves, divisibility and namedtuple classes come
+ * keyed by path in constexprs/attrs. NULL + error. */
+static FeVal *tuple_param(Fe *fe, PyObject *a, const char *an, PyObject *st, PyObject *path,
+			  PyObject *constexprs, PyObject *attrs, const IrType **ptys, int *np, IrFunc *f)
+{
+	Py_ssize_t n = PyTuple_Size(st);
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(n + 1));
+	for (Py_ssize_t j = 0; j < n; j++) {
+		PyObject *sub = PyTuple_GetItem(st, j);
+		PyObject *jo = fe_keep(fe, PyTuple_Pack(1, fe_keep(fe, PyLong_FromSsize_t(j))));
+		PyObject *p = fe_keep(fe, PySequence_Concat(path, jo));
+		if (PyTuple_Check(sub)) {
+			items[j] = tuple_param(fe, a, an, sub, p, constexprs, attrs, ptys, np, f);
+			if (!items[j])
+				return NULL;
+			continue;
+		}
+		const char *ss = PyUnicode_Check(sub) ? PyUnicode_AsUTF8AndSize(sub, NULL) : "?";
+		if (strcmp(ss, "constexpr") == 0) {
+			PyObject *cv = constexprs && PyDict_Check(constexprs) ? PyDict_GetItem(constexprs, p) : NULL;
+			if (!cv)
+				return fe_err(fe, a, IR_ERR_VALUE, "constexpr element %s of argument '%s' has no value",
+					      fe_str(fe, p), an);
+			items[j] = fe_const(fe, unwrap_constexpr(fe, cv));
+			continue;
+		}
+		const IrType *t = sig_type(fe, ss);
+		if (!t)
+			return fe_err(fe, a, IR_ERR_VALUE, "unsupported signature type '%s' in argument '%s'", ss, an);
+		if (!f) {
+			ptys[(*np)++] = t;
+			items[j] = fe_none(fe);
+			continue;
+		}
+		/* the parameter's name: the argument's name and the element path */
+		char *clean = ir_alloc(fe->ctx, strlen(an) + 1 + 8 * (size_t)PyTuple_Size(p) + 1);
+		size_t k = 0;
+		for (const char *c = an; *c; c++)
+			clean[k++] = *c;
+		for (Py_ssize_t q = 1; q < PyTuple_Size(p); q++)
+			k += (size_t)sprintf(clean + k, "_%ld", PyLong_AsLong(PyTuple_GetItem(p, q)));
+		clean[k] = 0;
+		const char *pn = ir_intern(fe->ctx, clean);
+		IrParam *prm = &f->params[*np];
+		prm->name = pn;
+		PyObject *av = attrs && PyDict_Check(attrs) ? PyDict_GetItem(attrs, p) : NULL;
+		PyObject *d = av && PyDict_Check(av) ? PyDict_GetItemString(av, "divisibility") : NULL;
+		if (d && PyLong_Check(d) && PyLong_AsLong(d) == 16)
+			ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "divisibility", 16);
+		f->body->args[*np]->name = pn;
+		items[j] = fe_tensor(fe, f->body->args[*np]);
+		(*np)++;
+	}
+	FeVal *r = fe_make_tuple(fe, (int)n, items);
+	PyObject *nk = fe_keep(fe, PyUnicode_FromString("namedtuple"));
+	PyObject *tk = fe_keep(fe, PySequence_Concat(path, fe_keep(fe, PyTuple_Pack(1, nk))));
+	PyObject *cls = constexprs && PyDict_Check(constexprs) && tk ? PyDict_GetItem(constexprs, tk) : NULL;
+	if (cls && f) {
+		if (r->kind == V_TUPLE)
+			r->obj = cls;
+		else {
+			PyObject *o = fe_keep(fe, PyObject_CallObject(cls, r->obj));
+			if (!o)
+				return fe_pyerr(fe, a, "namedtuple");
+			r = fe_const(fe, o);
+		}
+	}
+	return r;
+}
+
 /* Builds the kernel function: parameters, constexpr bindings, body. */
 static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *constexprs,
 			   PyObject *attrs)
@@ -410,6 +483,13 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 			cvals[i] = unwrap_constexpr(fe, cv);
 			continue;
 		}
+		if (st && PyTuple_Check(st)) {
+			PyObject *path = fe_keep(fe, Py_BuildValue("(n)", i));
+			pidx[i] = np;
+			if (!tuple_param(fe, a, an, st, path, constexprs, attrs, ptys, &np, NULL))
+				return;
+			continue;
+		}
 		if (!ss) {
 			fe_err(fe, a, IR_ERR_VALUE, "no type in the signature for argument '%s'", an);
 			return;
@@ -437,6 +517,16 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		const char *an = ir_intern(fe->ctx, PyUnicode_AsUTF8AndSize(fe_attr(fe, a, "arg"), NULL));
 		if (cvals[i]) {
 			fe_scope_set(fe, &fn.scope, an, fe_const(fe, cvals[i]));
+			continue;
+		}
+		PyObject *st = sig && PyDict_Check(sig) ? PyDict_GetItemString(sig, an) : NULL;
+		if (st && PyTuple_Check(st)) {
+			PyObject *path = fe_keep(fe, Py_BuildValue("(n)", i));
+			int k = pidx[i];
+			FeVal *tv = tuple_param(fe, a, an, st, path, constexprs, attrs, ptys, &k, f);
+			if (!tv)
+				return;
+			fe_scope_set(fe, &fn.scope, an, tv);
 			continue;
 		}
 		IrParam *p = &f->params[pidx[i]];

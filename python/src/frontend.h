@@ -115,6 +115,7 @@ const char *fe_builtin_name(Fe *fe, PyObject *o);
 FeVal *fe_const(Fe *fe, PyObject *o);        /* borrowed o, kept */
 FeVal *fe_tensor(Fe *fe, IrValue *v);
 FeVal *fe_none(Fe *fe);
+FeVal *fe_make_tuple(Fe *fe, int n, FeVal **items); /* a constant tuple when all items are */
 FeVal *fe_expr(Fe *fe, PyObject *node);
 bool fe_is_const(const FeVal *v);
 bool fe_is_tensor(const FeVal *v);
@@ -151,6 +152,8 @@ FeVal *fe_scope_get(FeScope *s, const char *name);
 FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal **args, int nkw,
 		      const char **kwnames, FeVal **kwvals);
 /* Lowers jit function fn into a region body: combine functions. */
+/* A list comprehension over a compile-time iterable: a tuple. */
+FeVal *fe_listcomp(Fe *fe, PyObject *node);
 FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal **args);
 
 /* ---- fe_builtins.c ------------------------------------------------------- */

@@ -586,6 +586,10 @@ static int classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, P
 		Py_ssize_t n = PyTuple_Size(v);
 		PyObject *ts = sigs ? PyList_New(0) : NULL, *ks = specs ? PyList_New(0) : NULL;
 		buf_byte(key, '(');
+		if (!PyTuple_CheckExact(v)) { /* a namedtuple: its class is part of the key */
+			PyTypeObject *ty = Py_TYPE(v);
+			buf_put(key, &ty, sizeof ty);
+		}
 		for (Py_ssize_t i = 0; i < n; i++)
 			if (classify(PyTuple_GetItem(v, i), NULL, argi, key, pk, ts, ks) < 0) {
 				Py_XDECREF(ts);

@@ -42,6 +42,22 @@ def _annotation_type(ann):
     return s if s and s[0].isalpha() or s.startswith("*") else None
 
 
+
+def _tuple_arg_info(path, v, t, k, constexprs, attrs):
+    """A tuple argument's leaves, keyed by their path (argument index, then
+    element indices): constexpr leaves' values, divisibility of "D" leaves,
+    and the class of every namedtuple in it (key path + ("namedtuple",))."""
+    if type(v) is not tuple:
+        constexprs[path + ("namedtuple",)] = type(v)
+    for j, (vj, tj, kj) in enumerate(zip(v, t, k)):
+        p = path + (j,)
+        if isinstance(tj, tuple):
+            _tuple_arg_info(p, vj, tj, kj, constexprs, attrs)
+        elif tj == "constexpr":
+            constexprs[p] = vj
+        elif kj == "D":
+            attrs[p] = {"divisibility": 16}
+
 class _GlobalsFinder(ast.NodeVisitor):
     """The names a function reads, and dotted names (a.b.c)."""
 
@@ -163,9 +179,11 @@ class JITFunction(KernelInterface):
         from ..compiler.compiler import ASTSource, compile
         from .driver import driver
         signature, constexprs, attrs = {}, {}, {}
-        for name, t, k in zip(self.arg_names, sigs, specs):
+        for i, (name, t, k) in enumerate(zip(self.arg_names, sigs, specs)):
             signature[name] = t
-            if t == "constexpr":
+            if isinstance(t, tuple):
+                _tuple_arg_info((i,), bound[name], t, k, constexprs, attrs)
+            elif t == "constexpr":
                 constexprs[name] = bound[name] if name in self.constexpr_params else k
             elif k == "D":
                 attrs[name] = {"divisibility": 16}

@@ -1,4 +1,4 @@
-# expect: comprehensions are not supported
+# expect: nested comprehensions (more than one `for`) are not supported
 # at: 11:9
 import ctriton as triton
 import ctriton.language as tl
@@ -8,4 +8,4 @@ SIGNATURE = {}
 
 @triton.jit
 def kernel(BLOCK: tl.constexpr):
-    x = [i for i in range(3)]
+    x = [i + j for i in range(3) for j in range(2)]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU-machine recipe, in two halves.
+# Building here and running on a GPU machine (one with an NVIDIA driver,
+# torch and Triton, but no LLVM 22 or Bazel), in two halves.
 #
 #   bash scripts/gpu_run.sh stage     (here) builds ctriton and fills
 #                                     gpu_carry/ (git-ignored): the built
@@ -13,8 +14,9 @@
 #                                     the tutorials and bench/run_gpu.py.
 #                                     `remote tests` runs only pytest -m gpu.
 #
-# The device tool carries gpu_carry/ with `carry: ["gpu_carry"]` and runs
-# `bash scripts/gpu_run.sh remote`; results land in $OUT when it is set.
+# Copy the working tree with gpu_carry/ to the GPU machine and run
+# `bash scripts/gpu_run.sh remote` there; result files (test log, tutorial
+# tables, bench output) land in $CTRITON_GPU_OUT (default /tmp/ctriton-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARRY=gpu_carry
@@ -41,7 +43,7 @@ remote() {
   cp "$CARRY/_C.abi3.so" python/ctriton/
   export PYTHONPATH="$PWD/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
   export CTRITON_CACHE_DIR=/tmp/ctriton-cache
-  local out=${OUT:-/tmp/ctriton-out}
+  local out=${CTRITON_GPU_OUT:-/tmp/ctriton-out}
   mkdir -p "$out"
   export CTRITON_BENCH_DIR="$out"
   local rc=0

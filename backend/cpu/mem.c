@@ -399,30 +399,42 @@ static bool row_uniform(const IrValue *v, int depth)
 	}
 }
 
-static bool unit_cols(const IrValue *v, int depth)
+typedef struct Checks {
+	const IrValue *v[4]; /* column vectors ([C] or [1, C]) to check at run time */
+	int n;
+} Checks;
+
+static bool unit_cols(const IrValue *v, int depth, Checks *ck)
 {
 	const IrOp *d = v->def;
 	if (!d || depth > FACT_DEPTH || !ir_is_block(v->type) || !ir_is_int(ir_scalar(v->type)))
 		return false;
+	const IrType *vt = v->type;
+	bool colvec = vt->rank == 1 || (vt->rank == 2 && vt->shape[0] == 1);
+	if (d->opc == OP_REM && colvec && ck && ck->n < 4 && ir_type_bits(ir_scalar(vt)) <= 64) {
+		/* (x % n): unit unless the range wraps; checked at run time */
+		ck->v[ck->n++] = v;
+		return true;
+	}
 	switch (d->opc) {
 	case OP_MAKE_RANGE:
 		return true;
 	case OP_EXPAND_DIMS:
 		/* [C] -> [1, C] */
-		return ir_op_int(d, "axis", -1) == 0 && d->ops[0]->type->rank == 1 && unit_cols(d->ops[0], depth + 1);
+		return ir_op_int(d, "axis", -1) == 0 && d->ops[0]->type->rank == 1 && unit_cols(d->ops[0], depth + 1, ck);
 	case OP_BROADCAST: {
 		const IrType *ot = d->ops[0]->type, *t = v->type;
 		return ir_is_block(ot) && ot->rank == t->rank &&
-		       ot->shape[ot->rank - 1] == t->shape[t->rank - 1] && unit_cols(d->ops[0], depth + 1);
+		       ot->shape[ot->rank - 1] == t->shape[t->rank - 1] && unit_cols(d->ops[0], depth + 1, ck);
 	}
 	case OP_ADD:
-		return (unit_cols(d->ops[0], depth + 1) && row_uniform(d->ops[1], depth + 1)) ||
-		       (unit_cols(d->ops[1], depth + 1) && row_uniform(d->ops[0], depth + 1));
+		return (unit_cols(d->ops[0], depth + 1, ck) && row_uniform(d->ops[1], depth + 1)) ||
+		       (unit_cols(d->ops[1], depth + 1, ck) && row_uniform(d->ops[0], depth + 1));
 	case OP_SUB:
-		return unit_cols(d->ops[0], depth + 1) && row_uniform(d->ops[1], depth + 1);
+		return unit_cols(d->ops[0], depth + 1, ck) && row_uniform(d->ops[1], depth + 1);
 	case OP_MUL:
-		return (unit_cols(d->ops[0], depth + 1) && const_one(d->ops[1])) ||
-		       (unit_cols(d->ops[1], depth + 1) && const_one(d->ops[0]));
+		return (unit_cols(d->ops[0], depth + 1, ck) && const_one(d->ops[1])) ||
+		       (unit_cols(d->ops[1], depth + 1, ck) && const_one(d->ops[0]));
 	default:
 		return false;
 	}
@@ -430,7 +442,7 @@ static bool unit_cols(const IrValue *v, int depth)
 
 /* assumed: a `for` carried value taken as row-contiguous while its body's
  * yield is checked (induction over the iterations). */
-static bool row_contig(const IrValue *v, const IrValue *assumed, int depth)
+static bool row_contig(const IrValue *v, const IrValue *assumed, int depth, Checks *ck)
 {
 	if (v == assumed)
 		return true;
@@ -447,13 +459,18 @@ static bool row_contig(const IrValue *v, const IrValue *assumed, int depth)
 		IrOp *y = ir_block_terminator(blk);
 		if (!y || y->opc != OP_YIELD || v->index - 1 >= y->nops)
 			return false;
-		return row_contig(f->ops[3 + v->index - 1], NULL, depth + 1) &&
-		       row_contig(y->ops[v->index - 1], v, depth + 1);
+		/* checks only on the initial value: it dominates the body */
+		return row_contig(f->ops[3 + v->index - 1], NULL, depth + 1, ck) &&
+		       row_contig(y->ops[v->index - 1], v, depth + 1, NULL);
 	}
 	if (d->opc != OP_ADDPTR)
 		return false;
-	return (row_uniform(d->ops[0], depth + 1) && unit_cols(d->ops[1], depth + 1)) ||
-	       (row_contig(d->ops[0], assumed, depth + 1) && row_uniform(d->ops[1], depth + 1));
+	int n0 = ck ? ck->n : 0;
+	if (row_uniform(d->ops[0], depth + 1) && unit_cols(d->ops[1], depth + 1, ck))
+		return true;
+	if (ck)
+		ck->n = n0;
+	return row_contig(d->ops[0], assumed, depth + 1, ck) && row_uniform(d->ops[1], depth + 1);
 }
 
 /* A load through a row-contiguous [R, C] pointer block: one vector load
@@ -467,7 +484,8 @@ static bool load_rows(Cg *cg, IrOp *op, Access *a, LLVMValueRef *res)
 	    ir_op_int(op, "volatile", 0) || a->nv != 1)
 		return false;
 	int64_t R = pt->shape[0], C = pt->shape[1];
-	if (C < 4 || C > 1024 || !row_contig(op->ops[0], NULL, 0))
+	Checks ck = {.n = 0};
+	if (C < 4 || C > 1024 || !row_contig(op->ops[0], NULL, 0, &ck))
 		return false;
 	if (a->mv && (!ir_is_block(a->mv->type) || a->mv->type->numel != pt->numel))
 		return false;
@@ -486,6 +504,31 @@ static bool load_rows(Cg *cg, IrOp *op, Access *a, LLVMValueRef *res)
 	if (o.kind != CV_NONE && !cg_uniform(o))
 		o = cg_bufv(cg_materialize(cg, o, a->ov->type));
 	LLVMValueRef out = cg_newbuf(cg, rt);
+	LLVMBasicBlockRef gen = NULL, done = NULL;
+	if (ck.n) {
+		/* each checked column vector u: u[j] == u[0] + j (no wrap) */
+		LLVMValueRef ok = cg_alloca(cg, cg->t_i1);
+		LLVMBuildStore(b, LLVMConstInt(cg->t_i1, 1, 0), ok);
+		for (int k = 0; k < ck.n; k++) {
+			const IrValue *u = ck.v[k];
+			CgVal uv = cg_get(cg, u);
+			bool sg = ir_is_signed(ir_scalar(u->type));
+			LLVMValueRef u0 = cg_elem(cg, uv, u->type, cg_i64(cg, 0));
+			u0 = sg ? LLVMBuildSExt(b, u0, cg->t_i64, "") : LLVMBuildZExt(b, u0, cg->t_i64, "");
+			CgLoop lc;
+			LLVMValueRef j = cg_loop_begin(cg, &lc, cg_i64(cg, u->type->numel));
+			LLVMValueRef uj = cg_elem(cg, uv, u->type, j);
+			uj = sg ? LLVMBuildSExt(b, uj, cg->t_i64, "") : LLVMBuildZExt(b, uj, cg->t_i64, "");
+			LLVMValueRef e = LLVMBuildICmp(b, LLVMIntEQ, uj, LLVMBuildAdd(b, u0, j, ""), "");
+			LLVMBuildStore(b, LLVMBuildAnd(b, LLVMBuildLoad2(b, cg->t_i1, ok, ""), e, ""), ok);
+			cg_loop_end(cg, &lc);
+		}
+		LLVMBasicBlockRef rows = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.rows");
+		gen = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.gen");
+		done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.done");
+		LLVMBuildCondBr(b, LLVMBuildLoad2(b, cg->t_i1, ok, ""), rows, gen);
+		LLVMPositionBuilderAtEnd(b, rows);
+	}
 	CgLoop l;
 	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, R));
 	LLVMValueRef i0 = LLVMBuildNSWMul(b, i, cg_i64(cg, C), "");
@@ -531,6 +574,13 @@ static bool load_rows(Cg *cg, IrOp *op, Access *a, LLVMValueRef *res)
 		LLVMPositionBuilderAtEnd(b, join);
 	}
 	cg_loop_end(cg, &l);
+	if (ck.n) {
+		LLVMBuildBr(b, done);
+		LLVMPositionBuilderAtEnd(b, gen);
+		access_loops(cg, a, out, rt);
+		LLVMBuildBr(b, done);
+		LLVMPositionBuilderAtEnd(b, done);
+	}
 	*res = out;
 	return true;
 }

@@ -353,6 +353,238 @@ static void lower_store(Cg *cg, IrOp *op)
 	LLVMPositionBuilderAtEnd(cg->b, join);
 }
 
+/* ------------------------------------------------------------------------- */
+/* Row-contiguous 2-D pointer blocks                                         */
+/* ------------------------------------------------------------------------- */
+
+/* Facts proved from the IR alone (no code): for a 2-D block [R, C],
+ * - row-uniform: every row holds one value (v[i, j] == v[i, 0]);
+ * - unit: an integer block with v[i, j] == v[i, 0] + j (rank 1: v[j] == v[0] + j);
+ * - row-contiguous: a pointer block with v[i, j] == &v[i, 0][j].
+ * `addptr(row-uniform, unit)` is row-contiguous, and so is a `for` carried
+ * value whose initial value is and that the body advances by row-uniform
+ * offsets. Offsets are taken not to wrap within a row (as on the GPU, where
+ * such a wrap gives addresses no kernel means). */
+enum { FACT_DEPTH = 24 };
+
+static bool const_one(const IrValue *v)
+{
+	const IrOp *d = v->def;
+	return d && d->opc == OP_CONSTANT && ir_is_int(ir_scalar(v->type)) && ir_op_int(d, "value", 0) == 1;
+}
+
+static bool row_uniform(const IrValue *v, int depth)
+{
+	const IrType *t = v->type;
+	if (!ir_is_block(t) || t->shape[t->rank - 1] == 1)
+		return true;
+	const IrOp *d = v->def;
+	if (!d || depth > FACT_DEPTH)
+		return false;
+	switch (d->opc) {
+	case OP_CONSTANT:
+	case OP_SPLAT:
+		return true;
+	case OP_BROADCAST: {
+		const IrType *ot = d->ops[0]->type;
+		return !ir_is_block(ot) || ot->shape[ot->rank - 1] == 1 || row_uniform(d->ops[0], depth + 1);
+	}
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_ADDPTR:
+		return row_uniform(d->ops[0], depth + 1) && row_uniform(d->ops[1], depth + 1);
+	default:
+		return false;
+	}
+}
+
+typedef struct Checks {
+	const IrValue *v[4]; /* column vectors ([C] or [1, C]) to check at run time */
+	int n;
+} Checks;
+
+static bool unit_cols(const IrValue *v, int depth, Checks *ck)
+{
+	const IrOp *d = v->def;
+	if (!d || depth > FACT_DEPTH || !ir_is_block(v->type) || !ir_is_int(ir_scalar(v->type)))
+		return false;
+	const IrType *vt = v->type;
+	bool colvec = vt->rank == 1 || (vt->rank == 2 && vt->shape[0] == 1);
+	if (d->opc == OP_REM && colvec && ck && ck->n < 4 && ir_type_bits(ir_scalar(vt)) <= 64) {
+		/* (x % n): unit unless the range wraps; checked at run time */
+		ck->v[ck->n++] = v;
+		return true;
+	}
+	switch (d->opc) {
+	case OP_MAKE_RANGE:
+		return true;
+	case OP_EXPAND_DIMS:
+		/* [C] -> [1, C] */
+		return ir_op_int(d, "axis", -1) == 0 && d->ops[0]->type->rank == 1 && unit_cols(d->ops[0], depth + 1, ck);
+	case OP_BROADCAST: {
+		const IrType *ot = d->ops[0]->type, *t = v->type;
+		return ir_is_block(ot) && ot->rank == t->rank &&
+		       ot->shape[ot->rank - 1] == t->shape[t->rank - 1] && unit_cols(d->ops[0], depth + 1, ck);
+	}
+	case OP_ADD:
+		return (unit_cols(d->ops[0], depth + 1, ck) && row_uniform(d->ops[1], depth + 1)) ||
+		       (unit_cols(d->ops[1], depth + 1, ck) && row_uniform(d->ops[0], depth + 1));
+	case OP_SUB:
+		return unit_cols(d->ops[0], depth + 1, ck) && row_uniform(d->ops[1], depth + 1);
+	case OP_MUL:
+		return (unit_cols(d->ops[0], depth + 1, ck) && const_one(d->ops[1])) ||
+		       (unit_cols(d->ops[1], depth + 1, ck) && const_one(d->ops[0]));
+	default:
+		return false;
+	}
+}
+
+/* assumed: a `for` carried value taken as row-contiguous while its body's
+ * yield is checked (induction over the iterations). */
+static bool row_contig(const IrValue *v, const IrValue *assumed, int depth, Checks *ck)
+{
+	if (v == assumed)
+		return true;
+	const IrType *t = v->type;
+	if (depth > FACT_DEPTH || !ir_is_block(t) || t->rank != 2 || ir_scalar(t)->kind != TY_PTR)
+		return false;
+	const IrOp *d = v->def;
+	if (!d) {
+		IrBlock *blk = v->owner;
+		IrOp *f = blk ? blk->parent_op : NULL;
+		if (!f || f->opc != OP_FOR || f->nregions < 1 || f->regions[0] != blk || v->index < 1 ||
+		    3 + v->index - 1 >= f->nops || assumed)
+			return false;
+		IrOp *y = ir_block_terminator(blk);
+		if (!y || y->opc != OP_YIELD || v->index - 1 >= y->nops)
+			return false;
+		/* checks only on the initial value: it dominates the body */
+		return row_contig(f->ops[3 + v->index - 1], NULL, depth + 1, ck) &&
+		       row_contig(y->ops[v->index - 1], v, depth + 1, NULL);
+	}
+	if (d->opc != OP_ADDPTR)
+		return false;
+	int n0 = ck ? ck->n : 0;
+	if (row_uniform(d->ops[0], depth + 1) && unit_cols(d->ops[1], depth + 1, ck))
+		return true;
+	if (ck)
+		ck->n = n0;
+	return row_contig(d->ops[0], assumed, depth + 1, ck) && row_uniform(d->ops[1], depth + 1);
+}
+
+/* A load through a row-contiguous [R, C] pointer block: one vector load
+ * per row from the row's first pointer. A row whose mask is not all on
+ * goes element by element under the mask (a masked-off element touches no
+ * memory). Returns false when the fast path does not apply. */
+static bool load_rows(Cg *cg, IrOp *op, Access *a, LLVMValueRef *res)
+{
+	const IrType *pt = op->ops[0]->type;
+	if (op->opc != OP_LOAD || !ir_is_block(pt) || pt->rank != 2 || a->et->kind == TY_I1 ||
+	    ir_op_int(op, "volatile", 0) || a->nv != 1)
+		return false;
+	int64_t R = pt->shape[0], C = pt->shape[1];
+	Checks ck = {.n = 0};
+	if (C < 4 || C > 1024 || !row_contig(op->ops[0], NULL, 0, &ck))
+		return false;
+	if (a->mv && (!ir_is_block(a->mv->type) || a->mv->type->numel != pt->numel))
+		return false;
+	if (a->ov && ir_is_block(a->ov->type) && a->ov->type->numel != pt->numel)
+		return false;
+	const IrType *rt = op->res[0].type;
+	LLVMBuilderRef b = cg->b;
+	LLVMTypeRef st = cg_sty(cg, a->et), vt = LLVMVectorType(st, (unsigned)C);
+	unsigned al = (unsigned)cg_esize(a->et);
+	/* masks and `other` in memory (or uniform), before the loop */
+	CgVal m = a->mv ? cg_get(cg, a->mv) : (CgVal){CV_NONE, NULL, NULL};
+	CgVal o = a->ov ? cg_get(cg, a->ov) : (CgVal){CV_NONE, NULL, NULL};
+	CgVal pv = cg_get_lazy(cg, op->ops[0]);
+	if (m.kind != CV_NONE && !cg_uniform(m))
+		m = cg_bufv(cg_materialize(cg, m, a->mv->type));
+	if (o.kind != CV_NONE && !cg_uniform(o))
+		o = cg_bufv(cg_materialize(cg, o, a->ov->type));
+	LLVMValueRef out = cg_newbuf(cg, rt);
+	LLVMBasicBlockRef gen = NULL, done = NULL;
+	if (ck.n) {
+		/* each checked column vector u: u[j] == u[0] + j (no wrap) */
+		LLVMValueRef ok = cg_alloca(cg, cg->t_i1);
+		LLVMBuildStore(b, LLVMConstInt(cg->t_i1, 1, 0), ok);
+		for (int k = 0; k < ck.n; k++) {
+			const IrValue *u = ck.v[k];
+			CgVal uv = cg_get(cg, u);
+			bool sg = ir_is_signed(ir_scalar(u->type));
+			LLVMValueRef u0 = cg_elem(cg, uv, u->type, cg_i64(cg, 0));
+			u0 = sg ? LLVMBuildSExt(b, u0, cg->t_i64, "") : LLVMBuildZExt(b, u0, cg->t_i64, "");
+			CgLoop lc;
+			LLVMValueRef j = cg_loop_begin(cg, &lc, cg_i64(cg, u->type->numel));
+			LLVMValueRef uj = cg_elem(cg, uv, u->type, j);
+			uj = sg ? LLVMBuildSExt(b, uj, cg->t_i64, "") : LLVMBuildZExt(b, uj, cg->t_i64, "");
+			LLVMValueRef e = LLVMBuildICmp(b, LLVMIntEQ, uj, LLVMBuildAdd(b, u0, j, ""), "");
+			LLVMBuildStore(b, LLVMBuildAnd(b, LLVMBuildLoad2(b, cg->t_i1, ok, ""), e, ""), ok);
+			cg_loop_end(cg, &lc);
+		}
+		LLVMBasicBlockRef rows = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.rows");
+		gen = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.gen");
+		done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.done");
+		LLVMBuildCondBr(b, LLVMBuildLoad2(b, cg->t_i1, ok, ""), rows, gen);
+		LLVMPositionBuilderAtEnd(b, rows);
+	}
+	CgLoop l;
+	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, R));
+	LLVMValueRef i0 = LLVMBuildNSWMul(b, i, cg_i64(cg, C), "");
+	LLVMValueRef p = cg_elem(cg, pv, pt, i0);
+	LLVMValueRef dst = LLVMBuildInBoundsGEP2(b, st, out, &i0, 1, "");
+	LLVMValueRef allon = NULL;
+	if (m.kind == CV_BUF) {
+		LLVMValueRef mp = LLVMBuildInBoundsGEP2(b, cg->t_i8, m.v, &i0, 1, "");
+		LLVMValueRef mrow = LLVMBuildLoad2(b, LLVMVectorType(cg->t_i8, (unsigned)C), mp, "");
+		LLVMSetAlignment(mrow, 1);
+		mrow = LLVMBuildICmp(b, LLVMIntNE, mrow, LLVMConstNull(LLVMTypeOf(mrow)), "");
+		LLVMTypeRef mt = LLVMTypeOf(mrow);
+		allon = cg_intrinsic(cg, "llvm.vector.reduce.and", &mt, 1, &mrow, 1);
+	} else if (m.kind != CV_NONE) {
+		allon = m.v;
+	}
+	LLVMBasicBlockRef fast = NULL, slow = NULL, join = NULL;
+	if (allon) {
+		fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.row");
+		slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.rowm");
+		join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.rowd");
+		LLVMBuildCondBr(b, allon, fast, slow);
+		LLVMPositionBuilderAtEnd(b, fast);
+	}
+	LLVMValueRef x = LLVMBuildLoad2(b, vt, p, "");
+	LLVMSetAlignment(x, al);
+	LLVMSetAlignment(LLVMBuildStore(b, x, dst), al);
+	if (allon) {
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, slow);
+		CgLoop lj;
+		LLVMValueRef j = cg_loop_begin(cg, &lj, cg_i64(cg, C));
+		LLVMValueRef ij = LLVMBuildNSWAdd(b, i0, j, "");
+		Guard g;
+		guard_begin(cg, &g, cg_elem(cg, m, a->mv->type, ij));
+		LLVMValueRef pj = LLVMBuildGEP2(b, st, p, &j, 1, "");
+		LLVMValueRef y = load_elem(cg, op, pj, a->et);
+		LLVMValueRef off = o.kind != CV_NONE ? cg_elem(cg, o, a->ov->type, ij) : zero_of(cg, a->et);
+		y = guard_end(cg, &g, y, off);
+		cg_store_elem(cg, out, rt, ij, y);
+		cg_loop_end(cg, &lj);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, join);
+	}
+	cg_loop_end(cg, &l);
+	if (ck.n) {
+		LLVMBuildBr(b, done);
+		LLVMPositionBuilderAtEnd(b, gen);
+		access_loops(cg, a, out, rt);
+		LLVMBuildBr(b, done);
+		LLVMPositionBuilderAtEnd(b, done);
+	}
+	*res = out;
+	return true;
+}
+
 static void lower_access(Cg *cg, IrOp *op)
 {
 	if (op->opc == OP_STORE) {
@@ -372,6 +604,11 @@ static void lower_access(Cg *cg, IrOp *op)
 	if (op->opc == OP_LOAD && defer_load(cg, op, &a)) {
 		cg_set(cg, &op->res[0], cg_lazy(op));
 		cg->pend[cg->npend++] = &op->res[0];
+		return;
+	}
+	LLVMValueRef rows;
+	if (op->opc == OP_LOAD && load_rows(cg, op, &a, &rows)) {
+		cg_set(cg, &op->res[0], cg_bufv(rows));
 		return;
 	}
 	LLVMValueRef out = rt ? cg_newbuf(cg, rt) : NULL;

@@ -419,15 +419,15 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 	}
 }
 
-/* f32 dot of buffers as register tiles: MR rows by NB vectors of 16
- * columns of the accumulator stay in vector registers through the k loop
+/* f32 dot of buffers as register tiles: MR (8, 4, 2 or 1, the largest
+ * dividing M) rows by NB vectors of 16 columns of the accumulator stay in vector registers through the k loop
  * (one broadcast of a, NB loads of b and MR * NB multiply-adds per k), and
  * go back to acc after it. Requires N % 16 == 0. */
 static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef acc, int64_t Bt,
 			  int64_t M, int64_t K, int64_t N, bool fuse)
 {
 	enum { L = 16 };
-	int MR = M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
+	int MR = M % 8 == 0 ? 8 : M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
 	int NB = N % (2 * L) == 0 ? 2 : 1;
 	LLVMBuilderRef b = cg->b;
 	LLVMTypeRef f = cg->t_f32, vt = LLVMVectorType(f, L);
@@ -439,7 +439,7 @@ static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef 
 					    LLVMBuildNSWMul(b, mi, cg_i64(cg, MR), ""), "");
 	LLVMValueRef col0 = LLVMBuildNSWMul(b, ni, cg_i64(cg, L * NB), "");
 	LLVMValueRef bbase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, K * N), ""), col0, "");
-	LLVMValueRef arow[4], cptr[4][2], init[4][2];
+	LLVMValueRef arow[8], cptr[8][2], init[8][2];
 	for (int r = 0; r < MR; r++) {
 		LLVMValueRef row = LLVMBuildNSWAdd(b, row0, cg_i64(cg, r), "");
 		arow[r] = LLVMBuildNSWMul(b, row, cg_i64(cg, K), "");
@@ -460,7 +460,7 @@ static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef 
 	LLVMValueRef k = LLVMBuildPhi(b, cg->t_i64, "k");
 	LLVMValueRef zero = cg_i64(cg, 0);
 	LLVMAddIncoming(k, &zero, &pre, 1);
-	LLVMValueRef cur[4][2];
+	LLVMValueRef cur[8][2];
 	for (int r = 0; r < MR; r++)
 		for (int c = 0; c < NB; c++) {
 			cur[r][c] = LLVMBuildPhi(b, vt, "acc");
@@ -475,7 +475,7 @@ static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef 
 		bv[c] = LLVMBuildLoad2(b, vt, LLVMBuildInBoundsGEP2(b, f, bm, &idx, 1, ""), "");
 		LLVMSetAlignment(bv[c], 4);
 	}
-	LLVMValueRef next[4][2];
+	LLVMValueRef next[8][2];
 	for (int r = 0; r < MR; r++) {
 		LLVMValueRef idx = LLVMBuildNSWAdd(b, arow[r], k, "");
 		LLVMValueRef x = LLVMBuildLoad2(b, f, LLVMBuildInBoundsGEP2(b, f, a, &idx, 1, ""), "");

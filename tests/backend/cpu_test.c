@@ -436,6 +436,81 @@ static void test_dot(void)
 	be_cpu_result_free(&r);
 }
 
+/* f32 dot through register tiles of 8, 4, 2 or 1 rows (the largest that
+ * divides M) by 16 or 32 columns; M below 8 only comes from the IR. */
+static void test_dot_tile_rows(int M, int K, int N)
+{
+	static char src[4096];
+	snprintf(src, sizeof src,
+		 "func kernel @dott(%%a: ptr<f32>, %%b: ptr<f32>, %%c: ptr<f32>) {\n"
+		 "  %%rm = make_range {end = %d, start = 0} : block<%dxi32>\n"
+		 "  %%rk = make_range {end = %d, start = 0} : block<%dxi32>\n"
+		 "  %%rn = make_range {end = %d, start = 0} : block<%dxi32>\n"
+		 "  %%em = expand_dims %%rm {axis = 1} : block<%dx1xi32>\n"
+		 "  %%ekr = expand_dims %%rk {axis = 1} : block<%dx1xi32>\n"
+		 "  %%ekc = expand_dims %%rk {axis = 0} : block<1x%dxi32>\n"
+		 "  %%en = expand_dims %%rn {axis = 0} : block<1x%dxi32>\n"
+		 "  %%ck = constant {value = %d} : block<%dx1xi32>\n"
+		 "  %%cn = constant {value = %d} : block<%dx1xi32>\n"
+		 "  %%cn2 = constant {value = %d} : block<%dx1xi32>\n"
+		 "  %%am = mul %%em, %%ck : block<%dx1xi32>\n"
+		 "  %%bk = mul %%ekr, %%cn : block<%dx1xi32>\n"
+		 "  %%cm = mul %%em, %%cn2 : block<%dx1xi32>\n"
+		 "  %%am2 = broadcast %%am : block<%dx%dxi32>\n"
+		 "  %%ak2 = broadcast %%ekc : block<%dx%dxi32>\n"
+		 "  %%aoff = add %%am2, %%ak2 : block<%dx%dxi32>\n"
+		 "  %%bk2 = broadcast %%bk : block<%dx%dxi32>\n"
+		 "  %%bn2 = broadcast %%en : block<%dx%dxi32>\n"
+		 "  %%boff = add %%bk2, %%bn2 : block<%dx%dxi32>\n"
+		 "  %%cm2 = broadcast %%cm : block<%dx%dxi32>\n"
+		 "  %%cn3 = broadcast %%en : block<%dx%dxi32>\n"
+		 "  %%coff = add %%cm2, %%cn3 : block<%dx%dxi32>\n"
+		 "  %%pa = splat %%a : block<%dx%dxptr<f32>>\n"
+		 "  %%qa = addptr %%pa, %%aoff : block<%dx%dxptr<f32>>\n"
+		 "  %%x = load %%qa : block<%dx%dxf32>\n"
+		 "  %%pb = splat %%b : block<%dx%dxptr<f32>>\n"
+		 "  %%qb = addptr %%pb, %%boff : block<%dx%dxptr<f32>>\n"
+		 "  %%y = load %%qb : block<%dx%dxf32>\n"
+		 "  %%pc = splat %%c : block<%dx%dxptr<f32>>\n"
+		 "  %%qc = addptr %%pc, %%coff : block<%dx%dxptr<f32>>\n"
+		 "  %%z = load %%qc : block<%dx%dxf32>\n"
+		 "  %%d = dot %%x, %%y, %%z {input_precision = \"ieee\", max_num_imprecise_acc = 0} : block<%dx%dxf32>\n"
+		 "  store %%qc, %%d\n"
+		 "  return\n"
+		 "}\n",
+		 M, M, K, K, N, N, M, K, K, N, K, M, N, K, N, M, M, K, M, M, K, M, K, M, K, K, N, K, N, K, N,
+		 M, N, M, N, M, N, M, K, M, K, M, K, K, N, K, N, K, N, M, N, M, N, M, N, M, N);
+	BeCpuResult r;
+	if (!compile("dot tile rows", src, &r))
+		return;
+	float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+	float *c = malloc(sizeof(float) * M * N), *c0 = malloc(sizeof(float) * M * N);
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)(i % 13) * 0.25f - 1.5f;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)(i % 7) * 0.5f - 1;
+	for (int i = 0; i < M * N; i++)
+		c[i] = c0[i] = (float)(i % 19) - 9;
+	void *p[3] = {a, b, c};
+	void *params[3] = {&p[0], &p[1], &p[2]};
+	char err[256];
+	CHECK(launch(&r, 1, params, err) == 0, "dot tile rows launch: %s", err);
+	int bad = 0;
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++) {
+			double t = c0[m * N + n];
+			for (int k = 0; k < K; k++)
+				t += (double)a[m * K + k] * b[k * N + n];
+			bad += !near(c[m * N + n], t, 1e-5);
+		}
+	CHECK(bad == 0, "dot tile rows %dx%dx%d: %d wrong", M, K, N, bad);
+	free(a);
+	free(b);
+	free(c);
+	free(c0);
+	be_cpu_result_free(&r);
+}
+
 static const char *k_atomic =
 	"func kernel @atom(%cnt: ptr<i32>, %lock: ptr<i32>, %plain: ptr<i32>, %fsum: ptr<f32>, %mx: ptr<i32>, %bins: ptr<i32>) {\n"
 	"  %pid = program_id {axis = 0} : i32\n"
@@ -1288,6 +1363,11 @@ int main(void)
 	test_reduce();
 	test_scan();
 	test_dot();
+	test_dot_tile_rows(32, 16, 64);
+	test_dot_tile_rows(8, 8, 32);
+	test_dot_tile_rows(4, 16, 64);
+	test_dot_tile_rows(2, 4, 32);
+	test_dot_tile_rows(1, 16, 16);
 	test_atomics();
 	test_loops();
 	test_cast();

@@ -546,6 +546,21 @@ static void dot_loops(Cg *cg, IrOp *op, CgVal a, CgVal b, LLVMValueRef acc, cons
 	cg_loop_end(cg, &lb);
 }
 
+/* Whether the dot may accumulate in its accumulator's own buffer: the
+ * accumulator is a value carried by a `for` (the loop's fixed buffer), used
+ * once, by this dot, in the loop body itself (not in a nested region, which
+ * may run the dot more than once per iteration). */
+static bool dot_in_place(Cg *cg, IrOp *op, CgVal c)
+{
+	const IrValue *v = op->ops[2];
+	if (c.kind != CV_BUF || v->def || !v->owner || op->parent != v->owner || v->index < 1)
+		return false;
+	const IrOp *loop = v->owner->parent_op;
+	if (!loop || loop->opc != OP_FOR || loop->regions[0] != v->owner)
+		return false;
+	return v->id >= 0 && v->id < cg->nvals && cg->nuses[v->id] == 1 && v->type == op->res[0].type;
+}
+
 void cg_lower_dot(Cg *cg, IrOp *op)
 {
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->ops[2]->type;
@@ -571,11 +586,16 @@ void cg_lower_dot(Cg *cg, IrOp *op)
 	CgVal a = cg_get(cg, op->ops[0]), b = cg_get(cg, op->ops[1]), c = cg_get(cg, op->ops[2]);
 	const IrType *ae = ir_scalar(at), *be = ir_scalar(bt), *ce = ir_scalar(ct);
 	bool same = cte == re;
-	LLVMValueRef acc = same ? cg_newbuf(cg, rt) : cg_newbuf(cg, acct);
 	CgLoop l;
-	LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, B * M * N));
-	cg_store_elem(cg, acc, acct, i, cg_convert(cg, op, cg_elem(cg, c, ct, i), ce, cte, false));
-	cg_loop_end(cg, &l);
+	LLVMValueRef acc, i;
+	if (same && dot_in_place(cg, op, c)) {
+		acc = c.v;
+	} else {
+		acc = same ? cg_newbuf(cg, rt) : cg_newbuf(cg, acct);
+		i = cg_loop_begin(cg, &l, cg_i64(cg, B * M * N));
+		cg_store_elem(cg, acc, acct, i, cg_convert(cg, op, cg_elem(cg, c, ct, i), ce, cte, false));
+		cg_loop_end(cg, &l);
+	}
 	bool fuse = cg->opt.enable_fp_fusion;
 	if (cte->kind == TY_F32 && ae->kind == TY_F32 && be->kind == TY_F32 && a.kind == CV_BUF &&
 	    b.kind == CV_BUF && N % 16 == 0) {

@@ -387,7 +387,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	/* shadow arguments start at iteration S-1 */
 	int nsh = 0;
-	IrValue *sh_init[64];
+	IrValue *sh_init[65]; /* + the slot */
 	int sh_idx[64];
 	for (int j = 1; j < body->nargs && nsh < 64; j++) {
 		if (!a.need[j])
@@ -440,7 +440,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_op_set_int(ctx, c, "stages", S);
 	}
 	ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
-	IrValue *sh_next[64];
+	IrValue *sh_next[65];
 	for (int s = 0; s < nsh; s++)
 		sh_next[s] = aeval(&a, S, p.yield->ops[sh_idx[s] - 1]);
 	for (int k = 0; k < nc; k++) {
@@ -454,50 +454,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	g_actx = save;
 
-	/* the yield and the loop with the shadow arguments and the slot */
-	int nadd = nsh + 1;
-	int ny = y->nops + nadd;
-	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)ny);
-	for (int i = 0; i < y->nops; i++)
-		yv[i] = y->ops[i];
-	for (int s = 0; s < nsh; s++)
-		yv[y->nops + s] = sh_next[s];
-	yv[y->nops + nsh] = rnext;
-	IrBuilder yb;
-	ir_builder_init(&yb, ctx);
-	ir_builder_before(&yb, y);
-	yb.loc = y->loc;
-	ir_yield(&yb, ny, yv);
-	ir_op_unlink(y);
-
-	int nops = loop->nops + nadd, nres = loop->nres + nadd;
-	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)nops);
-	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)nres);
-	for (int i = 0; i < loop->nops; i++)
-		lo[i] = loop->ops[i];
-	for (int s = 0; s < nsh; s++)
-		lo[loop->nops + s] = sh_init[s];
-	lo[loop->nops + nsh] = slot0;
-	for (int i = 0; i < loop->nres; i++)
-		lt[i] = loop->res[i].type;
-	for (int s = 0; s < nsh; s++)
-		lt[loop->nres + s] = a.shadow[sh_idx[s]]->type;
-	lt[loop->nres + nsh] = i32;
-	IrOp *nl = ir_op_new(ctx, OP_FOR, nops, lo, nres, lt, 1, loop->loc);
-	nl->nattrs = loop->nattrs;
-	nl->attrs = loop->attrs;
-	ir_block_insert_before(loop->parent, loop, nl);
-	ir_op_set_region(nl, 0, body);
-	for (int i = 0; i < loop->nres; i++)
-		ir_replace_all_uses(f, &loop->res[i], &nl->res[i]);
+	/* the loop with the shadow arguments and the slot carried */
+	sh_init[nsh] = slot0;
+	sh_next[nsh] = rnext;
+	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
 	/* after the loop: no copy (the zero-filling ones past the end) in flight */
-	IrBuilder ab;
-	ir_builder_init(&ab, ctx);
-	ir_builder_before(&ab, loop);
-	ab.loc = loop->loc;
-	ir_op_unlink(loop);
 	if (nl->next) {
+		IrBuilder ab;
+		ir_builder_init(&ab, ctx);
 		ir_builder_before(&ab, nl->next);
+		ab.loc = loop->loc;
 		IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
 		ir_op_set_int(ctx, wa, "pending", 0);
 	}
@@ -578,39 +544,7 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 		ir_replace_all_uses(f, &L->res[0], args[k]);
 		ir_op_unlink(L);
 	}
-	/* the yield and the loop with the new carried values */
-	int ny = y->nops + nc;
-	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)ny);
-	for (int i = 0; i < y->nops; i++)
-		yv[i] = y->ops[i];
-	for (int k = 0; k < nc; k++)
-		yv[y->nops + k] = nexts[k];
-	IrBuilder yb;
-	ir_builder_init(&yb, ctx);
-	ir_builder_before(&yb, y);
-	yb.loc = y->loc;
-	ir_yield(&yb, ny, yv);
-	ir_op_unlink(y);
-
-	int nops = loop->nops + nc, nres = loop->nres + nc;
-	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)nops);
-	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)nres);
-	for (int i = 0; i < loop->nops; i++)
-		lo[i] = loop->ops[i];
-	for (int k = 0; k < nc; k++)
-		lo[loop->nops + k] = inits[k];
-	for (int i = 0; i < loop->nres; i++)
-		lt[i] = loop->res[i].type;
-	for (int k = 0; k < nc; k++)
-		lt[loop->nres + k] = args[k]->type;
-	IrOp *nl = ir_op_new(ctx, OP_FOR, nops, lo, nres, lt, 1, loop->loc);
-	nl->nattrs = loop->nattrs;
-	nl->attrs = loop->attrs;
-	ir_block_insert_before(loop->parent, loop, nl);
-	ir_op_set_region(nl, 0, body);
-	for (int i = 0; i < loop->nres; i++)
-		ir_replace_all_uses(f, &loop->res[i], &nl->res[i]);
-	ir_op_unlink(loop);
+	ir_for_add_carried(f, loop, nc, inits, nexts);
 	return true;
 }
 

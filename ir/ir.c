@@ -640,6 +640,43 @@ int ir_count_uses(IrFunc *f, const IrValue *v)
 	return r.count;
 }
 
+IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
+			 IrValue *const *yields)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	int ny = y->nops + n;
+	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)ny);
+	memcpy(yv, y->ops, sizeof(*yv) * (size_t)y->nops);
+	memcpy(yv + y->nops, yields, sizeof(*yv) * (size_t)n);
+	IrBuilder yb;
+	ir_builder_init(&yb, ctx);
+	ir_builder_before(&yb, y);
+	yb.loc = y->loc;
+	ir_yield(&yb, ny, yv);
+	ir_op_unlink(y);
+
+	int nops = loop->nops + n, nres = loop->nres + n;
+	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)nops);
+	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)nres);
+	memcpy(lo, loop->ops, sizeof(*lo) * (size_t)loop->nops);
+	memcpy(lo + loop->nops, inits, sizeof(*lo) * (size_t)n);
+	for (int i = 0; i < loop->nres; i++)
+		lt[i] = loop->res[i].type;
+	for (int i = 0; i < n; i++)
+		lt[loop->nres + i] = body->args[body->nargs - n + i]->type;
+	IrOp *nl = ir_op_new(ctx, OP_FOR, nops, lo, nres, lt, 1, loop->loc);
+	nl->nattrs = loop->nattrs;
+	nl->attrs = loop->attrs;
+	ir_block_insert_before(loop->parent, loop, nl);
+	ir_op_set_region(nl, 0, body);
+	for (int i = 0; i < loop->nres; i++)
+		ir_replace_all_uses(f, &loop->res[i], &nl->res[i]);
+	ir_op_unlink(loop);
+	return nl;
+}
+
 IrOp *ir_block_terminator(const IrBlock *b)
 {
 	if (b->last && (ir_opinfo(b->last->opc)->flags & IR_TERM))

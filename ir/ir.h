@@ -336,6 +336,14 @@ void ir_block_append(IrBlock *b, IrOp *op);
 void ir_block_insert_before(IrBlock *b, IrOp *before, IrOp *op);
 void ir_op_unlink(IrOp *op);
 void ir_op_set_operand(IrOp *op, int i, IrValue *v);
+/* Rebuilds the `for` op loop with n more loop-carried values: inits[i]
+ * enter the loop and yields[i] are yielded for them by the body's yield
+ * (which is replaced). Their body arguments must already be the last n
+ * arguments of the body (ir_block_add_arg); the new results are the last n.
+ * The new loop keeps loop's body, attributes and location, takes its place
+ * and its results' uses; loop is unlinked. Returns the new loop. */
+IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
+			 IrValue *const *yields);
 /* Replaces every use of from by to inside f (including nested regions). */
 void ir_replace_all_uses(IrFunc *f, IrValue *from, IrValue *to);
 /* Number of uses of v in f. */

@@ -280,6 +280,72 @@ out:
 	return ok;
 }
 
+/* ir_for_add_carried: a loop summing i gains a second carried value (a
+ * counter); the new loop replaces the old one and takes its results' uses. */
+static bool test_for_add_carried(void)
+{
+	const char *in =
+		"func kernel @k(%0: ptr<i32>) loc(\"t.ttir\":1:1) {\n"
+		"  %1 = constant {value = 0} : i32\n"
+		"  %2 = constant {value = 8} : i32\n"
+		"  %3 = constant {value = 1} : i32\n"
+		"  %4 = for %1, %2, %3, %1 : i32 {\n"
+		"  ^(%5: i32, %6: i32):\n"
+		"    %7 = add %6, %5 : i32\n"
+		"    yield %7\n"
+		"  }\n"
+		"  store %0, %4\n"
+		"  return\n"
+		"}\n";
+	const char *want =
+		"func kernel @k(%0: ptr<i32>) loc(\"t.ttir\":1:1) {\n"
+		"  %1 = constant {value = 0} : i32\n"
+		"  %2 = constant {value = 8} : i32\n"
+		"  %3 = constant {value = 1} : i32\n"
+		"  %4, %5 = for %1, %2, %3, %1, %1 : i32, i32 {\n"
+		"  ^(%6: i32, %7: i32, %8: i32):\n"
+		"    %9 = add %7, %6 : i32\n"
+		"    %10 = add %8, %3 : i32\n"
+		"    yield %9, %10\n"
+		"  }\n"
+		"  store %0, %4\n"
+		"  return\n"
+		"}\n";
+	IrCtx *ctx = ir_ctx_new();
+	IrError *err = NULL;
+	bool ok = false;
+	IrModule *m = ir_parse(ctx, "t.ttir", in, &err);
+	if (!m) {
+		fprintf(stderr, "for_add_carried: %s\n", ir_error_str(ctx, err));
+		goto out;
+	}
+	IrFunc *f = m->funcs[0];
+	IrOp *loop = f->body->first;
+	while (loop->opc != OP_FOR)
+		loop = loop->next;
+	IrBlock *body = loop->regions[0];
+	IrValue *init = loop->ops[0], *step = loop->ops[2];
+	IrValue *count = ir_block_add_arg(ctx, body, init->type);
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	ir_builder_before(&b, ir_block_terminator(body));
+	IrValue *next = ir_binary(&b, OP_ADD, count, step);
+	IrOp *nl = ir_for_add_carried(f, loop, 1, &init, &next);
+	if (nl->nres != 2 || loop->parent) {
+		fprintf(stderr, "for_add_carried: %d results, old loop %s\n", nl->nres,
+			loop->parent ? "still linked" : "unlinked");
+		goto out;
+	}
+	if ((err = ir_verify(m))) {
+		fprintf(stderr, "for_add_carried: output invalid: %s\n", ir_error_str(ctx, err));
+		goto out;
+	}
+	ok = same_text("for_add_carried", want, ir_print_module(m));
+out:
+	ir_ctx_free(ctx);
+	return ok;
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -288,6 +354,10 @@ int main(void)
 		nfailed += !ok;
 		printf("%s %d - %s\n", ok ? "ok" : "not ok", ntests, cases[i].name);
 	}
+	bool ok = test_for_add_carried();
+	ntests++;
+	nfailed += !ok;
+	printf("%s %d - for_add_carried\n", ok ? "ok" : "not ok", ntests);
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
 }

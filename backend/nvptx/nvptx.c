@@ -1,9 +1,10 @@
 /* nvptx.c: be_nvptx_compile, the NVPTX pipeline for one kernel:
  *
  *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
- *   barriers) -> TTGIR text -> per-thread LLVM IR (lower.c) -> libdevice
- *   linked in when math needs it, everything but the kernel internalised ->
- *   LLVM O3 -> NVPTX target machine (sm_<arch>, +ptx<version>) -> PTX.
+ *   barriers) -> TTGIR text -> per-thread LLVM IR (lower_block in control.c,
+ *   one file per op family) -> libdevice linked in when math needs it,
+ *   everything but the kernel internalised -> LLVM O3 -> NVPTX target
+ *   machine (sm_<arch>, +ptx<version>) -> PTX.
  *
  * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
  * 32 * num_warps, and reads all shared memory from one external dynamic

@@ -208,13 +208,9 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 				LLVMCreateStringAttribute(L.c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
 	for (int i = 0; i < np; i++) {
 		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
-		if (ir_is_ptr(f->body->args[i]->type)) {
-			unsigned kid = LLVMGetEnumAttributeKindForName("noalias", 7);
-			(void)kid;
-			if (d && d->i >= 16) {
-				unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
-				LLVMAddAttributeAtIndex(L.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(L.c, ak, 16));
-			}
+		if (ir_is_ptr(f->body->args[i]->type) && d && d->i >= 16) {
+			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
+			LLVMAddAttributeAtIndex(L.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(L.c, ak, 16));
 		}
 	}
 	L.b = LLVMCreateBuilderInContext(L.c);
@@ -249,7 +245,6 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	if (L.err) {
 		LLVMDisposeTargetMachine(tm);
 		LLVMContextDispose(L.c);
-		free(ttgir ? NULL : NULL);
 		return L.err;
 	}
 	internalize(L.m, L.fn);

@@ -125,6 +125,5 @@ void lower_scan(Lower *L, IrOp *op);
 /* control.c: for / if / while, print, assert, the op dispatch */
 void lower_op(Lower *L, IrOp *op);
 void lower_block(Lower *L, IrBlock *blk);
-void lower_kernel(Lower *L);
 
 #endif

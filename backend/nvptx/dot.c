@@ -20,18 +20,18 @@
  * c ^ key(r), key(r) = (r / (8 / nc)) % nc for nc = C / 8 < 8 chunks a row,
  * r % 8 otherwise. The 8 row addresses of one ldmatrix phase (8 rows, one
  * chunk each) then fall on 8 distinct 16-byte bank groups. */
-static LLVMValueRef swizzled_index(Lower *L, LLVMValueRef row, LLVMValueRef col, int64_t C)
+static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C)
 {
-	LLVMBuilderRef B = L->b;
+	LLVMBuilderRef B = nv->b;
 	int64_t nc = C / 8;
-	LLVMValueRef key = nc >= 8 ? LLVMBuildAnd(B, row, i32c(L, 7), "")
-				   : LLVMBuildURem(B, LLVMBuildUDiv(B, row, i32c(L, 8 / nc), ""), i32c(L, nc), "");
-	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, i32c(L, 3), ""), key, "");
-	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, i32c(L, 3), ""), LLVMBuildAnd(B, col, i32c(L, 7), ""), "");
-	return LLVMBuildAdd(B, LLVMBuildMul(B, row, i32c(L, C), ""), c, "");
+	LLVMValueRef key = nc >= 8 ? LLVMBuildAnd(B, row, nv_i32(nv, 7), "")
+				   : LLVMBuildURem(B, LLVMBuildUDiv(B, row, nv_i32(nv, 8 / nc), ""), nv_i32(nv, nc), "");
+	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, nv_i32(nv, 3), ""), key, "");
+	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, nv_i32(nv, 3), ""), LLVMBuildAnd(B, col, nv_i32(nv, 7), ""), "");
+	return LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, C), ""), c, "");
 }
 
-bool ldmatrix_ok(const IrOp *op)
+bool nv_ldmatrix_ok(const IrOp *op)
 {
 	const IrType *t = op->res[0].type;
 	IrTypeKind k = ir_scalar(t)->kind;
@@ -41,37 +41,37 @@ bool ldmatrix_ok(const IrOp *op)
 
 /* Writes v (a 2-D block) into the swizzled tile at off: runs of up to 8
  * registers that are consecutive columns go out as one vector store. */
-static void write_swizzled(Lower *L, const IrValue *v, int64_t off)
+static void write_swizzled(Nv *nv, const IrValue *v, int64_t off)
 {
-	Map m;
-	map_init(L, v->type, &m);
+	NvMap m;
+	nv_map_init(nv, v->type, &m);
 	int64_t C = v->type->shape[1];
 	int vec = 1;
 	if (m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
 		vec = m.dd[1].spt < 8 ? m.dd[1].spt : 8;
 	while (vec > 1 && m.nd[1] % vec)
 		vec /= 2;
-	LLVMTypeRef et = be_llty(L, v->type);
+	LLVMTypeRef et = nv_llty(nv, v->type);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = swizzled_index(L, map_coord(L, &m, r, 0), map_coord(L, &m, r, 1), C);
-		LLVMValueRef p = smem_addr(L, off, idx, 2);
+		LLVMValueRef idx = swizzled_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), C);
+		LLVMValueRef p = nv_smem_addr(nv, off, idx, 2);
 		if (vec == 1) {
-			LLVMBuildStore(L->b, reg(L, v, r), p);
+			LLVMBuildStore(nv->b, nv_reg(nv, v, r), p);
 			continue;
 		}
 		LLVMValueRef x = LLVMGetUndef(LLVMVectorType(et, (unsigned)vec));
 		for (int e = 0; e < vec; e++)
-			x = LLVMBuildInsertElement(L->b, x, reg(L, v, r + e), i32c(L, e), "");
-		LLVMSetAlignment(LLVMBuildStore(L->b, x, p), (unsigned)(2 * vec));
+			x = LLVMBuildInsertElement(nv->b, x, nv_reg(nv, v, r + e), nv_i32(nv, e), "");
+		LLVMSetAlignment(LLVMBuildStore(nv->b, x, p), (unsigned)(2 * vec));
 	}
 }
 
 /* One ldmatrix (x4 or x2, .trans for B) at the address of this lane. */
-static void ldmatrix(Lower *L, int n, bool trans, LLVMValueRef addr, LLVMValueRef *out)
+static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef *out)
 {
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
 	LLVMTypeRef rt[4] = {i32, i32, i32, i32};
-	LLVMTypeRef rty = LLVMStructTypeInContext(L->c, rt, (unsigned)n, 0);
+	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)n, 0);
 	LLVMTypeRef fty = LLVMFunctionType(rty, &i32, 1, 0);
 	char text[128];
 	snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {%s}, [$%d];", n,
@@ -79,21 +79,21 @@ static void ldmatrix(Lower *L, int n, bool trans, LLVMValueRef addr, LLVMValueRe
 	const char *cons = n == 4 ? "=r,=r,=r,=r,r" : "=r,=r,r";
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef a = LLVMBuildTrunc(L->b, LLVMBuildPtrToInt(L->b, addr, LLVMInt64TypeInContext(L->c), ""), i32, "");
-	LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, &a, 1, "");
+	LLVMValueRef a = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, addr, LLVMInt64TypeInContext(nv->c), ""), i32, "");
+	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, &a, 1, "");
 	for (int i = 0; i < n; i++)
-		out[i] = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
+		out[i] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 }
 
 /* Sets element registers (j0, j1) and (j0', j1') of a dot_op value from one
  * 32-bit ldmatrix register (two 16-bit elements, the first in the low half). */
-static void unpack2(Lower *L, LLVMTypeRef et, LLVMValueRef x, const Map *m, LLVMValueRef *regs,
+static void unpack2(Nv *nv, LLVMTypeRef et, LLVMValueRef x, const NvMap *m, LLVMValueRef *regs,
 		    int j0, int j1, int k0, int k1)
 {
-	LLVMValueRef v = LLVMBuildBitCast(L->b, x, LLVMVectorType(et, 2), "");
+	LLVMValueRef v = LLVMBuildBitCast(nv->b, x, LLVMVectorType(et, 2), "");
 	int ja[IR_MAX_RANK] = {j0, j1}, jb[IR_MAX_RANK] = {k0, k1};
-	regs[map_reg(m, ja)] = LLVMBuildExtractElement(L->b, v, i32c(L, 0), "");
-	regs[map_reg(m, jb)] = LLVMBuildExtractElement(L->b, v, i32c(L, 1), "");
+	regs[nv_map_reg(m, ja)] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 0), "");
+	regs[nv_map_reg(m, jb)] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 1), "");
 }
 
 /* blocked/mma -> dot_op for 16-bit operands: stage the tile (swizzled), then
@@ -102,87 +102,87 @@ static void unpack2(Lower *L, LLVMTypeRef et, LLVMValueRef x, const Map *m, LLVM
  *     a0a1, a2a3, a4a5, a6a7 (see lower_dot_mma);
  *   B [K][N], x4.trans per (ki, ni pair): matrices (K +0/+8) x (ni, ni + 1)
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
-static void read_dot_op(Lower *L, IrOp *op);
+static void read_dot_op(Nv *nv, IrOp *op);
 
-void lower_to_dot_op(Lower *L, IrOp *op)
+void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 {
-	write_swizzled(L, op->ops[0], scratch_off(op));
-	IrOp *n = an_staged_pair(op) && ldmatrix_ok(op->next) ? op->next : NULL;
+	write_swizzled(nv, op->ops[0], nv_scratch_off(op));
+	IrOp *n = an_staged_pair(op) && nv_ldmatrix_ok(op->next) ? op->next : NULL;
 	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
-		write_swizzled(L, n->ops[0], scratch_off(n));
-		L->staged = n;
+		write_swizzled(nv, n->ops[0], nv_scratch_off(n));
+		nv->staged = n;
 	}
-	barrier(L);
-	read_dot_op(L, op);
+	nv_barrier(nv);
+	read_dot_op(nv, op);
 	if (n)
-		read_dot_op(L, n);
+		read_dot_op(nv, n);
 }
 
-static void read_dot_op(Lower *L, IrOp *op) { read_dot_op_at(L, op, NULL); }
+static void read_dot_op(Nv *nv, IrOp *op) { nv_read_dot_op_at(nv, op, NULL); }
 
 /* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
-LLVMValueRef slot_index(Lower *L, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff)
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff)
 {
-	LLVMValueRef i = swizzled_index(L, row, col, C);
-	return eoff ? LLVMBuildAdd(L->b, i, eoff, "") : i;
+	LLVMValueRef i = swizzled_index(nv, row, col, C);
+	return eoff ? LLVMBuildAdd(nv->b, i, eoff, "") : i;
 }
 
 /* Reads op's dot_op result with ldmatrix from the swizzled tile at
  * scratch_offset + eoff elements. */
-void read_dot_op_at(Lower *L, IrOp *op, LLVMValueRef eoff)
+void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 {
-	int64_t off = scratch_off(op);
+	int64_t off = nv_scratch_off(op);
 	const IrType *t = op->res[0].type;
 	int64_t C = t->shape[1];
-	Map m;
-	map_init(L, t, &m);
-	LLVMTypeRef et = be_llty(L, t);
-	LLVMValueRef *regs = regbuf(L, m.n);
-	LLVMBuilderRef B = L->b;
-	LLVMValueRef l8 = LLVMBuildAnd(B, L->lane, i32c(L, 7), "");
-	LLVMValueRef q = LLVMBuildLShr(B, L->lane, i32c(L, 3), ""); /* matrix of this lane's address */
-	LLVMValueRef q0 = LLVMBuildAnd(B, q, i32c(L, 1), ""), q1 = LLVMBuildLShr(B, q, i32c(L, 1), "");
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	LLVMTypeRef et = nv_llty(nv, t);
+	LLVMValueRef *regs = nv_regbuf(nv, m.n);
+	LLVMBuilderRef B = nv->b;
+	LLVMValueRef l8 = LLVMBuildAnd(B, nv->lane, nv_i32(nv, 7), "");
+	LLVMValueRef q = LLVMBuildLShr(B, nv->lane, nv_i32(nv, 3), ""); /* matrix of this lane's address */
+	LLVMValueRef q0 = LLVMBuildAnd(B, q, nv_i32(nv, 1), ""), q1 = LLVMBuildLShr(B, q, nv_i32(nv, 1), "");
 	if (t->layout->opidx == 0) {
 		const AnDimDist *dm = &m.dd[0];
-		LLVMValueRef wrow = LLVMBuildMul(B, m.warp_d[0], i32c(L, dm->warp_unit), "");
+		LLVMValueRef wrow = LLVMBuildMul(B, m.warp_d[0], nv_i32(nv, dm->warp_unit), "");
 		/* row within the 16-row tile: l % 8 + 8 * (matrix & 1); K: 8 * (matrix >> 1) */
-		LLVMValueRef r16 = LLVMBuildAdd(B, LLVMBuildAdd(B, wrow, l8, ""), LLVMBuildShl(B, q0, i32c(L, 3), ""), "");
-		LLVMValueRef k8 = LLVMBuildShl(B, q1, i32c(L, 3), "");
+		LLVMValueRef r16 = LLVMBuildAdd(B, LLVMBuildAdd(B, wrow, l8, ""), LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), "");
+		LLVMValueRef k8 = LLVMBuildShl(B, q1, nv_i32(nv, 3), "");
 		int nm = m.nd[0] / 2, nk = m.nd[1] / 4;
 		for (int mi = 0; mi < nm; mi++)
 			for (int ki = 0; ki < nk; ki++) {
-				LLVMValueRef row = LLVMBuildAdd(B, r16, i32c(L, mi * dm->tile), "");
-				LLVMValueRef col = LLVMBuildAdd(B, k8, i32c(L, 16 * ki), "");
+				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dm->tile), "");
+				LLVMValueRef col = LLVMBuildAdd(B, k8, nv_i32(nv, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(L, 4, false, smem_addr(L, off, slot_index(L, row, col, C, eoff), 2), x);
-				unpack2(L, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
-				unpack2(L, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
-				unpack2(L, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
-				unpack2(L, et, x[3], &m, regs, 2 * mi + 1, 4 * ki + 2, 2 * mi + 1, 4 * ki + 3);
+				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, C, eoff), 2), x);
+				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
+				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
+				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
+				unpack2(nv, et, x[3], &m, regs, 2 * mi + 1, 4 * ki + 2, 2 * mi + 1, 4 * ki + 3);
 			}
 	} else {
 		const AnDimDist *dn = &m.dd[1];
-		LLVMValueRef wcol = LLVMBuildMul(B, m.warp_d[1], i32c(L, dn->warp_unit), "");
+		LLVMValueRef wcol = LLVMBuildMul(B, m.warp_d[1], nv_i32(nv, dn->warp_unit), "");
 		/* K row: l % 8 + 8 * (matrix & 1); N: the (matrix >> 1)-th tile of the pair */
-		LLVMValueRef k16 = LLVMBuildAdd(B, l8, LLVMBuildShl(B, q0, i32c(L, 3), ""), "");
-		LLVMValueRef npair = LLVMBuildMul(B, q1, i32c(L, dn->tile), "");
+		LLVMValueRef k16 = LLVMBuildAdd(B, l8, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), "");
+		LLVMValueRef npair = LLVMBuildMul(B, q1, nv_i32(nv, dn->tile), "");
 		int nk = m.nd[0] / 4, nn = m.nd[1];
 		for (int ki = 0; ki < nk; ki++)
 			for (int ni = 0; ni < nn; ni += 2) {
 				int cnt = ni + 1 < nn ? 4 : 2;
-				LLVMValueRef row = LLVMBuildAdd(B, k16, i32c(L, 16 * ki), "");
-				LLVMValueRef col = LLVMBuildAdd(B, wcol, i32c(L, ni * dn->tile), "");
+				LLVMValueRef row = LLVMBuildAdd(B, k16, nv_i32(nv, 16 * ki), "");
+				LLVMValueRef col = LLVMBuildAdd(B, wcol, nv_i32(nv, ni * dn->tile), "");
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(L, cnt, true, smem_addr(L, off, slot_index(L, row, col, C, eoff), 2), x);
+				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, C, eoff), 2), x);
 				for (int h = 0; h < cnt / 2; h++) {
-					unpack2(L, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
-					unpack2(L, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
+					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
+					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
 				}
 			}
 	}
-	set_vals(L, &op->res[0], m.n, regs);
+	nv_set(nv, &op->res[0], m.n, regs);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -190,20 +190,20 @@ void read_dot_op_at(Lower *L, IrOp *op, LLVMValueRef eoff)
 /* ------------------------------------------------------------------------- */
 
 /* Two 16-bit elements in one 32-bit register, lo in the low half. */
-static LLVMValueRef pack2(Lower *L, LLVMValueRef lo, LLVMValueRef hi)
+static LLVMValueRef pack2(Nv *nv, LLVMValueRef lo, LLVMValueRef hi)
 {
 	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
 	LLVMValueRef v = LLVMGetUndef(vt);
-	v = LLVMBuildInsertElement(L->b, v, lo, i32c(L, 0), "");
-	v = LLVMBuildInsertElement(L->b, v, hi, i32c(L, 1), "");
-	return LLVMBuildBitCast(L->b, v, LLVMInt32TypeInContext(L->c), "");
+	v = LLVMBuildInsertElement(nv->b, v, lo, nv_i32(nv, 0), "");
+	v = LLVMBuildInsertElement(nv->b, v, hi, nv_i32(nv, 1), "");
+	return LLVMBuildBitCast(nv->b, v, LLVMInt32TypeInContext(nv->c), "");
 }
 
 /* Register of v (base layout map m) at per-dim register indices (j0, j1). */
-static LLVMValueRef reg2(Lower *L, const IrValue *v, const Map *m, int j0, int j1)
+static LLVMValueRef reg2(Nv *nv, const IrValue *v, const NvMap *m, int j0, int j1)
 {
 	int j[IR_MAX_RANK] = {j0, j1};
-	return reg(L, v, map_reg(m, j));
+	return nv_reg(nv, v, nv_map_reg(m, j));
 }
 
 /* dot on tensor cores: A and B arrive in dot_op layouts, the accumulator in
@@ -214,17 +214,17 @@ static LLVMValueRef reg2(Lower *L, const IrValue *v, const Map *m, int j0, int j
  *                (0,2) (0,3) (1,2) (1,3), packed in pairs;
  *   B: b0..b3 = (4ki + q, ni) for q = 0..3, packed in pairs;
  *   C: c0..c3 = (2mi + h, 2ni + e) for (h, e) = (0,0) (0,1) (1,0) (1,1). */
-static void lower_dot_mma(Lower *L, IrOp *op)
+static void lower_dot_mma(Nv *nv, IrOp *op)
 {
 	const IrValue *A = op->ops[0], *B = op->ops[1], *C = op->ops[2];
-	Map ma, mb, mc;
-	map_init(NULL, A->type, &ma);
-	map_init(NULL, B->type, &mb);
-	map_init(NULL, C->type, &mc);
+	NvMap ma, mb, mc;
+	nv_map_init(NULL, A->type, &ma);
+	nv_map_init(NULL, B->type, &mb);
+	nv_map_init(NULL, C->type, &mc);
 	int nm = mc.nd[0] / 2, nn = mc.nd[1] / 2, nk = (int)(A->type->shape[1] / 16);
 	bool bf = ir_scalar(A->type)->kind == TY_BF16;
-	LLVMTypeRef f32 = LLVMFloatTypeInContext(L->c), i32 = LLVMInt32TypeInContext(L->c);
-	LLVMTypeRef rty = LLVMStructTypeInContext(L->c, (LLVMTypeRef[]){f32, f32, f32, f32}, 4, 0);
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c), i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, (LLVMTypeRef[]){f32, f32, f32, f32}, 4, 0);
 	LLVMTypeRef pty[10] = {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32};
 	LLVMTypeRef fty = LLVMFunctionType(rty, pty, 10, 0);
 	char text[160];
@@ -235,90 +235,90 @@ static void lower_dot_mma(Lower *L, IrOp *op)
 	const char *cons = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 0, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef *acc = regbuf(L, mc.n);
+	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
-		acc[r] = reg(L, C, r);
+		acc[r] = nv_reg(nv, C, r);
 	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
 	for (int ki = 0; ki < nk; ki++)
 		for (int mi = 0; mi < nm; mi++) {
 			LLVMValueRef a[4];
 			for (int i = 0; i < 4; i++)
-				a[i] = pack2(L, reg2(L, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
-					     reg2(L, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+				a[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+					     reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
 			for (int ni = 0; ni < nn; ni++) {
-				LLVMValueRef b0 = pack2(L, reg2(L, B, &mb, 4 * ki, ni), reg2(L, B, &mb, 4 * ki + 1, ni));
-				LLVMValueRef b1 = pack2(L, reg2(L, B, &mb, 4 * ki + 2, ni), reg2(L, B, &mb, 4 * ki + 3, ni));
+				LLVMValueRef b0 = pack2(nv, reg2(nv, B, &mb, 4 * ki, ni), reg2(nv, B, &mb, 4 * ki + 1, ni));
+				LLVMValueRef b1 = pack2(nv, reg2(nv, B, &mb, 4 * ki + 2, ni), reg2(nv, B, &mb, 4 * ki + 3, ni));
 				int cr[4];
 				for (int i = 0; i < 4; i++) {
 					int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * ni + i % 2};
-					cr[i] = map_reg(&mc, j);
+					cr[i] = nv_map_reg(&mc, j);
 				}
 				LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b0, b1,
 							 acc[cr[0]], acc[cr[1]], acc[cr[2]], acc[cr[3]]};
-				LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, args, 10, "");
+				LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, 10, "");
 				for (int i = 0; i < 4; i++)
-					acc[cr[i]] = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
+					acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 			}
 		}
-	set_vals(L, &op->res[0], mc.n, acc);
+	nv_set(nv, &op->res[0], mc.n, acc);
 }
 
-void lower_dot(Lower *L, IrOp *op)
+void nv_lower_dot(Nv *nv, IrOp *op)
 {
 	if (op->res[0].type->layout->kind == LAYOUT_MMA) {
-		lower_dot_mma(L, op);
+		lower_dot_mma(nv, op);
 		return;
 	}
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
-	int64_t offa = scratch_off(op), offb = offa + align16(M * K * ebytes(at));
-	write_block(L, op->ops[0], offa);
-	write_block(L, op->ops[1], offb);
-	barrier(L);
-	Map m;
-	map_init(L, ct, &m);
-	LLVMTypeRef cty = be_llty(L, ct);
+	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(M * K * nv_esize(at));
+	nv_write_block(nv, op->ops[0], offa);
+	nv_write_block(nv, op->ops[1], offb);
+	nv_barrier(nv);
+	NvMap m;
+	nv_map_init(nv, ct, &m);
+	LLVMTypeRef cty = nv_llty(nv, ct);
 	bool fl = ir_is_float(ir_scalar(ct));
 	int d0 = m.dimmap[0], d1 = m.dimmap[1];
 	/* distinct rows / columns this thread needs */
-	LLVMValueRef *rowlin = regbuf(L, m.nd[d0]), *collin = regbuf(L, m.nd[d1]);
+	LLVMValueRef *rowlin = nv_regbuf(nv, m.nd[d0]), *collin = nv_regbuf(nv, m.nd[d1]);
 	for (int r = 0; r < m.n; r++) {
 		int j[IR_MAX_RANK];
-		map_local(&m, r, j);
+		nv_map_local(&m, r, j);
 		if (!rowlin[j[d0]])
-			rowlin[j[d0]] = LLVMBuildMul(L->b, map_coord(L, &m, r, 0), i32c(L, K), "");
+			rowlin[j[d0]] = LLVMBuildMul(nv->b, nv_map_coord(nv, &m, r, 0), nv_i32(nv, K), "");
 		if (!collin[j[d1]])
-			collin[j[d1]] = map_coord(L, &m, r, 1);
+			collin[j[d1]] = nv_map_coord(nv, &m, r, 1);
 	}
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
-	LLVMBasicBlockRef hb = new_bb(L, "dot.k"), eb = new_bb(L, "dot.end");
-	LLVMBuildBr(L->b, hb);
-	LLVMPositionBuilderAtEnd(L->b, hb);
-	LLVMValueRef kv = LLVMBuildPhi(L->b, i32, "");
-	LLVMValueRef *phis = regbuf(L, m.n), *nxt = regbuf(L, m.n);
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
+	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot.k"), eb = nv_new_bb(nv, "dot.end");
+	LLVMBuildBr(nv->b, hb);
+	LLVMPositionBuilderAtEnd(nv->b, hb);
+	LLVMValueRef kv = LLVMBuildPhi(nv->b, i32, "");
+	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++)
-		phis[r] = LLVMBuildPhi(L->b, cty, "");
-	LLVMValueRef *av = regbuf(L, m.nd[d0]), *bv = regbuf(L, m.nd[d1]);
+		phis[r] = LLVMBuildPhi(nv->b, cty, "");
+	LLVMValueRef *av = nv_regbuf(nv, m.nd[d0]), *bv = nv_regbuf(nv, m.nd[d1]);
 	for (int i = 0; i < m.nd[d0]; i++)
-		av[i] = cast(L, op, at, ct, smem_load(L, at, offa, LLVMBuildAdd(L->b, rowlin[i], kv, "")));
-	LLVMValueRef kN = LLVMBuildMul(L->b, kv, i32c(L, N), "");
+		av[i] = nv_cast(nv, op, at, ct, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
+	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
 	for (int i = 0; i < m.nd[d1]; i++)
-		bv[i] = cast(L, op, bt, ct, smem_load(L, bt, offb, LLVMBuildAdd(L->b, kN, collin[i], "")));
+		bv[i] = nv_cast(nv, op, bt, ct, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
 	for (int r = 0; r < m.n; r++) {
 		int j[IR_MAX_RANK];
-		map_local(&m, r, j);
+		nv_map_local(&m, r, j);
 		LLVMValueRef a = av[j[d0]], b = bv[j[d1]];
 		if (fl)
-			nxt[r] = call_intr(L, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
+			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
 		else
-			nxt[r] = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, a, b, ""), phis[r], "");
+			nxt[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), phis[r], "");
 	}
-	LLVMValueRef k1 = LLVMBuildAdd(L->b, kv, i32c(L, 1), "");
-	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, k1, i32c(L, K), ""), hb, eb);
-	LLVMAddIncoming(kv, (LLVMValueRef[]){i32c(L, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
+	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, 1), "");
+	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
+	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
 	for (int r = 0; r < m.n; r++)
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){reg(L, op->ops[2], r), nxt[r]}, (LLVMBasicBlockRef[]){pre, hb}, 2);
-	LLVMPositionBuilderAtEnd(L->b, eb);
-	set_vals(L, &op->res[0], m.n, nxt);
+		LLVMAddIncoming(phis[r], (LLVMValueRef[]){nv_reg(nv, op->ops[2], r), nxt[r]}, (LLVMBasicBlockRef[]){pre, hb}, 2);
+	LLVMPositionBuilderAtEnd(nv->b, eb);
+	nv_set(nv, &op->res[0], m.n, nxt);
 }

@@ -13,46 +13,46 @@
 
 #include "nvptx.h"
 
-LLVMValueRef i32c(Lower *L, int64_t v)
+LLVMValueRef nv_i32(Nv *nv, int64_t v)
 {
-	return LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)v, 1);
+	return LLVMConstInt(LLVMInt32TypeInContext(nv->c), (unsigned long long)v, 1);
 }
 
-void fail(Lower *L, const IrOp *op, const char *fmt, ...)
+void nv_fail(Nv *nv, const IrOp *op, const char *fmt, ...)
 {
-	if (L->err)
+	if (nv->err)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = ir_vfmt(L->ctx, fmt, ap);
+	char *msg = ir_vfmt(nv->ctx, fmt, ap);
 	va_end(ap);
-	L->err = ir_error(L->ctx, IR_ERR_BACKEND, op ? op->loc : (IrLoc){0}, "%s", msg);
+	nv->err = ir_error(nv->ctx, IR_ERR_BACKEND, op ? op->loc : (IrLoc){0}, "%s", msg);
 }
 
-LLVMTypeRef be_llty(Lower *L, const IrType *t)
+LLVMTypeRef nv_llty(Nv *nv, const IrType *t)
 {
 	t = ir_scalar(t);
 	switch (t->kind) {
-	case TY_I1: return LLVMInt1TypeInContext(L->c);
-	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return LLVMInt8TypeInContext(L->c);
-	case TY_I16: case TY_U16: return LLVMInt16TypeInContext(L->c);
-	case TY_I32: case TY_U32: return LLVMInt32TypeInContext(L->c);
-	case TY_I64: case TY_U64: return LLVMInt64TypeInContext(L->c);
-	case TY_F16: return LLVMHalfTypeInContext(L->c);
-	case TY_BF16: return LLVMBFloatTypeInContext(L->c);
-	case TY_F32: return LLVMFloatTypeInContext(L->c);
-	case TY_F64: return LLVMDoubleTypeInContext(L->c);
-	case TY_PTR: return LLVMPointerTypeInContext(L->c, (unsigned)t->addrspace);
-	default: return LLVMInt32TypeInContext(L->c);
+	case TY_I1: return LLVMInt1TypeInContext(nv->c);
+	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return LLVMInt8TypeInContext(nv->c);
+	case TY_I16: case TY_U16: return LLVMInt16TypeInContext(nv->c);
+	case TY_I32: case TY_U32: return LLVMInt32TypeInContext(nv->c);
+	case TY_I64: case TY_U64: return LLVMInt64TypeInContext(nv->c);
+	case TY_F16: return LLVMHalfTypeInContext(nv->c);
+	case TY_BF16: return LLVMBFloatTypeInContext(nv->c);
+	case TY_F32: return LLVMFloatTypeInContext(nv->c);
+	case TY_F64: return LLVMDoubleTypeInContext(nv->c);
+	case TY_PTR: return LLVMPointerTypeInContext(nv->c, (unsigned)t->addrspace);
+	default: return LLVMInt32TypeInContext(nv->c);
 	}
 }
 
-LLVMValueRef call_intr(Lower *L, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs)
+LLVMValueRef nv_intrinsic(Nv *nv, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs)
 {
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
 	if (!id) {
-		fail(L, NULL, "unknown LLVM intrinsic %s", name);
-		return LLVMGetUndef(LLVMInt32TypeInContext(L->c));
+		nv_fail(nv, NULL, "unknown LLVM intrinsic %s", name);
+		return LLVMGetUndef(LLVMInt32TypeInContext(nv->c));
 	}
 	LLVMTypeRef own[1];
 	if (ntys == 0 && nargs > 0 && LLVMIntrinsicIsOverloaded(id)) {
@@ -61,119 +61,119 @@ LLVMValueRef call_intr(Lower *L, const char *name, LLVMTypeRef *tys, int ntys, L
 		tys = own;
 		ntys = 1;
 	}
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(L->m, id, tys, (size_t)ntys);
-	LLVMTypeRef fty = LLVMIntrinsicGetType(L->c, id, tys, (size_t)ntys);
-	return LLVMBuildCall2(L->b, fty, fn, args, (unsigned)nargs, "");
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(nv->m, id, tys, (size_t)ntys);
+	LLVMTypeRef fty = LLVMIntrinsicGetType(nv->c, id, tys, (size_t)ntys);
+	return LLVMBuildCall2(nv->b, fty, fn, args, (unsigned)nargs, "");
 }
 
 /* A libdevice function (linked in later). */
-LLVMValueRef call_dev(Lower *L, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+LLVMValueRef nv_libdevice(Nv *nv, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
 {
 	LLVMTypeRef ptys[8];
 	for (int i = 0; i < n && i < 8; i++)
 		ptys[i] = LLVMTypeOf(args[i]);
 	LLVMTypeRef fty = LLVMFunctionType(ret, ptys, (unsigned)n, 0);
-	LLVMValueRef fn = LLVMGetNamedFunction(L->m, name);
+	LLVMValueRef fn = LLVMGetNamedFunction(nv->m, name);
 	if (!fn)
-		fn = LLVMAddFunction(L->m, name, fty);
-	L->need_libdevice = true;
-	return LLVMBuildCall2(L->b, fty, fn, args, (unsigned)n, "");
+		fn = LLVMAddFunction(nv->m, name, fty);
+	nv->need_libdevice = true;
+	return LLVMBuildCall2(nv->b, fty, fn, args, (unsigned)n, "");
 }
 
 /* ------------------------------------------------------------------------- */
 /* Values                                                                    */
 /* ------------------------------------------------------------------------- */
 
-Vals *vals_of(Lower *L, const IrValue *v)
+NvVals *nv_vals(Nv *nv, const IrValue *v)
 {
-	if (v->id < 0 || v->id >= L->nvals)
+	if (v->id < 0 || v->id >= nv->nvals)
 		abort();
-	return &L->vals[v->id];
+	return &nv->vals[v->id];
 }
 
-void set_vals(Lower *L, const IrValue *v, int n, LLVMValueRef *regs)
+void nv_set(Nv *nv, const IrValue *v, int n, LLVMValueRef *regs)
 {
-	Vals *d = vals_of(L, v);
+	NvVals *d = nv_vals(nv, v);
 	d->n = n;
-	d->v = ir_alloc(L->ctx, sizeof(LLVMValueRef) * (size_t)(n > 0 ? n : 1));
+	d->v = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(n > 0 ? n : 1));
 	memcpy(d->v, regs, sizeof(LLVMValueRef) * (size_t)n);
 }
 
-void set1(Lower *L, const IrValue *v, LLVMValueRef x)
+void nv_set1(Nv *nv, const IrValue *v, LLVMValueRef x)
 {
-	set_vals(L, v, 1, &x);
+	nv_set(nv, v, 1, &x);
 }
 
 /* Register r of v (scalars: the one value). */
-LLVMValueRef reg(Lower *L, const IrValue *v, int r)
+LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r)
 {
-	Vals *d = vals_of(L, v);
+	NvVals *d = nv_vals(nv, v);
 	if (!d->v || d->n == 0) {
 		abort();
 	}
 	return d->n == 1 ? d->v[0] : d->v[r];
 }
 
-LLVMValueRef *regbuf(Lower *L, int n)
+LLVMValueRef *nv_regbuf(Nv *nv, int n)
 {
-	return ir_alloc(L->ctx, sizeof(LLVMValueRef) * (size_t)(n > 0 ? n : 1));
+	return ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(n > 0 ? n : 1));
 }
 
-LLVMBasicBlockRef new_bb(Lower *L, const char *name)
+LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name)
 {
-	return LLVMAppendBasicBlockInContext(L->c, L->fn, name);
+	return LLVMAppendBasicBlockInContext(nv->c, nv->fn, name);
 }
 
-void barrier(Lower *L)
+void nv_barrier(Nv *nv)
 {
-	call_intr(L, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){i32c(L, 0)}, 1);
+	nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){nv_i32(nv, 0)}, 1);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Shared scratch                                                            */
 /* ------------------------------------------------------------------------- */
 
-int64_t ebytes(const IrType *t)
+int64_t nv_esize(const IrType *t)
 {
 	int b = ir_type_bits(ir_scalar(t)) / 8;
 	return b < 1 ? 1 : b;
 }
 
-LLVMValueRef smem_addr(Lower *L, int64_t byte_off, LLVMValueRef idx, int64_t esize)
+LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize)
 {
-	LLVMTypeRef i8 = LLVMInt8TypeInContext(L->c);
-	LLVMValueRef off = LLVMBuildAdd(L->b, i32c(L, byte_off), LLVMBuildMul(L->b, idx, i32c(L, esize), ""), "");
-	return LLVMBuildGEP2(L->b, i8, L->smem, &off, 1, "");
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(nv->c);
+	LLVMValueRef off = LLVMBuildAdd(nv->b, nv_i32(nv, byte_off), LLVMBuildMul(nv->b, idx, nv_i32(nv, esize), ""), "");
+	return LLVMBuildGEP2(nv->b, i8, nv->smem, &off, 1, "");
 }
 
-void smem_store(Lower *L, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v)
+void nv_smem_store(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v)
 {
-	LLVMValueRef p = smem_addr(L, off, idx, ebytes(t));
+	LLVMValueRef p = nv_smem_addr(nv, off, idx, nv_esize(t));
 	if (ir_scalar(t)->kind == TY_I1)
-		v = LLVMBuildZExt(L->b, v, LLVMInt8TypeInContext(L->c), "");
-	LLVMBuildStore(L->b, v, p);
+		v = LLVMBuildZExt(nv->b, v, LLVMInt8TypeInContext(nv->c), "");
+	LLVMBuildStore(nv->b, v, p);
 }
 
-LLVMValueRef smem_load(Lower *L, const IrType *t, int64_t off, LLVMValueRef idx)
+LLVMValueRef nv_smem_load(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx)
 {
-	LLVMValueRef p = smem_addr(L, off, idx, ebytes(t));
+	LLVMValueRef p = nv_smem_addr(nv, off, idx, nv_esize(t));
 	if (ir_scalar(t)->kind == TY_I1) {
-		LLVMValueRef x = LLVMBuildLoad2(L->b, LLVMInt8TypeInContext(L->c), p, "");
-		return LLVMBuildICmp(L->b, LLVMIntNE, x, LLVMConstInt(LLVMInt8TypeInContext(L->c), 0, 0), "");
+		LLVMValueRef x = LLVMBuildLoad2(nv->b, LLVMInt8TypeInContext(nv->c), p, "");
+		return LLVMBuildICmp(nv->b, LLVMIntNE, x, LLVMConstInt(LLVMInt8TypeInContext(nv->c), 0, 0), "");
 	}
-	return LLVMBuildLoad2(L->b, be_llty(L, t), p, "");
+	return LLVMBuildLoad2(nv->b, nv_llty(nv, t), p, "");
 }
 
-int64_t scratch_off(const IrOp *op)
+int64_t nv_scratch_off(const IrOp *op)
 {
 	return ir_op_int(op, "scratch_offset", 0);
 }
 
 /* Writes every register of v to scratch at off + row-major index. */
-void write_block(Lower *L, const IrValue *v, int64_t off)
+void nv_write_block(Nv *nv, const IrValue *v, int64_t off)
 {
-	Map m;
-	map_init(L, v->type, &m);
+	NvMap m;
+	nv_map_init(nv, v->type, &m);
 	for (int r = 0; r < m.n; r++)
-		smem_store(L, v->type, off, map_lin(L, &m, v->type, r), reg(L, v, r));
+		nv_smem_store(nv, v->type, off, nv_map_lin(nv, &m, v->type, r), nv_reg(nv, v, r));
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void map_init(Lower *L, const IrType *t, Map *m)
+void nv_map_init(Nv *nv, const IrType *t, NvMap *m)
 {
 	memset(m, 0, sizeof *m);
 	if (!ir_is_block(t)) {
@@ -44,37 +44,37 @@ void map_init(Lower *L, const IrType *t, Map *m)
 		s *= m->nd[d];
 	}
 	m->n = s;
-	if (!L)
+	if (!nv)
 		return;
-	LLVMBuilderRef B = L->b;
+	LLVMBuilderRef B = nv->b;
 	for (int d = 0; d < m->brank; d++) {
 		const AnDimDist *dd = &m->dd[d];
-		LLVMValueRef l = LLVMBuildURem(B, LLVMBuildUDiv(B, L->lane, i32c(L, dd->lane_stride), ""),
-					       i32c(L, dd->tpw), "");
-		LLVMValueRef w = LLVMBuildURem(B, LLVMBuildUDiv(B, L->warp, i32c(L, dd->warp_stride), ""),
-					       i32c(L, dd->wpc), "");
+		LLVMValueRef l = LLVMBuildURem(B, LLVMBuildUDiv(B, nv->lane, nv_i32(nv, dd->lane_stride), ""),
+					       nv_i32(nv, dd->tpw), "");
+		LLVMValueRef w = LLVMBuildURem(B, LLVMBuildUDiv(B, nv->warp, nv_i32(nv, dd->warp_stride), ""),
+					       nv_i32(nv, dd->wpc), "");
 		m->lane_d[d] = l;
 		m->warp_d[d] = w;
-		m->base[d] = LLVMBuildAdd(B, LLVMBuildMul(B, w, i32c(L, dd->warp_unit), ""),
-					  LLVMBuildMul(B, l, i32c(L, dd->lane_unit), ""), "");
+		m->base[d] = LLVMBuildAdd(B, LLVMBuildMul(B, w, nv_i32(nv, dd->warp_unit), ""),
+					  LLVMBuildMul(B, l, nv_i32(nv, dd->lane_unit), ""), "");
 	}
 }
 
-int map_nregs(Lower *L, const IrType *t)
+int nv_map_nregs(Nv *nv, const IrType *t)
 {
-	Map m;
-	map_init(NULL, t, &m);
-	(void)L;
+	NvMap m;
+	nv_map_init(NULL, t, &m);
+	(void)nv;
 	return m.n;
 }
 
-void map_local(const Map *m, int r, int *j)
+void nv_map_local(const NvMap *m, int r, int *j)
 {
 	for (int d = 0; d < m->brank; d++)
 		j[d] = (r / m->stride[d]) % m->nd[d];
 }
 
-int map_reg(const Map *m, const int *j)
+int nv_map_reg(const NvMap *m, const int *j)
 {
 	int r = 0;
 	for (int d = 0; d < m->brank; d++)
@@ -82,48 +82,48 @@ int map_reg(const Map *m, const int *j)
 	return r;
 }
 
-int64_t map_offset(const Map *m, int r, int d)
+int64_t nv_map_offset(const NvMap *m, int r, int d)
 {
 	int j[IR_MAX_RANK];
-	map_local(m, r, j);
+	nv_map_local(m, r, j);
 	const AnDimDist *dd = &m->dd[d];
 	return (j[d] / dd->spt) * dd->tile + (j[d] % dd->spt) * dd->estride;
 }
 
-LLVMValueRef map_coord(Lower *L, const Map *m, int r, int vdim)
+LLVMValueRef nv_map_coord(Nv *nv, const NvMap *m, int r, int vdim)
 {
 	int d = m->dimmap[vdim];
 	int64_t S = m->bs[d];
 	if (S == 1)
-		return i32c(L, 0);
-	LLVMValueRef v = LLVMBuildAdd(L->b, m->base[d], i32c(L, map_offset(m, r, d)), "");
-	return LLVMBuildAnd(L->b, v, i32c(L, S - 1), "");
+		return nv_i32(nv, 0);
+	LLVMValueRef v = LLVMBuildAdd(nv->b, m->base[d], nv_i32(nv, nv_map_offset(m, r, d)), "");
+	return LLVMBuildAnd(nv->b, v, nv_i32(nv, S - 1), "");
 }
 
-LLVMValueRef map_owner(Lower *L, const Map *m)
+LLVMValueRef nv_map_owner(Nv *nv, const NvMap *m)
 {
 	if (!m->b) {
-		return LLVMBuildICmp(L->b, LLVMIntEQ, L->tid, i32c(L, 0), "");
+		return LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, 0), "");
 	}
 	LLVMValueRef p = NULL;
 	for (int d = 0; d < m->brank; d++) {
 		if (m->dd[d].tile <= m->bs[d])
 			continue;
-		LLVMValueRef q = LLVMBuildICmp(L->b, LLVMIntULT, m->base[d], i32c(L, m->bs[d]), "");
-		p = p ? LLVMBuildAnd(L->b, p, q, "") : q;
+		LLVMValueRef q = LLVMBuildICmp(nv->b, LLVMIntULT, m->base[d], nv_i32(nv, m->bs[d]), "");
+		p = p ? LLVMBuildAnd(nv->b, p, q, "") : q;
 	}
 	return p;
 }
 
-LLVMValueRef map_lin(Lower *L, const Map *m, const IrType *t, int r)
+LLVMValueRef nv_map_lin(Nv *nv, const NvMap *m, const IrType *t, int r)
 {
 	if (!ir_is_block(t))
-		return i32c(L, 0);
-	LLVMValueRef lin = i32c(L, 0);
+		return nv_i32(nv, 0);
+	LLVMValueRef lin = nv_i32(nv, 0);
 	int64_t mul = 1;
 	for (int k = t->rank - 1; k >= 0; k--) {
-		LLVMValueRef c = map_coord(L, m, r, k);
-		lin = LLVMBuildAdd(L->b, lin, LLVMBuildMul(L->b, c, i32c(L, mul), ""), "");
+		LLVMValueRef c = nv_map_coord(nv, m, r, k);
+		lin = LLVMBuildAdd(nv->b, lin, LLVMBuildMul(nv->b, c, nv_i32(nv, mul), ""), "");
 		mul *= t->shape[k];
 	}
 	return lin;

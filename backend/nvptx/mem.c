@@ -18,7 +18,7 @@
 /* ------------------------------------------------------------------------- */
 
 /* Vector width for the access through pointer block p with layout map m. */
-static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map *m)
+static int access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m)
 {
 	if (!m->b)
 		return 1;
@@ -31,7 +31,7 @@ static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map
 			vd = k;
 	if (vd < 0)
 		return 1;
-	int v = an_access_vec(L->ax, p, mask, vd);
+	int v = an_access_vec(nv->ax, p, mask, vd);
 	if (v > m->dd[d0].spt)
 		v = m->dd[d0].spt;
 	if (v > m->nd[d0])
@@ -41,13 +41,13 @@ static int access_vec(Lower *L, const IrValue *p, const IrValue *mask, const Map
 	return v < 1 ? 1 : v;
 }
 
-static LLVMValueRef and_pred(Lower *L, LLVMValueRef a, LLVMValueRef b)
+static LLVMValueRef and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b)
 {
 	if (!a)
 		return b;
 	if (!b)
 		return a;
-	return LLVMBuildAnd(L->b, a, b, "");
+	return LLVMBuildAnd(nv->b, a, b, "");
 }
 
 /* A masked global load of nw 32-bit words as one predicated PTX load:
@@ -56,23 +56,23 @@ static LLVMValueRef and_pred(Lower *L, LLVMValueRef a, LLVMValueRef b)
  * (a branch around an ordinary load lets LLVM sink conversions of the value
  * into the branch, e.g. f16 -> f32 of the whole vector, doubling the
  * registers that stay live). */
-static LLVMValueRef pred_load(Lower *L, LLVMTypeRef vty, int nw, LLVMValueRef ptr, LLVMValueRef pred,
+static LLVMValueRef pred_load(Nv *nv, LLVMTypeRef vty, int nw, LLVMValueRef ptr, LLVMValueRef pred,
 			      LLVMValueRef dflt)
 {
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
 	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(i32, (unsigned)nw) : i32;
-	LLVMValueRef dw = LLVMBuildBitCast(L->b, dflt, wty, "");
+	LLVMValueRef dw = LLVMBuildBitCast(nv->b, dflt, wty, "");
 	LLVMTypeRef rt[4] = {i32, i32, i32, i32};
-	LLVMTypeRef sty = LLVMStructTypeInContext(L->c, rt, (unsigned)nw, 0);
+	LLVMTypeRef sty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nw, 0);
 	LLVMTypeRef at[6];
 	LLVMValueRef args[6];
 	at[0] = LLVMTypeOf(ptr);
 	args[0] = ptr;
-	at[1] = LLVMInt1TypeInContext(L->c);
+	at[1] = LLVMInt1TypeInContext(nv->c);
 	args[1] = pred;
 	for (int i = 0; i < nw; i++) {
 		at[2 + i] = i32;
-		args[2 + i] = nw > 1 ? LLVMBuildExtractElement(L->b, dw, i32c(L, i), "") : dw;
+		args[2 + i] = nw > 1 ? LLVMBuildExtractElement(nv->b, dw, nv_i32(nv, i), "") : dw;
 	}
 	LLVMTypeRef fty = LLVMFunctionType(sty, at, (unsigned)(2 + nw), 0);
 	char text[256], cons[128];
@@ -91,16 +91,16 @@ static LLVMValueRef pred_load(Lower *L, LLVMTypeRef vty, int nw, LLVMValueRef pt
 		c += snprintf(cons + c, sizeof cons - (size_t)c, ",r");
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef d = LLVMBuildCall2(L->b, fty, asmv, args, (unsigned)(2 + nw), "");
+	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)(2 + nw), "");
 	LLVMValueRef w = nw > 1 ? LLVMGetUndef(wty) : NULL;
 	for (int i = 0; i < nw; i++) {
-		LLVMValueRef x = LLVMBuildExtractValue(L->b, d, (unsigned)i, "");
-		w = nw > 1 ? LLVMBuildInsertElement(L->b, w, x, i32c(L, i), "") : x;
+		LLVMValueRef x = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+		w = nw > 1 ? LLVMBuildInsertElement(nv->b, w, x, nv_i32(nv, i), "") : x;
 	}
-	return LLVMBuildBitCast(L->b, w, vty, "");
+	return LLVMBuildBitCast(nv->b, w, vty, "");
 }
 
-void lower_load(Lower *L, IrOp *op)
+void nv_lower_load(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0];
 	IrValue *mask = op->nops > 1 ? op->ops[1] : NULL;
@@ -108,98 +108,98 @@ void lower_load(Lower *L, IrOp *op)
 	const IrType *rt = op->res[0].type;
 	const IrType *et = ir_scalar(rt);
 	bool isbool = et->kind == TY_I1;
-	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(L->c) : be_llty(L, et);
-	Map m;
-	map_init(NULL, p->type, &m);
-	int vec = ir_is_block(p->type) ? access_vec(L, p, mask, &m) : 1;
+	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, et);
+	NvMap m;
+	nv_map_init(NULL, p->type, &m);
+	int vec = ir_is_block(p->type) ? access_vec(nv, p, mask, &m) : 1;
 	LLVMTypeRef vty = vec > 1 ? LLVMVectorType(ety, (unsigned)vec) : ety;
 	int n = m.n;
-	LLVMValueRef *out = regbuf(L, n);
+	LLVMValueRef *out = nv_regbuf(nv, n);
 	bool vol = ir_op_int(op, "volatile", 0) != 0;
 	for (int r = 0; r < n; r += vec) {
-		LLVMValueRef ptr = reg(L, p, r);
-		LLVMValueRef pred = mask ? reg(L, mask, r) : NULL;
+		LLVMValueRef ptr = nv_reg(nv, p, r);
+		LLVMValueRef pred = mask ? nv_reg(nv, mask, r) : NULL;
 		LLVMValueRef dflt;
 		if (other) {
 			if (vec == 1) {
-				dflt = reg(L, other, r);
+				dflt = nv_reg(nv, other, r);
 				if (isbool)
-					dflt = LLVMBuildZExt(L->b, dflt, ety, "");
+					dflt = LLVMBuildZExt(nv->b, dflt, ety, "");
 			} else {
 				dflt = LLVMGetUndef(vty);
 				for (int i = 0; i < vec; i++)
-					dflt = LLVMBuildInsertElement(L->b, dflt, reg(L, other, r + i), i32c(L, i), "");
+					dflt = LLVMBuildInsertElement(nv->b, dflt, nv_reg(nv, other, r + i), nv_i32(nv, i), "");
 			}
 		} else {
 			dflt = LLVMConstNull(vty);
 		}
 		LLVMValueRef val;
 		if (!pred) {
-			val = LLVMBuildLoad2(L->b, vty, ptr, "");
-			LLVMSetAlignment(val, (unsigned)(vec * ebytes(rt)));
+			val = LLVMBuildLoad2(nv->b, vty, ptr, "");
+			LLVMSetAlignment(val, (unsigned)(vec * nv_esize(rt)));
 			if (vol)
 				LLVMSetVolatile(val, 1);
-		} else if (!vol && !isbool && (vec * ebytes(rt)) % 4 == 0 && vec * ebytes(rt) <= 16) {
-			val = pred_load(L, vty, (int)(vec * ebytes(rt) / 4), ptr, pred, dflt);
+		} else if (!vol && !isbool && (vec * nv_esize(rt)) % 4 == 0 && vec * nv_esize(rt) <= 16) {
+			val = pred_load(nv, vty, (int)(vec * nv_esize(rt) / 4), ptr, pred, dflt);
 		} else {
-			LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b);
-			LLVMBasicBlockRef lb = new_bb(L, "ld"), jb = new_bb(L, "ld.end");
-			LLVMBuildCondBr(L->b, pred, lb, jb);
-			LLVMPositionBuilderAtEnd(L->b, lb);
-			LLVMValueRef x = LLVMBuildLoad2(L->b, vty, ptr, "");
-			LLVMSetAlignment(x, (unsigned)(vec * ebytes(rt)));
+			LLVMBasicBlockRef cur = LLVMGetInsertBlock(nv->b);
+			LLVMBasicBlockRef lb = nv_new_bb(nv, "ld"), jb = nv_new_bb(nv, "ld.end");
+			LLVMBuildCondBr(nv->b, pred, lb, jb);
+			LLVMPositionBuilderAtEnd(nv->b, lb);
+			LLVMValueRef x = LLVMBuildLoad2(nv->b, vty, ptr, "");
+			LLVMSetAlignment(x, (unsigned)(vec * nv_esize(rt)));
 			if (vol)
 				LLVMSetVolatile(x, 1);
-			LLVMBuildBr(L->b, jb);
-			LLVMPositionBuilderAtEnd(L->b, jb);
-			val = LLVMBuildPhi(L->b, vty, "");
+			LLVMBuildBr(nv->b, jb);
+			LLVMPositionBuilderAtEnd(nv->b, jb);
+			val = LLVMBuildPhi(nv->b, vty, "");
 			LLVMValueRef iv[2] = {x, dflt};
 			LLVMBasicBlockRef ib[2] = {lb, cur};
 			LLVMAddIncoming(val, iv, ib, 2);
 		}
 		for (int i = 0; i < vec; i++) {
-			LLVMValueRef x = vec > 1 ? LLVMBuildExtractElement(L->b, val, i32c(L, i), "") : val;
+			LLVMValueRef x = vec > 1 ? LLVMBuildExtractElement(nv->b, val, nv_i32(nv, i), "") : val;
 			if (isbool)
-				x = LLVMBuildICmp(L->b, LLVMIntNE, x, LLVMConstInt(ety, 0, 0), "");
+				x = LLVMBuildICmp(nv->b, LLVMIntNE, x, LLVMConstInt(ety, 0, 0), "");
 			out[r + i] = x;
 		}
 	}
-	set_vals(L, &op->res[0], n, out);
+	nv_set(nv, &op->res[0], n, out);
 }
 
-void lower_store(Lower *L, IrOp *op)
+void nv_lower_store(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0], *v = op->ops[1];
 	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
 	const IrType *et = ir_scalar(v->type);
 	bool isbool = et->kind == TY_I1;
-	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(L->c) : be_llty(L, et);
-	Map m;
-	map_init(L, p->type, &m);
-	int vec = ir_is_block(p->type) ? access_vec(L, p, mask, &m) : 1;
+	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, et);
+	NvMap m;
+	nv_map_init(nv, p->type, &m);
+	int vec = ir_is_block(p->type) ? access_vec(nv, p, mask, &m) : 1;
 	LLVMTypeRef vty = vec > 1 ? LLVMVectorType(ety, (unsigned)vec) : ety;
-	LLVMValueRef owner = map_owner(L, &m);
+	LLVMValueRef owner = nv_map_owner(nv, &m);
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef val = vec > 1 ? LLVMGetUndef(vty) : NULL;
 		for (int i = 0; i < vec; i++) {
-			LLVMValueRef x = reg(L, v, r + i);
+			LLVMValueRef x = nv_reg(nv, v, r + i);
 			if (isbool)
-				x = LLVMBuildZExt(L->b, x, ety, "");
-			val = vec > 1 ? LLVMBuildInsertElement(L->b, val, x, i32c(L, i), "") : x;
+				x = LLVMBuildZExt(nv->b, x, ety, "");
+			val = vec > 1 ? LLVMBuildInsertElement(nv->b, val, x, nv_i32(nv, i), "") : x;
 		}
-		LLVMValueRef pred = and_pred(L, owner, mask ? reg(L, mask, r) : NULL);
+		LLVMValueRef pred = and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
 		LLVMBasicBlockRef jb = NULL;
 		if (pred) {
-			LLVMBasicBlockRef sb = new_bb(L, "st");
-			jb = new_bb(L, "st.end");
-			LLVMBuildCondBr(L->b, pred, sb, jb);
-			LLVMPositionBuilderAtEnd(L->b, sb);
+			LLVMBasicBlockRef sb = nv_new_bb(nv, "st");
+			jb = nv_new_bb(nv, "st.end");
+			LLVMBuildCondBr(nv->b, pred, sb, jb);
+			LLVMPositionBuilderAtEnd(nv->b, sb);
 		}
-		LLVMValueRef s = LLVMBuildStore(L->b, val, reg(L, p, r));
-		LLVMSetAlignment(s, (unsigned)(vec * ebytes(v->type)));
+		LLVMValueRef s = LLVMBuildStore(nv->b, val, nv_reg(nv, p, r));
+		LLVMSetAlignment(s, (unsigned)(vec * nv_esize(v->type)));
 		if (pred) {
-			LLVMBuildBr(L->b, jb);
-			LLVMPositionBuilderAtEnd(L->b, jb);
+			LLVMBuildBr(nv->b, jb);
+			LLVMPositionBuilderAtEnd(nv->b, jb);
 		}
 	}
 }
@@ -213,20 +213,20 @@ static LLVMAtomicOrdering ordering(const IrOp *op)
 	return LLVMAtomicOrderingAcquireRelease;
 }
 
-static unsigned syncscope(Lower *L, const IrOp *op)
+static unsigned syncscope(Nv *nv, const IrOp *op)
 {
 	const char *s = ir_op_str(op, "scope", "gpu");
 	const char *n = !strcmp(s, "cta") ? "block" : !strcmp(s, "sys") ? "" : "device";
-	return LLVMGetSyncScopeID(L->c, n, strlen(n));
+	return LLVMGetSyncScopeID(nv->c, n, strlen(n));
 }
 
-void lower_atomic(Lower *L, IrOp *op)
+void nv_lower_atomic(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0];
 	bool cas = op->opc == OP_ATOMIC_CAS;
 	IrValue *mask = !cas && op->nops > 2 ? op->ops[2] : NULL;
 	const IrType *et = ir_scalar(op->res[0].type);
-	LLVMTypeRef ety = be_llty(L, et);
+	LLVMTypeRef ety = nv_llty(nv, et);
 	bool fl = ir_is_float(et);
 	LLVMAtomicRMWBinOp bop = LLVMAtomicRMWBinOpAdd;
 	if (!cas) {
@@ -240,41 +240,41 @@ void lower_atomic(Lower *L, IrOp *op)
 		else if (!strcmp(k, "xor")) bop = LLVMAtomicRMWBinOpXor;
 		else if (!strcmp(k, "xchg")) bop = LLVMAtomicRMWBinOpXchg;
 		else {
-			fail(L, op, "unknown atomic kind %s", k);
+			nv_fail(nv, op, "unknown atomic kind %s", k);
 			return;
 		}
 	}
-	Map m;
-	map_init(L, p->type, &m);
-	LLVMValueRef owner = map_owner(L, &m);
+	NvMap m;
+	nv_map_init(nv, p->type, &m);
+	LLVMValueRef owner = nv_map_owner(nv, &m);
 	LLVMAtomicOrdering ord = ordering(op);
-	unsigned ss = syncscope(L, op);
-	LLVMValueRef *out = regbuf(L, m.n);
+	unsigned ss = syncscope(nv, op);
+	LLVMValueRef *out = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef pred = and_pred(L, owner, mask ? reg(L, mask, r) : NULL);
-		LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b), ab = NULL, jb = NULL;
+		LLVMValueRef pred = and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
+		LLVMBasicBlockRef cur = LLVMGetInsertBlock(nv->b), ab = NULL, jb = NULL;
 		if (pred) {
-			ab = new_bb(L, "atom");
-			jb = new_bb(L, "atom.end");
-			LLVMBuildCondBr(L->b, pred, ab, jb);
-			LLVMPositionBuilderAtEnd(L->b, ab);
+			ab = nv_new_bb(nv, "atom");
+			jb = nv_new_bb(nv, "atom.end");
+			LLVMBuildCondBr(nv->b, pred, ab, jb);
+			LLVMPositionBuilderAtEnd(nv->b, ab);
 		}
 		LLVMValueRef old;
 		if (cas) {
-			LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(L->b, reg(L, p, r), reg(L, op->ops[1], r),
-									 reg(L, op->ops[2], r), ord,
+			LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(nv->b, nv_reg(nv, p, r), nv_reg(nv, op->ops[1], r),
+									 nv_reg(nv, op->ops[2], r), ord,
 									 ord == LLVMAtomicOrderingAcquireRelease ? LLVMAtomicOrderingAcquire
 									 : ord == LLVMAtomicOrderingRelease ? LLVMAtomicOrderingMonotonic : ord,
 									 ss);
-			old = LLVMBuildExtractValue(L->b, x, 0, "");
+			old = LLVMBuildExtractValue(nv->b, x, 0, "");
 		} else {
-			old = LLVMBuildAtomicRMWSyncScope(L->b, bop, reg(L, p, r), reg(L, op->ops[1], r), ord, ss);
+			old = LLVMBuildAtomicRMWSyncScope(nv->b, bop, nv_reg(nv, p, r), nv_reg(nv, op->ops[1], r), ord, ss);
 		}
 		if (pred) {
-			LLVMBasicBlockRef end = LLVMGetInsertBlock(L->b);
-			LLVMBuildBr(L->b, jb);
-			LLVMPositionBuilderAtEnd(L->b, jb);
-			LLVMValueRef phi = LLVMBuildPhi(L->b, ety, "");
+			LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
+			LLVMBuildBr(nv->b, jb);
+			LLVMPositionBuilderAtEnd(nv->b, jb);
+			LLVMValueRef phi = LLVMBuildPhi(nv->b, ety, "");
 			LLVMValueRef iv[2] = {old, LLVMGetUndef(ety)};
 			LLVMBasicBlockRef ib[2] = {end, cur};
 			LLVMAddIncoming(phi, iv, ib, 2);
@@ -285,94 +285,94 @@ void lower_atomic(Lower *L, IrOp *op)
 	}
 	if (!ir_is_block(p->type)) {
 		/* thread 0 did it: broadcast the old value */
-		int64_t off = scratch_off(op);
-		LLVMBasicBlockRef sb = new_bb(L, "bc"), jb = new_bb(L, "bc.end");
-		LLVMBuildCondBr(L->b, owner, sb, jb);
-		LLVMPositionBuilderAtEnd(L->b, sb);
-		smem_store(L, op->res[0].type, off, i32c(L, 0), out[0]);
-		LLVMBuildBr(L->b, jb);
-		LLVMPositionBuilderAtEnd(L->b, jb);
-		barrier(L);
-		out[0] = smem_load(L, op->res[0].type, off, i32c(L, 0));
+		int64_t off = nv_scratch_off(op);
+		LLVMBasicBlockRef sb = nv_new_bb(nv, "bc"), jb = nv_new_bb(nv, "bc.end");
+		LLVMBuildCondBr(nv->b, owner, sb, jb);
+		LLVMPositionBuilderAtEnd(nv->b, sb);
+		nv_smem_store(nv, op->res[0].type, off, nv_i32(nv, 0), out[0]);
+		LLVMBuildBr(nv->b, jb);
+		LLVMPositionBuilderAtEnd(nv->b, jb);
+		nv_barrier(nv);
+		out[0] = nv_smem_load(nv, op->res[0].type, off, nv_i32(nv, 0));
 	}
-	set_vals(L, &op->res[0], m.n, out);
+	nv_set(nv, &op->res[0], m.n, out);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Multi-buffered tiles: cp.async into swizzled slots, ldmatrix out           */
 /* ------------------------------------------------------------------------- */
 
-static void inline_asm(Lower *L, const char *text, const char *cons, LLVMValueRef *args, int n)
+static void inline_asm(Nv *nv, const char *text, const char *cons, LLVMValueRef *args, int n)
 {
 	LLVMTypeRef at[4];
 	for (int i = 0; i < n; i++)
 		at[i] = LLVMTypeOf(args[i]);
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(L->c), at, (unsigned)n, 0);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), at, (unsigned)n, 0);
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMBuildCall2(L->b, fty, asmv, args, (unsigned)n, "");
+	LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)n, "");
 }
 
 /* async_copy: each thread copies its runs of consecutive columns (16, 8 or 4
  * bytes, within one 16-byte chunk) to the swizzled position in slot `slot`
  * (the layout write_swizzled gives a staged operand); a masked-off run
  * reads nothing and is written as zeros (src-size 0). */
-void lower_async_copy(Lower *L, IrOp *op)
+void nv_lower_async_copy(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0];
 	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
 	const IrType *t = p->type;
-	int64_t eb = ebytes(ir_scalar(t)->elem);
+	int64_t eb = nv_esize(ir_scalar(t)->elem);
 	int64_t C = t->shape[1];
-	Map m;
-	map_init(L, t, &m);
-	int vec = access_vec(L, p, mask, &m);
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	int vec = access_vec(nv, p, mask, &m);
 	if (m.brank != 2 || m.dimmap[1] != 1 || m.order[0] != 1)
 		vec = 1;
 	while (vec > 1 && (vec * eb > 16 || m.nd[1] % vec))
 		vec /= 2;
 	if (vec * eb < 4)
-		fail(L, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
+		nv_fail(nv, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
 	if (vec * eb < 4)
 		return;
 	int bytes = (int)(vec * eb);
-	LLVMValueRef eoff = LLVMBuildMul(L->b, reg(L, op->ops[1], 0), i32c(L, t->numel), "");
+	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[1], 0), nv_i32(nv, t->numel), "");
 	char text[128];
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = slot_index(L, map_coord(L, &m, r, 0), map_coord(L, &m, r, 1), C, eoff);
-		LLVMValueRef dst = smem_addr(L, scratch_off(op), idx, eb);
-		LLVMValueRef d32 = LLVMBuildTrunc(L->b, LLVMBuildPtrToInt(L->b, dst, LLVMInt64TypeInContext(L->c), ""),
-						  LLVMInt32TypeInContext(L->c), "");
-		LLVMValueRef src = reg(L, p, r);
-		LLVMValueRef sz = i32c(L, bytes);
+		LLVMValueRef idx = nv_slot_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), C, eoff);
+		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
+		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
+						  LLVMInt32TypeInContext(nv->c), "");
+		LLVMValueRef src = nv_reg(nv, p, r);
+		LLVMValueRef sz = nv_i32(nv, bytes);
 		if (mask)
-			sz = LLVMBuildSelect(L->b, reg(L, mask, r), sz, i32c(L, 0), "");
+			sz = LLVMBuildSelect(nv->b, nv_reg(nv, mask, r), sz, nv_i32(nv, 0), "");
 		LLVMValueRef args[3] = {d32, src, sz};
-		inline_asm(L, text, "r,l,r,~{memory}", args, 3);
+		inline_asm(nv, text, "r,l,r,~{memory}", args, 3);
 	}
 }
 
-void lower_async_commit(Lower *L, IrOp *op)
+void nv_lower_async_commit(Nv *nv, IrOp *op)
 {
 	(void)op;
-	inline_asm(L, "cp.async.commit_group;", "~{memory}", NULL, 0);
+	inline_asm(nv, "cp.async.commit_group;", "~{memory}", NULL, 0);
 }
 
-void lower_async_wait(Lower *L, IrOp *op)
+void nv_lower_async_wait(Nv *nv, IrOp *op)
 {
 	char text[64];
 	snprintf(text, sizeof text, "cp.async.wait_group %d;", (int)ir_op_int(op, "pending", 0));
-	inline_asm(L, text, "~{memory}", NULL, 0);
+	inline_asm(nv, text, "~{memory}", NULL, 0);
 }
 
-void lower_local_read(Lower *L, IrOp *op)
+void nv_lower_local_read(Nv *nv, IrOp *op)
 {
-	if (!ldmatrix_ok(op))
-		fail(L, op, "local_read needs a 16-bit 2-D dot operand layout");
-	if (!ldmatrix_ok(op))
+	if (!nv_ldmatrix_ok(op))
+		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
+	if (!nv_ldmatrix_ok(op))
 		return;
-	LLVMValueRef eoff = LLVMBuildMul(L->b, reg(L, op->ops[0], 0), i32c(L, op->res[0].type->numel), "");
-	read_dot_op_at(L, op, eoff);
+	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
+	nv_read_dot_op_at(nv, op, eoff);
 }

@@ -1,7 +1,7 @@
 /* nvptx.c: be_nvptx_compile, the NVPTX pipeline for one kernel:
  *
  *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
- *   barriers) -> TTGIR text -> per-thread LLVM IR (lower_block in control.c,
+ *   barriers) -> TTGIR text -> per-thread LLVM IR (nv_lower_block in control.c,
  *   one file per op family) -> libdevice linked in when math needs it,
  *   everything but the kernel internalised -> LLVM O3 -> NVPTX target
  *   machine (sm_<arch>, +ptx<version>) -> PTX.
@@ -77,30 +77,30 @@ static const char *libdevice_path(void)
 	return p && *p ? p : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 }
 
-static IrError *link_libdevice(Lower *L)
+static IrError *link_libdevice(Nv *nv)
 {
 	LLVMMemoryBufferRef buf = NULL;
 	char *msg = NULL;
 	const char *path = libdevice_path();
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-		IrError *e = ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc,
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
 				      "libdevice not found at %s (set CTRITON_LIBDEVICE_PATH): %s", path, msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		return e;
 	}
 	LLVMModuleRef dev = NULL;
-	if (LLVMParseBitcodeInContext2(L->c, buf, &dev)) {
+	if (LLVMParseBitcodeInContext2(nv->c, buf, &dev)) {
 		LLVMDisposeMemoryBuffer(buf);
-		return ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc, "cannot parse libdevice %s", path);
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot parse libdevice %s", path);
 	}
 	LLVMDisposeMemoryBuffer(buf);
-	LLVMSetTarget(dev, LLVMGetTarget(L->m));
-	LLVMSetDataLayout(dev, LLVMGetDataLayoutStr(L->m));
-	if (LLVMLinkModules2(L->m, dev))
-		return ir_error(L->ctx, IR_ERR_BACKEND, L->f->loc, "linking libdevice failed");
+	LLVMSetTarget(dev, LLVMGetTarget(nv->m));
+	LLVMSetDataLayout(dev, LLVMGetDataLayoutStr(nv->m));
+	if (LLVMLinkModules2(nv->m, dev))
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "linking libdevice failed");
 	/* libdevice asks __nvvm_reflect("__CUDA_FTZ"): no flush to zero */
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c);
-	LLVMAddModuleFlag(L->m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMAddModuleFlag(nv->m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
 			  LLVMValueAsMetadata(LLVMConstInt(i32, 0, 0)));
 	return NULL;
 }
@@ -166,18 +166,18 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 
 	/* 2. TTGIR -> LLVM IR */
 	pthread_once(&init_once, init_llvm);
-	Lower L;
-	memset(&L, 0, sizeof L);
-	L.ctx = ctx;
-	L.f = f;
-	L.opt = opt;
-	L.ao = ao;
-	L.ax = an_axis_info(f); /* also numbers the values for L.vals */
-	L.nvals = an_number_values(f);
-	L.vals = ir_alloc(ctx, sizeof(Vals) * (size_t)(L.nvals + 1));
-	L.c = LLVMContextCreate();
-	L.m = LLVMModuleCreateWithNameInContext("ctriton", L.c);
-	LLVMSetTarget(L.m, "nvptx64-nvidia-cuda");
+	Nv nv;
+	memset(&nv, 0, sizeof nv);
+	nv.ctx = ctx;
+	nv.f = f;
+	nv.opt = opt;
+	nv.ao = ao;
+	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
+	nv.nvals = an_number_values(f);
+	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
+	nv.c = LLVMContextCreate();
+	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
+	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
 	snprintf(cpu, sizeof cpu, "sm_%d", arch);
 	snprintf(feat, sizeof feat, "+ptx%d", ptxv);
@@ -186,95 +186,95 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &tgt, &msg)) {
 		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "NVPTX target unavailable: %s", msg ? msg : "");
 		LLVMDisposeMessage(msg);
-		LLVMContextDispose(L.c);
+		LLVMContextDispose(nv.c);
 		return err;
 	}
 	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
 							  LLVMRelocDefault, LLVMCodeModelDefault);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-	LLVMSetModuleDataLayout(L.m, td);
+	LLVMSetModuleDataLayout(nv.m, td);
 	LLVMDisposeTargetData(td);
 
 	int np = f->body->nargs;
 	LLVMTypeRef *ptys = ir_alloc(ctx, sizeof(LLVMTypeRef) * (size_t)(np + 1));
 	for (int i = 0; i < np; i++)
-		ptys[i] = be_llty(&L, f->body->args[i]->type);
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(L.c), ptys, (unsigned)np, 0);
-	L.fn = LLVMAddFunction(L.m, f->name, fty);
-	LLVMSetFunctionCallConv(L.fn, LLVMPTXKernelCallConv);
+		ptys[i] = nv_llty(&nv, f->body->args[i]->type);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv.c), ptys, (unsigned)np, 0);
+	nv.fn = LLVMAddFunction(nv.m, f->name, fty);
+	LLVMSetFunctionCallConv(nv.fn, LLVMPTXKernelCallConv);
 	char ntid[16];
 	snprintf(ntid, sizeof ntid, "%d", opt->num_warps * warp);
-	LLVMAddAttributeAtIndex(L.fn, LLVMAttributeFunctionIndex,
-				LLVMCreateStringAttribute(L.c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
+	LLVMAddAttributeAtIndex(nv.fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(nv.c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
 	for (int i = 0; i < np; i++) {
 		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
 		if (ir_is_ptr(f->body->args[i]->type) && d && d->i >= 16) {
 			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
-			LLVMAddAttributeAtIndex(L.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(L.c, ak, 16));
+			LLVMAddAttributeAtIndex(nv.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(nv.c, ak, 16));
 		}
 	}
-	L.b = LLVMCreateBuilderInContext(L.c);
-	LLVMPositionBuilderAtEnd(L.b, LLVMAppendBasicBlockInContext(L.c, L.fn, "entry"));
-	LLVMTypeRef smty = LLVMArrayType2(LLVMInt8TypeInContext(L.c), 0);
-	L.smem = LLVMAddGlobalInAddressSpace(L.m, smty, "ct_smem", 3);
-	LLVMSetLinkage(L.smem, LLVMExternalLinkage);
-	LLVMSetAlignment(L.smem, 16);
-	L.tid = call_intr(&L, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
-	L.lane = LLVMBuildAnd(L.b, L.tid, i32c(&L, warp - 1), "lane");
-	L.warp = LLVMBuildUDiv(L.b, L.tid, i32c(&L, warp), "warp");
+	nv.b = LLVMCreateBuilderInContext(nv.c);
+	LLVMPositionBuilderAtEnd(nv.b, LLVMAppendBasicBlockInContext(nv.c, nv.fn, "entry"));
+	LLVMTypeRef smty = LLVMArrayType2(LLVMInt8TypeInContext(nv.c), 0);
+	nv.smem = LLVMAddGlobalInAddressSpace(nv.m, smty, "ct_smem", 3);
+	LLVMSetLinkage(nv.smem, LLVMExternalLinkage);
+	LLVMSetAlignment(nv.smem, 16);
+	nv.tid = nv_intrinsic(&nv, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	nv.lane = LLVMBuildAnd(nv.b, nv.tid, nv_i32(&nv, warp - 1), "lane");
+	nv.warp = LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, warp), "warp");
 	for (int i = 0; i < np; i++) {
-		LLVMValueRef p = LLVMGetParam(L.fn, (unsigned)i);
-		L.vals[f->body->args[i]->id].n = 1;
-		L.vals[f->body->args[i]->id].v = ir_alloc(ctx, sizeof(LLVMValueRef));
-		L.vals[f->body->args[i]->id].v[0] = p;
+		LLVMValueRef p = LLVMGetParam(nv.fn, (unsigned)i);
+		nv.vals[f->body->args[i]->id].n = 1;
+		nv.vals[f->body->args[i]->id].v = ir_alloc(ctx, sizeof(LLVMValueRef));
+		nv.vals[f->body->args[i]->id].v[0] = p;
 	}
-	lower_block(&L, f->body);
-	if (!L.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(L.b)))
-		LLVMBuildRetVoid(L.b);
-	LLVMDisposeBuilder(L.b);
-	if (!L.err && LLVMVerifyModule(L.m, LLVMReturnStatusAction, &msg)) {
-		L.err = ir_error(ctx, IR_ERR_INTERNAL, f->loc, "invalid LLVM IR from the NVPTX lowering: %s", msg);
+	nv_lower_block(&nv, f->body);
+	if (!nv.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(nv.b)))
+		LLVMBuildRetVoid(nv.b);
+	LLVMDisposeBuilder(nv.b);
+	if (!nv.err && LLVMVerifyModule(nv.m, LLVMReturnStatusAction, &msg)) {
+		nv.err = ir_error(ctx, IR_ERR_INTERNAL, f->loc, "invalid LLVM IR from the NVPTX lowering: %s", msg);
 		LLVMDisposeMessage(msg);
 		msg = NULL;
 	} else if (msg) {
 		LLVMDisposeMessage(msg);
 		msg = NULL;
 	}
-	if (!L.err && L.need_libdevice)
-		L.err = link_libdevice(&L);
-	if (L.err) {
+	if (!nv.err && nv.need_libdevice)
+		nv.err = link_libdevice(&nv);
+	if (nv.err) {
 		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(L.c);
-		return L.err;
+		LLVMContextDispose(nv.c);
+		return nv.err;
 	}
-	internalize(L.m, L.fn);
+	internalize(nv.m, nv.fn);
 	t1 = now_ms();
 	double ms_llir = t1 - t0;
 	t0 = t1;
 
 	/* 3. O3 and PTX */
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef lerr = LLVMRunPasses(L.m, "default<O3>", tm, po);
+	LLVMErrorRef lerr = LLVMRunPasses(nv.m, "default<O3>", tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (lerr) {
 		char *em = LLVMGetErrorMessage(lerr);
 		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
 		LLVMDisposeErrorMessage(em);
 		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(L.c);
+		LLVMContextDispose(nv.c);
 		return err;
 	}
 	t1 = now_ms();
 	double ms_opt = t1 - t0;
 	t0 = t1;
-	char *llir = LLVMPrintModuleToString(L.m);
+	char *llir = LLVMPrintModuleToString(nv.m);
 	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, L.m, LLVMAssemblyFile, &msg, &buf)) {
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, nv.m, LLVMAssemblyFile, &msg, &buf)) {
 		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s", msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		LLVMDisposeMessage(llir);
 		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(L.c);
+		LLVMContextDispose(nv.c);
 		return err;
 	}
 	size_t n = LLVMGetBufferSize(buf);
@@ -295,6 +295,6 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	out->ms_opt = ms_opt;
 	out->ms_emit = now_ms() - t0;
 	LLVMDisposeTargetMachine(tm);
-	LLVMContextDispose(L.c);
+	LLVMContextDispose(nv.c);
 	return NULL;
 }

@@ -1,9 +1,11 @@
 /* nvptx.h: internals shared by the files of backend/nvptx (not exported).
  *
- * Lowering state: every IR value of the kernel maps to the LLVM values this
- * thread holds for it (Vals: one per owned element, in the register order of
- * its layout; scalars are one value held by every thread). Map describes how
- * a layout distributes a block shape over lanes and warps (see map.c).
+ * Lowering state (Nv): every IR value of the kernel maps to the LLVM values
+ * this thread holds for it (NvVals: one per owned element, in the register
+ * order of its layout; scalars are one value held by every thread). NvMap
+ * describes how a layout distributes a block shape over lanes and warps (see
+ * map.c). Functions shared by the files of this folder carry `nv_`, as those
+ * of backend/cpu carry `cg_`; static helpers have no prefix.
  */
 #ifndef CTRITON_NVPTX_H
 #define CTRITON_NVPTX_H
@@ -13,12 +15,12 @@
 #include "analysis/analysis.h"
 #include "backend/backend.h"
 
-typedef struct Vals {
+typedef struct NvVals {
 	int n;
 	LLVMValueRef *v;
-} Vals;
+} NvVals;
 
-typedef struct Map {
+typedef struct NvMap {
 	const IrLayout *b;         /* base layout under the slices: blocked, mma, dot_op */
 	int rank;                  /* value rank */
 	int brank;                 /* base layout rank */
@@ -32,9 +34,9 @@ typedef struct Map {
 	int lane_stride[IR_MAX_RANK], warp_stride[IR_MAX_RANK];
 	int n;                     /* registers per thread */
 	LLVMValueRef lane_d[IR_MAX_RANK], warp_d[IR_MAX_RANK], base[IR_MAX_RANK];
-} Map;
+} NvMap;
 
-typedef struct Lower {
+typedef struct Nv {
 	IrCtx *ctx;
 	IrFunc *f;
 	const BeOptions *opt;
@@ -44,86 +46,86 @@ typedef struct Lower {
 	LLVMModuleRef m;
 	LLVMBuilderRef b;
 	LLVMValueRef fn;
-	Vals *vals;
+	NvVals *vals;
 	int nvals;
 	LLVMValueRef tid, lane, warp, smem;
 	bool need_libdevice;
 	IrError *err;
 	const IrOp *staged; /* second of a staged dot_op pair, already lowered */
 	int nstr;
-} Lower;
+} Nv;
 
 /* map.c */
-void map_init(Lower *L, const IrType *t, Map *m);
-void map_local(const Map *m, int r, int *j);           /* j per base dim */
-int map_reg(const Map *m, const int *j);
-int64_t map_offset(const Map *m, int r, int d);        /* register r along base dim d, minus base */
-LLVMValueRef map_coord(Lower *L, const Map *m, int r, int vdim);
-LLVMValueRef map_owner(Lower *L, const Map *m);        /* NULL: every thread owns */
-LLVMValueRef map_lin(Lower *L, const Map *m, const IrType *t, int r); /* row-major index */
-int map_nregs(Lower *L, const IrType *t);
+void nv_map_init(Nv *nv, const IrType *t, NvMap *m);
+void nv_map_local(const NvMap *m, int r, int *j);    /* j per base dim */
+int nv_map_reg(const NvMap *m, const int *j);
+int64_t nv_map_offset(const NvMap *m, int r, int d); /* register r along base dim d, minus base */
+LLVMValueRef nv_map_coord(Nv *nv, const NvMap *m, int r, int vdim);
+LLVMValueRef nv_map_owner(Nv *nv, const NvMap *m);   /* NULL: every thread owns */
+LLVMValueRef nv_map_lin(Nv *nv, const NvMap *m, const IrType *t, int r); /* row-major index */
+int nv_map_nregs(Nv *nv, const IrType *t);
 
 /* lower.c: the core used by every op family */
-LLVMValueRef i32c(Lower *L, int64_t v);
-void fail(Lower *L, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-LLVMTypeRef be_llty(Lower *L, const IrType *t); /* scalar type of t */
-LLVMValueRef call_intr(Lower *L, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs);
-LLVMValueRef call_dev(Lower *L, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n); /* libdevice */
-Vals *vals_of(Lower *L, const IrValue *v);
-void set_vals(Lower *L, const IrValue *v, int n, LLVMValueRef *regs); /* copies regs */
-void set1(Lower *L, const IrValue *v, LLVMValueRef x);
-LLVMValueRef reg(Lower *L, const IrValue *v, int r); /* register r of v (scalars: the one value) */
-LLVMValueRef *regbuf(Lower *L, int n);
-LLVMBasicBlockRef new_bb(Lower *L, const char *name);
-void barrier(Lower *L);
-int64_t ebytes(const IrType *t); /* bytes of one element in scratch (i1: 1) */
-LLVMValueRef smem_addr(Lower *L, int64_t byte_off, LLVMValueRef idx, int64_t esize);
-void smem_store(Lower *L, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v);
-LLVMValueRef smem_load(Lower *L, const IrType *t, int64_t off, LLVMValueRef idx);
-int64_t scratch_off(const IrOp *op);
-void write_block(Lower *L, const IrValue *v, int64_t off); /* row-major at off */
-static inline int64_t align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+LLVMValueRef nv_i32(Nv *nv, int64_t v);
+void nv_fail(Nv *nv, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+LLVMTypeRef nv_llty(Nv *nv, const IrType *t); /* scalar type of t */
+LLVMValueRef nv_intrinsic(Nv *nv, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs);
+LLVMValueRef nv_libdevice(Nv *nv, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n); /* linked in later */
+NvVals *nv_vals(Nv *nv, const IrValue *v);
+void nv_set(Nv *nv, const IrValue *v, int n, LLVMValueRef *regs); /* copies regs */
+void nv_set1(Nv *nv, const IrValue *v, LLVMValueRef x);
+LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r); /* register r of v (scalars: the one value) */
+LLVMValueRef *nv_regbuf(Nv *nv, int n);
+LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name);
+void nv_barrier(Nv *nv);
+int64_t nv_esize(const IrType *t); /* bytes of one element in scratch (i1: 1) */
+LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize);
+void nv_smem_store(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v);
+LLVMValueRef nv_smem_load(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx);
+int64_t nv_scratch_off(const IrOp *op);
+void nv_write_block(Nv *nv, const IrValue *v, int64_t off); /* row-major at off */
+static inline int64_t nv_align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
 /* elem.c: elementwise ops, casts, math */
-bool is_unsigned(const IrType *t);
-LLVMValueRef cast(Lower *L, IrOp *op, const IrType *from, const IrType *to, LLVMValueRef x);
-void lower_elementwise(Lower *L, IrOp *op);
+bool nv_is_unsigned(const IrType *t);
+LLVMValueRef nv_cast(Nv *nv, IrOp *op, const IrType *from, const IrType *to, LLVMValueRef x);
+void nv_lower_elementwise(Nv *nv, IrOp *op);
 
 /* shape.c: sources, shape ops, layout exchanges through scratch */
-void lower_constant(Lower *L, IrOp *op);
-void lower_make_range(Lower *L, IrOp *op);
-void lower_splat(Lower *L, IrOp *op);
-void lower_broadcast(Lower *L, IrOp *op);
-void lower_identity(Lower *L, IrOp *op);
-void lower_reshape(Lower *L, IrOp *op);
-void lower_trans(Lower *L, IrOp *op);
-void lower_split(Lower *L, IrOp *op);
-void lower_convert(Lower *L, IrOp *op);
-void lower_two(Lower *L, IrOp *op); /* cat, join */
-void lower_gather(Lower *L, IrOp *op);
+void nv_lower_constant(Nv *nv, IrOp *op);
+void nv_lower_make_range(Nv *nv, IrOp *op);
+void nv_lower_splat(Nv *nv, IrOp *op);
+void nv_lower_broadcast(Nv *nv, IrOp *op);
+void nv_lower_identity(Nv *nv, IrOp *op);
+void nv_lower_reshape(Nv *nv, IrOp *op);
+void nv_lower_trans(Nv *nv, IrOp *op);
+void nv_lower_split(Nv *nv, IrOp *op);
+void nv_lower_convert(Nv *nv, IrOp *op);
+void nv_lower_two(Nv *nv, IrOp *op); /* cat, join */
+void nv_lower_gather(Nv *nv, IrOp *op);
 
 /* dot.c: dot operand staging (swizzled scratch, ldmatrix), mma.sync, FMA dot */
-bool ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */
-void lower_to_dot_op(Lower *L, IrOp *op);
-LLVMValueRef slot_index(Lower *L, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff);
-void read_dot_op_at(Lower *L, IrOp *op, LLVMValueRef eoff);
-void lower_dot(Lower *L, IrOp *op);
+bool nv_ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */
+void nv_lower_to_dot_op(Nv *nv, IrOp *op);
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff);
+void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
+void nv_lower_dot(Nv *nv, IrOp *op);
 
 /* mem.c: loads, stores, atomics, cp.async, local_read */
-void lower_async_copy(Lower *L, IrOp *op);
-void lower_async_commit(Lower *L, IrOp *op);
-void lower_async_wait(Lower *L, IrOp *op);
-void lower_local_read(Lower *L, IrOp *op);
-void lower_load(Lower *L, IrOp *op);
-void lower_store(Lower *L, IrOp *op);
-void lower_atomic(Lower *L, IrOp *op);
+void nv_lower_async_copy(Nv *nv, IrOp *op);
+void nv_lower_async_commit(Nv *nv, IrOp *op);
+void nv_lower_async_wait(Nv *nv, IrOp *op);
+void nv_lower_local_read(Nv *nv, IrOp *op);
+void nv_lower_load(Nv *nv, IrOp *op);
+void nv_lower_store(Nv *nv, IrOp *op);
+void nv_lower_atomic(Nv *nv, IrOp *op);
 
 /* reduce.c: reductions, scans */
-void lower_reduce(Lower *L, IrOp *op);
-void lower_scan(Lower *L, IrOp *op);
+void nv_lower_reduce(Nv *nv, IrOp *op);
+void nv_lower_scan(Nv *nv, IrOp *op);
 
 /* control.c: for / if / while, print, assert, the op dispatch */
-void lower_op(Lower *L, IrOp *op);
-void lower_block(Lower *L, IrBlock *blk);
+void nv_lower_op(Nv *nv, IrOp *op);
+void nv_lower_block(Nv *nv, IrBlock *blk);
 
 #endif

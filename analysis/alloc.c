@@ -15,7 +15,8 @@
  *       element type (on tensor cores the conversions to the dot_op
  *       layouts stage the operands, row-major, and dot needs none);
  *   histogram: the bins as i32; scalar atomics: 8 bytes.
- * A buffer lives only while its op runs, so allocation by liveness puts the
+ * A buffer lives only while its op runs (but the staged B tile of a
+ * warpgroup dot lives until the dot, which reads it by descriptor), so allocation by liveness puts the
  * buffers of different ops on top of each other; the first-fit allocator
  * below is general (intervals over op positions) in case longer-lived
  * buffers appear (pipelining).
@@ -44,6 +45,9 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 {
 	switch (op->opc) {
 	case OP_CONVERT_LAYOUT:
+		if (an_same_registers(op->ops[0]->type, op->res[0].type))
+			return 0;
+		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
 	case OP_TRANS:
 	case OP_RESHAPE:
 	case OP_SPLIT:
@@ -106,7 +110,7 @@ static bool staged_to_dot_op(const IrOp *op)
 	    t->shape[0] < 16 || t->shape[1] < 16)
 		return false;
 	IrTypeKind k = ir_scalar(t)->kind;
-	return k == TY_F16 || k == TY_BF16;
+	return (k == TY_F16 || k == TY_BF16) && !an_same_registers(op->ops[0]->type, t);
 }
 
 bool an_staged_pair(const IrOp *op)
@@ -176,6 +180,13 @@ static void collect(ACtx *a, IrBlock *b)
 				t->end = start;
 			continue;
 		}
+		if (op->opc == OP_DOT && an_is_wgmma(op->res[0].type)) {
+			/* wgmma reads B from the conversion's buffer: live to the dot */
+			for (int i = 0; i < a->n; i++)
+				if (a->bufs[i].op == op->ops[1]->def && a->bufs[i].op->opc == OP_CONVERT_LAYOUT)
+					a->bufs[i].end = start;
+			continue;
+		}
 		int64_t sz = an_scratch_bytes(op, a->o);
 		if (sz <= 0)
 			continue;
@@ -214,6 +225,10 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 	int64_t total = 0;
 	for (int i = 0; i < a.n; i++) {
 		/* lowest offset not overlapping any placed buffer live at the same time */
+		/* tiles of 1 KiB or more start on 1 KiB: the 128-byte swizzle of
+		 * the tensor cores' shared-memory reads is a function of the
+		 * address bits, so a tile's rows 0..7 must start an atom */
+		int64_t al = a.bufs[i].size >= 1024 ? 1024 : 16;
 		int64_t off = 0;
 		for (bool moved = true; moved;) {
 			moved = false;
@@ -221,7 +236,7 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 				Buf *p = &a.bufs[j];
 				bool live = p->start <= a.bufs[i].end && a.bufs[i].start <= p->end;
 				if (live && off < p->offset + p->size && p->offset < off + a.bufs[i].size) {
-					off = p->offset + p->size;
+					off = (p->offset + p->size + al - 1) / al * al;
 					moved = true;
 				}
 			}
@@ -277,7 +292,7 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 		 * reads; a copy overwrites what earlier scratch users may still
 		 * read, and after a wait other threads' copies may have landed */
 		if (op->opc == OP_ASYNC_COPY) {
-			if (dirty) {
+			if (dirty && !ir_op_int(op, "ordered", 0)) {
 				IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
 				ir_block_insert_before(b, op, bar);
 				dirty = false;

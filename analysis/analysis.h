@@ -93,6 +93,10 @@ const IrLayout *an_unslice(const IrLayout *l, int rank, const int64_t *shape,
 void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nregs,
 		    int *distinct_lanes, int *distinct_warps);
 
+/* Whether t is laid out for warpgroup MMA (an mma v3 accumulator, or a
+ * dot_op of one): its B operand lives in shared memory, not registers. */
+bool an_is_wgmma(const IrType *t);
+
 /* How a distributed base layout (blocked, mma v2 or dot_op of one) spreads
  * base dim d of a block over one thread. The thread with lane coordinate
  * lc = (lane / lane_stride) % tpw and warp coordinate wc = (warp /
@@ -113,6 +117,11 @@ typedef struct AnDimDist {
 /* Fills *dd for base dim d of base layout b over base_shape (see AnDimDist).
  * Returns false for layouts without a register distribution (shared). */
 bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist *dd);
+/* Whether two block types of one shape give every thread the same elements
+ * in the same register order (a conversion between them moves nothing): an
+ * mma accumulator with one warp along N and the A operand of a dot whose mma
+ * parent stacks the warps the same way, for instance. */
+bool an_same_registers(const IrType *a, const IrType *b);
 /* Register order of a base layout: order[0] is the dim whose registers are
  * consecutive (blocked: its order; mma and dot_op: the last dim first). */
 void an_reg_order(const IrLayout *b, int *order);

@@ -232,13 +232,14 @@ bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist 
 		return true;
 	}
 	case LAYOUT_MMA:
-		if (b->version_major != 2 || b->rank != 2)
+		if ((b->version_major != 2 && b->version_major != 3) || b->rank != 2)
 			return false;
 		mma_dim(b, d, base_shape[d], dd);
 		return true;
 	case LAYOUT_DOT_OP: {
 		const IrLayout *p = b->parent;
-		if (!p || p->kind != LAYOUT_MMA || p->version_major != 2 || p->rank != 2)
+		if (!p || p->kind != LAYOUT_MMA || (p->version_major != 2 && p->version_major != 3) ||
+		    p->rank != 2)
 			return false;
 		int role = b->opidx == 0 ? (d == 0 ? 0 : 2) : (d == 0 ? 2 : 3);
 		mma_dim(p, role, base_shape[d], dd);
@@ -249,10 +250,84 @@ bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist 
 	}
 }
 
+static bool same_dist(const AnDimDist *x, const AnDimDist *y)
+{
+	if (x->nregs != y->nregs || x->distinct_lanes != y->distinct_lanes || x->distinct_warps != y->distinct_warps)
+		return false;
+	if (x->nregs > 1 && (x->spt != y->spt || x->estride != y->estride || x->tile != y->tile))
+		return false;
+	if (x->distinct_lanes > 1 && (x->tpw != y->tpw || x->lane_stride != y->lane_stride ||
+				      x->lane_unit != y->lane_unit))
+		return false;
+	if (x->distinct_warps > 1 && (x->wpc != y->wpc || x->warp_stride != y->warp_stride ||
+				      x->warp_unit != y->warp_unit))
+		return false;
+	return true;
+}
+
+bool an_same_registers(const IrType *a, const IrType *b)
+{
+	if (!ir_is_block(a) || !ir_is_block(b) || !a->layout || !b->layout || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+	int ma[IR_MAX_RANK], mb[IR_MAX_RANK];
+	const IrLayout *la = an_unslice(a->layout, a->rank, a->shape, sa, ma);
+	const IrLayout *lb = an_unslice(b->layout, b->rank, b->shape, sb, mb);
+	if (la == lb)
+		return true;
+	if (la->rank != a->rank || lb->rank != b->rank) /* slices: only of one parent */
+		return false;
+	int oa[IR_MAX_RANK], ob[IR_MAX_RANK];
+	an_reg_order(la, oa);
+	an_reg_order(lb, ob);
+	for (int d = 0; d < a->rank; d++) {
+		AnDimDist x, y;
+		if (oa[d] != ob[d] || !an_dim_dist(la, sa, d, &x) || !an_dim_dist(lb, sb, d, &y) || !same_dist(&x, &y))
+			return false;
+	}
+	return true;
+}
+
 void an_reg_order(const IrLayout *b, int *order)
 {
 	for (int i = 0; i < b->rank; i++)
 		order[i] = b->kind == LAYOUT_BLOCKED ? b->order[i] : b->rank - 1 - i;
+}
+
+bool an_is_wgmma(const IrType *t)
+{
+	const IrLayout *l = ir_is_block(t) ? t->layout : NULL;
+	if (l && l->kind == LAYOUT_DOT_OP)
+		l = l->parent;
+	return l && l->kind == LAYOUT_MMA && l->version_major == 3;
+}
+
+/* Warpgroup MMA (sm_90): the warps stacked along M (wpc = [num_warps, 1]),
+ * so that warp w of warpgroup g holds rows 16 w + 64 k, the fragments of
+ * mma.sync per warp; a warpgroup's instruction covers 64 rows and instr_n
+ * contiguous columns, B read from shared memory by descriptor. Taken when
+ * every warpgroup gets whole 64-row instructions and N is a multiple of 64
+ * (the 128-byte swizzled B tile holds whole atoms), else NULL. */
+
+static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K, const AnGpuOptions *o)
+{
+	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || N % 64 ||
+	    M % (16 * (int64_t)o->num_warps))
+		return NULL;
+	IrLayout l;
+	memset(&l, 0, sizeof l);
+	l.kind = LAYOUT_MMA;
+	l.rank = 2;
+	l.version_major = 3;
+	l.warps_per_cta[0] = o->num_warps;
+	l.warps_per_cta[1] = 1;
+	l.instr_shape[0] = 16; /* the per-warp register tile, as for v2; the */
+	l.instr_shape[1] = 8;  /* instruction's N is the lowering's choice, so */
+	l.instr_shape[2] = 16; /* dots of one kernel share one layout */
+	return ir_layout(ctx, &l);
 }
 
 const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOptions *o)
@@ -268,6 +343,9 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	if (M < 16 || N < 8 || K < 16)
 		return NULL;
+	const IrLayout *v3 = wgmma_layout(ctx, M, N, K, o);
+	if (v3)
+		return v3;
 	/* warps doubled along the dim with more 16x8 instruction tiles left per
 	 * warp (M at a tie), so each warp's tile is near square: fewer fragment
 	 * registers and fewer ldmatrix per mma than a tall strip */
@@ -460,6 +538,15 @@ static void wants_block(LCtx *c, IrBlock *b)
 		case OP_DOT: {
 			const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
 			set_want(c, op->ops[2], mma ? mma : target(c, &op->res[0]));
+			/* an A computed in registers (attention's P) is best computed in
+			 * the mma layout when that holds A's fragments as they are */
+			if (mma && mma->warps_per_cta[1] == 1 && is_blk(op->ops[0])) {
+				const IrType *ta = ir_type_with_layout(c->ctx, op->ops[0]->type, mma);
+				const IrType *td = ir_type_with_layout(c->ctx, op->ops[0]->type,
+								       an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
+				if (an_same_registers(ta, td))
+					set_want(c, op->ops[0], mma);
+			}
 			break;
 		}
 		default:

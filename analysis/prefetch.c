@@ -292,6 +292,21 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax)
 	return d && an_dot_mma_layout(p->ctx, d, o) != NULL;
 }
 
+/* Whether every dot of the loop body runs on warpgroup MMA. */
+static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
+{
+	int n = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_DOT)
+			continue;
+		const IrLayout *l = an_dot_mma_layout(body->func->module->ctx, op, o);
+		if (!l || l->version_major != 3)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -407,8 +422,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 
 	/* body top: wait for tile k, one barrier, copies of tile k+S-1 into the
 	 * slot read in the previous iteration, commit, then read tile k */
+	IrOp *orig_first = body->first;
 	ir_builder_init(&p.top, ctx);
-	ir_builder_before(&p.top, body->first);
+	ir_builder_before(&p.top, orig_first);
 	p.top.loc = loop->loc;
 	IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
 	ir_op_set_int(ctx, w, "pending", S - 2);
@@ -421,6 +437,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *wslot = ir_select(&p.top, is0, sm1, ir_binary(&p.top, OP_SUB, rslot, one));
 	IrValue *r1 = ir_binary(&p.top, OP_ADD, rslot, one);
 	IrValue *rnext = ir_select(&p.top, ir_cmp(&p.top, "eq", r1, nS), zero, r1);
+	IrOp *copies_first = orig_first->prev; /* the copy group starts after this op */
 	{
 		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, S - 1);
 		IrValue *xs[2] = {loop->ops[2], st};
@@ -443,6 +460,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *sh_next[65];
 	for (int s = 0; s < nsh; s++)
 		sh_next[s] = aeval(&a, S, p.yield->ops[sh_idx[s] - 1]);
+	IrOp *copies_last = orig_first->prev;
 	for (int k = 0; k < nc; k++) {
 		IrOp *L = cand[k];
 		p.top.loc = L->loc;
@@ -458,6 +476,25 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	sh_init[nsh] = slot0;
 	sh_next[nsh] = rnext;
 	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
+	/* warpgroup MMA runs asynchronously: issue the copies of tile k+S-1 (and
+	 * the address arithmetic of the iterations ahead) after the dots, so
+	 * that they overlap the tensor cores. Their slot was read in the
+	 * previous iteration, whose dots every warp finished before the barrier
+	 * at the top; `ordered` tells barrier insertion so. */
+	if (wgmma_loop(p.body, o)) {
+		IrBlock *nb = nl->regions[0];
+		IrOp *term = ir_block_terminator(nb);
+		IrOp *op = copies_first->next;
+		for (bool done = false; !done && op && term;) {
+			IrOp *nx = op->next;
+			done = op == copies_last;
+			if (op->opc == OP_ASYNC_COPY)
+				ir_op_set_int(ctx, op, "ordered", 1);
+			ir_op_unlink(op);
+			ir_block_insert_before(nb, term, op);
+			op = nx;
+		}
+	}
 	/* after the loop: no copy (the zero-filling ones past the end) in flight */
 	if (nl->next) {
 		IrBuilder ab;
@@ -514,8 +551,9 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 	ir_builder_init(&p.pre, ctx);
 	ir_builder_before(&p.pre, loop);
 	p.pre.loc = loop->loc;
+	IrOp *orig_first = body->first;
 	ir_builder_init(&p.top, ctx);
-	ir_builder_before(&p.top, body->first);
+	ir_builder_before(&p.top, orig_first);
 	p.top.loc = loop->loc;
 	IrValue *ivs[2] = {body->args[0], loop->ops[2]};
 	p.iv_next = ir_build1(&p.top, OP_ADD, body->args[0]->type, 2, ivs);

@@ -12,7 +12,9 @@
 #                                     unpacks the debs, sets LD_LIBRARY_PATH
 #                                     and PYTHONPATH, and runs pytest -m gpu,
 #                                     the tutorials and bench/run_gpu.py.
-#                                     `remote tests` runs only pytest -m gpu.
+#                                     `remote tests` runs only pytest -m gpu;
+#                                     `exec CMD ARGS...` runs one command in
+#                                     that environment.
 #
 # Copy the working tree with gpu_carry/ to the GPU machine and run
 # `bash scripts/gpu_run.sh remote` there; result files (test log, tutorial
@@ -35,7 +37,7 @@ stage() {
   echo "gpu_run: on the GPU machine run: bash scripts/gpu_run.sh remote"
 }
 
-remote() {
+remote_env() {
   local l22=/tmp/ctriton-l22
   mkdir -p "$l22"
   for d in "$CARRY"/debs/*.deb; do dpkg -x "$d" "$l22"; done
@@ -43,6 +45,10 @@ remote() {
   cp "$CARRY/_C.abi3.so" python/ctriton/
   export PYTHONPATH="$PWD/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
   export CTRITON_CACHE_DIR=/tmp/ctriton-cache
+}
+
+remote() {
+  remote_env
   local out=${CTRITON_GPU_OUT:-/tmp/ctriton-out}
   mkdir -p "$out"
   export CTRITON_BENCH_DIR="$out"
@@ -62,5 +68,6 @@ remote() {
 case "${1:-stage}" in
   stage) stage ;;
   remote) remote "${2:-}" ;;
+  exec) shift; remote_env; "$@" ;;
   *) echo "usage: $0 stage|remote" >&2; exit 2 ;;
 esac

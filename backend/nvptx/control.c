@@ -295,6 +295,11 @@ void nv_lower_op(Nv *nv, IrOp *op)
 
 void nv_lower_block(Nv *nv, IrBlock *blk)
 {
-	for (IrOp *op = blk->first; op && !nv->err; op = op->next)
+	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
+		if (nv->wg_dot && !nv_wgmma_keeps_flying(nv, op))
+			nv_wgmma_wait(nv);
 		nv_lower_op(nv, op);
+	}
+	if (nv->wg_dot)
+		nv_wgmma_wait(nv);
 }

@@ -15,20 +15,32 @@
 /* Dot operands: shared memory -> ldmatrix                                    */
 /* ------------------------------------------------------------------------- */
 
-/* The operand tile [R][C] of 16-bit elements is staged row-major in scratch
- * with its 16-byte chunks swizzled: chunk c of row r is stored at chunk
- * c ^ key(r), key(r) = (r / (8 / nc)) % nc for nc = C / 8 < 8 chunks a row,
- * r % 8 otherwise. The 8 row addresses of one ldmatrix phase (8 rows, one
- * chunk each) then fall on 8 distinct 16-byte bank groups. */
-static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C)
+/* The operand tile [R][C] of 16-bit elements is staged in shared memory
+ * with its 16-byte chunks swizzled. Up to 64 columns (128-byte rows) it is
+ * row-major, chunk c of row r stored at chunk c ^ key(r), key(r) =
+ * (r / (8 / nc)) % nc for nc = C / 8 < 8 chunks a row, r % 8 otherwise;
+ * wider tiles are cut into column blocks of 64 stored one after the other
+ * ([C / 64][R][64]), each swizzled like a 64-column tile. The 8 row
+ * addresses of one ldmatrix phase (8 rows, one chunk each) then fall on 8
+ * distinct 16-byte bank groups, and with the tile 1 KiB aligned this is
+ * the 128-, 64- or 32-byte swizzled layout the warpgroup MMA reads by
+ * descriptor (see wgmma_desc). */
+static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C)
 {
 	LLVMBuilderRef B = nv->b;
+	LLVMValueRef blk = NULL;
+	if (C > 64) {
+		blk = LLVMBuildMul(B, LLVMBuildLShr(B, col, nv_i32(nv, 6), ""), nv_i32(nv, R * 64), "");
+		col = LLVMBuildAnd(B, col, nv_i32(nv, 63), "");
+		C = 64;
+	}
 	int64_t nc = C / 8;
 	LLVMValueRef key = nc >= 8 ? LLVMBuildAnd(B, row, nv_i32(nv, 7), "")
 				   : LLVMBuildURem(B, LLVMBuildUDiv(B, row, nv_i32(nv, 8 / nc), ""), nv_i32(nv, nc), "");
 	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, nv_i32(nv, 3), ""), key, "");
 	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, nv_i32(nv, 3), ""), LLVMBuildAnd(B, col, nv_i32(nv, 7), ""), "");
-	return LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, C), ""), c, "");
+	LLVMValueRef i = LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, C), ""), c, "");
+	return blk ? LLVMBuildAdd(B, blk, i, "") : i;
 }
 
 bool nv_ldmatrix_ok(const IrOp *op)
@@ -45,7 +57,7 @@ static void write_swizzled(Nv *nv, const IrValue *v, int64_t off)
 {
 	NvMap m;
 	nv_map_init(nv, v->type, &m);
-	int64_t C = v->type->shape[1];
+	int64_t R = v->type->shape[0], C = v->type->shape[1];
 	int vec = 1;
 	if (m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
 		vec = m.dd[1].spt < 8 ? m.dd[1].spt : 8;
@@ -53,7 +65,7 @@ static void write_swizzled(Nv *nv, const IrValue *v, int64_t off)
 		vec /= 2;
 	LLVMTypeRef et = nv_llty(nv, v->type);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = swizzled_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), C);
+		LLVMValueRef idx = swizzled_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), R, C);
 		LLVMValueRef p = nv_smem_addr(nv, off, idx, 2);
 		if (vec == 1) {
 			LLVMBuildStore(nv->b, nv_reg(nv, v, r), p);
@@ -104,6 +116,34 @@ static void unpack2(Nv *nv, LLVMTypeRef et, LLVMValueRef x, const NvMap *m, LLVM
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
 static void read_dot_op(Nv *nv, IrOp *op);
 
+/* B of a warpgroup MMA stays in shared memory: its value is the tile's
+ * 32-bit shared address, which the dot turns into matrix descriptors. */
+bool nv_smem_operand(const IrOp *op)
+{
+	const IrLayout *l = op->res[0].type->layout;
+	return l && l->kind == LAYOUT_DOT_OP && l->opidx == 1 && an_is_wgmma(op->res[0].type);
+}
+
+void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff)
+{
+	LLVMValueRef p = nv_smem_addr(nv, off, eoff ? eoff : nv_i32(nv, 0), 2);
+	LLVMValueRef a = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, p, LLVMInt64TypeInContext(nv->c), ""),
+					LLVMInt32TypeInContext(nv->c), "");
+	nv_set1(nv, &op->res[0], a);
+}
+
+/* Shared memory written by ordinary stores (or cp.async) that the tensor
+ * cores read next needs this fence in the writing threads, before the
+ * barrier. */
+void nv_fence_async_shared(Nv *nv)
+{
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), NULL, 0, 0);
+	const char *text = "fence.proxy.async.shared::cta;";
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"~{memory}", 9, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(nv->b, fty, asmv, NULL, 0, "");
+}
+
 void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 {
 	write_swizzled(nv, op->ops[0], nv_scratch_off(op));
@@ -112,18 +152,26 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 		write_swizzled(nv, n->ops[0], nv_scratch_off(n));
 		nv->staged = n;
 	}
+	if (nv_smem_operand(op) || (n && nv_smem_operand(n)))
+		nv_fence_async_shared(nv);
 	nv_barrier(nv);
 	read_dot_op(nv, op);
 	if (n)
 		read_dot_op(nv, n);
 }
 
-static void read_dot_op(Nv *nv, IrOp *op) { nv_read_dot_op_at(nv, op, NULL); }
+static void read_dot_op(Nv *nv, IrOp *op)
+{
+	if (nv_smem_operand(op))
+		nv_set_smem_operand(nv, op, nv_scratch_off(op), NULL);
+	else
+		nv_read_dot_op_at(nv, op, NULL);
+}
 
 /* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff)
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, LLVMValueRef eoff)
 {
-	LLVMValueRef i = swizzled_index(nv, row, col, C);
+	LLVMValueRef i = swizzled_index(nv, row, col, R, C);
 	return eoff ? LLVMBuildAdd(nv->b, i, eoff, "") : i;
 }
 
@@ -133,7 +181,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 {
 	int64_t off = nv_scratch_off(op);
 	const IrType *t = op->res[0].type;
-	int64_t C = t->shape[1];
+	int64_t R = t->shape[0], C = t->shape[1];
 	NvMap m;
 	nv_map_init(nv, t, &m);
 	LLVMTypeRef et = nv_llty(nv, t);
@@ -154,7 +202,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dm->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k8, nv_i32(nv, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, C, eoff), 2), x);
+				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, eoff), 2), x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -175,7 +223,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, C, eoff), 2), x);
+				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, eoff), 2), x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -263,8 +311,156 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	nv_set(nv, &op->res[0], mc.n, acc);
 }
 
+/* Warpgroup MMA (sm_90a): the matrix descriptor of the B tile [K][N]
+ * (N contiguous: "MN-major", read transposed) at shared address base, in
+ * the layout of swizzled_index: column blocks of 64 (128-byte rows, K rows
+ * each) LBO = K * 128 bytes apart, 8-row groups SBO = 1024 bytes apart,
+ * 128-byte swizzle. Start address, LBO and SBO are in 16-byte units. */
+static LLVMValueRef wgmma_desc(Nv *nv, LLVMValueRef base, int64_t off, int64_t K)
+{
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
+	LLVMValueRef a = LLVMBuildAdd(nv->b, base, nv_i32(nv, off), "");
+	a = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, a, nv_i32(nv, 4), ""), nv_i32(nv, 0x3FFF), "");
+	uint64_t lbo = (uint64_t)(K * 128) >> 4, sbo = 1024 >> 4;
+	uint64_t hi = (lbo << 16) | (sbo << 32) | (1ull << 62);
+	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+}
+
+/* One inline asm statement; operands: nout "=f" outputs tied to the first
+ * nout inputs, then the rest. */
+static LLVMValueRef asm_call(Nv *nv, const char *text, const char *cons, LLVMTypeRef rty, LLVMValueRef *args,
+			     int n)
+{
+	LLVMTypeRef *at = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++)
+		at[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef fty = LLVMFunctionType(rty, at, (unsigned)n, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)n, "");
+}
+
+/* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
+ * fragments with the warps stacked along M, see an_dot_mma_layout), A in
+ * registers (dot_op, as for mma.sync), B a shared-memory tile (its value is
+ * the address). Per 64-row instruction mi of this warpgroup and column
+ * block nb of instr_n columns: wgmma.mma_async m64n<instr_n>k16 for each
+ * 16-wide K step, the accumulator registers d[4c + 2h + e] = (2mi + h,
+ * 2(nb * instr_n / 8 + c) + e). One fence before, one commit after; the
+ * wait comes with the first op that needs the result (nv_wgmma_wait). */
+static void lower_dot_wgmma(Nv *nv, IrOp *op)
+{
+	const IrValue *A = op->ops[0], *C = op->ops[2];
+	NvMap ma, mc;
+	nv_map_init(NULL, A->type, &ma);
+	nv_map_init(NULL, C->type, &mc);
+	int64_t K = A->type->shape[1], N = C->type->shape[1];
+	/* instruction N: all of N up to 256, else the widest of 256/128/64 dividing it */
+	int in = N <= 256 ? (int)N : N % 256 == 0 ? 256 : N % 128 == 0 ? 128 : 64;
+	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / 16);
+	bool bf = ir_scalar(A->type)->kind == TY_BF16;
+	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0);
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
+	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
+	for (int r = 0; r < mc.n; r++)
+		acc[r] = nv_reg(nv, C, r);
+	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
+	int nacc = in / 2;
+	int *cr = ir_alloc(nv->ctx, sizeof(int) * (size_t)nacc);
+	LLVMTypeRef *rt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)nacc);
+	for (int i = 0; i < nacc; i++)
+		rt[i] = f32;
+	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nacc, 0);
+	size_t tl = (size_t)nacc * 8 + 256;
+	char *text = ir_alloc(nv->ctx, tl), *cons = ir_alloc(nv->ctx, (size_t)nacc * 8 + 64);
+	LLVMValueRef *args = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nacc + 6));
+	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
+	for (int mi = 0; mi < nm; mi++)
+		for (int b = 0; b < nb; b++) {
+			for (int c = 0; c < in / 8; c++)
+				for (int i = 0; i < 4; i++) {
+					int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * (b * in / 8 + c) + i % 2};
+					cr[4 * c + i] = nv_map_reg(&mc, j);
+				}
+			for (int ki = 0; ki < nk; ki++) {
+				/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, {a}, desc, p, 1, 1, 1;}" */
+				int t = snprintf(text, tl, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+					"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + 5, in,
+					bf ? "bf16" : "f16", bf ? "bf16" : "f16");
+				for (int i = 0; i < nacc; i++)
+					t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
+				snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, 1;\n}", nacc,
+					 nacc + 1, nacc + 2, nacc + 3, nacc + 4);
+				int u = 0;
+				for (int i = 0; i < nacc; i++)
+					u += sprintf(cons + u, "=f,");
+				u += sprintf(cons + u, "r,r,r,r,l,r");
+				for (int i = 0; i < nacc; i++)
+					u += sprintf(cons + u, ",%d", i);
+				for (int i = 0; i < 4; i++)
+					args[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+							reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+				/* column block b: whole 64-column blocks of K rows; K step: 16 rows of 128 bytes */
+				args[4] = wgmma_desc(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128, K);
+				args[5] = nv_i32(nv, 1);
+				for (int i = 0; i < nacc; i++)
+					args[6 + i] = acc[cr[i]];
+				LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + 6);
+				for (int i = 0; i < nacc; i++)
+					acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+			}
+		}
+	/* in flight: the copies of the next tiles (address arithmetic, cp.async)
+	 * may be issued before the wait */
+	asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
+	nv->wg_dot = op;
+	nv->wg_acc = acc;
+	nv->wg_n = mc.n;
+}
+
+bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
+{
+	if (op->opc == OP_ASYNC_COMMIT || (op->opc == OP_ASYNC_COPY && ir_op_int(op, "ordered", 0)))
+		return true; /* writes a slot the dots in flight do not read */
+	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || op->opc == OP_DOT ||
+	    an_scratch_bytes(op, &nv->ao) > 0)
+		return false;
+	for (int i = 0; i < op->nops; i++)
+		if (op->ops[i] == &nv->wg_dot->res[0])
+			return false;
+	return true;
+}
+
+/* The wait for the dot in flight, every accumulator register tied through
+ * it, so that nothing reads them earlier. */
+void nv_wgmma_wait(Nv *nv)
+{
+	int n = nv->wg_n;
+	LLVMValueRef *acc = nv->wg_acc;
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
+	LLVMTypeRef *wt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		wt[i] = f32;
+	char *wc = ir_alloc(nv->ctx, (size_t)n * 12 + 16);
+	int u = 0;
+	for (int i = 0; i < n; i++)
+		u += sprintf(wc + u, "%s=f", i ? "," : "");
+	for (int i = 0; i < n; i++)
+		u += sprintf(wc + u, ",%d", i);
+	LLVMValueRef w = asm_call(nv, "wgmma.wait_group.sync.aligned 0;", wc,
+				  LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), acc, n);
+	for (int i = 0; i < n; i++)
+		acc[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
+	nv_set(nv, &nv->wg_dot->res[0], n, acc);
+	nv->wg_dot = NULL;
+}
+
 void nv_lower_dot(Nv *nv, IrOp *op)
 {
+	if (an_is_wgmma(op->res[0].type)) {
+		lower_dot_wgmma(nv, op);
+		return;
+	}
 	if (op->res[0].type->layout->kind == LAYOUT_MMA) {
 		lower_dot_mma(nv, op);
 		return;

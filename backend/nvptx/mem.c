@@ -323,7 +323,7 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
 	const IrType *t = p->type;
 	int64_t eb = nv_esize(ir_scalar(t)->elem);
-	int64_t C = t->shape[1];
+	int64_t R = t->shape[0], C = t->shape[1];
 	NvMap m;
 	nv_map_init(nv, t, &m);
 	int vec = access_vec(nv, p, mask, &m);
@@ -341,7 +341,7 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = nv_slot_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), C, eoff);
+		LLVMValueRef idx = nv_slot_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), R, C, eoff);
 		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
 		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
 						  LLVMInt32TypeInContext(nv->c), "");
@@ -365,6 +365,8 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 	char text[64];
 	snprintf(text, sizeof text, "cp.async.wait_group %d;", (int)ir_op_int(op, "pending", 0));
 	inline_asm(nv, text, "~{memory}", NULL, 0);
+	if (nv->ao.arch >= 90) /* the tiles may be read by wgmma next */
+		nv_fence_async_shared(nv);
 }
 
 void nv_lower_local_read(Nv *nv, IrOp *op)
@@ -374,5 +376,8 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 	if (!nv_ldmatrix_ok(op))
 		return;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
-	nv_read_dot_op_at(nv, op, eoff);
+	if (nv_smem_operand(op))
+		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
+	else
+		nv_read_dot_op_at(nv, op, eoff);
 }

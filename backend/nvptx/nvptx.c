@@ -179,7 +179,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
-	snprintf(cpu, sizeof cpu, "sm_%d", arch);
+	snprintf(cpu, sizeof cpu, "sm_%d%s", arch, arch == 90 ? "a" : ""); /* 90a: wgmma */
 	snprintf(feat, sizeof feat, "+ptx%d", ptxv);
 	LLVMTargetRef tgt;
 	char *msg = NULL;
@@ -218,7 +218,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	LLVMTypeRef smty = LLVMArrayType2(LLVMInt8TypeInContext(nv.c), 0);
 	nv.smem = LLVMAddGlobalInAddressSpace(nv.m, smty, "ct_smem", 3);
 	LLVMSetLinkage(nv.smem, LLVMExternalLinkage);
-	LLVMSetAlignment(nv.smem, 16);
+	LLVMSetAlignment(nv.smem, 1024); /* swizzled tiles: see analysis/alloc.c */
 	nv.tid = nv_intrinsic(&nv, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
 	nv.lane = LLVMBuildAnd(nv.b, nv.tid, nv_i32(&nv, warp - 1), "lane");
 	nv.warp = LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, warp), "warp");

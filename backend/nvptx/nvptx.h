@@ -52,6 +52,11 @@ typedef struct Nv {
 	bool need_libdevice;
 	IrError *err;
 	const IrOp *staged; /* second of a staged dot_op pair, already lowered */
+	/* a warpgroup dot issued but not waited for: its accumulators, in flight
+	 * until nv_wgmma_wait (see dot.c) */
+	IrOp *wg_dot;
+	LLVMValueRef *wg_acc;
+	int wg_n;
 	int nstr;
 } Nv;
 
@@ -107,7 +112,12 @@ void nv_lower_gather(Nv *nv, IrOp *op);
 /* dot.c: dot operand staging (swizzled scratch, ldmatrix), mma.sync, FMA dot */
 bool nv_ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */
 void nv_lower_to_dot_op(Nv *nv, IrOp *op);
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t C, LLVMValueRef eoff);
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, LLVMValueRef eoff);
+void nv_wgmma_wait(Nv *nv);            /* waits for wg_dot, sets its result */
+bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
+bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */
+void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);
+void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core reads */
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
 void nv_lower_dot(Nv *nv, IrOp *op);
 

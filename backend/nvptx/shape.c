@@ -137,6 +137,10 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		nv->staged = NULL;
 		return;
 	}
+	if (an_same_registers(op->ops[0]->type, op->res[0].type) && !nv_smem_operand(op)) {
+		nv_lower_identity(nv, op); /* e.g. an mma result that is the next dot's A */
+		return;
+	}
 	if (nv_ldmatrix_ok(op)) {
 		nv_lower_to_dot_op(nv, op);
 		return;

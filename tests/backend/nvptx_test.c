@@ -46,7 +46,7 @@ static int run_ptxas(const char *ptx, int arch, const char *name)
 		return -1;
 	fputs(ptx, f);
 	fclose(f);
-	snprintf(cmd, sizeof cmd, "%s -arch=sm_%d -o %s.cubin %s", pt, arch, path, path);
+	snprintf(cmd, sizeof cmd, "%s -arch=sm_%d%s -o %s.cubin %s", pt, arch, arch == 90 ? "a" : "", path, path); /* 90a: wgmma */
 	return system(cmd);
 }
 

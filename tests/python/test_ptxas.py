@@ -55,7 +55,9 @@ def test_dot_tensor_cores(form, arch):
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", arch, 32),
                         options={"num_warps": nw})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
-    assert "= dot " in ttgir and "#mma<version = [2, 0]" in ttgir
+    # sm_90: warpgroup MMA when every warpgroup gets whole 64-row instructions
+    wg = arch == 90 and nw % 4 == 0 and 64 % (16 * nw) == 0
+    assert "= dot " in ttgir and f"#mma<version = [{3 if wg else 2}, 0]" in ttgir
     assert "#dot_op<opidx = 0" in ttgir and "#dot_op<opidx = 1" in ttgir
     for line in ttgir.splitlines():
         if "= dot " in line:
@@ -64,9 +66,15 @@ def test_dot_tensor_cores(form, arch):
         body = ttgir[ttgir.index(" = for "):ttgir.index("yield")]
         assert "block<64x64xf32, #blocked" not in body
     ab = "bf16" if dt == "bf16" else "f16"
-    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32" in ptx
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
+    if wg:  # A in registers (ldmatrix), B from shared memory by descriptor
+        assert f"wgmma.mma_async.sync.aligned.m64n64k16.f32.{ab}.{ab}" in ptx
+        assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
+        assert "fence.proxy.async.shared::cta" in ptx
+        assert "mma.sync" not in ptx and ".trans" not in ptx
+    else:
+        assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32" in ptx
+        assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
     assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
 
 
@@ -117,3 +125,68 @@ def test_matmul_cp_async(arch, stages):
         assert "cp.async" not in ptx and "async_copy" not in ttgir
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
+
+
+def _bench_matmul(arch, bm, bn, bk, nw, ns):
+    import types
+    import ctriton.language as tl
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.join(here, "..", "..", "bench", "kernels_src.py")
+    ks = types.ModuleType("kernels_src_wgmma")
+    ks.triton, ks.tl = ctriton, tl
+    with open(src) as f:
+        exec(compile(f.read(), src, "exec"), ks.__dict__)
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    cx = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, stride_ak=1, stride_bn=1, stride_cn=1)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(9)}
+    return ctriton.compile(ASTSource(ks.matmul, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                           options={"num_warps": nw, "num_stages": ns})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
+                                 (64, 128, 64, 4, 4)])
+def test_matmul_wgmma_no_spills(cfg):
+    """Tutorial 03's matmul (masked K loads) on sm_90a: warpgroup MMA
+    (m64nNk16, B from the cp.async slots by descriptor), the next tiles'
+    copies issued between the dot's commit and its wait, and no register
+    spills in ptxas's report for the configurations that matter."""
+    bm, bn, bk, nw, ns = cfg
+    k = _bench_matmul(90, *cfg)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert "#mma<version = [3, 0]" in ttgir and ".target sm_90a" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in ptx
+    assert ptx.count("wgmma.mma_async") == (bm // (16 * nw)) * (bk // 16)
+    body = ptx[ptx.index("wgmma.commit_group"):]
+    assert body.index("cp.async.cg") < body.index("wgmma.wait_group")  # copies overlap the MMA
+    assert "ordered = 1" in ttgir
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+    assert k.n_regs <= 255
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_attention_p_stays_in_registers():
+    """Fused attention on sm_90a: both dots on warpgroup MMA, and P (an mma
+    result) becomes the second dot's A operand without shared memory: the
+    conversion moves no data (no scratch), the softmax runs in the mma
+    layout."""
+    import importlib
+    import sys
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    sys.path.insert(0, os.path.join(root, "bench"))
+    sys.path.insert(0, root)
+    from compile_time import attn_fwd_sig
+    at = importlib.import_module("kernels.attention")
+    sig, cx = attn_fwd_sig()
+    cx.update(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, STAGE=1)
+    sig.update({k: "constexpr" for k in cx})
+    k = ctriton.compile(ASTSource(at.attn_fwd, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": 4, "num_stages": 2})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
+    conv_a = [ln for ln in ttgir.splitlines()
+              if "convert_layout" in ln and "block<128x64xf16, #dot_op<opidx = 0" in ln]
+    assert conv_a and any("scratch_offset" not in ln for ln in conv_a), conv_a
+    assert "exp2" in ttgir and any("exp2" in ln and "#mma<version = [3, 0]" in ln for ln in ttgir.splitlines())

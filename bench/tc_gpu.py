@@ -1,0 +1,166 @@
+"""Tensor-core kernels side by side on the GPU: ctriton vs Triton (the same
+kernel source compiled by both, in one process) vs torch.
+
+  - matmul: bench/kernels_src.py's `matmul` (Triton tutorial 03's kernel,
+    masked K loads) at 2048^3, 4096^3, 8192^3 for several tile configs, fp16
+    (and bf16 at 4096^3); every result checked against torch first;
+  - fused attention forward: kernels/attention.py's `attn_fwd`, Z4 H32
+    N4096, HEAD_DIM 64 and 128, causal and not; checked against torch SDPA.
+
+Prints one row per case (TFLOP/s, ratios) and, with --out FILE, writes the
+table as markdown. Medians of do_bench.
+
+    python3 bench/tc_gpu.py [--quick] [--out bench/results/tc-h200.md]
+"""
+import argparse
+import importlib.util
+import os
+import sys
+
+import torch
+
+import ctriton
+import ctriton.language as ctl
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ROWS = []
+
+
+def load_file(path, impl, tag):
+    """A fresh module of path with `triton`/`tl` bound to impl (the file's own
+    `import ctriton as triton` lines are rebound)."""
+    src = open(path).read()
+    if impl == "triton":
+        src = src.replace("import ctriton.language as tl", "import triton.language as tl")
+        src = src.replace("import ctriton as triton", "import triton")
+    mod = type(sys)(f"{tag}_{impl}")
+    mod.__file__ = path
+    if impl == "ctriton":
+        mod.triton, mod.tl = ctriton, ctl
+    else:
+        mod.triton, mod.tl = triton, tl
+    exec(compile(src, path, "exec"), mod.__dict__)
+    return mod
+
+
+def bench(fn):
+    return ctriton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def report(name, times, flops, extra=""):
+    tf = {k: flops / (t * 1e-3) / 1e12 for k, t in times.items()}
+    cells = " | ".join(f"{k} {v:7.1f}" for k, v in tf.items())
+    r = []
+    if "triton" in times and "ctriton" in times:
+        r.append(f"vs triton {times['triton'] / times['ctriton']:.2f}x")
+    if "torch" in times and "ctriton" in times:
+        r.append(f"vs torch {times['torch'] / times['ctriton']:.2f}x")
+    line = f"{name:44s} {cells} TFLOP/s | {' | '.join(r)} {extra}"
+    print(line, flush=True)
+    ROWS.append((name, tf, r, extra))
+
+
+def matmul_cases(mods, quick):
+    cfgs = [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
+    sizes = [4096] if quick else [2048, 4096, 8192]
+    for S in sizes:
+        for dt in ([torch.float16] if S != 4096 or quick else [torch.float16, torch.bfloat16]):
+            A = torch.randn(S, S, device="cuda", dtype=dt)
+            B = torch.randn(S, S, device="cuda", dtype=dt)
+            ref = (A.float() @ B.float())
+            for (bm, bn, bk, nw, ns) in cfgs:
+                times, bad = {}, []
+                for k, m in mods.items():
+                    C = torch.full((S, S), float("nan"), device="cuda", dtype=dt)
+                    grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                    f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+                        A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                        C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                        num_warps=nw, num_stages=ns)
+                    try:
+                        f()
+                        torch.cuda.synchronize()
+                    except Exception as e:  # noqa: BLE001
+                        print(f"  {k} {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                        continue
+                    err = ((C.float() - ref).norm() / ref.norm()).item()
+                    if not err < 1e-2:
+                        bad.append(f"{k} rel.err {err:.2e}")
+                    times[k] = bench(f)
+                Ct = torch.empty(S, S, device="cuda", dtype=dt)
+                times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
+                name = f"matmul {str(dt)[6:]} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
+                report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
+def attention_cases(mods, quick):
+    Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
+    for D in (64, 128):
+        for causal in (False, True):
+            q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            sm = 0.5
+            ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
+            BM, BN = 128, 64
+            nw = 4 if D == 64 else 8
+            times, bad = {}, []
+            for name, m in mods.items():
+                o = torch.full_like(q, float("nan"))
+                M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
+                grid = (triton_cdiv(N, BM), Z * H)
+                f = lambda m=m, o=o, M=M: m.attn_fwd[grid](  # noqa: E731
+                    q, k, v, sm, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
+                    N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1,
+                    num_warps=nw, num_stages=2)
+                try:
+                    f()
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {name} attn D{D}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    continue
+                err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+                if not err < 1e-2:
+                    bad.append(f"{name} rel.err {err:.2e}")
+                times[name] = bench(f)
+            times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=sm))
+            flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
+            report(f"attention fwd D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N}", times, flops,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    ap.add_argument("--only", choices=["matmul", "attention"])
+    a = ap.parse_args()
+    impls = ["ctriton"] + (["triton"] if triton else [])
+    print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
+    if a.only != "attention":
+        mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
+        matmul_cases(mm, a.quick)
+    if a.only != "matmul":
+        at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
+        attention_cases(at, a.quick)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("| case | " + " | ".join(f"{k} TFLOP/s" for k in ROWS[0][1]) + " | ratios | note |\n")
+            f.write("|---|" + "---|" * (len(ROWS[0][1]) + 2) + "\n")
+            for name, tf, r, extra in ROWS:
+                f.write(f"| {name} | " + " | ".join(f"{v:.1f}" for v in tf.values()) +
+                        f" | {', '.join(r)} | {extra} |\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -171,9 +171,15 @@ static void collect(ACtx *a, IrBlock *b)
 		for (int r = 0; r < op->nregions; r++)
 			collect(a, op->regions[r]);
 		if (op->opc == OP_FOR || op->opc == OP_WHILE)
-			for (int i = 0; i < a->n; i++)
-				if (a->bufs[i].op->opc == OP_ASYNC_COPY && a->bufs[i].end > start)
-					a->bufs[i].end = a->pos; /* used inside: live to the loop's end */
+			for (int i = 0; i < a->n; i++) {
+				Buf *t = &a->bufs[i];
+				if (t->op->opc == OP_ASYNC_COPY && t->end > start)
+					t->end = a->pos; /* used inside: live to the loop's end */
+				/* a tile staged before the loop for the dots inside it */
+				if (t->op->opc == OP_CONVERT_LAYOUT && t->start < start && t->end > start &&
+				    an_wgmma_smem_operand(t->op))
+					t->end = a->pos;
+			}
 		if (op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ) {
 			Buf *t = tile_buf(a, op, start);
 			if (t && start > t->end)
@@ -181,9 +187,10 @@ static void collect(ACtx *a, IrBlock *b)
 			continue;
 		}
 		if (op->opc == OP_DOT && an_is_wgmma(op->res[0].type)) {
-			/* wgmma reads B from the conversion's buffer: live to the dot */
+			/* wgmma reads B (and a loaded A) from the conversion's buffer: live to the dot */
 			for (int i = 0; i < a->n; i++)
-				if (a->bufs[i].op == op->ops[1]->def && a->bufs[i].op->opc == OP_CONVERT_LAYOUT)
+				if ((a->bufs[i].op == op->ops[0]->def || a->bufs[i].op == op->ops[1]->def) &&
+				    an_wgmma_smem_operand(a->bufs[i].op))
 					a->bufs[i].end = start;
 			continue;
 		}

@@ -96,6 +96,11 @@ void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nr
 /* Whether t is laid out for warpgroup MMA (an mma v3 accumulator, or a
  * dot_op of one): its B operand lives in shared memory, not registers. */
 bool an_is_wgmma(const IrType *t);
+/* Whether op (a convert_layout or local_read to a dot_op of an mma v3
+ * layout) leaves its tile in shared memory for the warpgroup MMA to read
+ * by descriptor: always for B; for A unless it is computed in registers
+ * that already hold its fragments (an mma result, see an_same_registers). */
+bool an_wgmma_smem_operand(const IrOp *op);
 
 /* How a distributed base layout (blocked, mma v2 or dot_op of one) spreads
  * base dim d of a block over one thread. The thread with lane coordinate

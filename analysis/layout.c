@@ -305,6 +305,20 @@ bool an_is_wgmma(const IrType *t)
 	return l && l->kind == LAYOUT_MMA && l->version_major == 3;
 }
 
+bool an_wgmma_smem_operand(const IrOp *op)
+{
+	if (op->opc != OP_CONVERT_LAYOUT && op->opc != OP_LOCAL_READ)
+		return false;
+	const IrType *t = op->res[0].type;
+	const IrLayout *l = ir_is_block(t) ? t->layout : NULL;
+	if (!l || l->kind != LAYOUT_DOT_OP || !an_is_wgmma(t) || t->rank != 2)
+		return false;
+	if (l->opidx == 1 || op->opc == OP_LOCAL_READ)
+		return true;
+	IrTypeKind k = ir_scalar(t)->kind;
+	return (k == TY_F16 || k == TY_BF16) && !an_same_registers(op->ops[0]->type, t);
+}
+
 /* Warpgroup MMA (sm_90): the warps stacked along M (wpc = [num_warps, 1]),
  * so that warp w of warpgroup g holds rows 16 w + 64 k, the fragments of
  * mma.sync per warp; a warpgroup's instruction covers 64 rows and instr_n
@@ -615,6 +629,46 @@ static void convert_operand(LCtx *c, IrOp *op, int i, const IrLayout *l)
 	ir_op_set_operand(op, i, &cv->res[0]);
 }
 
+/* Whether block b is (inside) a loop body nested under block outer. */
+static bool in_loop_under(const IrBlock *b, const IrBlock *outer)
+{
+	for (; b && b != outer; b = b->parent_op ? b->parent_op->parent : NULL)
+		if (b->parent_op && (b->parent_op->opc == OP_FOR || b->parent_op->opc == OP_WHILE))
+			return true;
+	return false;
+}
+
+/* Like convert_operand for a dot operand that a warpgroup MMA reads from
+ * shared memory: when the value comes from outside the loop around the dot
+ * (attention's Q), the tile is staged once, right after its definition,
+ * and stays in shared memory through the loop. */
+static void convert_dot_operand(LCtx *c, IrOp *op, int i, const IrLayout *l)
+{
+	IrValue *v = op->ops[i];
+	IrBlock *home = v->def ? v->def->parent : v->owner;
+	if (!is_blk(v) || v->type->layout == l || !an_is_wgmma(ir_type_with_layout(c->ctx, v->type, l)) ||
+	    !home || !in_loop_under(op->parent, home)) {
+		convert_operand(c, op, i, l);
+		return;
+	}
+	const IrType *rt = ir_type_with_layout(c->ctx, v->type, l);
+	IrOp *cv = ir_op_new(c->ctx, OP_CONVERT_LAYOUT, 1, &v, 1, &rt, 0, op->loc);
+	cv->res[0].id = -1;
+	if (!an_wgmma_smem_operand(cv)) {
+		convert_operand(c, op, i, l);
+		return;
+	}
+	if (v->def && v->def->next)
+		ir_block_insert_before(home, v->def->next, cv);
+	else if (!v->def && home->first)
+		ir_block_insert_before(home, home->first, cv);
+	else {
+		convert_operand(c, op, i, l);
+		return;
+	}
+	ir_op_set_operand(op, i, &cv->res[0]);
+}
+
 static const IrLayout *want_of(LCtx *c, IrValue *v)
 {
 	return target(c, v);
@@ -703,8 +757,8 @@ static void assign_op(LCtx *c, IrOp *op)
 	case OP_DOT: {
 		const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
 		if (mma) {
-			convert_operand(c, op, 0, an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
-			convert_operand(c, op, 1, an_dot_op_layout(c->ctx, mma, 1, op->ops[1]->type));
+			convert_dot_operand(c, op, 0, an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
+			convert_dot_operand(c, op, 1, an_dot_op_layout(c->ctx, mma, 1, op->ops[1]->type));
 			convert_operand(c, op, 2, mma);
 		}
 		set_layout(c, res, op->ops[2]->type->layout);

@@ -116,12 +116,12 @@ static void unpack2(Nv *nv, LLVMTypeRef et, LLVMValueRef x, const NvMap *m, LLVM
  *     give b0b1, b2b3 of ni, then of ni + 1 (x2 for a last single ni). */
 static void read_dot_op(Nv *nv, IrOp *op);
 
-/* B of a warpgroup MMA stays in shared memory: its value is the tile's
- * 32-bit shared address, which the dot turns into matrix descriptors. */
+/* B of a warpgroup MMA, and an A that is loaded rather than computed, stay
+ * in shared memory: the value is the tile's 32-bit shared address, which
+ * the dot turns into matrix descriptors. */
 bool nv_smem_operand(const IrOp *op)
 {
-	const IrLayout *l = op->res[0].type->layout;
-	return l && l->kind == LAYOUT_DOT_OP && l->opidx == 1 && an_is_wgmma(op->res[0].type);
+	return an_wgmma_smem_operand(op);
 }
 
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff)
@@ -311,19 +311,33 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	nv_set(nv, &op->res[0], mc.n, acc);
 }
 
-/* Warpgroup MMA (sm_90a): the matrix descriptor of the B tile [K][N]
- * (N contiguous: "MN-major", read transposed) at shared address base, in
- * the layout of swizzled_index: column blocks of 64 (128-byte rows, K rows
- * each) LBO = K * 128 bytes apart, 8-row groups SBO = 1024 bytes apart,
- * 128-byte swizzle. Start address, LBO and SBO are in 16-byte units. */
-static LLVMValueRef wgmma_desc(Nv *nv, LLVMValueRef base, int64_t off, int64_t K)
+/* Warpgroup MMA (sm_90a) matrix descriptors of tiles in the layout of
+ * swizzled_index, at shared address base + off. Start address, LBO and
+ * SBO are in 16-byte units; bits 62-63 pick the swizzle (1: 128 bytes,
+ * 2: 64, 3: 32).
+ *   B [K][N], N contiguous ("MN-major", read transposed), N a multiple of
+ *     64: 64-column blocks of K rows of 128 bytes, LBO = K * 128 bytes
+ *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle.
+ *   A [M][K], K contiguous ("K-major"): rows of rb = min(K, 64) * 2 bytes
+ *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row). */
+static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
 {
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
 	LLVMValueRef a = LLVMBuildAdd(nv->b, base, nv_i32(nv, off), "");
 	a = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, a, nv_i32(nv, 4), ""), nv_i32(nv, 0x3FFF), "");
-	uint64_t lbo = (uint64_t)(K * 128) >> 4, sbo = 1024 >> 4;
-	uint64_t hi = (lbo << 16) | (sbo << 32) | (1ull << 62);
 	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+}
+
+static uint64_t desc_b_bits(int64_t K)
+{
+	return ((uint64_t)(K * 128) >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
+}
+
+static uint64_t desc_a_bits(int64_t K)
+{
+	int64_t rb = (K < 64 ? K : 64) * 2;
+	uint64_t mode = rb == 128 ? 1 : rb == 64 ? 2 : 3;
+	return 1ull << 16 | (uint64_t)(8 * rb >> 4) << 32 | mode << 62;
 }
 
 /* One inline asm statement; operands: nout "=f" outputs tied to the first
@@ -342,30 +356,40 @@ static LLVMValueRef asm_call(Nv *nv, const char *text, const char *cons, LLVMTyp
 
 /* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
  * fragments with the warps stacked along M, see an_dot_mma_layout), A in
- * registers (dot_op, as for mma.sync), B a shared-memory tile (its value is
- * the address). Per 64-row instruction mi of this warpgroup and column
- * block nb of instr_n columns: wgmma.mma_async m64n<instr_n>k16 for each
- * 16-wide K step, the accumulator registers d[4c + 2h + e] = (2mi + h,
- * 2(nb * instr_n / 8 + c) + e). One fence before, one commit after; the
- * wait comes with the first op that needs the result (nv_wgmma_wait). */
+ * registers (dot_op, as for mma.sync) or a shared-memory tile, B a
+ * shared-memory tile (their values are the addresses). Per 64-row
+ * instruction mi of this warpgroup (rows 64 g + 16 num_warps mi for
+ * warpgroup g) and column block nb of instr_n columns: wgmma.mma_async
+ * m64n<instr_n>k16 for each 16-wide K step, the accumulator registers
+ * d[4c + 2h + e] = (2mi + h, 2(nb * instr_n / 8 + c) + e). One fence
+ * before, one commit after; the wait comes with the first op that needs
+ * the result (nv_wgmma_wait). */
 static void lower_dot_wgmma(Nv *nv, IrOp *op)
 {
 	const IrValue *A = op->ops[0], *C = op->ops[2];
 	NvMap ma, mc;
-	nv_map_init(NULL, A->type, &ma);
+	bool asmem = A->def && nv_smem_operand(A->def);
+	if (!asmem)
+		nv_map_init(NULL, A->type, &ma);
 	nv_map_init(NULL, C->type, &mc);
-	int64_t K = A->type->shape[1], N = C->type->shape[1];
+	int64_t M = C->type->shape[0], K = A->type->shape[1], N = C->type->shape[1];
 	/* instruction N: all of N up to 256, else the widest of 256/128/64 dividing it */
 	int in = N <= 256 ? (int)N : N % 256 == 0 ? 256 : N % 128 == 0 ? 128 : 64;
 	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / 16);
+	int nw = nv->ao.num_warps;
 	bool bf = ir_scalar(A->type)->kind == TY_BF16;
-	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0);
+	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
+	int64_t rb = (K < 64 ? K : 64) * 2;
+	if (asmem) /* this warpgroup's first row: 64 g */
+		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
+				     LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), ""),
+						  nv_i32(nv, 64 * rb), ""), "");
 	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
-	int nacc = in / 2;
+	int nacc = in / 2, na = asmem ? 1 : 4;
 	int *cr = ir_alloc(nv->ctx, sizeof(int) * (size_t)nacc);
 	LLVMTypeRef *rt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)nacc);
 	for (int i = 0; i < nacc; i++)
@@ -374,6 +398,23 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	size_t tl = (size_t)nacc * 8 + 256;
 	char *text = ir_alloc(nv->ctx, tl), *cons = ir_alloc(nv->ctx, (size_t)nacc * 8 + 64);
 	LLVMValueRef *args = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nacc + 6));
+	/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, a, desc, p, 1, 1[, 0], 1;}" */
+	int t = snprintf(text, tl, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+			 "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + na + 1, in,
+			 bf ? "bf16" : "f16", bf ? "bf16" : "f16");
+	for (int i = 0; i < nacc; i++)
+		t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
+	if (asmem)
+		snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p, 1, 1, 0, 1;\n}", nacc, nacc + 1);
+	else
+		snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, 1;\n}", nacc, nacc + 1,
+			 nacc + 2, nacc + 3, nacc + 4);
+	int u = 0;
+	for (int i = 0; i < nacc; i++)
+		u += sprintf(cons + u, "=f,");
+	u += sprintf(cons + u, asmem ? "l,l,r" : "r,r,r,r,l,r");
+	for (int i = 0; i < nacc; i++)
+		u += sprintf(cons + u, ",%d", i);
 	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
 	for (int mi = 0; mi < nm; mi++)
 		for (int b = 0; b < nb; b++) {
@@ -383,29 +424,22 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					cr[4 * c + i] = nv_map_reg(&mc, j);
 				}
 			for (int ki = 0; ki < nk; ki++) {
-				/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, {a}, desc, p, 1, 1, 1;}" */
-				int t = snprintf(text, tl, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-					"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + 5, in,
-					bf ? "bf16" : "f16", bf ? "bf16" : "f16");
-				for (int i = 0; i < nacc; i++)
-					t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
-				snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, 1;\n}", nacc,
-					 nacc + 1, nacc + 2, nacc + 3, nacc + 4);
-				int u = 0;
-				for (int i = 0; i < nacc; i++)
-					u += sprintf(cons + u, "=f,");
-				u += sprintf(cons + u, "r,r,r,r,l,r");
-				for (int i = 0; i < nacc; i++)
-					u += sprintf(cons + u, ",%d", i);
-				for (int i = 0; i < 4; i++)
-					args[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
-							reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+				if (asmem) { /* K block of 64, row 16 nw mi of the warpgroup's, K step within the row */
+					int64_t k0 = 16 * (int64_t)ki;
+					int64_t off = (k0 / 64) * M * 128 + 16 * (int64_t)nw * mi * rb + (k0 % 64) * 2;
+					args[0] = desc_at(nv, abase, off, desc_a_bits(K));
+				} else {
+					for (int i = 0; i < 4; i++)
+						args[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+								reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+				}
 				/* column block b: whole 64-column blocks of K rows; K step: 16 rows of 128 bytes */
-				args[4] = wgmma_desc(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128, K);
-				args[5] = nv_i32(nv, 1);
+				args[na] = desc_at(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128,
+						   desc_b_bits(K));
+				args[na + 1] = nv_i32(nv, 1);
 				for (int i = 0; i < nacc; i++)
-					args[6 + i] = acc[cr[i]];
-				LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + 6);
+					args[na + 2 + i] = acc[cr[i]];
+				LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + na + 2);
 				for (int i = 0; i < nacc; i++)
 					acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 			}

@@ -275,11 +275,21 @@ static bool zero_other(const IrValue *o)
 
 /* A load the cp.async path can take: a 2-D 16-bit tile of at least 16 x 16
  * feeding operand A or B of a dot that runs on tensor cores. */
-static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax)
+static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
 {
-	/* runs of >= 4 bytes along the rows (the tile is staged row-major) */
-	if (an_access_vec(ax, L->ops[0], L->nops > 1 ? L->ops[1] : NULL, 1) < 2)
-		return false;
+	/* runs of >= 4 bytes along the rows (the tile is staged row-major), or,
+	 * for the B of a warpgroup MMA, down the columns: then the slot holds
+	 * the tile transposed ([N][K], "K-major", what wgmma reads untransposed) */
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	*trans = false;
+	if (an_access_vec(ax, L->ops[0], mk, 1) < 2) {
+		IrOp *d = dot_user(p->body, &L->res[0]);
+		const IrLayout *l = d ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+		if (!l || l->version_major != 3 || d->ops[1] != &L->res[0] || d->ops[0] == &L->res[0] ||
+		    an_access_vec(ax, L->ops[0], mk, 0) < 8)
+			return false;
+		*trans = true;
+	}
 	const IrType *t = L->res[0].type;
 	IrTypeKind k = ir_scalar(t)->kind;
 	if (t->rank != 2 || (k != TY_F16 && k != TY_BF16) || t->shape[0] < 16 || t->shape[1] < 16)
@@ -326,7 +336,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.state = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(p.state, 0, (size_t)p.n + 1);
 
-	IrOp *cand[8];
+	IrOp *cand[8], *reads[8];
+	bool ctrans[8];
 	int nc = 0;
 	int64_t tile_bytes = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
@@ -339,8 +350,10 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ok = slice_ok(&p, op->ops[i]);
 		if (!ok)
 			continue;
-		if (!async_ok(&p, op, o, ax) || nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
+		bool tr = false;
+		if (nc == 8 || !async_ok(&p, op, o, ax, &tr) || ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* all or none: the register prefetch takes the loop */
+		ctrans[nc] = tr;
 		cand[nc++] = op;
 		tile_bytes += op->res[0].type->numel * 2;
 	}
@@ -396,6 +409,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			IrValue *ops[3] = {ptr, slot, mask};
 			IrOp *c = ir_build(&p.pre, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
 			ir_op_set_int(ctx, c, "buffer", buf0 + k);
+			if (ctrans[k])
+				ir_op_set_int(ctx, c, "transposed", 1);
 			ir_op_set_int(ctx, c, "stages", S);
 		}
 		ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
@@ -454,6 +469,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		IrValue *ops[3] = {ptr, wslot, mask};
 		IrOp *c = ir_build(&p.top, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
 		ir_op_set_int(ctx, c, "buffer", buf0 + k);
+		if (ctrans[k])
+			ir_op_set_int(ctx, c, "transposed", 1);
 		ir_op_set_int(ctx, c, "stages", S);
 	}
 	ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
@@ -466,9 +483,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		p.top.loc = L->loc;
 		IrOp *r = ir_build(&p.top, OP_LOCAL_READ, 1, &rslot, 1, &L->res[0].type, 0);
 		ir_op_set_int(ctx, r, "buffer", buf0 + k);
+		if (ctrans[k])
+			ir_op_set_int(ctx, r, "transposed", 1);
 		r->res[0].id = -1;
-		ir_replace_all_uses(f, &L->res[0], &r->res[0]);
-		ir_op_unlink(L);
+		reads[k] = r;
+	}
+	/* only now drop the loads: the builder inserts before the body's first
+	 * op, which may be one of them */
+	for (int k = 0; k < nc; k++) {
+		ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
+		ir_op_unlink(cand[k]);
 	}
 	g_actx = save;
 

@@ -319,7 +319,8 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
  *     64: 64-column blocks of K rows of 128 bytes, LBO = K * 128 bytes
  *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle.
  *   A [M][K], K contiguous ("K-major"): rows of rb = min(K, 64) * 2 bytes
- *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row). */
+ *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row).
+ *     A B slot filled transposed ([N][K]) is read the same way, untransposed. */
 static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
 {
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
@@ -378,6 +379,9 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / 16);
 	int nw = nv->ao.num_warps;
 	bool bf = ir_scalar(A->type)->kind == TY_BF16;
+	/* B as [N][K] (a transposed cp.async slot): K-major, like A */
+	const IrOp *bd = op->ops[1]->def;
+	bool bk = bd && bd->opc == OP_LOCAL_READ && ir_op_int(bd, "transposed", 0);
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
 	int64_t rb = (K < 64 ? K : 64) * 2;
 	if (asmem) /* this warpgroup's first row: 64 g */
@@ -405,10 +409,10 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	for (int i = 0; i < nacc; i++)
 		t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
 	if (asmem)
-		snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p, 1, 1, 0, 1;\n}", nacc, nacc + 1);
+		snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nacc, nacc + 1, bk ? 0 : 1);
 	else
-		snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, 1;\n}", nacc, nacc + 1,
-			 nacc + 2, nacc + 3, nacc + 4);
+		snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, %d;\n}", nacc, nacc + 1,
+			 nacc + 2, nacc + 3, nacc + 4, bk ? 0 : 1);
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, "=f,");
@@ -434,8 +438,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 								reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
 				}
 				/* column block b: whole 64-column blocks of K rows; K step: 16 rows of 128 bytes */
-				args[na] = desc_at(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128,
-						   desc_b_bits(K));
+				if (bk) { /* rows n of b's block, K step within the row, K blocks of 64 */
+					int64_t k0 = 16 * (int64_t)ki;
+					args[na] = desc_at(nv, bbase, (k0 / 64) * N * 128 + (int64_t)b * in * rb + (k0 % 64) * 2,
+							   desc_a_bits(K));
+				} else {
+					args[na] = desc_at(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128,
+							   desc_b_bits(K));
+				}
 				args[na + 1] = nv_i32(nv, 1);
 				for (int i = 0; i < nacc; i++)
 					args[na + 2 + i] = acc[cr[i]];

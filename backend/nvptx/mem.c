@@ -326,10 +326,12 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	int64_t R = t->shape[0], C = t->shape[1];
 	NvMap m;
 	nv_map_init(nv, t, &m);
+	/* transposed: the slot holds the tile as [C][R] (runs down the columns) */
+	int tr = (int)ir_op_int(op, "transposed", 0), cd = tr ? 0 : 1;
 	int vec = access_vec(nv, p, mask, &m);
-	if (m.brank != 2 || m.dimmap[1] != 1 || m.order[0] != 1)
+	if (m.brank != 2 || m.dimmap[cd] != cd || m.order[0] != cd)
 		vec = 1;
-	while (vec > 1 && (vec * eb > 16 || m.nd[1] % vec))
+	while (vec > 1 && (vec * eb > 16 || m.nd[cd] % vec))
 		vec /= 2;
 	if (vec * eb < 4)
 		nv_fail(nv, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
@@ -341,7 +343,8 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = nv_slot_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), R, C, eoff);
+		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, eoff) : nv_slot_index(nv, r0, c0, R, C, eoff);
 		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
 		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
 						  LLVMInt32TypeInContext(nv->c), "");

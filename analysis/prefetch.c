@@ -177,7 +177,7 @@ static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *
 /* ------------------------------------------------------------------------- */
 
 /* Values at iteration `it` of the loop (it >= 0: before the loop, iteration
- * it; it < 0: the lookahead iteration k + S - 1 inside the body, through the
+ * it; it < 0: the lookahead iteration k + D inside the body, through the
  * carried shadow arguments). */
 typedef struct AEnv {
 	IrValue **memo; /* by original value id */
@@ -190,7 +190,7 @@ typedef struct ACtx {
 	int S;
 	IrValue **shadow;  /* by body arg index: the carried shadow argument */
 	bool *need;        /* by body arg index: used by the copies' slices */
-	IrValue *iv_ahead; /* iv + (S - 1) * step, in the body */
+	IrValue *iv_ahead; /* iv + D * step, in the body */
 } ACtx;
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v);
@@ -317,6 +317,23 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 	return n > 0;
 }
 
+/* Whether every dot's accumulator is a loop argument used by that dot
+ * alone and its result only yielded back into the same argument. */
+static bool chained_accs(IrBlock *body)
+{
+	IrOp *y = ir_block_terminator(body);
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_DOT)
+			continue;
+		IrValue *c = op->ops[2];
+		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
+		    y->ops[c->index - 1] != &op->res[0] || ir_count_uses(body->func, c) != 1 ||
+		    ir_count_uses(body->func, &op->res[0]) != 1)
+			return false;
+	}
+	return true;
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -395,8 +412,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	int buf0 = *nbuf;
 	*nbuf += nc;
 
-	/* prologue: tiles 0 .. S-2 into slots 0 .. S-2, one group each */
-	for (int it = 0; it < S - 1; it++) {
+	/* tiles D ahead: S - 1, or S - 2 when the dots are warpgroup MMA whose
+	 * accumulators only chain (acc = dot(a, b, acc)): then one MMA stays in
+	 * flight across the back edge and the slot a copy overwrites must be the
+	 * one read two iterations back */
+	int D = S - 1;
+	bool depth1 = S >= 3 && wgmma_loop(body, o) && chained_accs(body);
+	if (depth1)
+		D = S - 2;
+	/* prologue: tiles 0 .. D-1 into slots 0 .. D-1, one group each */
+	for (int it = 0; it < D; it++) {
 		IrValue *slot = ir_const_int(&p.pre, i32, it);
 		slot->id = -1;
 		IrValue *iv = aeval(&a, it, body->args[0]);
@@ -415,14 +440,14 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		}
 		ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
 	}
-	/* shadow arguments start at iteration S-1 */
+	/* shadow arguments start at iteration D */
 	int nsh = 0;
 	IrValue *sh_init[65]; /* + the slot */
 	int sh_idx[64];
 	for (int j = 1; j < body->nargs && nsh < 64; j++) {
 		if (!a.need[j])
 			continue;
-		sh_init[nsh] = aeval(&a, S - 1, body->args[j]);
+		sh_init[nsh] = aeval(&a, D, body->args[j]);
 		sh_idx[nsh++] = j;
 	}
 	/* the read slot, carried */
@@ -435,26 +460,27 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *rslot = ir_block_add_arg(ctx, body, i32);
 	rslot->id = -1;
 
-	/* body top: wait for tile k, one barrier, copies of tile k+S-1 into the
+	/* body top: wait for tile k, one barrier, copies of tile k+D into the
 	 * slot read in the previous iteration, commit, then read tile k */
 	IrOp *orig_first = body->first;
 	ir_builder_init(&p.top, ctx);
 	ir_builder_before(&p.top, orig_first);
 	p.top.loc = loop->loc;
 	IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
-	ir_op_set_int(ctx, w, "pending", S - 2);
+	ir_op_set_int(ctx, w, "pending", D - 1);
 	ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
-	IrValue *sm1 = ir_const_int(&p.top, i32, S - 1);
 	IrValue *zero = ir_const_int(&p.top, i32, 0);
 	IrValue *one = ir_const_int(&p.top, i32, 1);
 	IrValue *nS = ir_const_int(&p.top, i32, S);
-	IrValue *is0 = ir_cmp(&p.top, "eq", rslot, zero);
-	IrValue *wslot = ir_select(&p.top, is0, sm1, ir_binary(&p.top, OP_SUB, rslot, one));
+	/* the slot of tile k + D: (rslot + D) mod S */
+	IrValue *ahead = ir_binary(&p.top, OP_ADD, rslot, ir_const_int(&p.top, i32, D));
+	IrValue *wrap = ir_cmp(&p.top, "ge", ahead, nS);
+	IrValue *wslot = ir_select(&p.top, wrap, ir_binary(&p.top, OP_SUB, ahead, nS), ahead);
 	IrValue *r1 = ir_binary(&p.top, OP_ADD, rslot, one);
 	IrValue *rnext = ir_select(&p.top, ir_cmp(&p.top, "eq", r1, nS), zero, r1);
 	IrOp *copies_first = orig_first->prev; /* the copy group starts after this op */
 	{
-		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, S - 1);
+		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, D);
 		IrValue *xs[2] = {loop->ops[2], st};
 		IrValue *d = ir_build1(&p.top, OP_MUL, loop->ops[2]->type, 2, xs);
 		IrValue *ys[2] = {body->args[0], d};
@@ -500,7 +526,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	sh_init[nsh] = slot0;
 	sh_next[nsh] = rnext;
 	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
-	/* warpgroup MMA runs asynchronously: issue the copies of tile k+S-1 (and
+	if (depth1)
+		ir_op_set_int(ctx, nl, "wgmma_depth", 1);
+	/* warpgroup MMA runs asynchronously: issue the copies of tile k+D (and
 	 * the address arithmetic of the iterations ahead) after the dots, so
 	 * that they overlap the tensor cores. Their slot was read in the
 	 * previous iteration, whose dots every warp finished before the barrier

@@ -475,12 +475,10 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 	return true;
 }
 
-/* The wait for the dot in flight, every accumulator register tied through
- * it, so that nothing reads them earlier. */
-void nv_wgmma_wait(Nv *nv)
+/* wait_group pending with regs (f32) tied through it, so that nothing
+ * reads them earlier; regs get the values after the wait. */
+static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 {
-	int n = nv->wg_n;
-	LLVMValueRef *acc = nv->wg_acc;
 	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
 	LLVMTypeRef *wt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
 	for (int i = 0; i < n; i++)
@@ -491,12 +489,24 @@ void nv_wgmma_wait(Nv *nv)
 		u += sprintf(wc + u, "%s=f", i ? "," : "");
 	for (int i = 0; i < n; i++)
 		u += sprintf(wc + u, ",%d", i);
-	LLVMValueRef w = asm_call(nv, "wgmma.wait_group.sync.aligned 0;", wc,
-				  LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), acc, n);
+	char text[48];
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+	LLVMValueRef w = asm_call(nv, text, wc, LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), regs, n);
 	for (int i = 0; i < n; i++)
-		acc[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
-	nv_set(nv, &nv->wg_dot->res[0], n, acc);
+		regs[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
+}
+
+/* The wait for the dot in flight (at most `pending` groups left). */
+void nv_wgmma_wait(Nv *nv, int pending)
+{
+	wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
+	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
 	nv->wg_dot = NULL;
+}
+
+void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
+{
+	wait_tied(nv, 0, regs, n);
 }
 
 void nv_lower_dot(Nv *nv, IrOp *op)

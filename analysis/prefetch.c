@@ -277,29 +277,31 @@ static bool zero_other(const IrValue *o)
  * feeding operand A or B of a dot that runs on tensor cores. */
 static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
 {
+	const IrType *t = L->res[0].type;
+	IrOp *d = dot_user(p->body, &L->res[0]);
+	const IrLayout *l = d ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+	if (!l || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
+	IrTypeKind k = ir_scalar(t)->kind;
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	if (!wg && k != TY_F16 && k != TY_BF16)
+		return false; /* mma.sync: ldmatrix of 16-bit tiles */
 	/* runs of >= 4 bytes along the rows (the tile is staged row-major), or,
-	 * for the B of a warpgroup MMA, down the columns: then the slot holds
-	 * the tile transposed ([N][K], "K-major", what wgmma reads untransposed) */
+	 * for the B of a warpgroup MMA, 16-byte runs down the columns: then the
+	 * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
+	 * untransposed; the only way for B of other than 16-bit elements) */
 	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	bool rows = an_access_vec(ax, L->ops[0], mk, 1) * es >= 4;
 	*trans = false;
-	if (an_access_vec(ax, L->ops[0], mk, 1) < 2) {
-		IrOp *d = dot_user(p->body, &L->res[0]);
-		const IrLayout *l = d ? an_dot_mma_layout(p->ctx, d, o) : NULL;
-		if (!l || l->version_major != 3 || d->ops[1] != &L->res[0] || d->ops[0] == &L->res[0] ||
-		    an_access_vec(ax, L->ops[0], mk, 0) < 8)
+	if (!rows || (wg && isb && es != 2)) {
+		if (!wg || !isb || an_access_vec(ax, L->ops[0], mk, 0) * es < 16)
 			return false;
 		*trans = true;
 	}
-	const IrType *t = L->res[0].type;
-	IrTypeKind k = ir_scalar(t)->kind;
-	if (t->rank != 2 || (k != TY_F16 && k != TY_BF16) || t->shape[0] < 16 || t->shape[1] < 16)
-		return false;
-	if (t->numel < 8 * (int64_t)o->num_warps * o->warp_size)
+	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
 		return false; /* 16-byte chunks for every thread */
-	if (!zero_other(L->nops > 2 ? L->ops[2] : NULL))
-		return false;
-	IrOp *d = dot_user(p->body, &L->res[0]);
-	return d && an_dot_mma_layout(p->ctx, d, o) != NULL;
+	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
 }
 
 /* Whether every dot of the loop body runs on warpgroup MMA. */
@@ -372,7 +374,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			return false; /* all or none: the register prefetch takes the loop */
 		ctrans[nc] = tr;
 		cand[nc++] = op;
-		tile_bytes += op->res[0].type->numel * 2;
+		tile_bytes += op->res[0].type->numel * (ir_type_bits(ir_scalar(op->res[0].type)) / 8);
 	}
 	if (!nc)
 		return false;

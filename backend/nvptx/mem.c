@@ -344,7 +344,8 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 		 bytes);
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
-		LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, eoff) : nv_slot_index(nv, r0, c0, R, C, eoff);
+		LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
+				: nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
 		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
 		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
 						  LLVMInt32TypeInContext(nv->c), "");
@@ -374,13 +375,14 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 
 void nv_lower_local_read(Nv *nv, IrOp *op)
 {
-	if (!nv_ldmatrix_ok(op))
-		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
-	if (!nv_ldmatrix_ok(op))
-		return;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
-	if (nv_smem_operand(op))
+	if (nv_smem_operand(op)) { /* a warpgroup MMA reads the slot itself */
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
-	else
-		nv_read_dot_op_at(nv, op, eoff);
+		return;
+	}
+	if (!nv_ldmatrix_ok(op)) {
+		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
+		return;
+	}
+	nv_read_dot_op_at(nv, op, eoff);
 }

@@ -4,6 +4,7 @@ kernel source compiled by both, in one process) vs torch.
   - matmul: bench/kernels_src.py's `matmul` (Triton tutorial 03's kernel,
     masked K loads) at 2048^3, 4096^3, 8192^3 for several tile configs, fp16
     (and bf16 at 4096^3); every result checked against torch first;
+  - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
   - fused attention forward: kernels/attention.py's `attn_fwd`, Z4 H32
     N4096, HEAD_DIM 64 and 128, causal and not; checked against torch SDPA.
 
@@ -100,6 +101,37 @@ def matmul_cases(mods, quick):
                 report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def matmul_fp8_cases(mods, quick):
+    """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out."""
+    if not hasattr(torch, "float8_e5m2"):
+        return
+    for S in ([4096] if quick else [4096, 8192]):
+        a = torch.randn(S, S, device="cuda").to(torch.float8_e5m2)
+        b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2).T
+        ref = a.float() @ b.float()
+        for (bm, bn, bk, nw, ns) in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
+            times, bad = {}, []
+            for k, m in mods.items():
+                C = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
+                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+                    a, b, C, S, S, S, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=nw, num_stages=ns)
+                try:
+                    f()
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {k} fp8 {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
+                err = ((C.float() - ref).norm() / ref.norm()).item()
+                if not err < 1e-2:
+                    bad.append(f"{k} rel.err {err:.2e}")
+                times[k] = bench(f)
+            name = f"matmul fp8e5 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
+            report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def attention_cases(mods, quick):
     Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
     for D in (64, 128):
@@ -150,6 +182,7 @@ def main():
     if a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         matmul_cases(mm, a.quick)
+        matmul_fp8_cases(mm, a.quick)
     if a.only != "matmul":
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         attention_cases(at, a.quick)

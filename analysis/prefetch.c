@@ -319,23 +319,6 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 	return n > 0;
 }
 
-/* Whether every dot's accumulator is a loop argument used by that dot
- * alone and its result only yielded back into the same argument. */
-static bool chained_accs(IrBlock *body)
-{
-	IrOp *y = ir_block_terminator(body);
-	for (IrOp *op = body->first; op; op = op->next) {
-		if (op->opc != OP_DOT)
-			continue;
-		IrValue *c = op->ops[2];
-		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
-		    y->ops[c->index - 1] != &op->res[0] || ir_count_uses(body->func, c) != 1 ||
-		    ir_count_uses(body->func, &op->res[0]) != 1)
-			return false;
-	}
-	return true;
-}
-
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -414,14 +397,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	int buf0 = *nbuf;
 	*nbuf += nc;
 
-	/* tiles D ahead: S - 1, or S - 2 when the dots are warpgroup MMA whose
-	 * accumulators only chain (acc = dot(a, b, acc)): then one MMA stays in
-	 * flight across the back edge and the slot a copy overwrites must be the
-	 * one read two iterations back */
+	/* tiles D = S - 1 ahead. (Keeping one warpgroup MMA in flight across the
+	 * back edge needs the copies one tile fewer ahead, so that none
+	 * overwrites a slot an MMA still reads: measured on the H200 with 3 and
+	 * 4 stages, the shorter prefetch cost more than the overlap gained.) */
 	int D = S - 1;
-	bool depth1 = S >= 3 && wgmma_loop(body, o) && chained_accs(body);
-	if (depth1)
-		D = S - 2;
 	/* prologue: tiles 0 .. D-1 into slots 0 .. D-1, one group each */
 	for (int it = 0; it < D; it++) {
 		IrValue *slot = ir_const_int(&p.pre, i32, it);
@@ -528,8 +508,6 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	sh_init[nsh] = slot0;
 	sh_next[nsh] = rnext;
 	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
-	if (depth1)
-		ir_op_set_int(ctx, nl, "wgmma_depth", 1);
 	/* warpgroup MMA runs asynchronously: issue the copies of tile k+D (and
 	 * the address arithmetic of the iterations ahead) after the dots, so
 	 * that they overlap the tensor cores. Their slot was read in the

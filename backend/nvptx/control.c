@@ -153,14 +153,7 @@ static void lower_for(Nv *nv, IrOp *op)
 		nv_set(nv, body->args[i + 1], np[i], phis[i]);
 		nv_set(nv, &op->res[i], np[i], phis[i]);
 	}
-	/* {wgmma_depth = 1}: the accumulators yielded by warpgroup dots stay in
-	 * flight into the next iteration (its dot chains on them: wait_group 1
-	 * at the yield); after the loop every one is waited for */
-	const IrBlock *save = nv->wg_body;
-	bool depth = ir_op_int(op, "wgmma_depth", 0) == 1;
-	nv->wg_body = depth ? body : NULL;
 	nv_lower_block(nv, body);
-	nv->wg_body = save;
 	IrOp *y = ir_block_terminator(body);
 	LLVMValueRef nx = LLVMBuildAdd(nv->b, iv, step, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(nv->b);
@@ -169,16 +162,6 @@ static void lower_for(Nv *nv, IrOp *op)
 	LLVMAddIncoming(iv, &nx, &latch, 1);
 	LLVMBuildBr(nv->b, hb);
 	LLVMPositionBuilderAtEnd(nv->b, eb);
-	for (int i = 0; depth && y && i < ni; i++) {
-		const IrOp *d = y->ops[i]->def;
-		if (!d || d->opc != OP_DOT || !an_is_wgmma(d->res[0].type))
-			continue;
-		LLVMValueRef *r = nv_regbuf(nv, np[i]);
-		for (int j = 0; j < np[i]; j++)
-			r[j] = phis[i][j];
-		nv_wgmma_wait_regs(nv, r, np[i]);
-		nv_set(nv, &op->res[i], np[i], r);
-	}
 }
 
 static void lower_if(Nv *nv, IrOp *op)
@@ -314,7 +297,7 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 {
 	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
 		if (nv->wg_dot && !nv_wgmma_keeps_flying(nv, op))
-			nv_wgmma_wait(nv, op->opc == OP_YIELD && blk == nv->wg_body ? 1 : 0);
+			nv_wgmma_wait(nv, 0);
 		nv_lower_op(nv, op);
 	}
 	if (nv->wg_dot)

@@ -536,11 +536,6 @@ void nv_wgmma_wait(Nv *nv, int pending)
 	nv->wg_dot = NULL;
 }
 
-void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
-{
-	wait_tied(nv, 0, regs, n);
-}
-
 void nv_lower_dot(Nv *nv, IrOp *op)
 {
 	if (an_is_wgmma(op->res[0].type)) {

@@ -223,7 +223,11 @@ class CompiledKernel:
             if md.shared > props["max_shared_mem"]:
                 from ..runtime.errors import OutOfResources
                 raise OutOfResources(md.shared, props["max_shared_mem"], "shared memory")
-            image = self.asm.get("cubin") or (self.asm["ptx"].encode() + b"\0")
+            image = self.asm.get("cubin")
+            if image is None:  # no ptxas: the driver compiles the PTX
+                from .. import _toolkit
+                _toolkit.warn_no_ptxas()
+                image = self.asm["ptx"].encode() + b"\0"
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, None, image, self.name)
         else:

@@ -319,7 +319,11 @@ def _top_parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in COMMANDS:
-        return COMMANDS[argv[0]][0](argv[1:])
+        try:
+            return COMMANDS[argv[0]][0](argv[1:])
+        except BrokenPipeError:  # `... | head`: the reader is gone, so is our output
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     ap = _top_parser()
     a = ap.parse_args(argv)  # --help, --version or an unknown command
     if a.version:

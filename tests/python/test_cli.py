@@ -287,3 +287,19 @@ def test_no_ptxas_warns_once(monkeypatch):
         _toolkit.warn_no_ptxas()
     msgs = [str(x.message) for x in w]
     assert len(msgs) == 1 and "ptxas not found" in msgs[0] and "CUDA driver" in msgs[0]
+
+
+# -- the extension's identity in cache keys --------------------------------------
+
+def test_extension_id_is_the_build_id(tmp_path):
+    from ctriton.compiler.compiler import extension_id
+    got = extension_id(_C.__file__)
+    try:
+        r = subprocess.run(["readelf", "-n", _C.__file__], capture_output=True, text=True)
+    except OSError:
+        pytest.skip("no readelf")
+    want = [ln.split()[-1] for ln in r.stdout.splitlines() if "Build ID:" in ln]
+    assert want and got == "build-id:" + want[0]
+    other = tmp_path / "x.so"
+    other.write_bytes(b"not an ELF file")
+    assert extension_id(str(other)) == _C.sha256(b"not an ELF file")

@@ -143,6 +143,22 @@ def _bazel(*args):
     return r.stdout.strip()
 
 
+def _ephemeral():
+    """True for a source tree that is not a checkout (pip's unpacked sdist
+    in a temporary folder): its Bazel server and output tree are dropped
+    after the build instead of being left behind for a rebuild that never
+    comes."""
+    return not os.path.exists(os.path.join(ROOT, ".git"))
+
+
+def _drop_bazel():
+    try:
+        _bazel("clean", "--expunge")
+        _bazel("shutdown")
+    except RuntimeError as e:
+        print(f"ctriton_build: warning: {e}", file=sys.stderr)
+
+
 def _build(target, flags):
     t = time.monotonic()
     print(f"ctriton_build: bazel build {' '.join(flags)} {target}", file=sys.stderr, flush=True)
@@ -263,6 +279,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     tag = "cp311-abi3-" + _glibc_tag(so)
     members = [(n, _read(p), False) for n, p in _package_files()]
     members.append(("ctriton/_C.abi3.so", _read(so), True))
+    if _ephemeral():
+        _drop_bazel()
     dev = _libdevice()
     if dev:
         members.append(("ctriton/lib/libdevice.10.bc", _read(dev), False))

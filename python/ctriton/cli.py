@@ -1,7 +1,7 @@
 """ctriton's command line: ``python -m ctriton COMMAND`` (or ``ctriton``).
 
     run SCRIPT [ARGS...]     run an unmodified Triton program on ctriton
-    run -m MODULE [ARGS...]  (the same, for a module)
+    run -m MODULE | -c CODE  (the same, for a module or a string)
     dump FILE KERNEL ...     print one compile stage of a kernel (no GPU needed)
     cache list|size|clear    the on-disk kernel cache ($CTRITON_CACHE_DIR)
     info                     version, backend, device, driver, ptxas, LLVM, cache
@@ -31,10 +31,11 @@ _TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.\d+\.\d+$")
 _RUN_HELP = f"""\
 usage: {PROG} run SCRIPT [ARGS...]
        {PROG} run -m MODULE [ARGS...]
+       {PROG} run -c CODE [ARGS...]
 
 Runs a Python program written for Triton on ctriton: `import triton` (and
 every triton.* module) resolves to ctriton's before the program starts.
-SCRIPT (or MODULE) gets ARGS as its sys.argv[1:], as with python itself.
+The program gets ARGS as its sys.argv[1:], as with python itself.
 """
 
 

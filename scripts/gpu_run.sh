@@ -58,7 +58,7 @@ stage_debs() {
 # Runs pytest -m gpu, the tutorials and the benchmark from the current folder.
 run_all() {
   local out=$1 mode=$2 rc=0
-  python3 -c "import ctriton; print('ctriton', ctriton.__file__, 'driver:', ctriton.runtime.driver.active)" || rc=1
+  python3 -m ctriton info 2>&1 | tee "$out/info.txt" || rc=1
   python3 -m pytest -q -m gpu tests/python 2>&1 | tee "$out/pytest-gpu.txt" || rc=1
   [ "$mode" = tests ] && return $rc
   for t in tutorials/01-vector-add.py tutorials/02-fused-softmax.py; do

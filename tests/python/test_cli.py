@@ -25,7 +25,8 @@ CPU = GPUTarget("cpu", 0, 1)
 
 
 def ctriton_cmd(*args, env=None):
-    e = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"), HERE]))
+    path = [os.path.join(REPO, "python"), HERE] + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "ctriton", *args], env=e, capture_output=True,
                           text=True, timeout=300)
@@ -92,7 +93,8 @@ def test_dump_command(capsys):
     assert "func kernel @add_kernel(" in out and "store " in out
     # the old entry point still works
     r = subprocess.run([sys.executable, "-m", "ctriton.dump", "--help"], capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "python")))
+                       text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                           [os.path.join(REPO, "python"), os.environ.get("PYTHONPATH", "")])))
     assert r.returncode == 0 and "usage: python3 -m ctriton.dump" in r.stdout
 
 

@@ -65,6 +65,13 @@ typedef struct BeGpuResult {
 IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target,
 			  BeGpuResult *out);
 void be_gpu_result_free(BeGpuResult *r);
+/* Finds libdevice.10.bc, the first readable of: $CTRITON_LIBDEVICE_PATH,
+ * $TRITON_LIBDEVICE_PATH, nvvm/libdevice/ under $CUDA_HOME, $CUDA_PATH and
+ * /usr/local/cuda, then lib/ beside the shared object that holds this code
+ * (the copy a ctriton wheel carries). 1 with its path in buf, else 0. */
+int be_nvptx_libdevice_path(char *buf, size_t n);
+/* The version of the LLVM the backends run on (linked, not built against). */
+void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch);
 
 /* ------------------------------------------------------------------------- */
 /* CPU (backend/cpu)                                                         */

@@ -16,11 +16,13 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nvptx.h"
 
@@ -71,20 +73,52 @@ static IrFunc *find_kernel(IrModule *m)
 	return NULL;
 }
 
-static const char *libdevice_path(void)
+static int readable(char *buf, size_t n, const char *dir, const char *file)
 {
-	const char *p = getenv("CTRITON_LIBDEVICE_PATH");
-	return p && *p ? p : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+	if (!dir || !*dir)
+		return 0;
+	snprintf(buf, n, "%s%s", dir, file);
+	return access(buf, R_OK) == 0;
+}
+
+int be_nvptx_libdevice_path(char *buf, size_t n)
+{
+	static const char *const rel = "/nvvm/libdevice/libdevice.10.bc";
+	if (readable(buf, n, getenv("CTRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("TRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("CUDA_HOME"), rel) || readable(buf, n, getenv("CUDA_PATH"), rel) ||
+	    readable(buf, n, "/usr/local/cuda", rel))
+		return 1;
+	/* the copy a wheel carries: lib/ beside the extension holding this code */
+	Dl_info di;
+	if (dladdr((void *)be_nvptx_libdevice_path, &di) && di.dli_fname) {
+		const char *slash = strrchr(di.dli_fname, '/');
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - di.dli_fname) : 1,
+			 slash ? di.dli_fname : ".");
+		if (readable(buf, n, dir, "/lib/libdevice.10.bc"))
+			return 1;
+	}
+	return 0;
+}
+
+void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch)
+{
+	LLVMGetVersion(major, minor, patch);
 }
 
 static IrError *link_libdevice(Nv *nv)
 {
 	LLVMMemoryBufferRef buf = NULL;
 	char *msg = NULL;
-	const char *path = libdevice_path();
+	char path[4096];
+	if (!be_nvptx_libdevice_path(path, sizeof path))
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
+				"libdevice.10.bc not found ($CTRITON_LIBDEVICE_PATH, $TRITON_LIBDEVICE_PATH, "
+				"$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or the package's lib/)");
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
-				      "libdevice not found at %s (set CTRITON_LIBDEVICE_PATH): %s", path, msg ? msg : "");
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot read libdevice %s: %s",
+				      path, msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		return e;
 	}

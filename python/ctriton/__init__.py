@@ -4,6 +4,8 @@
     import ctriton.language as tl
 """
 from . import _C  # noqa: F401
+from . import _toolkit
+_toolkit.register()  # the nvidia-cuda-nvcc package's ptxas, if installed
 from .runtime.jit import JITFunction, MockTensor, jit  # noqa: F401
 from .runtime.constexpr_function import constexpr_function  # noqa: F401
 from .runtime.driver import driver as _driver  # noqa: F401

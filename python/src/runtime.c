@@ -1536,6 +1536,47 @@ PyObject *py_ptxas(PyObject *self, PyObject *args)
 	return r;
 }
 
+/* ptxas_path() -> the ptxas jit_ptxas would run, or None. */
+PyObject *py_ptxas_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!jit_find_ptxas(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* set_pkg_ptxas(path or None): the ptxas of an installed Python package. */
+PyObject *py_set_pkg_ptxas(PyObject *self, PyObject *arg)
+{
+	if (arg == Py_None) {
+		jit_set_pkg_ptxas(NULL);
+		Py_RETURN_NONE;
+	}
+	PyObject *b = NULL;
+	if (!PyUnicode_FSConverter(arg, &b))
+		return NULL;
+	jit_set_pkg_ptxas(PyBytes_AsString(b));
+	Py_DECREF(b);
+	Py_RETURN_NONE;
+}
+
+/* libdevice_path() -> the libdevice.10.bc the NVPTX backend links, or None. */
+PyObject *py_libdevice_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!be_nvptx_libdevice_path(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* llvm_version() -> "major.minor.patch" of the LLVM in use. */
+PyObject *py_llvm_version(PyObject *self, PyObject *unused)
+{
+	unsigned a, b, c;
+	be_llvm_version(&a, &b, &c);
+	return PyUnicode_FromFormat("%u.%u.%u", a, b, c);
+}
+
 PyObject *py_sha256(PyObject *self, PyObject *arg)
 {
 	Py_buffer v;

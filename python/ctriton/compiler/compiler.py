@@ -14,6 +14,7 @@ of each stage in milliseconds (also in CompiledKernel.times).
 import json
 import os
 import re
+import struct
 import sys
 import time
 import warnings
@@ -78,14 +79,41 @@ def parse_options(options, backend="cuda"):
 _build_hash = None
 
 
+def extension_id(path):
+    """The GNU build ID of the extension at path (the linker's hash of its
+    contents), else the sha256 of the file. The wheel's extension, LLVM
+    inside, is ~50 MB: hashing it would cost each process 0.1-0.3 s."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+        if head[:4] == b"\x7fELF" and head[4:6] == b"\x02\x01":  # ELF64, little-endian
+            phoff, = struct.unpack_from("<Q", head, 0x20)
+            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+            for i in range(phnum):
+                o = phoff + i * phentsize
+                if o + 56 > len(head):
+                    break
+                if struct.unpack_from("<I", head, o)[0] != 4:  # PT_NOTE
+                    continue
+                off, size = struct.unpack_from("<Q", head, o + 8)[0], struct.unpack_from(
+                    "<Q", head, o + 32)[0]
+                notes, j = head[off:off + size], 0
+                while j + 12 <= len(notes):
+                    namesz, descsz, kind = struct.unpack_from("<III", notes, j)
+                    desc = j + 12 + ((namesz + 3) & ~3)
+                    if kind == 3 and notes[j + 12:j + 12 + namesz] == b"GNU\0" and descsz:
+                        return "build-id:" + notes[desc:desc + descsz].hex()  # NT_GNU_BUILD_ID
+                    j = desc + ((descsz + 3) & ~3)
+        f.seek(0)
+        return _C.sha256(f.read())
+
+
 def compiler_build_hash():
-    """sha256 of the extension .so and of the Python compiler packages."""
+    """A hash of the extension .so (its build ID) and of the Python compiler
+    packages."""
     global _build_hash
     if _build_hash is None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        parts = []
-        with open(_C.__file__, "rb") as f:
-            parts.append(_C.sha256(f.read()))
+        parts = [extension_id(_C.__file__)]
         for sub in ("language", "compiler"):
             d = os.path.join(root, sub)
             for dirpath, _, files in sorted(os.walk(d)):
@@ -223,7 +251,11 @@ class CompiledKernel:
             if md.shared > props["max_shared_mem"]:
                 from ..runtime.errors import OutOfResources
                 raise OutOfResources(md.shared, props["max_shared_mem"], "shared memory")
-            image = self.asm.get("cubin") or (self.asm["ptx"].encode() + b"\0")
+            image = self.asm.get("cubin")
+            if image is None:  # no ptxas: the driver compiles the PTX
+                from .. import _toolkit
+                _toolkit.warn_no_ptxas()
+                image = self.asm["ptx"].encode() + b"\0"
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, None, image, self.name)
         else:

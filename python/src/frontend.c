@@ -443,6 +443,21 @@ static FeVal *tuple_param(Fe *fe, PyObject *a, const char *an, PyObject *st, PyO
 	return r;
 }
 
+/* The number of runtime leaves (non-constexpr type strings) of a tuple
+ * argument's signature: the IR parameters it flattens into. */
+static Py_ssize_t tuple_leaves(PyObject *st)
+{
+	Py_ssize_t n = 0;
+	for (Py_ssize_t j = 0; j < PyTuple_Size(st); j++) {
+		PyObject *sub = PyTuple_GetItem(st, j);
+		if (PyTuple_Check(sub))
+			n += tuple_leaves(sub);
+		else if (!PyUnicode_Check(sub) || PyUnicode_CompareWithASCIIString(sub, "constexpr") != 0)
+			n++;
+	}
+	return n;
+}
+
 /* Builds the kernel function: parameters, constexpr bindings, body. */
 static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *constexprs,
 			   PyObject *attrs)
@@ -465,7 +480,16 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 	PyObject *defaults = pyfn ? fe_attr(fe, pyfn, "__defaults__") : NULL;
 	Py_ssize_t ndef = defaults && PyTuple_Check(defaults) ? PyTuple_Size(defaults) : 0;
 
-	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(n + 1));
+	/* IR parameters: one per scalar or pointer argument, one per runtime
+	 * leaf of a tuple argument */
+	Py_ssize_t nparams = n;
+	for (Py_ssize_t i = 0; args && i < n; i++) {
+		PyObject *an = fe_attr(fe, PyList_GetItem(args, i), "arg");
+		PyObject *st = an && sig && PyDict_Check(sig) ? PyDict_GetItem(sig, an) : NULL;
+		if (st && PyTuple_Check(st))
+			nparams += tuple_leaves(st);
+	}
+	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(nparams + 1));
 	int *pidx = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
 	PyObject **cvals = ir_alloc(fe->ctx, sizeof(PyObject *) * (size_t)(n + 1));
 	int np = 0;

@@ -140,3 +140,53 @@ def test_tuple_serialize_nested_none_constexpr():
     z = np.zeros(10, np.int32)
     tuple_serialize[(1,)](z, None, (x0, (1, None, x1, tl.constexpr(4))), 20, 1, (y0,))
     np.testing.assert_array_equal(z, [8, 1, 12, 21, 10, 15, -1, 8, 1, 12])
+
+
+# ---- valid kernels that produced invalid LLVM IR -------------------------
+
+
+@triton.jit
+def split_join_scalar(X, Y, K, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < tl.split(tl.join(K, K))[0]
+    a, b = tl.split(tl.join(K, K + 1))
+    tl.store(Y + offs, tl.load(X + offs, mask=m, other=0) + a * 10 + b * 100, mask=m)
+
+
+def test_split_of_scalar_join():
+    x = np.arange(16, dtype=np.float32)
+    y = np.full(16, -1, np.float32)
+    split_join_scalar[(1,)](x, y, 5, 16)
+    np.testing.assert_array_equal(y, np.where(np.arange(16) < 5, np.arange(16) + 50 + 600, -1))
+    for arch in (80, 90):
+        src = ASTSource(split_join_scalar, signature={"X": "*fp32", "Y": "*fp32", "K": "i32"},
+                        constexprs={"BLOCK": 16})
+        triton.compile(src, target=GPUTarget("cuda", arch, 32))
+
+
+@triton.jit
+def arange_negative(Y):
+    offs = tl.arange(-1, 0)
+    tl.store(Y + offs + 1, offs)
+
+
+def test_arange_negative_start_is_a_user_error():
+    y = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError) as e:
+        arange_negative[(1,)](y)
+    msg = str(e.value)
+    assert "non-negative" in msg and "internal" not in msg
+    assert "test_reliability.py" in msg
+
+
+@triton.jit
+def fma_int(X, Y):
+    x = tl.load(X + tl.arange(0, 8))
+    tl.store(Y + tl.arange(0, 8), tl.fma(x, x, x))
+
+
+def test_fma_of_integers_is_a_user_error():
+    x = np.zeros(8, np.int32)
+    with pytest.raises(CompilationError, match="floating-point") as e:
+        fma_int[(1,)](x, x)
+    assert "internal" not in str(e.value)

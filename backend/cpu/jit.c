@@ -211,6 +211,9 @@ static IrError *jit_init(IrCtx *ictx)
 		{"ct_cpu_f32_to_f8", (uint64_t)(uintptr_t)ct_cpu_f32_to_f8},
 		{"ct_cpu_f64_to_f16", (uint64_t)(uintptr_t)ct_cpu_f64_to_f16},
 		{"ct_cpu_erfinv", (uint64_t)(uintptr_t)ct_cpu_erfinv},
+		{"ct_cpu_san_ext", (uint64_t)(uintptr_t)ct_cpu_san_ext},
+		{"ct_cpu_san_fail", (uint64_t)(uintptr_t)ct_cpu_san_fail},
+		{"ct_cpu_san_any", (uint64_t)(uintptr_t)ct_cpu_san_any},
 	};
 	enum { NHELPERS = sizeof helpers / sizeof helpers[0] };
 	LLVMOrcCSymbolMapPair pairs[NHELPERS];
@@ -399,6 +402,8 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	k->scratch = scratch;
 	k->rt = rt;
 	k->name = dupstr(kernel->name, strlen(kernel->name));
+	k->sanitize = cg.opt.sanitize;
+	k->nparams = kernel->body->nargs;
 	out->kernel = k;
 	out->name = dupstr(kernel->name, strlen(kernel->name));
 fail:

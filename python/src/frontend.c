@@ -364,6 +364,10 @@ static void set_module_attrs(Fe *fe, PyObject *options)
 			fe->debug = PyObject_IsTrue(val) == 1;
 			continue;
 		}
+		if (strcmp(k, "sanitize") == 0) {
+			fe->sanitize = PyObject_IsTrue(val) == 1;
+			continue;
+		}
 		if (PyLong_Check(val) && !PyBool_Check(val))
 			ir_set_attr_int(fe->ctx, &fe->m->nattrs, &fe->m->attrs, k, PyLong_AsLongLong(val));
 	}
@@ -560,6 +564,12 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		f->body->args[pidx[i]]->name = an;
 		fe_scope_set(fe, &fn.scope, an, fe_tensor(fe, f->body->args[pidx[i]]));
 	}
+	/* the sanitizer's messages name arguments: keep the names in the IR */
+	for (int i = 0; fe->sanitize && i < np; i++)
+		if (f->params[i].name) {
+			IrAttr na = {.name = ir_intern(fe->ctx, "name"), .kind = ATTR_STR, .s = f->params[i].name};
+			ir_set_attr(fe->ctx, &f->params[i].nattrs, &f->params[i].attrs, &na);
+		}
 	if (!fe_stmts(fe, fe_attr(fe, fdef, "body")))
 		return;
 	if (fn.ret && !(fn.ret->kind == V_CONST && fn.ret->obj == Py_None)) {

@@ -191,8 +191,7 @@ static IrError *jit_init(IrCtx *ictx)
 {
 	if (jit)
 		return NULL;
-	LLVMInitializeNativeTarget();
-	LLVMInitializeNativeAsmPrinter();
+	be_llvm_init();
 	LLVMOrcLLJITRef j;
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&j, NULL);
 	if (e)
@@ -282,13 +281,15 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	if (!kernel)
 		return ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: the module has no kernel");
 
+	/* The process's JIT is shared (jit_mu); the lowering, O3 and code
+	 * emission work on this compile's own LLVM context and run unlocked,
+	 * so compiles on several threads overlap. */
 	pthread_mutex_lock(&jit_mu);
 	IrError *err = jit_init(ictx);
-	if (err) {
-		pthread_mutex_unlock(&jit_mu);
-		return err;
-	}
 	int id = jit_count++;
+	pthread_mutex_unlock(&jit_mu);
+	if (err)
+		return err;
 
 	Cg cg;
 	memset(&cg, 0, sizeof cg);
@@ -316,6 +317,7 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	LLVMTargetDataRef dl = NULL;
 	BeCpuKernel *k = NULL;
 	int64_t scratch = 0;
+	bool locked = false;
 	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
 		err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: target %s: %s", triple, msg);
 		LLVMDisposeMessage(msg);
@@ -378,6 +380,8 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	LLVMOrcDisposeThreadSafeContext(tsc);
 	cg.ctx = NULL;
 	cg.mod = NULL;
+	pthread_mutex_lock(&jit_mu);
+	locked = true;
 	LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
 	LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, rt, tsm);
 	if (e) {
@@ -422,7 +426,8 @@ fail:
 	LLVMDisposeMessage(triple);
 	LLVMDisposeMessage(cpu);
 	LLVMDisposeMessage(feats);
-	pthread_mutex_unlock(&jit_mu);
+	if (locked)
+		pthread_mutex_unlock(&jit_mu);
 	if (err) {
 		free(out->llir);
 		free(out->asm_);

@@ -3,14 +3,15 @@
  *
  * LLVM's fatal error handler is process-wide and gets no user pointer, so
  * the guard finds its job through a thread-local pointer that only
- * be_llvm_guarded's helper threads set. The handler is installed once
- * (with LLVM's other one-time initialisation); on any other thread it
- * prints LLVM's message and returns, and LLVM then exits as it would
- * without a handler.
+ * be_llvm_guarded's helper threads set. The handler is installed once,
+ * with LLVM's other one-time initialisation (be_llvm_init); on any other
+ * thread it prints LLVM's message and returns, and LLVM then exits as it
+ * would without a handler.
  */
 #include "backend/llvm/llvm.h"
 
 #include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Target.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ typedef struct Job {
 } Job;
 
 static _Thread_local Job *guard_job; /* set on guarded helper threads only */
-static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void on_fatal(const char *reason)
 {
@@ -68,9 +69,21 @@ static void on_fatal(const char *reason)
 		pause();
 }
 
-static void install_handler(void)
+static void init_llvm(void)
 {
+	LLVMInitializeNativeTarget();
+	LLVMInitializeNativeAsmPrinter();
+	LLVMInitializeNativeAsmParser();
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
 	LLVMInstallFatalErrorHandler(on_fatal);
+}
+
+void be_llvm_init(void)
+{
+	pthread_once(&init_once, init_llvm);
 }
 
 static void *run_job(void *p)
@@ -88,7 +101,7 @@ static void *run_job(void *p)
 
 char *be_llvm_guarded(void (*fn)(void *), void *arg)
 {
-	pthread_once(&guard_once, install_handler);
+	be_llvm_init();
 	Job *j = calloc(1, sizeof *j);
 	if (!j) {
 		fn(arg);

@@ -16,6 +16,11 @@
 #include <llvm-c/Core.h>
 #include <stdbool.h>
 
+/* LLVM's one-time initialisation for both backends (the host target and
+ * NVPTX, registered together: registration is not thread-safe), and the
+ * fatal-error handler of the guard. Idempotent; safe from any thread. */
+void be_llvm_init(void);
+
 /* The first error diagnostic reported on a watched context. */
 typedef struct BeLlvmDiag {
 	bool failed;

@@ -32,16 +32,6 @@ static double now_ms(void)
 }
 
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void init_llvm(void)
-{
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-}
-
 void be_gpu_result_free(BeGpuResult *r)
 {
 	if (!r)
@@ -196,7 +186,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	t0 = t1;
 
 	/* 2. TTGIR -> LLVM IR */
-	pthread_once(&init_once, init_llvm);
+	be_llvm_init();
 	Lower L;
 	memset(&L, 0, sizeof L);
 	L.ctx = ctx;

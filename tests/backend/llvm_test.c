@@ -73,9 +73,7 @@ static LLVMModuleRef module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
 
 int main(void)
 {
-	LLVMInitializeNativeTarget();
-	LLVMInitializeNativeAsmPrinter();
-	LLVMInitializeNativeAsmParser();
+	be_llvm_init();
 	char *triple = LLVMGetDefaultTargetTriple();
 	LLVMTargetRef t;
 	char *err = NULL;

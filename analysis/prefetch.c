@@ -34,6 +34,8 @@ typedef struct PCtx {
 	char *state;                                 /* slice check: 0 new, 1 busy, 2 ok, 3 bad */
 	IrBuilder pre, top;                          /* before the loop, top of the body */
 	IrValue *iv_next;
+	struct ACtx *actx; /* multi-buffering: the context of aeval_cb */
+	int aenv;          /* and the environment it evaluates in */
 } PCtx;
 
 static bool in_body(PCtx *p, const IrValue *v)
@@ -195,13 +197,9 @@ typedef struct ACtx {
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v);
 
-static ACtx *g_actx; /* the context of the clone callbacks below */
-static int g_env;
-
 static IrValue *aeval_cb(PCtx *p, IrValue *v)
 {
-	(void)p;
-	return aeval(g_actx, g_env, v);
+	return aeval(p->actx, p->aenv, v);
 }
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v)
@@ -227,10 +225,10 @@ static IrValue *aeval(ACtx *a, int e, IrValue *v)
 		} else
 			r = aeval(a, e - 1, p->yield->ops[j - 1]);
 	} else {
-		int save = g_env;
-		g_env = e;
+		int save = p->aenv;
+		p->aenv = e;
 		r = clone_def(p, en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
-		g_env = save;
+		p->aenv = save;
 	}
 	return en->memo[v->id] = r;
 }
@@ -391,8 +389,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	ir_builder_init(&p.pre, ctx);
 	ir_builder_before(&p.pre, loop);
 	p.pre.loc = loop->loc;
-	ACtx *save = g_actx;
-	g_actx = &a;
+	p.actx = &a;
 	const IrType *i32 = ir_type(ctx, TY_I32);
 	int buf0 = *nbuf;
 	*nbuf += nc;
@@ -502,7 +499,6 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
 		ir_op_unlink(cand[k]);
 	}
-	g_actx = save;
 
 	/* the loop with the shadow arguments and the slot carried */
 	sh_init[nsh] = slot0;

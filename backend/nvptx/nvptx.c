@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nvptx.h"
+#include "backend/llvm/llvm.h"
 
 static double now_ms(void)
 {
@@ -33,16 +34,6 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void init_llvm(void)
-{
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-}
 
 void be_gpu_result_free(BeGpuResult *r)
 {
@@ -152,6 +143,37 @@ static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
 }
 
 /* The device limit on dynamic shared memory per block (opt-in maximum). */
+/* The LLVM work that may hit a fatal error: O3, the IR text, PTX. */
+typedef struct Codegen {
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+	LLVMErrorRef perr;       /* from the pass pipeline */
+	char *llir;              /* LLVM message */
+	char *emsg;              /* emission failure */
+	LLVMMemoryBufferRef buf; /* the PTX */
+	double ms_opt, ms_emit;
+} Codegen;
+
+static void run_codegen(void *p)
+{
+	Codegen *c = p;
+	double t0 = now_ms();
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	c->perr = LLVMRunPasses(c->m, "default<O3>", c->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (c->perr)
+		return;
+	double t1 = now_ms();
+	c->ms_opt = t1 - t0;
+	c->llir = LLVMPrintModuleToString(c->m);
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->m, LLVMAssemblyFile, &c->emsg, &c->buf)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("no message");
+		c->buf = NULL;
+	}
+	c->ms_emit = now_ms() - t1;
+}
+
 static int64_t shared_limit(int arch)
 {
 	if (arch >= 90)
@@ -199,7 +221,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	t0 = t1;
 
 	/* 2. TTGIR -> LLVM IR */
-	pthread_once(&init_once, init_llvm);
+	be_llvm_init();
 	Nv nv;
 	memset(&nv, 0, sizeof nv);
 	nv.ctx = ctx;
@@ -210,6 +232,8 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
 	nv.c = LLVMContextCreate();
+	BeLlvmDiag diag;
+	be_llvm_watch(nv.c, &diag);
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
@@ -286,31 +310,35 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	double ms_llir = t1 - t0;
 	t0 = t1;
 
-	/* 3. O3 and PTX */
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef lerr = LLVMRunPasses(nv.m, "default<O3>", tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (lerr) {
-		char *em = LLVMGetErrorMessage(lerr);
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
-		LLVMDisposeErrorMessage(em);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
+	/* 3. O3 and PTX, on a thread guarded against LLVM's fatal errors */
+	Codegen cw = {.m = nv.m, .tm = tm};
+	char *fatal = be_llvm_guarded(run_codegen, &cw);
+	if (fatal || cw.perr || cw.emsg || diag.failed) {
+		if (fatal)
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM fatal error in NVPTX code generation: %s",
+				       fatal);
+		else if (cw.perr) {
+			char *em = LLVMGetErrorMessage(cw.perr);
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
+			LLVMDisposeErrorMessage(em);
+		} else
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s",
+				       diag.failed ? diag.msg : cw.emsg);
+		free(fatal);
+		if (!fatal) { /* else the parked helper may still use them: leaked */
+			LLVMDisposeMessage(cw.emsg);
+			LLVMDisposeMessage(cw.llir);
+			if (cw.buf)
+				LLVMDisposeMemoryBuffer(cw.buf);
+			LLVMDisposeTargetMachine(tm);
+			LLVMContextDispose(nv.c);
+		}
 		return err;
 	}
-	t1 = now_ms();
-	double ms_opt = t1 - t0;
-	t0 = t1;
-	char *llir = LLVMPrintModuleToString(nv.m);
-	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, nv.m, LLVMAssemblyFile, &msg, &buf)) {
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s", msg ? msg : "");
-		LLVMDisposeMessage(msg);
-		LLVMDisposeMessage(llir);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
-		return err;
-	}
+	double ms_opt = cw.ms_opt;
+	t0 = now_ms() - cw.ms_emit;
+	char *llir = cw.llir;
+	LLVMMemoryBufferRef buf = cw.buf;
 	size_t n = LLVMGetBufferSize(buf);
 	out->ptx = malloc(n + 1);
 	if (!out->ptx)

@@ -157,8 +157,10 @@ static FeVal *bi_arange(Fe *fe, PyObject *node, Call *c)
 		return fe_err(fe, node, IR_ERR_VALUE,
 			      "tl.arange(%lld, %lld): the range length %lld must be a power of two (at most %d)",
 			      (long long)s, (long long)e, (long long)n, IR_MAX_NUMEL);
-	if (s < INT32_MIN || e > INT32_MAX)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.arange(): bounds must fit in int32");
+	if (s < 0 || e > INT32_MAX)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "tl.arange(%lld, %lld): bounds must be non-negative and fit in int32",
+			      (long long)s, (long long)e);
 	return t_(fe, ir_make_range(&fe->b, s, e));
 }
 
@@ -658,6 +660,9 @@ static FeVal *bi_fma(Fe *fe, PyObject *node, Call *c)
 	const IrType *t;
 	if (!promoted(fe, node, c, 3, c->a, v, &t))
 		return NULL;
+	if (!ir_is_float(ir_scalar(t)))
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.fma() expects floating-point operands, got %s",
+			      fe_tyname(fe, t));
 	return t_(fe, ir_build1(&fe->b, OP_FMA, v[0]->type, 3, v));
 }
 

@@ -30,6 +30,9 @@ STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 DEFAULT_OPTIONS = {
     "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
     "enable_fp_fusion": True, "debug": False,
+    # CPU backend: bounds-check every load, store and atomic against the
+    # extent of its tensor argument (CTRITON_SANITIZE=1 turns it on)
+    "sanitize": False,
 }
 OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
                  "default_dot_input_precision", "max_num_imprecise_acc_default",
@@ -70,6 +73,9 @@ def parse_options(options, backend="cuda"):
             opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
     if os.environ.get("CTRITON_DEBUG", "0") not in ("", "0"):
         opts["debug"] = True
+    if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
+        opts["sanitize"] = True
+    opts["sanitize"] = bool(opts["sanitize"])
     nw = opts["num_warps"]
     if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
         raise ValueError(f"num_warps must be a power of 2, got {nw!r}")

@@ -94,7 +94,7 @@ class JITFunction(KernelInterface):
     _ctriton_jit = True
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
-                 debug=None, noinline=None, repr=None, launch_metadata=None):
+                 debug=None, noinline=None, repr=None, launch_metadata=None, sanitize=None):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
@@ -121,6 +121,7 @@ class JITFunction(KernelInterface):
         self.do_not_specialize = names(do_not_specialize)
         self.do_not_specialize_on_alignment = names(do_not_specialize_on_alignment)
         self.debug = debug
+        self.sanitize = sanitize
         self.noinline = bool(noinline)
         self.launch_metadata = launch_metadata
         self.constexpr_params = [p.name for p in self.params
@@ -193,6 +194,8 @@ class JITFunction(KernelInterface):
             if dbg is None:
                 dbg = os.environ.get("CTRITON_DEBUG", "0") not in ("", "0")
             opts["debug"] = bool(dbg)
+        if opts.get("sanitize") is None and self.sanitize is not None:
+            opts["sanitize"] = bool(self.sanitize)
         src = ASTSource(self, signature, constexprs, attrs)
         return compile(src, target=driver.active.get_current_target(), options=opts)
 
@@ -233,12 +236,16 @@ class JITFunction(KernelInterface):
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,
-        do_not_specialize_on_alignment=None, debug=None, noinline=None):
+        do_not_specialize_on_alignment=None, debug=None, noinline=None, sanitize=None):
+    """sanitize=True (CPU backend): every load, store and atomic is checked
+    against the extent of the tensor argument its pointer derives from; the
+    first out-of-bounds access raises before it happens. Also a launch
+    option (``k[grid](..., sanitize=True)``) and CTRITON_SANITIZE=1."""
     def decorator(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
                            debug=debug, noinline=noinline, repr=repr,
-                           launch_metadata=launch_metadata)
+                           launch_metadata=launch_metadata, sanitize=sanitize)
     if fn is not None:
         return decorator(fn)
     return decorator

@@ -532,6 +532,11 @@ static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 		regs[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
 }
 
+void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
+{
+	wait_tied(nv, 0, regs, n);
+}
+
 /* The wait for the dot in flight (at most `pending` groups left). */
 void nv_wgmma_wait(Nv *nv, int pending)
 {

@@ -172,7 +172,7 @@ static const IrType *computation_type(Fe *fe, PyObject *node, const IrType *a, b
 		return is_fp8(a) ? b : a;
 	if (div_or_mod && ir_is_signed(a) != ir_is_signed(b) && a->kind != TY_I1 && b->kind != TY_I1)
 		return fe_err(fe, node, IR_ERR_TYPE,
-			      "cannot use /, // or %% with %s and %s because they have different "
+			      "Cannot use /, //, or %% with %s and %s because they have different "
 			      "signedness; cast them to the same signedness",
 			      fe_tyname(fe, a), fe_tyname(fe, b));
 	return int_promote(a, b);
@@ -519,8 +519,8 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 		       op == N_RShift;
 	if (bitwise && (!ir_is_int(at) || !ir_is_int(bt)))
 		return fe_err(fe, node, IR_ERR_TYPE,
-			      "operator %s needs integer operands, got %s and %s", op_symbol(op),
-			      fe_tyname(fe, at), fe_tyname(fe, bt));
+			      "invalid operands of type %s and %s for operator %s: it needs integer operands",
+			      fe_tyname(fe, at), fe_tyname(fe, bt), op_symbol(op));
 	const IrType *t = fe_promote(fe, node, a, b, divmod, true);
 	if (!t)
 		return NULL;

@@ -374,3 +374,81 @@ def test_profiler_scopes(tmp_path, monkeypatch, capsys):
         proton.start("x")
         proton.start("y")
     proton.finalize()
+
+
+# -- closures and Triton's error wording ----------------------------------------
+
+def _make_closure_kernel(lang, value):
+    @ctriton.jit
+    def k(o):
+        lang.store(o + lang.arange(0, 4), lang.full((4,), value, lang.int32))
+    return k
+
+
+def test_closure_variables_resolve_like_globals():
+    np = pytest.importorskip("numpy")
+    k3 = _make_closure_kernel(tl, tl.constexpr(3))
+    k5 = _make_closure_kernel(tl, tl.constexpr(5))
+    o = np.zeros(4, np.int32)
+    k3[(1,)](o)
+    assert (o == 3).all()
+    k5[(1,)](o)
+    assert (o == 5).all()
+    assert k3.cache_key != k5.cache_key  # the captured value is part of the key
+
+
+def test_closure_non_constexpr_is_rejected_like_a_global():
+    np = pytest.importorskip("numpy")
+    n = 4
+
+    @ctriton.jit
+    def k(o):
+        tl.store(o, n)
+
+    with pytest.raises(ctriton.CompilationError, match="cannot access global variable n"):
+        k[(1,)](np.zeros(4, np.int32))
+
+
+def _raises(kernel, *args):
+    with pytest.raises(ctriton.CompilationError) as e:
+        kernel[(1,)](*args)
+    return e.value
+
+
+def test_error_wording_and_cause():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def div_mixed(x, y, o):
+        tl.store(o, tl.load(x) / tl.load(y))
+
+    @ctriton.jit
+    def float_and(x, y, o):
+        tl.store(o, tl.load(x) & tl.load(y))
+
+    @ctriton.jit
+    def bad_pid(o):
+        tl.store(o, tl.program_id(20))
+
+    @ctriton.jit
+    def bad_axis(o):
+        t = tl.expand_dims(tl.arange(0, 4), -3)
+
+    @ctriton.jit
+    def dup_axes(o):
+        t = tl.expand_dims(tl.arange(0, 4), (0, -3))
+
+    i = np.ones(4, np.int32)
+    f = np.ones(4, np.float32)
+    e = _raises(div_mixed, i, ctriton.reinterpret(i, tl.uint32), i)
+    assert "Cannot use /, //, or % with i32 and u32 because they have different signedness" in str(e)
+    e = _raises(float_and, f, i, i)
+    assert "invalid operands of type f32 and i32" in str(e)
+    e = _raises(bad_pid, i)
+    assert "program_id axis must be 0, 1, or 2 but got 20" in str(e.__cause__)
+    assert str(e.__cause__) == e.error_message
+    e = _raises(bad_axis, i)
+    assert "invalid axis -3" in str(e.__cause__)
+    e = _raises(dup_axes, i)
+    assert "duplicate axes, normalized axes = [0, 0]" in str(e.__cause__)
+    assert e.lineno and "^" in str(e)  # ctriton's location and caret stay

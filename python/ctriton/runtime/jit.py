@@ -122,7 +122,6 @@ class JITFunction(KernelInterface):
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
-        self.__globals__ = fn.__globals__
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         lines, first = inspect.getsourcelines(fn)
         src = textwrap.dedent("".join(lines))
@@ -219,6 +218,22 @@ class JITFunction(KernelInterface):
         src = ASTSource(self, signature, constexprs, attrs)
         return compile(src, target=driver.active.get_current_target(), options=opts)
 
+    @property
+    def __globals__(self):
+        """The names the kernel can read besides its locals: the function's
+        globals, and the free variables of an enclosing function (closure
+        cells, current values) on top, as Triton's capture scope."""
+        fn = self.fn
+        if not fn.__closure__:
+            return fn.__globals__
+        scope = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # an empty cell: not yet bound
+                pass
+        return scope
+
     # -- source ---------------------------------------------------------
     @property
     def src(self):
@@ -258,12 +273,13 @@ class JITFunction(KernelInterface):
             parts = [self.src, str(self.starting_line), str(self.noinline)]
             finder = _GlobalsFinder()
             finder.visit(ast.parse(self.src))
+            scope = self.__globals__
             seen = set()
             for chain in finder.names:
                 if chain in seen:
                     continue
                 seen.add(chain)
-                obj = self.__globals__.get(chain[0], None)
+                obj = scope.get(chain[0], None)
                 for attr in chain[1:]:
                     if obj is None or inspect.ismodule(obj) is False and \
                             not hasattr(obj, "__dict__"):

@@ -122,6 +122,7 @@ def cmd_run(args):
 _NORMALIZE = [
     (re.compile(r"/[^\s:'\"]*/"), "/"),  # paths
     (re.compile(r"0x[0-9a-f]+"), "0x?"),
+    (re.compile(r"\b(?:[iuf]\d+|bf16|fp\d+|u?int\d+|float\d+|bfloat16|f8e\w+|fp8\w+)\b"), "T"),
     (re.compile(r"\b\d+\b"), "N"),
     (re.compile(r"'[^']*'"), "'?'"),
 ]
@@ -140,6 +141,10 @@ def _reason(text):
             pick = pick or s
     if pick is None:
         pick = lines[-1] if lines else "(no message)"
+    if "Regex pattern did not match" in pick or "DID NOT RAISE" in pick:
+        actual = [ln for ln in lines if "Actual message:" in ln]
+        if actual:
+            pick += " " + re.sub(r"^E\s+", "", actual[0]).split("\\n")[0]
     m = re.search(r"error: (.*)", pick)
     if m:
         pick = m.group(1)

@@ -452,3 +452,56 @@ def test_error_wording_and_cause():
     e = _raises(dup_axes, i)
     assert "duplicate axes, normalized axes = [0, 0]" in str(e.__cause__)
     assert e.lineno and "^" in str(e)  # ctriton's location and caret stay
+
+
+def test_scalar_out_of_range_and_dtype_methods():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def overflow(o):
+        big: tl.constexpr = 0xFFFFFFFFFFFFFF
+        x = tl.full((), 32, dtype=tl.int32)
+        tl.store(o, x + big)
+
+    @ctriton.jit
+    def big_u64(o):
+        y = tl.full((4,), 32, dtype=tl.uint64)
+        tl.store(o + tl.arange(0, 4), (y + 0xFFFFFFFFFFFFFFF0).to(tl.int32))
+
+    @ctriton.jit
+    def methods(o, x):
+        if x.dtype.element_ty.is_floating():
+            tl.store(o, 1)
+        else:
+            tl.store(o, 2)
+
+    i = np.zeros(4, np.int32)
+    e = _raises(overflow, i)
+    assert "Scalar 72057594037927935 is out of range for type i32" in str(e)
+    big_u64[(1,)](i)
+    assert (i == 16).all()
+    methods[(1,)](i, np.zeros(1, np.float32))
+    assert i[0] == 1
+    methods[(1,)](i, np.zeros(1, np.int8))
+    assert i[0] == 2
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_randint_64bit_seed_and_offsets(dtype):
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o, seed, N: tl.constexpr):
+        offs = tl.arange(0, N).to(o.dtype.element_ty)
+        tl.store(o + offs, tl.randint(seed, offs))
+
+    a = np.zeros(16, getattr(np, dtype))
+    k[(1,)](a, 0x0000000FCAFEB0BA, N=16)
+    b = np.zeros(16, getattr(np, dtype))
+    k[(1,)](b, 0x0000000ECAFEB0BA, N=16)  # the high half of the seed matters
+    assert (a != b).any()
+    # 64-bit offsets below 2**32 give the 32-bit stream
+    if dtype == "int64":
+        c = np.zeros(16, np.int32)
+        k[(1,)](c, 0x0000000FCAFEB0BA, N=16)
+        assert (a.astype(np.uint32) == c.astype(np.uint32)).all()

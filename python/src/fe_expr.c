@@ -1359,6 +1359,10 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 				      "int()/float()/bool() need a constexpr value; use x.to(tl.int32) etc. on tensors");
 		return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
 	}
+	/* tuple(t) / tl.tuple(t) of a tuple holding tensors: the same tuple */
+	if (n == 1 && nk == 0 && av[0]->kind == V_TUPLE &&
+	    (is_builtin(fe, o, "tuple") || is_builtin(fe, o, "list") || o == fe_attr(fe, fe->tl, "tuple")))
+		return av[0];
 	static const char *pure[] = {"abs", "getattr", "hasattr", "tuple", "list", "str", "round",
 				     "divmod", "pow", "sum", "any", "all", "type", "repr", NULL};
 	for (int i = 0; pure[i]; i++)

@@ -505,3 +505,36 @@ def test_randint_64bit_seed_and_offsets(dtype):
         c = np.zeros(16, np.int32)
         k[(1,)](c, 0x0000000FCAFEB0BA, N=16)
         assert (a.astype(np.uint32) == c.astype(np.uint32)).all()
+
+
+@pytest.mark.parametrize("descending", [True, False])
+def test_topk_descending(descending):
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, D: tl.constexpr):
+        m = tl.arange(0, M)[:, None]
+        x = tl.load(x_ptr + m * N + tl.arange(0, N)[None, :])
+        tl.store(z_ptr + m * K + tl.arange(0, K)[None, :], tl.topk(x, K, descending=D))
+
+    rs = np.random.RandomState(0)
+    x = rs.permutation(4 * 64).astype(np.int32).reshape(4, 64)
+    z = np.zeros((4, 8), np.int32)
+    k[(1,)](x, z, 4, 64, 8, descending)
+    ref = -np.sort(-x, axis=1)[:, :8] if descending else np.sort(x, axis=1)[:, :8]
+    assert (z == ref).all()
+
+
+def test_tuple_of_tensors_in_kernel():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o):
+        t = tl.tuple([tl.full((4,), 1, tl.int32), tl.full((4,), 2, tl.int32)])
+        u = tuple(t)
+        tl.store(o + tl.arange(0, 4), u[0] + t[1])
+        tl.static_assert(tl.tuple((1, 2)) == (1, 2))
+
+    o = np.zeros(4, np.int32)
+    k[(1,)](o)
+    assert (o == 3).all()

@@ -253,7 +253,7 @@ static IrValue *const_of(Fe *fe, PyObject *node, PyObject *o, const IrType *t)
 	if (v < 0 && overflow == 0 && !ir_is_signed(e) && e->kind != TY_I1)
 		return fe_err(fe, node, IR_ERR_VALUE,
 			      "Cannot perform a binary operation between an unsigned tensor (%s) and a "
-			      "negative scalar (%lld); cast one of them explicitly",
+			      "negative scalar (the negative constant %lld); cast one of them explicitly",
 			      fe_tyname(fe, e), v);
 	if (e->kind == TY_I1)
 		v = v != 0;
@@ -785,6 +785,13 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 	if (!obj)
 		return NULL;
 	if (fe_is_const(obj)) {
+		/* a Python number in a kernel is a scalar of Triton's type for it */
+		if (strcmp(name, "dtype") == 0 &&
+		    (PyLong_Check(obj->obj) || PyFloat_Check(obj->obj))) {
+			const IrType *t = py_scalar_type(fe, node, obj->obj);
+			PyObject *d = t ? fe_ir_to_dtype(fe, t) : NULL;
+			return d ? fe_const(fe, d) : NULL;
+		}
 		PyObject *r = PyObject_GetAttrString(obj->obj, name);
 		if (!r)
 			return fe_pyerr(fe, node, ir_fmt(fe->ctx, "attribute '%s'", name));

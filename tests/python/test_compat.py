@@ -538,3 +538,34 @@ def test_tuple_of_tensors_in_kernel():
     o = np.zeros(4, np.int32)
     k[(1,)](o)
     assert (o == 3).all()
+
+
+def test_number_dtype_and_cast_method():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o, N: tl.constexpr):
+        value = 1
+        big = 3000000000
+        x = tl.full([N], value=value, dtype=value.dtype)
+        tl.static_assert(value.dtype == tl.int32 and big.dtype == tl.uint32)
+        tl.static_assert((1.5).dtype == tl.float32)
+        tl.store(o + tl.arange(0, N), x.cast(tl.float32) * 2)
+
+    o = np.zeros(8, np.float32)
+    k[(1,)](o, 8)
+    assert (o == 2).all()
+
+
+@pytest.mark.parametrize("dtype,op", [("int8", "add"), ("int16", "add"), ("uint16", "max"),
+                                      ("float16", "max"), ("float16", "xchg")])
+def test_atomic_unsupported_types(dtype, op):
+    np = pytest.importorskip("numpy")
+    fn = getattr(tl, f"atomic_{op}")
+
+    @ctriton.jit
+    def k(o):
+        fn(o, tl.load(o))
+
+    with pytest.raises(ctriton.CompilationError, match=f"atomic_{op} does not support"):
+        k[(1,)](np.zeros(4, getattr(np, dtype)))

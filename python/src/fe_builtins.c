@@ -1532,6 +1532,8 @@ static FeVal *bi_cumsum(Fe *fe, PyObject *node, Call *c)
 		x = fe_cast(fe, node, x, d, NULL, false);
 	} else if (ir_is_int(e) && ir_type_bits(e) < 32)
 		x = fe_cast(fe, node, x, T(fe, ir_is_signed(e) ? TY_I32 : TY_U32), NULL, false);
+	else if (e->kind == TY_BF16) /* as Triton: bf16 scans run (and return) in fp32 */
+		x = fe_cast(fe, node, x, T(fe, TY_F32), NULL, false);
 	Combiner cb = {strcmp(c->name, "cumsum") == 0 ? C_ADD : C_MUL, false, NULL};
 	return scan_common(fe, node, c, 1, &x, c->a[1], c->a[2], &cb);
 }

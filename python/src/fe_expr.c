@@ -589,6 +589,17 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 			      "operator %s is not supported on tensors (use tl.math / libdevice functions)",
 			      op_symbol(op));
 	}
+	/* Triton picks the right shift by the left operand's own signedness:
+	   a signed lhs shifts arithmetically even when the common type is unsigned */
+	if (op == N_RShift && fe_is_tensor(a) && ir_is_signed(at) && ir_is_int(t) && !ir_is_signed(t) &&
+	    t->kind >= TY_U8 && t->kind <= TY_U64) {
+		const IrType *st = ty(fe, (IrTypeKind)(t->kind - TY_U8 + TY_I8));
+		IrValue *xs = fe_cast(fe, node, x, st, NULL, true);
+		IrValue *ys = xs ? fe_cast(fe, node, y, st, NULL, true) : NULL;
+		if (!ys)
+			return NULL;
+		return fe_tensor(fe, fe_cast(fe, node, ir_binary(&fe->b, OP_SHR, xs, ys), t, NULL, true));
+	}
 	IrValue *r = ir_binary(&fe->b, opc, x, y);
 	if (op == N_FloorDiv && ir_is_float(t))
 		r = ir_unary(&fe->b, OP_FLOOR, r);

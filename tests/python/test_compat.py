@@ -569,3 +569,37 @@ def test_atomic_unsupported_types(dtype, op):
 
     with pytest.raises(ctriton.CompilationError, match=f"atomic_{op} does not support"):
         k[(1,)](np.zeros(4, getattr(np, dtype)))
+
+
+def test_signed_lhs_shifts_arithmetically():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(X, Y, Z):
+        o = tl.arange(0, 8)
+        tl.store(Z + o, tl.load(X + o) >> tl.load(Y + o))
+
+    x = np.array([-13, 5, -128, 127, -1, 64, -64, 3], np.int8)
+    y = np.array([6, 1, 7, 2, 3, 0, 6, 1], np.uint8)
+    z = np.zeros(8, np.uint8)
+    k[(1,)](x, y, z)  # int8 >> uint8 computes in uint8, shifting like int8
+    assert (z == (x >> y.astype(np.int8)).astype(np.uint8)).all()
+    zu = np.zeros(8, np.uint8)
+    k[(1,)](x.view(np.uint8), y, zu)  # an unsigned lhs shifts logically
+    assert (zu == (x.view(np.uint8) >> y)).all()
+
+
+def test_bf16_cumsum_runs_in_fp32():
+    torch = pytest.importorskip("torch")
+
+    @ctriton.jit
+    def k(X, Z, N: tl.constexpr):
+        o = tl.arange(0, N)
+        z = tl.cumsum(tl.load(X + o), axis=0)
+        tl.static_assert(z.dtype == tl.float32)
+        tl.store(Z + o, z)
+
+    x = torch.randn(64).to(torch.bfloat16)
+    z = torch.zeros(64)
+    k[(1,)](x, z, 64)
+    assert torch.allclose(z, torch.cumsum(x.float(), 0), rtol=1e-5, atol=1e-5)

@@ -1,10 +1,11 @@
 /* jit.c: the CPU compile driver. be_cpu_compile lowers the module (lower.c),
  * verifies the LLVM module, runs O3 for the host CPU, keeps the optimized IR
- * and the host assembly (emitted from a clone; both on a thread guarded
- * against LLVM's fatal errors, with error diagnostics routed into the
- * compile's error: backend/llvm), and adds the module to the
- * process's one ORC LLJIT under its own resource tracker, so that
- * be_cpu_result_free can remove the code again. Entry symbols are unique per
+ * and the host assembly (emitted from a clone) and emits an object file
+ * (all of it on a thread guarded against LLVM's fatal errors, with error
+ * diagnostics routed into the compile's error: backend/llvm); the object is
+ * linked into the process's one ORC LLJIT under its own resource tracker,
+ * so that be_cpu_result_free can remove the code again. Only the JIT's
+ * setup and the linking hold the JIT mutex. Entry symbols are unique per
  * compilation (ct_kernel_<n>_<name>).
  *
  * The JIT resolves libm/libc (printf, erff, ...) from the process and the
@@ -248,6 +249,7 @@ typedef struct Codegen {
 	char *llir;               /* malloc'ed */
 	char *emsg;               /* emission failure (LLVM message) */
 	LLVMMemoryBufferRef buf;  /* the assembly */
+	LLVMMemoryBufferRef obj;  /* the object file ORC links */
 } Codegen;
 
 static void run_codegen(void *p)
@@ -261,6 +263,8 @@ static void run_codegen(void *p)
 	char *ir = LLVMPrintModuleToString(c->mod);
 	c->llir = dupstr(ir, strlen(ir));
 	LLVMDisposeMessage(ir);
+	/* code generation changes the IR it runs on: the text from a clone,
+	 * then the object from the module itself */
 	LLVMModuleRef clone = LLVMCloneModule(c->mod);
 	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, clone, LLVMAssemblyFile, &c->emsg, &c->buf)) {
 		if (!c->emsg)
@@ -268,6 +272,11 @@ static void run_codegen(void *p)
 		c->buf = NULL;
 	}
 	LLVMDisposeModule(clone);
+	if (!c->emsg && LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMObjectFile, &c->emsg, &c->obj)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("emitting the object file failed");
+		c->obj = NULL;
+	}
 }
 
 IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
@@ -365,6 +374,8 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 		LLVMDisposeMessage(cw.emsg);
 		if (cw.buf)
 			LLVMDisposeMemoryBuffer(cw.buf);
+		if (cw.obj)
+			LLVMDisposeMemoryBuffer(cw.obj);
 		goto fail;
 	}
 	out->asm_ = dupstr(LLVMGetBufferStart(cw.buf), LLVMGetBufferSize(cw.buf));
@@ -373,20 +384,14 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	LLVMDisposeBuilder(cg.b);
 	LLVMDisposeBuilder(cg.ab);
 	cg.b = cg.ab = NULL;
-	/* ORC owns the context from here on and may outlive diag */
-	be_llvm_watch(cg.ctx, NULL);
-	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContextFromLLVMContext(cg.ctx);
-	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(cg.mod, tsc);
-	LLVMOrcDisposeThreadSafeContext(tsc);
-	cg.ctx = NULL;
-	cg.mod = NULL;
 	pthread_mutex_lock(&jit_mu);
 	locked = true;
 	LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
-	LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, rt, tsm);
+	LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit, rt, cw.obj); /* takes cw.obj */
+	cw.obj = NULL;
 	if (e) {
 		LLVMOrcReleaseResourceTracker(rt);
-		err = llvm_error(ictx, "adding the module", take_error(e));
+		err = llvm_error(ictx, "adding the object", take_error(e));
 		goto fail;
 	}
 	LLVMOrcExecutorAddress addr = 0;

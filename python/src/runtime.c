@@ -842,8 +842,8 @@ static int int_seq(PyObject *o, Py_ssize_t *out, int max)
 
 /* The extent of tensor-like v whose element 0 is at ptr: numpy arrays and
  * other buffers by their view, torch tensors by shape, stride() and
- * element_size(), TensorWrapper by its base, array-interface objects by
- * shape/strides/typestr. Unknown: [0, UINT64_MAX) (unchecked). */
+ * element_size(), TensorWrapper by its base. Anything else: [0,
+ * UINT64_MAX), unchecked. */
 static void tensor_extent(PyObject *v, uint64_t ptr, uint64_t *lo, uint64_t *hi)
 {
 	*lo = 0;

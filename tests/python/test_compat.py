@@ -629,3 +629,18 @@ def test_jit_cache_hooks_and_fp_fusion_knob(monkeypatch):
     assert o[0] == 1.5
     assert seen == [("pre", "hooked", False, False), ("post", "hooked", False, True)]
     assert knobs.runtime.jit_cache_hook is None
+
+
+def test_slice_written_with_none():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o):
+        data = tl.arange(0, 8)
+        t = data[None, None:]
+        tl.static_assert(t.shape == (1, 8))
+        tl.store(o + tl.arange(0, 8)[None, :], t)
+
+    o = np.zeros(8, np.int32)
+    k[(1,)](o)
+    assert (o == np.arange(8)).all()

@@ -148,6 +148,7 @@ def _reason(text):
     m = re.search(r"error: (.*)", pick)
     if m:
         pick = m.group(1)
+    pick = re.sub(r"^[\w.]*(CompilationError|CompileError): \S+:\d+:\d+: ", "", pick)
     return pick[:160]
 
 
@@ -219,6 +220,21 @@ def cmd_report(args):
     for f, c in list(per_file.items()) + [("**all**", tot)]:
         out.append(f"| {f} | {c['passed']} | {c['failed']} | {c['error']} | {c['skipped']} | "
                    f"{rate(c)} |")
+    if args.compare:
+        old = _read_results(args.compare)
+        both = sorted(set(old) & set(res))
+        c_old = collections.Counter(old[n][0] for n in both)
+        c_new = collections.Counter(res[n][0] for n in both)
+        out.append("")
+        out.append(f"Compared with the run in `{os.path.basename(args.compare.rstrip('/'))}` "
+                   f"({args.compare_label or 'an earlier build'}), on the {len(both)} cases both "
+                   "reported:")
+        out.append("")
+        out.append("| run | passed | failed + errors | skipped | pass rate |")
+        out.append("|---|---|---|---|---|")
+        for label, c in (("earlier", c_old), ("this one", c_new)):
+            out.append(f"| {label} | {c['passed']} | {c['failed'] + c['error']} | {c['skipped']} | "
+                       f"{rate(c)} |")
     out.append("")
     out.append("## Failures by test and reason")
     out.append("")
@@ -259,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", help="run only chunks whose name contains one of these")
     ap.add_argument("--force", action="store_true", help="rerun chunks that have results")
     ap.add_argument("--out", default=None, help="results file")
+    ap.add_argument("--compare", default=None, help="report: another run's work folder to compare with")
+    ap.add_argument("--compare-label", default=None, help="report: what that run was")
     args = ap.parse_args(argv)
     args.work = args.work or f"/tmp/ctriton-upstream-{args.device}"
     args.out = args.out or os.path.join(ROOT, "bench", "results", f"upstream-{args.device}.md")

@@ -335,8 +335,10 @@ class autotuning_knobs(base_knobs):
 class runtime_knobs(base_knobs):
     """Launch-time settings and hooks. ``jit_cache_hook(key=..., repr=...,
     fn=..., compile=..., is_manual_warmup=..., already_compiled=...)`` runs
-    before a kernel is compiled (returning False skips the compile), and
-    ``jit_post_compile_hook`` after."""
+    before a kernel is compiled and ``jit_post_compile_hook`` after (their
+    results are not used: ctriton always compiles). The launch and
+    kernel-load hook chains are kept for programs that register hooks;
+    ctriton's C launch path does not call them."""
     interpret = env_bool("TRITON_INTERPRET")
     debug = env_bool("TRITON_DEBUG")
     override_arch = env_opt_str("TRITON_OVERRIDE_ARCH")

@@ -865,6 +865,17 @@ static PyObject *child(Fe *fe, PyObject *node, const char *name)
 	return fe_attr(fe, node, name);
 }
 
+/* A slice bound that is left out (x[:]) or written None (x[None:]). */
+static bool none_or_absent(Fe *fe, PyObject *n)
+{
+	if (!n || n == Py_None)
+		return true;
+	if (fe_kind(fe, n) != N_Constant)
+		return false;
+	PyObject *v = fe_attr(fe, n, "value");
+	return v == Py_None;
+}
+
 static FeVal *make_tuple(Fe *fe, int n, FeVal **items)
 {
 	bool all_const = true;
@@ -929,8 +940,8 @@ static FeVal *subscript(Fe *fe, PyObject *node)
 		for (Py_ssize_t i = 0; i < PyList_Size(elts); i++) {
 			PyObject *e = PyList_GetItem(elts, i);
 			FeNode k = fe_kind(fe, e);
-			if (k == N_Slice && child(fe, e, "lower") == Py_None &&
-			    child(fe, e, "upper") == Py_None && child(fe, e, "step") == Py_None) {
+			if (k == N_Slice && none_or_absent(fe, child(fe, e, "lower")) &&
+			    none_or_absent(fe, child(fe, e, "upper")) && none_or_absent(fe, child(fe, e, "step"))) {
 				dim++;
 				continue;
 			}

@@ -603,3 +603,44 @@ def test_bf16_cumsum_runs_in_fp32():
     z = torch.zeros(64)
     k[(1,)](x, z, 64)
     assert torch.allclose(z, torch.cumsum(x.float(), 0), rtol=1e-5, atol=1e-5)
+
+
+def test_jit_cache_hooks_and_fp_fusion_knob(monkeypatch):
+    np = pytest.importorskip("numpy")
+    seen = []
+
+    def pre(**kw):
+        seen.append(("pre", kw["fn"].name, kw["compile"]["enable_fp_fusion"], kw["already_compiled"]))
+
+    def post(**kw):
+        seen.append(("post", kw["fn"].name, kw["compile"]["enable_fp_fusion"], kw["already_compiled"]))
+
+    @ctriton.jit
+    def hooked(o):
+        tl.store(o, 1.5)
+
+    with knobs.runtime.scope(), knobs.language.scope():
+        knobs.runtime.jit_cache_hook = pre
+        knobs.runtime.jit_post_compile_hook = post
+        knobs.language.default_fp_fusion = False
+        o = np.zeros(1, np.float32)
+        hooked[(1,)](o)
+        hooked[(1,)](o)  # cached in memory: no second compile
+    assert o[0] == 1.5
+    assert seen == [("pre", "hooked", False, False), ("post", "hooked", False, True)]
+    assert knobs.runtime.jit_cache_hook is None
+
+
+def test_slice_written_with_none():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o):
+        data = tl.arange(0, 8)
+        t = data[None, None:]
+        tl.static_assert(t.shape == (1, 8))
+        tl.store(o + tl.arange(0, 8)[None, :], t)
+
+    o = np.zeros(8, np.int32)
+    k[(1,)](o)
+    assert (o == np.arange(8)).all()

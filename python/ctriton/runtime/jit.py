@@ -102,6 +102,15 @@ class _GlobalsFinder(ast.NodeVisitor):
             self.generic_visit(node)
 
 
+class JitFunctionInfo:
+    """What a jit hook is told about the function: module, name, JITFunction."""
+
+    def __init__(self, module, name, jit_function):
+        self.module = module
+        self.name = name
+        self.jit_function = jit_function
+
+
 class MockTensor:
     """Stands for a tensor in warmup() when a dtype is passed instead."""
 
@@ -209,17 +218,50 @@ class JITFunction(KernelInterface):
                 constexprs[name] = bound[name] if name in self.constexpr_params else k
             elif k == "D":
                 attrs[name] = {"divisibility": 16}
+        from .. import knobs
         opts = dict(options)
         if opts.get("debug") is None:
             dbg = self.debug
             if dbg is None:
-                from .. import knobs
                 dbg = knobs.runtime.debug
             opts["debug"] = bool(dbg)
         if opts.get("sanitize") is None and self.sanitize is not None:
             opts["sanitize"] = bool(self.sanitize)
+        if opts.get("enable_fp_fusion") is None:
+            opts["enable_fp_fusion"] = knobs.language.default_fp_fusion
         src = ASTSource(self, signature, constexprs, attrs)
-        return compile(src, target=driver.active.get_current_target(), options=opts)
+        hook_args = None
+        if knobs.runtime.jit_cache_hook or knobs.runtime.jit_post_compile_hook:
+            hook_args = self._hook_args(src, opts)
+            if knobs.runtime.jit_cache_hook is not None:
+                knobs.runtime.jit_cache_hook(**hook_args, already_compiled=False)
+        k = compile(src, target=driver.active.get_current_target(), options=opts)
+        if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:
+            knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
+        return k
+
+    def _hook_args(self, src, opts):
+        """The keyword arguments of knobs.runtime.jit_cache_hook and
+        jit_post_compile_hook for this compilation (Triton's shape)."""
+        import json
+        import sys
+        from .driver import driver
+        compile_info = {
+            "key": src.hash(), "signature": dict(src.signature),
+            "device": driver.active.get_current_device(), "constants": dict(src.constexprs),
+            "num_warps": opts.get("num_warps"), "num_ctas": opts.get("num_ctas"),
+            "num_stages": opts.get("num_stages"), "enable_fp_fusion": opts.get("enable_fp_fusion"),
+            "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
+            "extern_libs": tuple(opts.get("extern_libs") or ()),
+            "configs": [dict(src.attrs)],
+            "specialization_data": json.dumps({"name": self.__name__,
+                                               "signature": {k: str(v) for k, v in src.signature.items()},
+                                               "constexprs": {str(k): repr(v) for k, v in src.constexprs.items()}}),
+            "is_warmup": False,
+        }
+        info = JitFunctionInfo(sys.modules.get(self.__module__), self.__name__, self)
+        return {"key": src.hash(), "repr": repr(self), "fn": info, "compile": compile_info,
+                "is_manual_warmup": False}
 
     @property
     def __globals__(self):

@@ -333,10 +333,13 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
  *     A B slot filled transposed ([N][K]) is read the same way, untransposed. */
 static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
 {
+	/* base >> 4 fits the 14-bit field (shared addresses are below 256 KiB)
+	 * and off is a multiple of 16 inside the tile: the descriptor of the
+	 * tile plus a constant, which LLVM folds into one add per use */
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
-	LLVMValueRef a = LLVMBuildAdd(nv->b, base, nv_i32(nv, off), "");
-	a = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, a, nv_i32(nv, 4), ""), nv_i32(nv, 0x3FFF), "");
-	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+	LLVMValueRef a = LLVMBuildLShr(nv->b, base, nv_i32(nv, 4), "");
+	LLVMValueRef d = LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+	return LLVMBuildAdd(nv->b, d, LLVMConstInt(i64, (uint64_t)off >> 4, 0), "");
 }
 
 static uint64_t desc_b_bits(int64_t K, int64_t N)
@@ -365,6 +368,8 @@ static const char *wgmma_type(IrTypeKind k)
 	default: return NULL;
 	}
 }
+
+static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n);
 
 /* One inline asm statement; operands: nout "=f" outputs tied to the first
  * nout inputs, then the rest. */
@@ -421,6 +426,28 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
+	/* A from registers: every fragment packed before the fence, so that no
+	 * instruction between the MMAs of the group writes their operands
+	 * (ptxas would fence before each MMA) */
+	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
+	LLVMValueRef *apk = NULL;
+	if (!asmem) {
+		apk = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nm * nk * 4));
+		for (int mi = 0; mi < nm; mi++)
+			for (int ki = 0; ki < nk; ki++)
+				for (int i = 0; i < 4; i++)
+					apk[(mi * nk + ki) * 4 + i] =
+						pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+						      reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+	}
+	/* constant accumulators (a zero init) get their registers before the
+	 * fence too: through an empty statement, or LLVM would materialize them
+	 * between the MMAs */
+	bool konst = false;
+	for (int r = 0; r < mc.n && !konst; r++)
+		konst = LLVMIsConstant(acc[r]);
+	if (konst)
+		tie_regs(nv, "", acc, mc.n);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
 	int nacc = in / 2, na = asmem ? 1 : 4;
 	int *cr = ir_alloc(nv->ctx, sizeof(int) * (size_t)nacc);
@@ -456,7 +483,6 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	u += sprintf(cons + u, asmem ? "l,l,r" : "r,r,r,r,l,r");
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, ",%d", i);
-	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
 	for (int mi = 0; mi < nm; mi++)
 		for (int b = 0; b < nb; b++) {
 			for (int c = 0; c < in / 8; c++)
@@ -471,8 +497,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					args[0] = desc_at(nv, abase, off, desc_kmajor_bits(rb));
 				} else {
 					for (int i = 0; i < 4; i++)
-						args[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
-								reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+						args[i] = apk[(mi * nk + ki) * 4 + i];
 				}
 				if (bkm) /* rows n of b's block, like A */
 					args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
@@ -514,6 +539,15 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
  * reads them earlier; regs get the values after the wait. */
 static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 {
+	char text[48];
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+	tie_regs(nv, text, regs, n);
+}
+
+/* One asm statement (text) with regs (f32 or i32) tied through it, so that
+ * nothing reads them before it; regs get its outputs. */
+static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n)
+{
 	LLVMTypeRef ty = LLVMTypeOf(regs[0]);
 	bool isint = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind;
 	LLVMTypeRef *wt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
@@ -525,8 +559,6 @@ static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 		u += sprintf(wc + u, "%s=%s", i ? "," : "", isint ? "r" : "f");
 	for (int i = 0; i < n; i++)
 		u += sprintf(wc + u, ",%d", i);
-	char text[48];
-	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
 	LLVMValueRef w = asm_call(nv, text, wc, LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), regs, n);
 	for (int i = 0; i < n; i++)
 		regs[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");

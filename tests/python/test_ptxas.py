@@ -176,6 +176,24 @@ def test_matmul_wgmma_no_spills(cfg):
         assert body.index("cp.async.cg") < body.index("wgmma.wait_group")
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
     assert k.n_regs <= 255
+    assert not _ptxas_serializes(ptx)
+
+
+def _ptxas_serializes(ptx):
+    """ptxas's C7515 / C7519 advisories: it serialized the warpgroup MMAs
+    (waiting after each one) because other instructions write their
+    accumulators, or fenced before each one because other instructions
+    write their register operands."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([PTXAS, "-arch=sm_90a", src, "-o", os.path.join(d, "k.cubin")],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return "C7515" in r.stderr or "C7519" in r.stderr
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
@@ -211,4 +229,5 @@ def test_attention_p_stays_in_registers():
     assert "transposed = 1" in ttgir and ttgir.count("local_read") == 2
     assert re.search(r"wgmma.mma_async[^;]*, p, 1, 1, 0, 0;", ptx)  # B (K) untransposed
     assert k.n_spills == 0
+    assert not _ptxas_serializes(ptx)
     assert "exp2" in ttgir and any("exp2" in ln and "#mma<version = [3, 0]" in ln for ln in ttgir.splitlines())

@@ -461,9 +461,19 @@ LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 		case OP_NEG: r = LLVMBuildFNeg(cg->b, a[0], ""); break;
 		case OP_MIN:
 		case OP_MAX: {
-			const char *n = opc == OP_MIN ? (nan_all(op) ? "llvm.minimum" : "llvm.minnum")
-						      : (nan_all(op) ? "llvm.maximum" : "llvm.maxnum");
-			r = cg_intrinsic(cg, n, &ft, 1, a, 2);
+			if (nan_all(op)) {
+				r = cg_intrinsic(cg, opc == OP_MIN ? "llvm.minimum" : "llvm.maximum", &ft, 1, a, 2);
+				break;
+			}
+			/* minnum/maxnum semantics (a NaN operand yields the other one)
+			 * as compares and selects, not llvm.minnum/maxnum: LLVM 22's
+			 * loop vectorizer drops the scalar remainder of minnum/maxnum
+			 * reductions vectorized with NaN checks (llvm-project#209159) */
+			LLVMRealPredicate pr = opc == OP_MIN ? LLVMRealOLT : LLVMRealOGT;
+			LLVMValueRef pick = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, pr, a[0], a[1], ""),
+							    a[0], a[1], "");
+			LLVMValueRef bnan = LLVMBuildFCmp(cg->b, LLVMRealUNO, a[1], a[1], "");
+			r = LLVMBuildSelect(cg->b, bnan, a[0], pick, "");
 			break;
 		}
 		case OP_CMP: return cmp(cg, op, ot, a[0], a[1]);

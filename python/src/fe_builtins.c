@@ -88,14 +88,13 @@ static const IrType *dtype_arg(Fe *fe, PyObject *node, Call *c, FeVal *v, const 
 
 static int norm_axis(Fe *fe, PyObject *node, Call *c, int64_t axis, int rank)
 {
-	if (axis < 0)
-		axis += rank;
-	if (axis < 0 || axis >= rank) {
-		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): axis %lld is out of range for a tensor of rank %d", c->name,
-		       (long long)axis, rank);
+	int64_t a = axis < 0 ? axis + rank : axis;
+	if (a < 0 || a >= rank) {
+		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): invalid axis %lld. Expected %d <= axis < %d", c->name,
+		       (long long)axis, -rank, rank);
 		return -1;
 	}
-	return (int)axis;
+	return (int)a;
 }
 
 static int rank_of(const IrType *t)
@@ -133,8 +132,8 @@ static FeVal *bi_program_id(Fe *fe, PyObject *node, Call *c)
 	if (c->a[0] && !const_int(fe, node, c, c->a[0], "axis", &axis))
 		return NULL;
 	if (axis < 0 || axis > 2)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): axis must be 0, 1 or 2, got %lld", c->name,
-			      (long long)axis);
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): program_id axis must be 0, 1, or 2 but got %lld",
+			      c->name, (long long)axis);
 	if (strcmp(c->name, "program_id") == 0)
 		return t_(fe, ir_program_id(&fe->b, (int)axis));
 	IrValue *r = ir_build1(&fe->b, OP_NUM_PROGRAMS, T(fe, TY_I32), 0, NULL);
@@ -818,6 +817,16 @@ static FeVal *bi_expand_dims(Fe *fe, PyObject *node, Call *c)
 				axes[i] = axes[j];
 				axes[j] = tmp;
 			}
+	for (int i = 1; i < n; i++)
+		if (axes[i] == axes[i - 1]) {
+			char buf[128];
+			int k = snprintf(buf, sizeof buf, "[");
+			for (int j = 0; j < n && k < (int)sizeof buf - 24; j++)
+				k += snprintf(buf + k, sizeof buf - k, "%s%lld", j ? ", " : "", (long long)axes[j]);
+			snprintf(buf + k, sizeof buf - k, "]");
+			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): duplicate axes, normalized axes = %s",
+				      c->name, buf);
+		}
 	for (int i = 0; i < n; i++) {
 		if (!ir_is_block(x->type)) {
 			int64_t one = 1;

@@ -4,7 +4,8 @@ Stages (the C driver, jit/compile.c, runs 2-4 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
   2. parse + verify
   3. backend    cuda: ttgir, llir, ptx (+ cubin by ptxas); cpu: llir, asm, code
-Disk cache: $CTRITON_CACHE_DIR (default ~/.cache/ctriton), one entry per
+Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
+default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
 specialization, options, target). Entries are checksummed; a corrupt one is
 recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr.
@@ -71,7 +72,8 @@ def parse_options(options, backend="cuda"):
                            f"({', '.join(DEFAULT_OPTIONS)}, ...)")
         if v is not None or k in DEFAULT_OPTIONS:
             opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
-    if os.environ.get("CTRITON_DEBUG", "0") not in ("", "0"):
+    from .. import knobs
+    if knobs.runtime.debug:
         opts["debug"] = True
     if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
         opts["sanitize"] = True
@@ -338,9 +340,10 @@ def compile(src, target=None, options=None):
     key = _C.sha256(json.dumps([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
                                 sorted((k, repr(v)) for k, v in opts.items())]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
-    root = _C.cache_root()
+    from .. import knobs
+    root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
-    use_cache = os.environ.get("CTRITON_ALWAYS_COMPILE", "0") in ("", "0")
+    use_cache = not knobs.compilation.always_compile
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
 

@@ -18,6 +18,28 @@ import textwrap
 
 from .. import _C
 from .interface import KernelInterface
+from .tensor import TensorWrapper, reinterpret  # noqa: F401  (Triton's names live here)
+from .constexpr_function import constexpr_function  # noqa: F401
+
+# Every spelling of a scalar type (Triton's, numpy's and torch's names, C
+# names, signature strings) -> its signature string: "float32" -> "fp32",
+# "int1"/"bool" -> "u1", "uint16" -> "u16".
+type_canonicalisation_dict = {"bool": "u1", "int1": "u1", "uint1": "u1", "i1": "u1",
+                              "half": "fp16", "float16": "fp16", "bfloat16": "bf16",
+                              "float": "fp32", "float32": "fp32",
+                              "double": "fp64", "float64": "fp64",
+                              "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv",
+                              "float8e5": "fp8e5", "float8_e5m2": "fp8e5",
+                              "float8e4b15": "fp8e4b15",
+                              "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8",
+                              "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16",
+                              "int": "i32", "void": "void"}
+for _b in (8, 16, 32, 64):
+    type_canonicalisation_dict[f"int{_b}"] = f"i{_b}"
+    type_canonicalisation_dict[f"uint{_b}"] = f"u{_b}"
+for _v in list(type_canonicalisation_dict.values()):
+    type_canonicalisation_dict[_v] = _v
+del _b, _v
 
 
 def _is_constexpr_annotation(ann):
@@ -100,7 +122,6 @@ class JITFunction(KernelInterface):
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
-        self.__globals__ = fn.__globals__
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         lines, first = inspect.getsourcelines(fn)
         src = textwrap.dedent("".join(lines))
@@ -108,7 +129,7 @@ class JITFunction(KernelInterface):
         tree = ast.parse(src)
         fdef = tree.body[0]
         def_line = fdef.lineno  # 1-based within src, after the decorators
-        self.src = "\n".join(src.splitlines()[def_line - 1:]) + "\n"
+        self._src = "\n".join(src.splitlines()[def_line - 1:]) + "\n"
         self.starting_line = first + def_line - 1
         sig = inspect.signature(fn)
         self.signature = sig
@@ -192,12 +213,58 @@ class JITFunction(KernelInterface):
         if opts.get("debug") is None:
             dbg = self.debug
             if dbg is None:
-                dbg = os.environ.get("CTRITON_DEBUG", "0") not in ("", "0")
+                from .. import knobs
+                dbg = knobs.runtime.debug
             opts["debug"] = bool(dbg)
         if opts.get("sanitize") is None and self.sanitize is not None:
             opts["sanitize"] = bool(self.sanitize)
         src = ASTSource(self, signature, constexprs, attrs)
         return compile(src, target=driver.active.get_current_target(), options=opts)
+
+    @property
+    def __globals__(self):
+        """The names the kernel can read besides its locals: the function's
+        globals, and the free variables of an enclosing function (closure
+        cells, current values) on top, as Triton's capture scope."""
+        fn = self.fn
+        if not fn.__closure__:
+            return fn.__globals__
+        scope = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # an empty cell: not yet bound
+                pass
+        return scope
+
+    # -- source ---------------------------------------------------------
+    @property
+    def src(self):
+        """The function's source from its ``def`` line (what is compiled)."""
+        return self._src
+
+    @src.setter
+    def src(self, value):
+        raise AttributeError("Cannot set attribute 'src' directly. Use '_unsafe_update_src()' "
+                             "and manually clear `.hash` of all callers instead.")
+
+    def _unsafe_update_src(self, new_src):
+        """Replaces the source that is compiled (the Python function stays);
+        drops the compiled variants and the cache key. Callers' keys are not
+        recomputed: that is the caller's business, as in Triton."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src: expected a str, got {type(new_src).__name__}")
+        self._src = new_src
+        self._cache_key = None
+        self._rt.clear()
+
+    @property
+    def hash(self):
+        return self._cache_key
+
+    @hash.setter
+    def hash(self, value):
+        self._cache_key = value
 
     # -- identity -------------------------------------------------------
     @property
@@ -209,12 +276,13 @@ class JITFunction(KernelInterface):
             parts = [self.src, str(self.starting_line), str(self.noinline)]
             finder = _GlobalsFinder()
             finder.visit(ast.parse(self.src))
+            scope = self.__globals__
             seen = set()
             for chain in finder.names:
                 if chain in seen:
                     continue
                 seen.add(chain)
-                obj = self.__globals__.get(chain[0], None)
+                obj = scope.get(chain[0], None)
                 for attr in chain[1:]:
                     if obj is None or inspect.ismodule(obj) is False and \
                             not hasattr(obj, "__dict__"):

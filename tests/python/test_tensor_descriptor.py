@@ -412,6 +412,33 @@ def test_atomic_add(dtype):
 # -- errors --------------------------------------------------------------------------
 
 @triton.jit
+def _annotated(v: tl.constexpr, n: tl.constexpr):
+    return v + tl.arange(0, n)
+
+
+@triton.jit
+def annotated_kernel(x_ptr, k, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), _annotated(k, N))
+
+
+@triton.jit
+def annotated_bad_kernel(x_ptr, k, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), _annotated(N, k))
+
+
+@requires_cpu
+def test_callee_constexpr_annotation_takes_a_tensor():
+    """A tensor given to a callee parameter annotated tl.constexpr is bound
+    as the tensor (Triton ignores callee annotations); a use that needs a
+    constant is the error."""
+    out = np.zeros(16, np.int32)
+    annotated_kernel[(1,)](out, 5, 16)
+    np.testing.assert_array_equal(out, np.arange(16) + 5)
+    with pytest.raises(triton.CompilationError, match="arange"):
+        _ttir(annotated_bad_kernel, {"x_ptr": "*i32", "k": "i32"}, dict(N=16))
+
+
+@triton.jit
 def bad_kernel(p, M, CASE: tl.constexpr):
     if CASE == 0:
         d = tl.make_tensor_descriptor(p, [M, M], [M, 1], [16, 12])
@@ -462,9 +489,9 @@ def test_sm90_matmul_descriptor_pipelined():
 @triton.jit
 def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.constexpr, start_m, qk_scale,
                     BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                    STAGE: tl.constexpr, offs_m, offs_n, N_CTX):
-    # (upstream annotates offs_m, offs_n and N_CTX tl.constexpr while passing tensors,
-    # which Triton ignores and ctriton rejects)
+                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
+    # (as upstream: offs_m, offs_n and N_CTX are annotated tl.constexpr but
+    # given tensors; Triton ignores a callee's annotations)
     if STAGE == 1:
         lo, hi = 0, start_m * BLOCK_M
     elif STAGE == 2:

@@ -356,12 +356,13 @@ static bool wgmma_types(const IrOp *dot)
  * so that warp w of warpgroup g holds rows 16 w + 64 k, the fragments of
  * mma.sync per warp; a warpgroup's instruction covers 64 rows and instr_n
  * contiguous columns, B read from shared memory by descriptor. Taken when
- * every warpgroup gets whole 64-row instructions and N is a multiple of 64
- * (the 128-byte swizzled B tile holds whole atoms), else NULL. */
+ * every warpgroup gets whole 64-row instructions and N is 16, 32 or a
+ * multiple of 64 (a B tile read transposed is 32-, 64- or 128-byte
+ * swizzled, the last in whole 64-column atoms), else NULL. */
 
 static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K, const AnGpuOptions *o)
 {
-	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || N % 64 ||
+	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || (N % 64 && N != 32 && N != 16) ||
 	    M % (16 * (int64_t)o->num_warps))
 		return NULL;
 	IrLayout l;

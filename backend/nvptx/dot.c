@@ -326,7 +326,8 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
  * 2: 64, 3: 32).
  *   B [K][N], N contiguous ("MN-major", read transposed), N a multiple of
  *     64: 64-column blocks of K rows of 128 bytes, LBO = K * 128 bytes
- *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle.
+ *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle;
+ *     N = 32 or 16: rows of 64 or 32 bytes, SBO = 8 rows, that swizzle.
  *   A [M][K], K contiguous ("K-major"): rows of rb = min(K, 64) * 2 bytes
  *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row).
  *     A B slot filled transposed ([N][K]) is read the same way, untransposed. */
@@ -338,8 +339,10 @@ static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
 	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
 }
 
-static uint64_t desc_b_bits(int64_t K)
+static uint64_t desc_b_bits(int64_t K, int64_t N)
 {
+	if (N < 64) /* one atom column of 64- or 32-byte rows */
+		return 1ull << 16 | (uint64_t)(8 * N * 2 >> 4) << 32 | (uint64_t)(N == 32 ? 2 : 3) << 62;
 	return ((uint64_t)(K * 128) >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
 }
 
@@ -474,9 +477,10 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 				if (bkm) /* rows n of b's block, like A */
 					args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
 							   desc_kmajor_bits(rb));
-				else /* 64-column blocks of K rows; K step: 16 rows of 128 bytes */
-					args[na] = desc_at(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128,
-							   desc_b_bits(K));
+				else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
+					args[na] = desc_at(nv, bbase,
+							   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
+							   desc_b_bits(K, N));
 				args[na + 1] = nv_i32(nv, 1);
 				for (int i = 0; i < nacc; i++)
 					args[na + 2 + i] = acc[cr[i]];
@@ -526,6 +530,11 @@ static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 	LLVMValueRef w = asm_call(nv, text, wc, LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), regs, n);
 	for (int i = 0; i < n; i++)
 		regs[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
+}
+
+void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
+{
+	wait_tied(nv, 0, regs, n);
 }
 
 /* The wait for the dot in flight (at most `pending` groups left). */

@@ -402,6 +402,12 @@ static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 	if (!p || !ptr_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
+	const char *kind = c->name + strlen("atomic_");
+	/* Triton's rules: no 8-bit or 16-bit integers, no fp8; fp16/bf16 only add */
+	if (ir_type_bits(elem) < 16 || elem->kind == TY_I16 || elem->kind == TY_U16 ||
+	    ((elem->kind == TY_F16 || elem->kind == TY_BF16) && strcmp(kind, "add") != 0))
+		return fe_err(fe, node, IR_ERR_TYPE, "atomic_%s does not support %s", kind,
+			      fe_tyname(fe, elem));
 	IrValue *v = fe_to_ir(fe, node, c->a[1], elem);
 	if (!v || !fe_broadcast_pair(fe, node, &p, &v))
 		return NULL;
@@ -1531,6 +1537,8 @@ static FeVal *bi_cumsum(Fe *fe, PyObject *node, Call *c)
 		x = fe_cast(fe, node, x, d, NULL, false);
 	} else if (ir_is_int(e) && ir_type_bits(e) < 32)
 		x = fe_cast(fe, node, x, T(fe, ir_is_signed(e) ? TY_I32 : TY_U32), NULL, false);
+	else if (e->kind == TY_BF16) /* as Triton: bf16 scans run (and return) in fp32 */
+		x = fe_cast(fe, node, x, T(fe, TY_F32), NULL, false);
 	Combiner cb = {strcmp(c->name, "cumsum") == 0 ? C_ADD : C_MUL, false, NULL};
 	return scan_common(fe, node, c, 1, &x, c->a[1], c->a[2], &cb);
 }
@@ -1625,20 +1633,20 @@ static const struct Builtin {
 	{"full", "shape, value, dtype", bi_full, false},
 	{"zeros", "shape, dtype=", bi_zeros, false},
 	{"zeros_like", "input", bi_zeros_like, false},
-	{"cast", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, false},
+	{"cast", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, true},
 	{"to", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, true},
 	{"to_tensor", "x", bi_to_tensor, false},
 	{"load", "pointer, mask=, other=, boundary_check=, padding_option=, cache_modifier=, eviction_policy=, volatile=",
 	 bi_load, false},
-	{"store", "pointer, value, mask=, boundary_check=, cache_modifier=, eviction_policy=", bi_store, false},
-	{"atomic_add", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_max", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_min", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_and", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_or", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_xor", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_xchg", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_cas", "pointer, cmp, val, sem=, scope=", bi_atomic_cas, false},
+	{"store", "pointer, value, mask=, boundary_check=, cache_modifier=, eviction_policy=", bi_store, true},
+	{"atomic_add", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_max", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_min", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_and", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_or", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_xor", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_xchg", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_cas", "pointer, cmp, val, sem=, scope=", bi_atomic_cas, true},
 	{"where", "condition, x, y", bi_where, false},
 	{"minimum", "x, y, propagate_nan=", bi_minmax, false},
 	{"maximum", "x, y, propagate_nan=", bi_minmax, false},
@@ -1648,7 +1656,7 @@ static const struct Builtin {
 	{"log", "x", bi_math1, true},
 	{"log2", "x", bi_math1, true},
 	{"sqrt", "x", bi_math1, true},
-	{"sqrt_rn", "x", bi_math1, false},
+	{"sqrt_rn", "x", bi_math1, true},
 	{"rsqrt", "x", bi_math1, true},
 	{"sin", "x", bi_math1, true},
 	{"cos", "x", bi_math1, true},
@@ -1687,7 +1695,7 @@ static const struct Builtin {
 	{"cat", "input, other, can_reorder=, dim=", bi_cat, false},
 	{"join", "a, b", bi_join, false},
 	{"split", "a", bi_split, true},
-	{"gather", "src, index, axis", bi_gather, false},
+	{"gather", "src, index, axis", bi_gather, true},
 	{"histogram", "input, num_bins, mask=", bi_histogram, true},
 	{"multiple_of", "input, values", bi_hint, false},
 	{"max_contiguous", "input, values", bi_hint, false},

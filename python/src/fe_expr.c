@@ -253,7 +253,7 @@ static IrValue *const_of(Fe *fe, PyObject *node, PyObject *o, const IrType *t)
 	if (v < 0 && overflow == 0 && !ir_is_signed(e) && e->kind != TY_I1)
 		return fe_err(fe, node, IR_ERR_VALUE,
 			      "Cannot perform a binary operation between an unsigned tensor (%s) and a "
-			      "negative scalar (%lld); cast one of them explicitly",
+			      "negative scalar (the negative constant %lld); cast one of them explicitly",
 			      fe_tyname(fe, e), v);
 	if (e->kind == TY_I1)
 		v = v != 0;
@@ -589,6 +589,17 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 			      "operator %s is not supported on tensors (use tl.math / libdevice functions)",
 			      op_symbol(op));
 	}
+	/* Triton picks the right shift by the left operand's own signedness:
+	   a signed lhs shifts arithmetically even when the common type is unsigned */
+	if (op == N_RShift && fe_is_tensor(a) && ir_is_signed(at) && ir_is_int(t) && !ir_is_signed(t) &&
+	    t->kind >= TY_U8 && t->kind <= TY_U64) {
+		const IrType *st = ty(fe, (IrTypeKind)(t->kind - TY_U8 + TY_I8));
+		IrValue *xs = fe_cast(fe, node, x, st, NULL, true);
+		IrValue *ys = xs ? fe_cast(fe, node, y, st, NULL, true) : NULL;
+		if (!ys)
+			return NULL;
+		return fe_tensor(fe, fe_cast(fe, node, ir_binary(&fe->b, OP_SHR, xs, ys), t, NULL, true));
+	}
 	IrValue *r = ir_binary(&fe->b, opc, x, y);
 	if (op == N_FloorDiv && ir_is_float(t))
 		r = ir_unary(&fe->b, OP_FLOOR, r);
@@ -785,6 +796,13 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 	if (!obj)
 		return NULL;
 	if (fe_is_const(obj)) {
+		/* a Python number in a kernel is a scalar of Triton's type for it */
+		if (strcmp(name, "dtype") == 0 &&
+		    (PyLong_Check(obj->obj) || PyFloat_Check(obj->obj))) {
+			const IrType *t = py_scalar_type(fe, node, obj->obj);
+			PyObject *d = t ? fe_ir_to_dtype(fe, t) : NULL;
+			return d ? fe_const(fe, d) : NULL;
+		}
 		PyObject *r = PyObject_GetAttrString(obj->obj, name);
 		if (!r)
 			return fe_pyerr(fe, node, ir_fmt(fe->ctx, "attribute '%s'", name));

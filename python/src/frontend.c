@@ -618,6 +618,8 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
 	IrError *err = ir_ctx_error(fe.ctx);
+	if (!err) /* acc + dot(a, b) accumulates in the dot */
+		err = ir_combine_dot_add(fe.m);
 	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
 		err = ir_cse_scalars(fe.m);
 	if (!err)

@@ -538,3 +538,68 @@ def test_tuple_of_tensors_in_kernel():
     o = np.zeros(4, np.int32)
     k[(1,)](o)
     assert (o == 3).all()
+
+
+def test_number_dtype_and_cast_method():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(o, N: tl.constexpr):
+        value = 1
+        big = 3000000000
+        x = tl.full([N], value=value, dtype=value.dtype)
+        tl.static_assert(value.dtype == tl.int32 and big.dtype == tl.uint32)
+        tl.static_assert((1.5).dtype == tl.float32)
+        tl.store(o + tl.arange(0, N), x.cast(tl.float32) * 2)
+
+    o = np.zeros(8, np.float32)
+    k[(1,)](o, 8)
+    assert (o == 2).all()
+
+
+@pytest.mark.parametrize("dtype,op", [("int8", "add"), ("int16", "add"), ("uint16", "max"),
+                                      ("float16", "max"), ("float16", "xchg")])
+def test_atomic_unsupported_types(dtype, op):
+    np = pytest.importorskip("numpy")
+    fn = getattr(tl, f"atomic_{op}")
+
+    @ctriton.jit
+    def k(o):
+        fn(o, tl.load(o))
+
+    with pytest.raises(ctriton.CompilationError, match=f"atomic_{op} does not support"):
+        k[(1,)](np.zeros(4, getattr(np, dtype)))
+
+
+def test_signed_lhs_shifts_arithmetically():
+    np = pytest.importorskip("numpy")
+
+    @ctriton.jit
+    def k(X, Y, Z):
+        o = tl.arange(0, 8)
+        tl.store(Z + o, tl.load(X + o) >> tl.load(Y + o))
+
+    x = np.array([-13, 5, -128, 127, -1, 64, -64, 3], np.int8)
+    y = np.array([6, 1, 7, 2, 3, 0, 6, 1], np.uint8)
+    z = np.zeros(8, np.uint8)
+    k[(1,)](x, y, z)  # int8 >> uint8 computes in uint8, shifting like int8
+    assert (z == (x >> y.astype(np.int8)).astype(np.uint8)).all()
+    zu = np.zeros(8, np.uint8)
+    k[(1,)](x.view(np.uint8), y, zu)  # an unsigned lhs shifts logically
+    assert (zu == (x.view(np.uint8) >> y)).all()
+
+
+def test_bf16_cumsum_runs_in_fp32():
+    torch = pytest.importorskip("torch")
+
+    @ctriton.jit
+    def k(X, Z, N: tl.constexpr):
+        o = tl.arange(0, N)
+        z = tl.cumsum(tl.load(X + o), axis=0)
+        tl.static_assert(z.dtype == tl.float32)
+        tl.store(Z + o, z)
+
+    x = torch.randn(64).to(torch.bfloat16)
+    z = torch.zeros(64)
+    k[(1,)](x, z, 64)
+    assert torch.allclose(z, torch.cumsum(x.float(), 0), rtol=1e-5, atol=1e-5)

@@ -13,9 +13,11 @@
  *     base + sum_d (off_d + arange(0, B_d)) * stride_d      (broadcast over d)
  * with the mask AND_d (0 <= off_d + arange(0, B_d) < shape_d) and the padding
  * as `other`; stores and atomics drop the masked-out elements (TMA's
- * semantics). The unit last stride is not multiplied, so the axis analysis
- * sees the contiguous dimension, and every backend path (CPU, cp.async
- * pipelining, tensor cores) applies as to hand-written pointer code. Per the
+ * semantics). `desc.gather(rows, y)` / `desc.scatter(v, rows, y)` take the
+ * block's rows from a 1-D index block instead of off_0 + arange. The unit
+ * last stride is not multiplied, so the axis analysis sees the contiguous
+ * dimension, and every backend path (CPU, cp.async pipelining, tensor
+ * cores) applies as to hand-written pointer code. Per the
  * descriptor contract (16-byte aligned base, 16-byte multiples as strides but
  * the last), the base and runtime strides carry multiple_of hints. Bounds
  * checks that constants prove are left out.
@@ -237,9 +239,11 @@ static int tdesc_block(FeVal *d, int64_t *bs)
 
 /* The pointer block and the bounds mask (NULL when constants prove every
  * element in bounds) of the block at offsets; with pos, dim k of the block
- * is dim pos[k] of the result (a transposed load). */
+ * is dim pos[k] of the result (a transposed load). With rows (gather and
+ * scatter), the block's dim 0 is the rows at those indices instead of
+ * offsets[0] + arange(block_shape[0]). */
 static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const char *what,
-			  const int *pos, FeVal **ptrs, FeVal **mask)
+			  const int *pos, FeVal *rows, FeVal **ptrs, FeVal **mask)
 {
 	int64_t bs[TD_MAX_RANK];
 	int rank = tdesc_block(d, bs), no, ns, nst;
@@ -253,14 +257,20 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 		return false;
 	FeVal *p = d->items[TD_BASE], *m = NULL;
 	for (int k = 0; k < rank; k++) {
-		if (!int_scalar(fe, node, off[k], "offsets", k))
-			return false;
-		FeVal *ra[2] = {const_long(fe, 0), const_long(fe, bs[k])};
-		FeVal *idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
 		int64_t oc = 0, sc = 0, stc = 0;
-		bool off_const = const_int_of(off[k], &oc);
-		if (idx && !(off_const && oc == 0))
-			idx = fe_binop(fe, node, N_Add, off[k], idx);
+		bool off_const = false;
+		FeVal *idx;
+		if (rows && k == 0)
+			idx = rows;
+		else {
+			if (!int_scalar(fe, node, off[k], "offsets", k))
+				return false;
+			FeVal *ra[2] = {const_long(fe, 0), const_long(fe, bs[k])};
+			idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
+			off_const = const_int_of(off[k], &oc);
+			if (idx && !(off_const && oc == 0))
+				idx = fe_binop(fe, node, N_Add, off[k], idx);
+		}
 		for (int j = 0; idx && j < rank; j++)
 			if (j != (pos ? pos[k] : k)) {
 				FeVal *ea[2] = {idx, const_long(fe, j)};
@@ -291,11 +301,14 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 	return true;
 }
 
-/* A stored value must be a block of the descriptor's block shape. */
-static bool check_value(Fe *fe, PyObject *node, FeVal *d, FeVal *v, const char *what)
+/* A stored value must be a block of the descriptor's block shape (with
+ * nrows > 0, of nrows rows: scatter). */
+static bool check_value(Fe *fe, PyObject *node, FeVal *d, FeVal *v, const char *what, int64_t nrows)
 {
 	int64_t bs[TD_MAX_RANK];
 	int rank = tdesc_block(d, bs);
+	if (nrows > 0)
+		bs[0] = nrows;
 	bool ok = fe_is_tensor(v) && ir_is_block(v->v->type) && v->v->type->rank == rank;
 	for (int i = 0; ok && i < rank; i++)
 		ok = v->v->type->shape[i] == bs[i];
@@ -315,10 +328,11 @@ typedef struct FeTdLoad {
 	FeVal *desc, *offsets;
 } FeTdLoad;
 
-static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos)
+static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos,
+			      FeVal *rows)
 {
 	FeVal *p, *m;
-	if (!tdesc_address(fe, node, d, offsets, "load", pos, &p, &m))
+	if (!tdesc_address(fe, node, d, offsets, "load", pos, rows, &p, &m))
 		return NULL;
 	if (!m)
 		return fe_builtin_call(fe, node, "load", NULL, 1, &p, 0, NULL, NULL);
@@ -331,7 +345,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 
 static FeVal *tdesc_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets)
 {
-	FeVal *r = tdesc_emit_load(fe, node, d, offsets, NULL);
+	FeVal *r = tdesc_emit_load(fe, node, d, offsets, NULL, NULL);
 	if (!r || !fe_is_tensor(r) || !r->v->def || r->v->def->opc != OP_LOAD)
 		return r;
 	if (fe->ntdloads == fe->captdloads) {
@@ -380,7 +394,7 @@ void fe_tdesc_finish(Fe *fe)
 			pos[order->ints[k]] = k;
 		ir_builder_before(&fe->b, ld);
 		fe->b.loc = ld->loc;
-		FeVal *r = tdesc_emit_load(fe, l->node, l->desc, l->offsets, pos);
+		FeVal *r = tdesc_emit_load(fe, l->node, l->desc, l->offsets, pos, NULL);
 		if (!r)
 			break;
 		if (r->v->type != t->res[0].type) {
@@ -395,10 +409,12 @@ void fe_tdesc_finish(Fe *fe)
 	fe->b = saved;
 }
 
-/* store and the atomics: `op` is "store" or "atomic_add", ... */
-static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVal *offsets, FeVal *value)
+/* store and the atomics: `op` is "store" or "atomic_add", ...; with rows,
+ * a scatter of those rows. */
+static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVal *offsets, FeVal *value,
+			  FeVal *rows)
 {
-	if (!check_value(fe, node, d, value, op))
+	if (!check_value(fe, node, d, value, op, rows ? rows->v->type->shape[0] : 0))
 		return NULL;
 	const IrType *elem = d->items[TD_BASE]->v->type->elem;
 	if (strcmp(op, "store") != 0) {
@@ -408,8 +424,9 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_F32 || k == TY_F16 ||
 			     k == TY_BF16;
 		else if (strcmp(op, "atomic_min") == 0 || strcmp(op, "atomic_max") == 0)
-			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_I64 || k == TY_F16 ||
-			     k == TY_BF16;
+			/* Triton takes 16-bit floats on sm_90+ only, as TMA
+			 * reductions; ctriton has no atomic min/max on them */
+			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_I64;
 		else
 			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_I64;
 		if (!ok)
@@ -417,13 +434,48 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 				      fe_tyname(fe, elem));
 	}
 	FeVal *p, *m;
-	if (!tdesc_address(fe, node, d, offsets, op, NULL, &p, &m))
+	if (!tdesc_address(fe, node, d, offsets, op, NULL, rows, &p, &m))
 		return NULL;
 	FeVal *args[2] = {p, value};
 	const char *kn[1] = {"mask"};
 	FeVal *kv[1] = {m};
 	FeVal *r = fe_builtin_call(fe, node, op, NULL, 2, args, m ? 1 : 0, kn, kv);
 	return r ? fe_none(fe) : NULL;
+}
+
+/* The rows of desc.gather/scatter: a 1-D block of at least 8 indices into a
+ * 2-D descriptor of one-row blocks at least 32 bytes wide (Triton's rules). */
+static bool check_rows(Fe *fe, PyObject *node, FeVal *d, FeVal *x, const char *what)
+{
+	int64_t bs[TD_MAX_RANK];
+	int rank = tdesc_block(d, bs);
+	PyObject *b = tdesc_block_obj(d);
+	if (rank != 2)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor must be 2D, but got %s", fe_str(fe, b)) != NULL;
+	if (bs[0] != 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor block must have 1 row, but got %s", fe_str(fe, b)) != NULL;
+	if (!fe_is_tensor(x) || !ir_is_block(x->v->type) || x->v->type->rank != 1 ||
+	    !ir_is_int(ir_scalar(x->v->type)))
+		return fe_err(fe, node, IR_ERR_TYPE, "x offsets must be a 1-D block of integers, got %s",
+			      fe_is_tensor(x) ? fe_tyname(fe, x->v->type) : "a constant") != NULL;
+	if (x->v->type->shape[0] < 8)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor %s must have at least 8 rows, but got %lld", what,
+			      (long long)x->v->type->shape[0]) != NULL;
+	int bits = ir_type_bits(d->items[TD_BASE]->v->type->elem);
+	int64_t min_cols = bits <= 32 ? 32 / bits * 8 : 0;
+	if (bs[1] < min_cols)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "descriptor %s of %s must have at least %lld columns, but got %lld", what,
+			      fe_tyname(fe, d->items[TD_BASE]->v->type->elem), (long long)min_cols,
+			      (long long)bs[1]) != NULL;
+	return true;
+}
+
+/* (0, y): the offsets of a gather/scatter, whose dim 0 comes from rows. */
+static FeVal *row_offsets(Fe *fe, FeVal *y)
+{
+	FeVal *items[2] = {const_long(fe, 0), y};
+	return fe_make_tuple(fe, 2, items);
 }
 
 /* Binds positional and keyword arguments to names; false + error. */
@@ -483,10 +535,23 @@ static FeVal *tdesc_method(Fe *fe, PyObject *node, const char *name, FeVal *d, i
 		static const char *names[] = {"offsets", "value"};
 		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
-		return tdesc_write(fe, node, d, name, a[0], a[1]);
+		return tdesc_write(fe, node, d, name, a[0], a[1], NULL);
 	}
-	if (strcmp(name, "gather") == 0 || strcmp(name, "scatter") == 0)
-		return fe_err(fe, node, IR_ERR_VALUE, "desc.%s() is not supported by ctriton", name);
+	if (strcmp(name, "gather") == 0) {
+		static const char *names[] = {"x_offsets", "y_offset"};
+		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a) ||
+		    !check_rows(fe, node, d, a[0], "gather"))
+			return NULL;
+		return tdesc_emit_load(fe, node, d, row_offsets(fe, a[1]), NULL, a[0]);
+	}
+	if (strcmp(name, "scatter") == 0) {
+		static const char *names[] = {"value", "x_offsets", "y_offset"};
+		FeVal *b[3];
+		if (!bind(fe, node, shown, 3, names, 3, nargs, args, nkw, kwn, kwv, b) ||
+		    !check_rows(fe, node, d, b[1], "scatter"))
+			return NULL;
+		return tdesc_write(fe, node, d, "store", row_offsets(fe, b[2]), b[0], b[1]);
+	}
 	return fe_err(fe, node, IR_ERR_VALUE, "'tensor_descriptor' object has no attribute '%s'", name);
 }
 
@@ -552,7 +617,7 @@ FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int 
 			return NULL;
 		if (!fe_is_tdesc(fe, a[0]))
 			return fe_err(fe, node, IR_ERR_TYPE, "tl.store_tensor_descriptor(): desc must be a tensor descriptor");
-		return tdesc_write(fe, node, a[0], "store", a[1], a[2]);
+		return tdesc_write(fe, node, a[0], "store", a[1], a[2], NULL);
 	}
 	*handled = false;
 	return NULL;

@@ -409,6 +409,89 @@ def test_atomic_add(dtype):
     np.testing.assert_allclose(out, ref.astype(dtype), rtol=1e-5, atol=1e-4)
 
 
+# -- gather / scatter (rows by index) and reductions -------------------------------
+
+@triton.jit
+def gather_kernel(out_ptr, in_ptr, idx_ptr, y, X, Y, LD, BX: tl.constexpr, BY: tl.constexpr):
+    idx = tl.load(idx_ptr + tl.arange(0, BX))
+    desc = tl.make_tensor_descriptor(in_ptr, [X, Y], [LD, 1], [1, BY])
+    out = desc.gather(idx, y)
+    tl.store(out_ptr + tl.arange(0, BX)[:, None] * BY + tl.arange(0, BY)[None, :], out)
+
+
+@triton.jit
+def scatter_kernel(out_ptr, in_ptr, idx_ptr, y, X, Y, LD, BX: tl.constexpr, BY: tl.constexpr):
+    idx = tl.load(idx_ptr + tl.arange(0, BX))
+    data = tl.load(in_ptr + tl.arange(0, BX)[:, None] * BY + tl.arange(0, BY)[None, :])
+    desc = tl.make_tensor_descriptor(out_ptr, [X, Y], [LD, 1], [1, BY])
+    desc.scatter(data, idx, y)
+
+
+@requires_cpu
+@pytest.mark.parametrize("y", [0, 8, 20])
+def test_gather_scatter_rows(y):
+    """desc.gather(rows, y) / desc.scatter(v, rows, y): rows outside [0, X)
+    (negative or past the end) and columns past Y read zero / are dropped."""
+    rng = np.random.default_rng(10)
+    X, Y, LD, BX, BY = 20, 30, 32, 16, 16
+    a = rng.standard_normal((X, LD)).astype(np.float32)
+    idx = np.array([3, 0, 19, -1, 20, 7, 7, 12, 100, 5, 1, 2, 18, -5, 9, 10], np.int32)
+    out = np.zeros((BX, BY), np.float32)
+    gather_kernel[(1,)](out, a, idx, y, X, Y, LD, BX, BY)
+    ref = np.zeros((BX, BY), np.float32)
+    for i, r in enumerate(idx):
+        for j in range(BY):
+            if 0 <= r < X and y + j < Y:
+                ref[i, j] = a[r, y + j]
+    np.testing.assert_array_equal(out, ref)
+    perm = np.array([3, 0, 19, -1, 20, 7, 6, 12, 100, 5, 1, 2, 18, -5, 9, 10], np.int32)
+    data = rng.standard_normal((BX, BY)).astype(np.float32)
+    dst = np.full((X, LD), 9, np.float32)
+    scatter_kernel[(1,)](dst, data, perm, y, X, Y, LD, BX, BY)
+    ref = np.full((X, LD), 9, np.float32)
+    for i, r in enumerate(perm):
+        for j in range(BY):
+            if 0 <= r < X and y + j < Y:
+                ref[r, y + j] = data[i, j]
+    np.testing.assert_array_equal(dst, ref)
+
+
+@triton.jit
+def reduce_kernel(out_ptr, val_ptr, KIND: tl.constexpr, B: tl.constexpr):
+    d = tl.make_tensor_descriptor(out_ptr, [B, B], [B, 1], [B, B])
+    v = tl.load(val_ptr + tl.arange(0, B)[:, None] * B + tl.arange(0, B)[None, :])
+    if KIND == "min":
+        d.atomic_min([0, 0], v)
+    elif KIND == "max":
+        d.atomic_max([0, 0], v)
+    elif KIND == "and":
+        d.atomic_and([0, 0], v)
+    elif KIND == "or":
+        d.atomic_or([0, 0], v)
+    else:
+        d.atomic_xor([0, 0], v)
+
+
+@requires_cpu
+@pytest.mark.parametrize("kind", ["min", "max", "and", "or", "xor"])
+def test_reduce_int(kind):
+    rng = np.random.default_rng(11)
+    v = rng.integers(-1000, 1000, (16, 16)).astype(np.int32)
+    out = rng.integers(-1000, 1000, (16, 16)).astype(np.int32)
+    ref = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
+           "xor": np.bitwise_xor}[kind](out, v)
+    reduce_kernel[(1,)](out, v, kind, 16)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("kind,dt", [("min", "*fp16"), ("max", "*bf16"), ("and", "*fp32"), ("xor", "*i8")])
+def test_reduce_unsupported_dtype(kind, dt):
+    """Triton's dtype rules for descriptor reductions (16-bit float min/max
+    exist only as sm_90 TMA reductions, which ctriton does not emit)."""
+    with pytest.raises(triton.CompilationError, match="unsupported dtype"):
+        _ttir(reduce_kernel, {"out_ptr": dt, "val_ptr": dt}, dict(KIND=kind, B=16))
+
+
 # -- errors --------------------------------------------------------------------------
 
 @triton.jit

@@ -1756,6 +1756,10 @@ static int parse_params(const char *spec, Param *ps)
 FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs, FeVal **args,
 		       int nkw, const char **kwnames, FeVal **kwvals)
 {
+	bool handled;
+	FeVal *td = fe_tdesc_call(fe, node, name, self, nargs, args, nkw, kwnames, kwvals, &handled);
+	if (handled)
+		return td;
 	const struct Builtin *bi = NULL;
 	const char *key = strncmp(name, "extern:", 7) == 0 ? "extern" : name;
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)

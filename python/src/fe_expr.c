@@ -809,6 +809,8 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 		fe_keep(fe, r);
 		return fe_const(fe, unwrap(fe, r));
 	}
+	if (fe_is_tdesc(fe, obj))
+		return fe_tdesc_getattr(fe, node, obj, name);
 	if (obj->kind == V_TUPLE && obj->obj) { /* a namedtuple: its fields */
 		PyObject *fields = fe_attr(fe, obj->obj, "_fields");
 		for (Py_ssize_t i = 0; fields && PyTuple_Check(fields) && i < PyTuple_Size(fields) && i < obj->n; i++) {
@@ -1360,8 +1362,9 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 			PyErr_Clear();
 			return fe_const(fe, r == 1 ? Py_True : Py_False);
 		}
-		if (av[0]->kind == V_TUPLE) {
-			int r = PyObject_IsSubclass((PyObject *)&PyTuple_Type, av[1]->obj);
+		if (av[0]->kind == V_TUPLE) { /* a namedtuple or descriptor by its class */
+			PyObject *cls = av[0]->obj ? av[0]->obj : (PyObject *)&PyTuple_Type;
+			int r = PyObject_IsSubclass(cls, av[1]->obj);
 			PyErr_Clear();
 			return fe_const(fe, r == 1 ? Py_True : Py_False);
 		}

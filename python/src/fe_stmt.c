@@ -1335,7 +1335,9 @@ FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal 
 		} else
 			return fe_err(fe, node, IR_ERR_VALUE, "%s() missing required argument '%s'", fn_name, pnames[i]);
 	}
-	/* constexpr-annotated parameters need compile-time values */
+	/* a tl.constexpr annotation on a callee's parameter does not reject a
+	 * tensor: Triton ignores the annotations of called functions (upstream
+	 * tutorial 06 passes offsets so); a use that needs a constant says so */
 	FeFn *caller = fe->fn;
 	FeFn fn = {0};
 	fn.jitfn = jitfn;
@@ -1346,19 +1348,8 @@ FeVal *fe_inline_call(Fe *fe, PyObject *node, PyObject *jitfn, int nargs, FeVal 
 	fn.line0 = (sl ? (int)PyLong_AsLong(sl) : 1) - 1;
 	fn.caller = caller;
 	fn.call_node = node;
-	for (int i = 0; i < np; i++) {
-		PyObject *ann = child(fe, PyList_GetItem(params, i), "annotation");
-		if (ann != Py_None && !fe_is_const(bound[i])) {
-			fe->fn = &fn;
-			bool cx = is_constexpr_annotation(fe, ann);
-			fe->fn = caller;
-			if (cx)
-				return fe_err(fe, node, IR_ERR_VALUE,
-					      "argument '%s' of %s() is declared tl.constexpr but was given a tensor",
-					      pnames[i], fn_name);
-		}
+	for (int i = 0; i < np; i++)
 		fe_scope_set(fe, &fn.scope, pnames[i], bound[i]);
-	}
 	PyObject *noinl = fe_attr(fe, jitfn, "noinline");
 	if (noinl && PyObject_IsTrue(noinl) == 1)
 		return noinline_call(fe, node, jitfn, fdef, np, pnames, bound);

@@ -326,6 +326,7 @@ static bool setup(Fe *fe)
 	fe->cls_constexpr = fe_attr(fe, core, "constexpr");
 	fe->cls_tensor = fe_attr(fe, core, "tensor");
 	fe->ir_to_dtype = fe_attr(fe, core, "_IR_TO_DTYPE");
+	fe->cls_tdesc = fe_attr(fe, core, "tensor_descriptor");
 	fe->jit_cls = fe_attr(fe, jitm, "JITFunction");
 	fe->parse_cache = fe_keep(fe, PyDict_New());
 	return fe->cls_dtype && fe->cls_ptr && fe->cls_constexpr && fe->ir_to_dtype && fe->parse_cache;
@@ -431,6 +432,12 @@ static FeVal *tuple_param(Fe *fe, PyObject *a, const char *an, PyObject *st, PyO
 		(*np)++;
 	}
 	FeVal *r = fe_make_tuple(fe, (int)n, items);
+	/* a TensorDescriptor: (base, shape, strides) with its constant block
+	 * shape and padding at path + ("tensordesc",) */
+	PyObject *dk = fe_keep(fe, PySequence_Concat(path, fe_keep(fe, Py_BuildValue("(s)", "tensordesc"))));
+	PyObject *dinfo = constexprs && PyDict_Check(constexprs) && dk ? PyDict_GetItem(constexprs, dk) : NULL;
+	if (dinfo)
+		return f ? fe_tdesc_from_param(fe, a, r, dinfo) : r;
 	PyObject *nk = fe_keep(fe, PyUnicode_FromString("namedtuple"));
 	PyObject *tk = fe_keep(fe, PySequence_Concat(path, fe_keep(fe, PyTuple_Pack(1, nk))));
 	PyObject *cls = constexprs && PyDict_Check(constexprs) && tk ? PyDict_GetItem(constexprs, tk) : NULL;
@@ -581,6 +588,7 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		fe->b.loc = ir_loc(fe->ctx, NULL, 0, 0);
 		ir_return(&fe->b, 0, NULL);
 	}
+	fe_tdesc_finish(fe);
 }
 
 PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)

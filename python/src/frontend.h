@@ -1,5 +1,5 @@
 /* frontend.h: private interface between the frontend's files (frontend.c,
- * fe_expr.c, fe_stmt.c, fe_builtins.c), which compile a @jit function's
+ * fe_expr.c, fe_stmt.c, fe_builtins.c, fe_tdesc.c), which compile a @jit function's
  * Python AST into TTIR.
  *
  * The walker reads the AST produced by Python's `ast` module through the
@@ -85,12 +85,15 @@ typedef struct Fe {
 	PyObject *node_types[N_COUNT_];
 	PyObject *cls_dtype, *cls_ptr, *cls_block, *cls_constexpr, *cls_tensor, *jit_cls;
 	PyObject *ir_to_dtype; /* dict: IR type name -> dtype */
+	PyObject *cls_tdesc;   /* tl.tensor_descriptor: the class of descriptor tuples */
 	bool debug;
 	bool sanitize;       /* parameters carry their source names (attr "name") */
 	int depth;
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */
 	int nnoinline;
+	struct FeTdLoad *tdloads; /* descriptor loads (fe_tdesc.c) */
+	int ntdloads, captdloads;
 } Fe;
 
 /* ---- frontend.c ---------------------------------------------------------- */
@@ -161,5 +164,22 @@ FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal 
 FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs,
 		       FeVal **args, int nkw, const char **kwnames, FeVal **kwvals);
 bool fe_is_tensor_method(const char *name);
+
+/* ---- fe_tdesc.c ---------------------------------------------------------- */
+/* Whether v is a tensor descriptor (a tuple of class tl.tensor_descriptor). */
+bool fe_is_tdesc(Fe *fe, const FeVal *v);
+/* The descriptor of a TensorDescriptor argument: flat is its (base, shape,
+ * strides) tuple of parameters, info its constant (block_shape, padding). */
+FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info);
+/* desc.base/shape/strides/block_shape/dtype/block_type, or a bound method. */
+FeVal *fe_tdesc_getattr(Fe *fe, PyObject *node, FeVal *d, const char *name);
+/* A descriptor method (self a descriptor) or tl.make_tensor_descriptor /
+ * load_tensor_descriptor / store_tensor_descriptor; *handled false when
+ * name is none of these. */
+FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs, FeVal **args,
+		     int nkw, const char **kwn, FeVal **kwv, bool *handled);
+/* After lowering: a descriptor load whose one use is a trans becomes a load
+ * of the transposed block. */
+void fe_tdesc_finish(Fe *fe);
 
 #endif

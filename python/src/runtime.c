@@ -489,6 +489,9 @@ static int key_constexpr(Buf *key, PyObject *v)
 	return 0;
 }
 
+static int classify_tdesc(PyObject *v, int argi, Buf *key, Pack *pk, PyObject *sigs,
+			  PyObject *specs);
+
 /* Classifies one argument: appends its key bytes, packs its value (pk may be
  * NULL), and optionally appends its (type string, key) to sig/spec lists
  * (the compile path). Follows triton-reference 3.2. */
@@ -633,6 +636,10 @@ static int classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, P
 	}
 	/* Higher-order kernels and tl.constexpr(...) wrappers: constants. */
 	PyObject *tname = PyType_GetName(Py_TYPE(v));
+	if (tname && PyUnicode_CompareWithASCIIString(tname, "TensorDescriptor") == 0) {
+		Py_DECREF(tname);
+		return classify_tdesc(v, argi, key, pk, sigs, specs);
+	}
 	int is_cx = tname && PyUnicode_CompareWithASCIIString(tname, "constexpr") == 0;
 	if (is_cx || PyObject_HasAttr(v, G.s_cache_key)) {
 		Py_XDECREF(tname);
@@ -661,6 +668,71 @@ out:
 		PyList_Append(specs, skey);
 	Py_DECREF(skey);
 	return 0;
+}
+
+/* ---- tensor descriptors --------------------------------------------------
+ * A TensorDescriptor argument (ctriton.tools.tensor_descriptor, or any class
+ * of that name with base/shape/strides/block_shape/padding) is passed as
+ * the tuple (base, shape, strides): one pointer and 2 x rank integers, each
+ * specialized like a tuple's leaves; its block shape and padding are part
+ * of the key like constexprs (the compile path reads them from the object). */
+
+static int is_tdesc(PyObject *v)
+{
+	PyObject *tn = PyType_GetName(Py_TYPE(v));
+	int r = tn && PyUnicode_CompareWithASCIIString(tn, "TensorDescriptor") == 0;
+	Py_XDECREF(tn);
+	PyErr_Clear();
+	return r;
+}
+
+/* attr of v as a tuple (a new reference), NULL + error. */
+static PyObject *attr_tuple(PyObject *v, const char *attr)
+{
+	PyObject *o = PyObject_GetAttrString(v, attr);
+	if (!o)
+		return NULL;
+	PyObject *t = PySequence_Tuple(o);
+	Py_DECREF(o);
+	return t;
+}
+
+/* The (base, shape, strides) tuple of a descriptor: a new reference. */
+static PyObject *tdesc_flat(PyObject *v)
+{
+	PyObject *b = PyObject_GetAttrString(v, "base");
+	PyObject *sh = b ? attr_tuple(v, "shape") : NULL;
+	PyObject *st = sh ? attr_tuple(v, "strides") : NULL;
+	PyObject *r = NULL;
+	if (st && PyTuple_Size(sh) != PyTuple_Size(st))
+		PyErr_SetString(PyExc_ValueError, "TensorDescriptor: shape and strides differ in rank");
+	else if (st)
+		r = PyTuple_Pack(3, b, sh, st);
+	Py_XDECREF(b);
+	Py_XDECREF(sh);
+	Py_XDECREF(st);
+	return r;
+}
+
+static int classify_tdesc(PyObject *v, int argi, Buf *key, Pack *pk, PyObject *sigs,
+			  PyObject *specs)
+{
+	PyObject *flat = tdesc_flat(v);
+	PyObject *bs = flat ? attr_tuple(v, "block_shape") : NULL;
+	PyObject *pad = bs ? PyObject_GetAttrString(v, "padding") : NULL;
+	PyObject *info = pad ? PyTuple_Pack(2, bs, pad) : NULL;
+	int r = -1;
+	if (info) {
+		buf_byte(key, 'T');
+		r = key_constexpr(key, info);
+		if (r == 0)
+			r = classify(flat, NULL, argi, key, pk, sigs, specs);
+	}
+	Py_XDECREF(flat);
+	Py_XDECREF(bs);
+	Py_XDECREF(pad);
+	Py_XDECREF(info);
+	return r;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -892,6 +964,12 @@ static void tensor_extent(PyObject *v, uint64_t ptr, uint64_t *lo, uint64_t *hi)
  * extent, others (0, 0). */
 static int san_fill(PyObject *sig, PyObject *v, uint64_t *ext, int *np)
 {
+	if (PyTuple_Check(sig) && !PyTuple_Check(v) && is_tdesc(v)) {
+		PyObject *flat = tdesc_flat(v);
+		int r = flat ? san_fill(sig, flat, ext, np) : -1;
+		Py_XDECREF(flat);
+		return r;
+	}
 	if (PyTuple_Check(sig)) {
 		for (Py_ssize_t i = 0; i < PyTuple_Size(sig); i++)
 			if (san_fill(PyTuple_GetItem(sig, i), PyTuple_Check(v) ? PyTuple_GetItem(v, i) : Py_None,
@@ -995,6 +1073,12 @@ static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
 /* Packs one argument by its compiled signature entry. */
 static int pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)
 {
+	if (PyTuple_Check(sig) && !PyTuple_Check(v) && is_tdesc(v)) {
+		PyObject *flat = tdesc_flat(v);
+		int r = flat ? pack_by_sig(pk, sig, flat, argi) : -1;
+		Py_XDECREF(flat);
+		return r;
+	}
 	if (PyTuple_Check(sig)) {
 		if (!PyTuple_Check(v) || PyTuple_Size(v) != PyTuple_Size(sig)) {
 			PyErr_Format(PyExc_TypeError, "argument %d: expected a tuple of %zd", argi,

@@ -496,3 +496,53 @@ inline_asm_elementwise squeeze unsqueeze item
 for _n in _BUILTINS:
     globals()[_n] = _builtin(_n)
 del _n
+
+
+# -- tensor descriptors ---------------------------------------------------------
+# Inside a kernel a descriptor is the value of `tl.make_tensor_descriptor(...)`
+# or of a TensorDescriptor argument; the frontend holds it as (base, shape,
+# strides, block_shape, padding) and lowers `desc.load/store/atomic_*` to
+# masked pointer-block accesses. These classes exist for isinstance() and
+# annotations; their instances live only inside @jit functions.
+
+class tensor_descriptor_base:
+    """A descriptor of a global tensor inside a kernel: loads and stores of
+    blocks of `block_shape` at element offsets (out-of-bounds reads give the
+    padding value, out-of-bounds writes are dropped)."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("tl.tensor_descriptor values exist only inside @jit functions "
+                           "(make one with tl.make_tensor_descriptor, or pass a "
+                           "triton.tools.tensor_descriptor.TensorDescriptor)")
+
+
+class tensor_descriptor(tensor_descriptor_base):
+    """tl.tensor_descriptor: a descriptor with known shape and strides."""
+    _fields = ("base", "shape", "strides")
+
+
+class tensor_descriptor_base_type:
+    """The type of a descriptor: its block type (for annotations)."""
+
+    def __init__(self, block_type):
+        self.block_type = block_type
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.block_type == other.block_type
+
+    def __hash__(self):
+        return hash(("tensor_descriptor", str(self.block_type)))
+
+    def __str__(self):
+        return f"tensor_descriptor<{self.block_type}>"
+
+
+class tensor_descriptor_type(tensor_descriptor_base_type):
+    pass
+
+
+_DESCRIPTOR_BUILTINS = ["make_tensor_descriptor", "load_tensor_descriptor",
+                        "store_tensor_descriptor"]
+for _n in _DESCRIPTOR_BUILTINS:
+    globals()[_n] = _builtin(_n)
+del _n

@@ -68,8 +68,13 @@ def _annotation_type(ann):
 def _tuple_arg_info(path, v, t, k, constexprs, attrs):
     """A tuple argument's leaves, keyed by their path (argument index, then
     element indices): constexpr leaves' values, divisibility of "D" leaves,
-    and the class of every namedtuple in it (key path + ("namedtuple",))."""
-    if type(v) is not tuple:
+    and the class of every namedtuple in it (key path + ("namedtuple",)).
+    A TensorDescriptor travels as (base, shape, strides), its block shape and
+    padding at key path + ("tensordesc",)."""
+    if type(v).__name__ == "TensorDescriptor":
+        constexprs[path + ("tensordesc",)] = (tuple(v.block_shape), v.padding)
+        v = (v.base, tuple(v.shape), tuple(v.strides))
+    elif type(v) is not tuple:
         constexprs[path + ("namedtuple",)] = type(v)
     for j, (vj, tj, kj) in enumerate(zip(v, t, k)):
         p = path + (j,)

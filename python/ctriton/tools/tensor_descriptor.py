@@ -2,7 +2,13 @@
 kernel that loads and stores blocks of it (``desc.load([i, j])``): its base
 tensor, shape, strides and the block shape. The checks are Triton's (rank
 1-5, 16-byte alignment of the base and of every stride but the last, unit
-last stride, power-of-two block dims, ``padding`` "zero" or "nan")."""
+last stride, power-of-two block dims, ``padding`` "zero" or "nan").
+
+Passed to a kernel, it becomes the parameters (base pointer, shape, strides)
+and a ``tl.tensor_descriptor`` inside; its block shape and padding are part
+of the specialization (they may be changed between launches, as autotuner
+pre-hooks do). ``base`` may be a torch tensor or, on the CPU backend, a
+numpy array (``from_tensor`` then reads its strides in elements)."""
 from dataclasses import dataclass
 from typing import Any, List
 
@@ -16,8 +22,28 @@ def _elem_bytes(base):
     return n
 
 
+def _data_ptr(base):
+    f = getattr(base, "data_ptr", None)
+    if f is not None:
+        return f()
+    iface = getattr(base, "__array_interface__", None)  # numpy arrays
+    if iface is not None:
+        return iface["data"][0]
+    raise TypeError(f"TensorDescriptor: base must be a tensor or an array, got {type(base).__name__}")
+
+
+def _strides(tensor):
+    f = getattr(tensor, "stride", None)
+    if callable(f):
+        return list(f())
+    isz = tensor.dtype.itemsize  # numpy: strides in bytes
+    return [s // isz for s in tensor.strides]
+
+
 def _is_float(base):
     dt = base.dtype
+    if getattr(dt, "kind", None) in ("f", "c"):  # numpy
+        return True
     v = getattr(dt, "is_floating_point", None)
     if v is not None:
         return bool(v)
@@ -56,7 +82,7 @@ class TensorDescriptor:
         if not 0 < rank <= 5:
             raise ValueError(f"a tensor descriptor has rank 1 to 5, got {rank}")
         if type(self.base).__name__ not in ("FakeTensor", "FunctionalTensor"):
-            if self.base.data_ptr() % 16:
+            if _data_ptr(self.base) % 16:
                 raise ValueError("base must be 16-byte aligned")
         validate_block_shape(list(self.block_shape))
         nbytes = _elem_bytes(self.base)
@@ -77,5 +103,5 @@ class TensorDescriptor:
 
     @staticmethod
     def from_tensor(tensor, block_shape, padding="zero", round_f32_to_tf32=False):
-        return TensorDescriptor(tensor, list(tensor.shape), list(tensor.stride()), list(block_shape),
+        return TensorDescriptor(tensor, list(tensor.shape), _strides(tensor), list(block_shape),
                                 padding, round_f32_to_tf32)

@@ -1,0 +1,624 @@
+/* fe_tdesc.c: tensor descriptors (tl.make_tensor_descriptor, TensorDescriptor
+ * arguments) and their loads, stores and atomics.
+ *
+ * A descriptor is a frontend tuple whose class is tl.tensor_descriptor, with
+ * items (base, shape, strides, spec): base a scalar pointer, shape and
+ * strides tuples of ints or integer scalars, spec the constant list
+ * [block_shape, padding] (a list, so that a descriptor reassigned in a loop
+ * carries its base, shape and strides but keeps its block shape constant),
+ * block_shape a tuple of powers of two, padding "zero" or "nan". The last
+ * stride is 1 (TMA's rule: a constant must be 1, a runtime value is taken to
+ * be 1 and checked in debug mode). It never reaches the IR:
+ * `desc.load(offsets)` becomes an ordinary masked load of the pointer block
+ *     base + sum_d (off_d + arange(0, B_d)) * stride_d      (broadcast over d)
+ * with the mask AND_d (0 <= off_d + arange(0, B_d) < shape_d) and the padding
+ * as `other`; stores and atomics drop the masked-out elements (TMA's
+ * semantics). `desc.gather(rows, y)` / `desc.scatter(v, rows, y)` take the
+ * block's rows from a 1-D index block instead of off_0 + arange. The unit
+ * last stride is not multiplied, so the axis analysis sees the contiguous
+ * dimension, and every backend path (CPU, cp.async pipelining, tensor
+ * cores) applies as to hand-written pointer code. Per the
+ * descriptor contract (16-byte aligned base, 16-byte multiples as strides but
+ * the last), the base and runtime strides carry multiple_of hints. Bounds
+ * checks that constants prove are left out.
+ *
+ * A loaded block that is only transposed (`desc.load(o).T`, as B operands
+ * and attention's K are written) is loaded transposed instead, once the
+ * function is lowered (fe_tdesc_finish): the pointer block is built in the
+ * permuted order, so the load feeding a dot is an ordinary one the
+ * pipelining and MMA paths take, with no shuffle of the loaded data.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "frontend.h"
+
+enum { TD_BASE, TD_SHAPE, TD_STRIDES, TD_SPEC, TD_NITEMS };
+#define TD_MAX_RANK 5
+
+bool fe_is_tdesc(Fe *fe, const FeVal *v)
+{
+	return v && v->kind == V_TUPLE && v->obj && fe->cls_tdesc && v->obj == fe->cls_tdesc &&
+	       v->n == TD_NITEMS;
+}
+
+/* The items of a tuple or list value (constant or not); false + error. */
+static bool seq_items(Fe *fe, PyObject *node, FeVal *v, int *n, FeVal ***items, const char *what)
+{
+	if (v && v->kind == V_TUPLE) {
+		*n = v->n;
+		*items = v->items;
+		return true;
+	}
+	if (v && fe_is_const(v) && (PyTuple_Check(v->obj) || PyList_Check(v->obj))) {
+		PyObject *t = fe_keep(fe, PySequence_Tuple(v->obj));
+		if (!t)
+			return fe_pyerr(fe, node, what) != NULL;
+		*n = (int)PyTuple_Size(t);
+		*items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(*n + 1));
+		for (int i = 0; i < *n; i++)
+			(*items)[i] = fe_const(fe, PyTuple_GetItem(t, i));
+		return true;
+	}
+	fe_err(fe, node, IR_ERR_TYPE, "%s must be a tuple or list", what);
+	return false;
+}
+
+/* A constant Python int (bools excluded) -> *out. */
+static bool const_int_of(const FeVal *v, int64_t *out)
+{
+	if (!v || !fe_is_const(v) || !PyLong_Check(v->obj) || PyBool_Check(v->obj))
+		return false;
+	int of = 0;
+	long long x = PyLong_AsLongLongAndOverflow(v->obj, &of);
+	if (of || (x == -1 && PyErr_Occurred())) {
+		PyErr_Clear();
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+/* An int constant or an integer scalar tensor: a shape, stride or offset. */
+static bool int_scalar(Fe *fe, PyObject *node, FeVal *v, const char *what, int i)
+{
+	int64_t x;
+	if (const_int_of(v, &x))
+		return true;
+	if (fe_is_tensor(v) && !ir_is_block(v->v->type) && ir_is_int(v->v->type) &&
+	    v->v->type->kind != TY_I1)
+		return true;
+	if (fe_is_tensor(v))
+		return fe_err(fe, node, IR_ERR_TYPE, "%s[%d] must be an integer scalar, got %s", what, i,
+			      fe_tyname(fe, v->v->type)) != NULL;
+	return fe_err(fe, node, IR_ERR_TYPE, "%s[%d] must be an integer, got %s", what, i,
+		      v && fe_is_const(v) ? fe_str(fe, v->obj) : "a tuple") != NULL;
+}
+
+static FeVal *const_long(Fe *fe, int64_t x)
+{
+	return fe_const(fe, fe_keep(fe, PyLong_FromLongLong(x)));
+}
+
+/* tl.multiple_of(x, m) on a scalar tensor (constants stay as they are). */
+static FeVal *hint_multiple(Fe *fe, PyObject *node, FeVal *x, int64_t m)
+{
+	if (!fe_is_tensor(x) || m <= 1)
+		return x;
+	FeVal *args[2] = {x, const_long(fe, m)};
+	return fe_builtin_call(fe, node, "multiple_of", NULL, 2, args, 0, NULL, NULL);
+}
+
+/* Checks and builds a descriptor value. */
+static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal *strides,
+			FeVal *block, FeVal *padding, bool on_device)
+{
+	if (!fe_is_tensor(base) || ir_is_block(base->v->type) || !ir_is_ptr(base->v->type))
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "tl.make_tensor_descriptor(): base must be a scalar pointer, got %s",
+			      fe_is_tensor(base) ? fe_tyname(fe, base->v->type) : "a constant");
+	const IrType *elem = base->v->type->elem;
+	if (!elem || ir_is_ptr(elem) || elem->kind == TY_I1)
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "tl.make_tensor_descriptor(): base must point to numbers, got %s",
+			      fe_tyname(fe, base->v->type));
+	int rank, ns, nb;
+	FeVal **sh, **st, **bl;
+	if (!seq_items(fe, node, shape, &rank, &sh, "shape") ||
+	    !seq_items(fe, node, strides, &ns, &st, "strides") ||
+	    !seq_items(fe, node, block, &nb, &bl, "block_shape"))
+		return NULL;
+	if (rank < 1 || rank > TD_MAX_RANK)
+		return fe_err(fe, node, IR_ERR_VALUE, "Expected 1 <= ndim <= 5 but got %d dimensions", rank);
+	if (ns != rank)
+		return fe_err(fe, node, IR_ERR_VALUE, "Expected %d strides but got %d", rank, ns);
+	if (nb != rank)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "Expected block_shape to have %d dimensions but got %d", rank, nb);
+	int64_t bs[TD_MAX_RANK], numel = 1;
+	for (int d = 0; d < rank; d++) {
+		if (!const_int_of(bl[d], &bs[d]))
+			return fe_err(fe, node, IR_ERR_TYPE, "block_shape[%d] must be a constexpr int", d);
+		if (bs[d] <= 0 || (bs[d] & (bs[d] - 1)))
+			return fe_err(fe, node, IR_ERR_VALUE,
+				      "block_shape[%d] must be a positive power of 2, got %lld", d,
+				      (long long)bs[d]);
+		numel *= bs[d];
+		if (numel > IR_MAX_NUMEL)
+			return fe_err(fe, node, IR_ERR_VALUE,
+				      "numel of the block shape exceeds triton maximum tensor numel (%d)",
+				      IR_MAX_NUMEL);
+		if (!int_scalar(fe, node, sh[d], "shape", d) || !int_scalar(fe, node, st[d], "strides", d))
+			return NULL;
+	}
+	int esz = ir_type_bits(elem) / 8;
+	if (on_device && bs[rank - 1] * esz < 16)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "Descriptor block shape must have at least 16 bytes in the last dimension, "
+			      "but got %lld * %d = %lld bytes",
+			      (long long)bs[rank - 1], esz, (long long)(bs[rank - 1] * esz));
+	int64_t last;
+	if (const_int_of(st[rank - 1], &last) && last != 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "Tensor descriptor last dim must be 1 but got %lld",
+			      (long long)last);
+	if (fe->debug && fe_is_tensor(st[rank - 1])) {
+		FeVal *one = fe_cmpop(fe, node, N_Eq, st[rank - 1], const_long(fe, 1));
+		FeVal *msg = fe_const(fe, fe_keep(fe, PyUnicode_FromString("tensor descriptor: the last stride must be 1")));
+		FeVal *aa[2] = {one, msg};
+		if (!one || !fe_builtin_call(fe, node, "device_assert", NULL, 2, aa, 0, NULL, NULL))
+			return NULL;
+	}
+	const char *pad = "zero";
+	if (padding && !(fe_is_const(padding) && padding->obj == Py_None)) {
+		if (!fe_is_const(padding) || !PyUnicode_Check(padding->obj))
+			return fe_err(fe, node, IR_ERR_TYPE, "padding_option must be a constexpr string");
+		pad = PyUnicode_AsUTF8AndSize(padding->obj, NULL);
+		if (strcmp(pad, "zero") && strcmp(pad, "nan"))
+			return fe_err(fe, node, IR_ERR_VALUE,
+				      "padding_option must be \"zero\" or \"nan\", got \"%s\"", pad);
+		if (strcmp(pad, "nan") == 0 && !ir_is_float(elem))
+			return fe_err(fe, node, IR_ERR_VALUE,
+				      "Padding option `nan` is not supported for integer blocks");
+	}
+	/* the descriptor contract: a 16-byte aligned base, strides but the last
+	 * multiples of 16 bytes */
+	FeVal **st2 = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(rank + 1));
+	for (int d = 0; d < rank; d++)
+		st2[d] = d < rank - 1 && 16 % esz == 0 ? hint_multiple(fe, node, st[d], 16 / esz) : st[d];
+	base = hint_multiple(fe, node, base, 16);
+	if (!base || fe_has_error(fe))
+		return NULL;
+	PyObject *bt = PyTuple_New(rank);
+	for (int d = 0; bt && d < rank; d++)
+		PyTuple_SetItem(bt, d, PyLong_FromLongLong(bs[d]));
+	PyObject *spec = fe_keep(fe, bt ? Py_BuildValue("[Ns]", bt, pad) : NULL);
+	if (!spec)
+		return fe_pyerr(fe, node, "tl.make_tensor_descriptor()");
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * TD_NITEMS);
+	items[TD_BASE] = base;
+	items[TD_SHAPE] = fe_make_tuple(fe, rank, sh);
+	items[TD_STRIDES] = fe_make_tuple(fe, rank, st2);
+	items[TD_SPEC] = fe_const(fe, spec);
+	FeVal *r = ir_alloc(fe->ctx, sizeof(FeVal));
+	r->kind = V_TUPLE;
+	r->n = TD_NITEMS;
+	r->items = items;
+	r->obj = fe->cls_tdesc;
+	return r;
+}
+
+FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info)
+{
+	if (!flat || flat->kind != V_TUPLE || flat->n != 3 || !PyTuple_Check(info) ||
+	    PyTuple_Size(info) != 2)
+		return fe_err(fe, node, IR_ERR_INTERNAL, "internal error: malformed TensorDescriptor argument");
+	FeVal *block = fe_const(fe, PyTuple_GetItem(info, 0));
+	FeVal *pad = fe_const(fe, PyTuple_GetItem(info, 1));
+	return tdesc_new(fe, node, flat->items[0], flat->items[1], flat->items[2], block, pad, false);
+}
+
+static PyObject *tdesc_block_obj(FeVal *d)
+{
+	return PyList_GetItem(d->items[TD_SPEC]->obj, 0);
+}
+
+static const char *tdesc_padding(FeVal *d)
+{
+	return PyUnicode_AsUTF8AndSize(PyList_GetItem(d->items[TD_SPEC]->obj, 1), NULL);
+}
+
+/* The block shape of a descriptor (checked when it was made). */
+static int tdesc_block(FeVal *d, int64_t *bs)
+{
+	PyObject *t = tdesc_block_obj(d);
+	int rank = (int)PyTuple_Size(t);
+	for (int i = 0; i < rank; i++)
+		bs[i] = PyLong_AsLongLong(PyTuple_GetItem(t, i));
+	return rank;
+}
+
+/* The pointer block and the bounds mask (NULL when constants prove every
+ * element in bounds) of the block at offsets; with pos, dim k of the block
+ * is dim pos[k] of the result (a transposed load). With rows (gather and
+ * scatter), the block's dim 0 is the rows at those indices instead of
+ * offsets[0] + arange(block_shape[0]). */
+static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const char *what,
+			  const int *pos, FeVal *rows, FeVal **ptrs, FeVal **mask)
+{
+	int64_t bs[TD_MAX_RANK];
+	int rank = tdesc_block(d, bs), no, ns, nst;
+	FeVal **off, **sh, **st;
+	if (!seq_items(fe, node, offsets, &no, &off, "offsets"))
+		return false;
+	if (no != rank)
+		return fe_err(fe, node, IR_ERR_VALUE, "%s: expected %d offsets, but got %d", what, rank, no) != NULL;
+	if (!seq_items(fe, node, d->items[TD_SHAPE], &ns, &sh, "shape") ||
+	    !seq_items(fe, node, d->items[TD_STRIDES], &nst, &st, "strides"))
+		return false;
+	FeVal *p = d->items[TD_BASE], *m = NULL;
+	for (int k = 0; k < rank; k++) {
+		int64_t oc = 0, sc = 0, stc = 0;
+		bool off_const = false;
+		FeVal *idx;
+		if (rows && k == 0)
+			idx = rows;
+		else {
+			if (!int_scalar(fe, node, off[k], "offsets", k))
+				return false;
+			FeVal *ra[2] = {const_long(fe, 0), const_long(fe, bs[k])};
+			idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
+			off_const = const_int_of(off[k], &oc);
+			if (idx && !(off_const && oc == 0))
+				idx = fe_binop(fe, node, N_Add, off[k], idx);
+		}
+		for (int j = 0; idx && j < rank; j++)
+			if (j != (pos ? pos[k] : k)) {
+				FeVal *ea[2] = {idx, const_long(fe, j)};
+				idx = fe_builtin_call(fe, node, "expand_dims", NULL, 2, ea, 0, NULL, NULL);
+			}
+		if (!idx)
+			return false;
+		bool unit = k == rank - 1 || (const_int_of(st[k], &stc) && stc == 1);
+		FeVal *term = unit ? idx : fe_binop(fe, node, N_Mult, idx, st[k]);
+		p = term ? fe_binop(fe, node, N_Add, p, term) : NULL;
+		if (!p)
+			return false;
+		/* this dim's bounds (on the small [.., B_k, ..] shape), then the block's */
+		FeVal *dm = NULL;
+		if (!(off_const && oc >= 0))
+			dm = fe_cmpop(fe, node, N_GtE, idx, const_long(fe, 0));
+		if (!(off_const && const_int_of(sh[k], &sc) && oc + bs[k] <= sc)) {
+			FeVal *hi = fe_cmpop(fe, node, N_Lt, idx, sh[k]);
+			dm = dm && hi ? fe_binop(fe, node, N_BitAnd, dm, hi) : hi;
+		}
+		if (dm)
+			m = m ? fe_binop(fe, node, N_BitAnd, m, dm) : dm;
+		if (fe_has_error(fe))
+			return false;
+	}
+	*ptrs = p;
+	*mask = m;
+	return true;
+}
+
+/* A stored value must be a block of the descriptor's block shape (with
+ * nrows > 0, of nrows rows: scatter). */
+static bool check_value(Fe *fe, PyObject *node, FeVal *d, FeVal *v, const char *what, int64_t nrows)
+{
+	int64_t bs[TD_MAX_RANK];
+	int rank = tdesc_block(d, bs);
+	if (nrows > 0)
+		bs[0] = nrows;
+	bool ok = fe_is_tensor(v) && ir_is_block(v->v->type) && v->v->type->rank == rank;
+	for (int i = 0; ok && i < rank; i++)
+		ok = v->v->type->shape[i] == bs[i];
+	if (!ok)
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "%s: the value must be a block of the descriptor's block shape %s, got %s", what,
+			      fe_str(fe, tdesc_block_obj(d)),
+			      fe_is_tensor(v) ? fe_tyname(fe, v->v->type) : fe_str(fe, v ? v->obj : Py_None)) != NULL;
+	return true;
+}
+
+/* A descriptor load, for fe_tdesc_finish. */
+typedef struct FeTdLoad {
+	IrValue *res;
+	IrFunc *func;
+	PyObject *node;
+	FeVal *desc, *offsets;
+} FeTdLoad;
+
+static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos,
+			      FeVal *rows)
+{
+	FeVal *p, *m;
+	if (!tdesc_address(fe, node, d, offsets, "load", pos, rows, &p, &m))
+		return NULL;
+	if (!m)
+		return fe_builtin_call(fe, node, "load", NULL, 1, &p, 0, NULL, NULL);
+	bool nan = strcmp(tdesc_padding(d), "nan") == 0;
+	FeVal *other = nan ? fe_const(fe, fe_keep(fe, PyFloat_FromDouble(NAN))) : const_long(fe, 0);
+	const char *kn[2] = {"mask", "other"};
+	FeVal *kv[2] = {m, other};
+	return fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
+}
+
+static FeVal *tdesc_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets)
+{
+	FeVal *r = tdesc_emit_load(fe, node, d, offsets, NULL, NULL);
+	if (!r || !fe_is_tensor(r) || !r->v->def || r->v->def->opc != OP_LOAD)
+		return r;
+	if (fe->ntdloads == fe->captdloads) {
+		int cap = fe->captdloads ? 2 * fe->captdloads : 16;
+		FeTdLoad *nl = ir_alloc(fe->ctx, sizeof(FeTdLoad) * (size_t)cap);
+		if (fe->ntdloads)
+			memcpy(nl, fe->tdloads, sizeof(FeTdLoad) * (size_t)fe->ntdloads);
+		fe->tdloads = nl;
+		fe->captdloads = cap;
+	}
+	fe->tdloads[fe->ntdloads++] = (FeTdLoad){r->v, fe->func, node, d, offsets};
+	return r;
+}
+
+/* The op of blk (or of a region nested in it) that uses v; NULL if none. */
+static IrOp *find_user(IrBlock *blk, const IrValue *v)
+{
+	for (IrOp *op = blk->first; op; op = op->next) {
+		for (int i = 0; i < op->nops; i++)
+			if (op->ops[i] == v)
+				return op;
+		for (int r = 0; r < op->nregions; r++) {
+			IrOp *u = find_user(op->regions[r], v);
+			if (u)
+				return u;
+		}
+	}
+	return NULL;
+}
+
+void fe_tdesc_finish(Fe *fe)
+{
+	IrBuilder saved = fe->b;
+	for (int i = 0; i < fe->ntdloads && !fe_has_error(fe); i++) {
+		FeTdLoad *l = &fe->tdloads[i];
+		IrOp *ld = l->res->def;
+		if (!ld->parent || ir_count_uses(l->func, l->res) != 1)
+			continue;
+		IrOp *t = find_user(l->func->body, l->res);
+		const IrAttr *order = t && t->opc == OP_TRANS ? ir_op_attr(t, "order") : NULL;
+		int rank = l->res->type->rank;
+		if (!order || order->kind != ATTR_INTS || order->n != rank)
+			continue;
+		int pos[TD_MAX_RANK]; /* result dim i is block dim order[i] */
+		for (int k = 0; k < rank; k++)
+			pos[order->ints[k]] = k;
+		ir_builder_before(&fe->b, ld);
+		fe->b.loc = ld->loc;
+		FeVal *r = tdesc_emit_load(fe, l->node, l->desc, l->offsets, pos, NULL);
+		if (!r)
+			break;
+		if (r->v->type != t->res[0].type) {
+			fe_err(fe, l->node, IR_ERR_INTERNAL, "internal error: a transposed descriptor load has type %s, expected %s",
+			       fe_tyname(fe, r->v->type), fe_tyname(fe, t->res[0].type));
+			break;
+		}
+		ir_replace_all_uses(l->func, &t->res[0], r->v);
+		ir_op_unlink(t);
+		ir_op_unlink(ld);
+	}
+	fe->b = saved;
+}
+
+/* store and the atomics: `op` is "store" or "atomic_add", ...; with rows,
+ * a scatter of those rows. */
+static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVal *offsets, FeVal *value,
+			  FeVal *rows)
+{
+	if (!check_value(fe, node, d, value, op, rows ? rows->v->type->shape[0] : 0))
+		return NULL;
+	const IrType *elem = d->items[TD_BASE]->v->type->elem;
+	if (strcmp(op, "store") != 0) {
+		IrTypeKind k = elem->kind;
+		bool ok;
+		if (strcmp(op, "atomic_add") == 0)
+			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_F32 || k == TY_F16 ||
+			     k == TY_BF16;
+		else if (strcmp(op, "atomic_min") == 0 || strcmp(op, "atomic_max") == 0)
+			/* Triton takes 16-bit floats on sm_90+ only, as TMA
+			 * reductions; ctriton has no atomic min/max on them */
+			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_I64;
+		else
+			ok = k == TY_U32 || k == TY_I32 || k == TY_U64 || k == TY_I64;
+		if (!ok)
+			return fe_err(fe, node, IR_ERR_TYPE, "desc.%s(): unsupported dtype %s", op,
+				      fe_tyname(fe, elem));
+	}
+	FeVal *p, *m;
+	if (!tdesc_address(fe, node, d, offsets, op, NULL, rows, &p, &m))
+		return NULL;
+	FeVal *args[2] = {p, value};
+	const char *kn[1] = {"mask"};
+	FeVal *kv[1] = {m};
+	FeVal *r = fe_builtin_call(fe, node, op, NULL, 2, args, m ? 1 : 0, kn, kv);
+	return r ? fe_none(fe) : NULL;
+}
+
+/* The rows of desc.gather/scatter: a 1-D block of at least 8 indices into a
+ * 2-D descriptor of one-row blocks at least 32 bytes wide (Triton's rules). */
+static bool check_rows(Fe *fe, PyObject *node, FeVal *d, FeVal *x, const char *what)
+{
+	int64_t bs[TD_MAX_RANK];
+	int rank = tdesc_block(d, bs);
+	PyObject *b = tdesc_block_obj(d);
+	if (rank != 2)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor must be 2D, but got %s", fe_str(fe, b)) != NULL;
+	if (bs[0] != 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor block must have 1 row, but got %s", fe_str(fe, b)) != NULL;
+	if (!fe_is_tensor(x) || !ir_is_block(x->v->type) || x->v->type->rank != 1 ||
+	    !ir_is_int(ir_scalar(x->v->type)))
+		return fe_err(fe, node, IR_ERR_TYPE, "x offsets must be a 1-D block of integers, got %s",
+			      fe_is_tensor(x) ? fe_tyname(fe, x->v->type) : "a constant") != NULL;
+	if (x->v->type->shape[0] < 8)
+		return fe_err(fe, node, IR_ERR_VALUE, "descriptor %s must have at least 8 rows, but got %lld", what,
+			      (long long)x->v->type->shape[0]) != NULL;
+	int bits = ir_type_bits(d->items[TD_BASE]->v->type->elem);
+	int64_t min_cols = bits <= 32 ? 32 / bits * 8 : 0;
+	if (bs[1] < min_cols)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "descriptor %s of %s must have at least %lld columns, but got %lld", what,
+			      fe_tyname(fe, d->items[TD_BASE]->v->type->elem), (long long)min_cols,
+			      (long long)bs[1]) != NULL;
+	return true;
+}
+
+/* (0, y): the offsets of a gather/scatter, whose dim 0 comes from rows. */
+static FeVal *row_offsets(Fe *fe, FeVal *y)
+{
+	FeVal *items[2] = {const_long(fe, 0), y};
+	return fe_make_tuple(fe, 2, items);
+}
+
+/* Binds positional and keyword arguments to names; false + error. */
+static bool bind(Fe *fe, PyObject *node, const char *fname, int np, const char **names, int nreq,
+		 int nargs, FeVal **args, int nkw, const char **kwn, FeVal **kwv, FeVal **out)
+{
+	for (int i = 0; i < np; i++)
+		out[i] = NULL;
+	if (nargs > np)
+		return fe_err(fe, node, IR_ERR_VALUE, "%s() takes %d positional arguments but %d were given",
+			      fname, np, nargs) != NULL;
+	for (int i = 0; i < nargs; i++)
+		out[i] = args[i];
+	for (int k = 0; k < nkw; k++) {
+		int j = -1;
+		for (int i = 0; i < np; i++)
+			if (strcmp(names[i], kwn[k]) == 0)
+				j = i;
+		if (j < 0)
+			return fe_err(fe, node, IR_ERR_VALUE, "%s() got an unexpected keyword argument '%s'",
+				      fname, kwn[k]) != NULL;
+		if (out[j])
+			return fe_err(fe, node, IR_ERR_VALUE, "%s() got multiple values for argument '%s'",
+				      fname, kwn[k]) != NULL;
+		out[j] = kwv[k];
+	}
+	for (int i = 0; i < nreq; i++)
+		if (!out[i])
+			return fe_err(fe, node, IR_ERR_VALUE, "%s() missing required argument '%s'", fname,
+				      names[i]) != NULL;
+	return true;
+}
+
+static bool is_write_op(const char *name)
+{
+	static const char *ops[] = {"store",      "atomic_add", "atomic_min", "atomic_max",
+				    "atomic_and", "atomic_or",  "atomic_xor", NULL};
+	for (int i = 0; ops[i]; i++)
+		if (strcmp(ops[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* desc.load(offsets), desc.store(offsets, value), desc.atomic_*(offsets, value). */
+static FeVal *tdesc_method(Fe *fe, PyObject *node, const char *name, FeVal *d, int nargs, FeVal **args,
+			   int nkw, const char **kwn, FeVal **kwv)
+{
+	FeVal *a[2];
+	const char *shown = ir_fmt(fe->ctx, "desc.%s", name);
+	if (strcmp(name, "load") == 0) {
+		static const char *names[] = {"offsets"};
+		if (!bind(fe, node, shown, 1, names, 1, nargs, args, nkw, kwn, kwv, a))
+			return NULL;
+		return tdesc_load(fe, node, d, a[0]);
+	}
+	if (is_write_op(name)) {
+		static const char *names[] = {"offsets", "value"};
+		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a))
+			return NULL;
+		return tdesc_write(fe, node, d, name, a[0], a[1], NULL);
+	}
+	if (strcmp(name, "gather") == 0) {
+		static const char *names[] = {"x_offsets", "y_offset"};
+		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a) ||
+		    !check_rows(fe, node, d, a[0], "gather"))
+			return NULL;
+		return tdesc_emit_load(fe, node, d, row_offsets(fe, a[1]), NULL, a[0]);
+	}
+	if (strcmp(name, "scatter") == 0) {
+		static const char *names[] = {"value", "x_offsets", "y_offset"};
+		FeVal *b[3];
+		if (!bind(fe, node, shown, 3, names, 3, nargs, args, nkw, kwn, kwv, b) ||
+		    !check_rows(fe, node, d, b[1], "scatter"))
+			return NULL;
+		return tdesc_write(fe, node, d, "store", row_offsets(fe, b[2]), b[0], b[1]);
+	}
+	return fe_err(fe, node, IR_ERR_VALUE, "'tensor_descriptor' object has no attribute '%s'", name);
+}
+
+FeVal *fe_tdesc_getattr(Fe *fe, PyObject *node, FeVal *d, const char *name)
+{
+	if (strcmp(name, "base") == 0)
+		return d->items[TD_BASE];
+	if (strcmp(name, "shape") == 0)
+		return d->items[TD_SHAPE];
+	if (strcmp(name, "strides") == 0)
+		return d->items[TD_STRIDES];
+	if (strcmp(name, "block_shape") == 0)
+		return fe_const(fe, tdesc_block_obj(d));
+	if (strcmp(name, "padding") == 0)
+		return fe_const(fe, PyList_GetItem(d->items[TD_SPEC]->obj, 1));
+	const IrType *elem = d->items[TD_BASE]->v->type->elem;
+	PyObject *dt = fe_ir_to_dtype(fe, elem);
+	if (strcmp(name, "dtype") == 0)
+		return dt ? fe_const(fe, dt) : fe_err(fe, node, IR_ERR_TYPE, "no dtype for %s", fe_tyname(fe, elem));
+	if (strcmp(name, "block_type") == 0) {
+		PyObject *bt = dt ? fe_keep(fe, PyObject_CallFunctionObjArgs(fe->cls_block, dt,
+									   tdesc_block_obj(d), NULL))
+				  : NULL;
+		return bt ? fe_const(fe, bt) : fe_pyerr(fe, node, "block_type");
+	}
+	if (strcmp(name, "load") == 0 || is_write_op(name) || strcmp(name, "gather") == 0 ||
+	    strcmp(name, "scatter") == 0) {
+		FeVal *m = ir_alloc(fe->ctx, sizeof(FeVal));
+		m->kind = V_METHOD;
+		m->self = d;
+		m->name = ir_intern(fe->ctx, name);
+		return m;
+	}
+	return fe_err(fe, node, IR_ERR_VALUE, "'tensor_descriptor' object has no attribute '%s'", name);
+}
+
+FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs, FeVal **args,
+		     int nkw, const char **kwn, FeVal **kwv, bool *handled)
+{
+	*handled = true;
+	if (self && fe_is_tdesc(fe, self))
+		return tdesc_method(fe, node, name, self, nargs, args, nkw, kwn, kwv);
+	if (!self && strcmp(name, "make_tensor_descriptor") == 0) {
+		static const char *names[] = {"base", "shape", "strides", "block_shape", "padding_option"};
+		FeVal *a[5];
+		if (!bind(fe, node, "tl.make_tensor_descriptor", 5, names, 4, nargs, args, nkw, kwn, kwv, a))
+			return NULL;
+		return tdesc_new(fe, node, a[0], a[1], a[2], a[3], a[4], true);
+	}
+	if (!self && strcmp(name, "load_tensor_descriptor") == 0) {
+		static const char *names[] = {"desc", "offsets"};
+		FeVal *a[2];
+		if (!bind(fe, node, "tl.load_tensor_descriptor", 2, names, 2, nargs, args, nkw, kwn, kwv, a))
+			return NULL;
+		if (!fe_is_tdesc(fe, a[0]))
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.load_tensor_descriptor(): desc must be a tensor descriptor");
+		return tdesc_load(fe, node, a[0], a[1]);
+	}
+	if (!self && strcmp(name, "store_tensor_descriptor") == 0) {
+		static const char *names[] = {"desc", "offsets", "value"};
+		FeVal *a[3];
+		if (!bind(fe, node, "tl.store_tensor_descriptor", 3, names, 3, nargs, args, nkw, kwn, kwv, a))
+			return NULL;
+		if (!fe_is_tdesc(fe, a[0]))
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.store_tensor_descriptor(): desc must be a tensor descriptor");
+		return tdesc_write(fe, node, a[0], "store", a[1], a[2], NULL);
+	}
+	*handled = false;
+	return NULL;
+}

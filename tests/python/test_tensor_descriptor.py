@@ -1,0 +1,710 @@
+"""Tensor descriptors: tl.make_tensor_descriptor inside kernels and
+TensorDescriptor arguments, with desc.load / store / atomic_add lowered to
+masked pointer-block accesses. CPU end-to-end against numpy (in- and
+out-of-bounds blocks, ranks 1-5, host and device descriptors, `.T` into
+tl.dot, atomics); compile-only for sm_90 (a descriptor matmul and attention
+take the cp.async + wgmma path); tutorial 06's attention structure on the
+GPU against torch."""
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+from ctriton.backends.compiler import GPUTarget
+from ctriton.compiler import ASTSource
+from ctriton.tools.tensor_descriptor import TensorDescriptor
+from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+
+PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else shutil.which("ptxas"))
+
+
+def _padded(rows, cols, cols_alloc, dtype, rng):
+    """A [rows, cols_alloc] array whose first cols columns are the tensor (the
+    rest is padding the descriptor must neither read nor write)."""
+    a = (rng.standard_normal((rows, cols_alloc)) * 4).astype(dtype)
+    return a
+
+
+def _block_ref(src, shape, offs, block, fill=0):
+    """numpy model of a descriptor load: the block at offs, zero (fill)
+    outside [0, shape)."""
+    out = np.full(block, fill, dtype=src.dtype)
+    idx = np.indices(block).reshape(len(block), -1).T
+    for e in idx:
+        g = [o + i for o, i in zip(offs, e)]
+        if all(0 <= x < s for x, s in zip(g, shape)):
+            out[tuple(e)] = src[tuple(g)]
+    return out
+
+
+# -- device-side descriptors: load and store, 2-D ---------------------------
+
+@triton.jit
+def copy2d_kernel(in_ptr, out_ptr, M, N, LD, OFF_M, OFF_N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(in_ptr, shape=[M, N], strides=[LD, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, [M, N], [LD, 1], [BM, BN])
+    pm = tl.program_id(0) * BM + OFF_M
+    pn = tl.program_id(1) * BN + OFF_N
+    x = src.load([pm, pn])
+    dst.store([pm, pn], x + 1)
+
+
+@requires_cpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8"])
+@pytest.mark.parametrize("bm,bn", [(8, 16), (16, 32), (1, 64), (32, 16)])
+def test_device_load_store_2d(dtype, bm, bn):
+    """Blocks tiling a 37x45 tensor (partial blocks at the edges) and a grid
+    shifted by (-3, -5): out-of-bounds reads are zero, out-of-bounds writes
+    (including the padding columns past N inside the allocation) dropped."""
+    rng = np.random.default_rng(0)
+    M, N, LD = 37, 45, 64
+    a = _padded(M, N, LD, dtype, rng)
+    for off_m, off_n in [(0, 0), (-3, -5)]:
+        out = np.full((M, LD), 7, dtype=dtype)
+        gm, gn = triton.cdiv(M - off_m, bm), triton.cdiv(N - off_n, bn)
+        copy2d_kernel[(gm, gn)](a, out, M, N, LD, off_m, off_n, bm, bn)
+        ref = np.full((M, LD), 7, dtype=dtype)
+        ref[:, :N] = a[:, :N] + 1
+        np.testing.assert_array_equal(out, ref)
+
+
+@triton.jit
+def load_block_kernel(in_ptr, out_ptr, M, N, LD, OM, ON, BM: tl.constexpr, BN: tl.constexpr,
+                      PAD: tl.constexpr):
+    src = tl.make_tensor_descriptor(in_ptr, shape=[M, N], strides=[LD, 1], block_shape=[BM, BN],
+                                    padding_option=PAD)
+    x = src.load([OM, ON])
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + r, x)
+
+
+@requires_cpu
+@pytest.mark.parametrize("om,on", [(0, 0), (-4, 0), (0, -16), (30, 40), (-8, -16), (40, 0), (5, 7)])
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_device_load_out_of_bounds(om, on, pad):
+    """One block at offsets inside, across every edge, and wholly outside:
+    elements outside [0, shape) read as the padding (zero or NaN)."""
+    rng = np.random.default_rng(1)
+    M, N, LD, BM, BN = 33, 50, 64, 8, 16
+    a = _padded(M, N, LD, "float32", rng)
+    out = np.zeros((BM, BN), np.float32)
+    load_block_kernel[(1,)](a, out, M, N, LD, om, on, BM, BN, pad)
+    ref = _block_ref(a, (M, N), (om, on), (BM, BN), fill=np.nan if pad == "nan" else 0)
+    np.testing.assert_array_equal(out, ref)
+
+
+# -- 3-D and ranks 1..5 ---------------------------------------------------------
+
+@triton.jit
+def copy3d_kernel(in_ptr, out_ptr, A, B, C, S0, S1, BA: tl.constexpr, BB: tl.constexpr,
+                  BC: tl.constexpr):
+    src = tl.make_tensor_descriptor(in_ptr, [A, B, C], [S0, S1, 1], [BA, BB, BC])
+    dst = tl.make_tensor_descriptor(out_ptr, [A, B, C], [S0, S1, 1], [BA, BB, BC])
+    o = [tl.program_id(0) * BA - 1, tl.program_id(1) * BB, tl.program_id(2) * BC]
+    dst.store(o, src.load(o) * 2)
+
+
+@requires_cpu
+def test_device_load_store_3d():
+    rng = np.random.default_rng(2)
+    A, B, C, CA = 5, 7, 21, 32
+    a = rng.standard_normal((A, B, CA)).astype(np.float32)
+    out = np.full_like(a, -1)
+    BA, BB, BC = 2, 4, 16
+    copy3d_kernel[(triton.cdiv(A + 1, BA), triton.cdiv(B, BB), triton.cdiv(C, BC))](
+        a, out, A, B, C, B * CA, CA, BA, BB, BC)
+    ref = np.full_like(a, -1)
+    ref[:, :, :C] = a[:, :, :C] * 2
+    np.testing.assert_array_equal(out, ref)
+
+
+@triton.jit
+def nd_kernel(in_ptr, out_ptr, shape, strides, offs, BLOCK: tl.constexpr, NUMEL: tl.constexpr):
+    src = tl.make_tensor_descriptor(in_ptr, shape, strides, BLOCK)
+    x = src.load(offs)
+    tl.store(out_ptr + tl.arange(0, NUMEL), x.reshape(NUMEL))
+
+
+@requires_cpu
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4, 5])
+def test_device_load_nd(ndim):
+    """Ranks 1-5, shapes and strides as tuple arguments, one block reaching
+    past the end of every dim."""
+    rng = np.random.default_rng(3)
+    shape = (2, 3, 3, 5, 20)[-ndim:]
+    alloc = shape[:-1] + (32,)
+    a = rng.standard_normal(alloc).astype(np.float32)
+    strides = tuple(s // 4 for s in a.strides)
+    block = (2, 2, 4, 4, 16)[-ndim:]
+    offs = (1, 2, 1, 3, 8)[-ndim:]
+    numel = int(np.prod(block))
+    out = np.zeros(numel, np.float32)
+    nd_kernel[(1,)](a, out, shape, strides, offs, block, numel)
+    ref = _block_ref(a, shape, offs, block)
+    np.testing.assert_array_equal(out.reshape(block), ref)
+
+
+# -- host-side TensorDescriptor arguments ---------------------------------------
+
+@triton.jit
+def host_copy_kernel(d_in, d_out, SHIFT):
+    BM: tl.constexpr = d_in.block_shape[0]
+    BN: tl.constexpr = d_in.block_shape[1]
+    pm = tl.program_id(0) * BM
+    pn = tl.program_id(1) * BN
+    x = d_in.load([pm + SHIFT, pn])
+    d_out.store([pm, pn], x.to(d_out.dtype) * 3)
+
+
+@requires_cpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int16"])
+def test_host_descriptor_2d(dtype):
+    """A TensorDescriptor of a numpy array: base, shape and strides become
+    kernel parameters; its block shape (changed between launches, as
+    autotuner pre-hooks do) selects the compiled variant."""
+    rng = np.random.default_rng(4)
+    M, N = 40, 48
+    a = (rng.standard_normal((M, N)) * 8).astype(dtype)
+    d_in = TensorDescriptor.from_tensor(a, [1, 1])
+    assert d_in.strides == [N, 1] and list(d_in.shape) == [M, N]
+    n0 = len(host_copy_kernel.cache)
+    for bm, bn in [(16, 16), (8, 32)]:
+        out = np.zeros((M, N), dtype)
+        d_in.block_shape = [bm, bn]
+        d_out = TensorDescriptor(out, [M, N], [N, 1], [bm, bn])
+        host_copy_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](d_in, d_out, -2)
+        ref = np.zeros((M, N), dtype)
+        ref[2:] = a[:-2] * 3
+        np.testing.assert_array_equal(out, ref)
+    assert len(host_copy_kernel.cache) == n0 + 2
+
+
+@triton.jit
+def host3d_kernel(d_in, d_out):
+    b = tl.program_id(0)
+    x = d_in.load([b, 0, 0])
+    d_out.store([b, 0, 0], x + 1)
+
+
+@requires_cpu
+def test_host_descriptor_3d_and_padding_columns():
+    """A 3-D descriptor over a sliced view: shape smaller than the
+    allocation, so the block's last columns are outside and stay untouched."""
+    rng = np.random.default_rng(5)
+    full = rng.standard_normal((3, 8, 32)).astype(np.float32)
+    view = full[:, :6, :20]
+    out_full = np.zeros_like(full)
+    d_in = TensorDescriptor(full, [3, 6, 20], [8 * 32, 32, 1], [1, 8, 32])
+    d_out = TensorDescriptor(out_full, [3, 6, 20], [8 * 32, 32, 1], [1, 8, 32])
+    host3d_kernel[(3,)](d_in, d_out)
+    ref = np.zeros_like(full)
+    ref[:, :6, :20] = view + 1
+    np.testing.assert_array_equal(out_full, ref)
+
+
+def test_host_descriptor_checks():
+    a = np.zeros((16, 16), np.float32)
+    with pytest.raises(ValueError, match="power of 2"):
+        TensorDescriptor.from_tensor(a, [16, 12])
+    with pytest.raises(ValueError, match="contiguous"):
+        TensorDescriptor(a, [16, 8], [16, 2], [16, 8])
+    with pytest.raises(ValueError, match="16-byte"):
+        TensorDescriptor(a, [16, 15], [15, 1], [16, 16])
+    with pytest.raises(ValueError):
+        TensorDescriptor(np.zeros(16, np.int32), [16], [1], [16], padding="nan")
+
+
+# -- isinstance, helpers, returned and loop-carried descriptors ------------------
+
+@triton.jit
+def _maybe_make_desc(desc_or_ptr, shape, strides, block_shape):
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@triton.jit
+def _scale_block(desc, off, s):
+    return desc.load([off, 0]) * s
+
+
+@triton.jit
+def maybe_desc_kernel(x, y, M, BM: tl.constexpr, D: tl.constexpr, IS_DESC: tl.constexpr):
+    x = _maybe_make_desc(x, [M, D], [D, 1], [BM, D])
+    y = _maybe_make_desc(y, [M, D], [D, 1], [BM, D])
+    tl.static_assert(isinstance(x, tl.tensor_descriptor) and not isinstance(M, tl.tensor_descriptor))
+    tl.static_assert(isinstance(x, tl.tensor_descriptor_base))
+    tl.static_assert(x.block_shape == (BM, D) or x.block_shape == [BM, D])
+    tl.static_assert(len(x.shape) == 2 and len(x.strides) == 2)
+    off = tl.program_id(0) * BM
+    y.store([off, 0], _scale_block(x, off, 2.0).to(y.dtype))
+
+
+@requires_cpu
+@pytest.mark.parametrize("host", [False, True])
+def test_isinstance_and_helpers(host):
+    """Tutorial 06's _maybe_make_tensor_desc: a descriptor argument passes
+    through, a pointer becomes a descriptor; descriptors go into and come
+    out of @jit helpers."""
+    rng = np.random.default_rng(6)
+    M, D, BM = 50, 16, 16
+    a = rng.standard_normal((M, D)).astype(np.float32)
+    out = np.zeros_like(a)
+    if host:
+        x = TensorDescriptor.from_tensor(a, [BM, D])
+        y = TensorDescriptor.from_tensor(out, [BM, D])
+    else:
+        x, y = a, out
+    maybe_desc_kernel[(triton.cdiv(M, BM),)](x, y, M, BM, D, host)
+    np.testing.assert_array_equal(out, a * 2)
+
+
+@triton.jit
+def loop_carried_kernel(a_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    acc = tl.zeros([BM, BN], tl.float32)
+    for i in range(tl.cdiv(M, BM)):
+        acc += desc.load([i * BM, 0])
+        desc = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    o = tl.make_tensor_descriptor(out_ptr, [BM, BN], [BN, 1], [BM, BN])
+    o.store([0, 0], acc)
+
+
+@requires_cpu
+def test_loop_carried_descriptor():
+    rng = np.random.default_rng(7)
+    M, N, BM, BN = 37, 16, 8, 16
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    out = np.zeros((BM, BN), np.float32)
+    loop_carried_kernel[(1,)](a, out, M, N, BM, BN)
+    pad = np.zeros((triton.cdiv(M, BM) * BM, N), np.float32)
+    pad[:M] = a
+    np.testing.assert_allclose(out, pad.reshape(-1, BM, N).sum(0), rtol=1e-5, atol=1e-5)
+
+
+# -- .T of a loaded block into tl.dot (tutorial 09's B operand) -----------------
+
+@triton.jit
+def matmul_desc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    offs_am = tl.program_id(0) * BM
+    offs_bn = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        a = a_desc.load([offs_am, ki * BK])
+        b = b_desc.load([offs_bn, ki * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([offs_am, offs_bn], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def matmul_host_desc_kernel(a_desc, b_desc, c_desc, K, BK: tl.constexpr):
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BN: tl.constexpr = b_desc.block_shape[0]
+    offs_am = tl.program_id(0) * BM
+    offs_bn = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        a = a_desc.load([offs_am, ki * BK])
+        b = b_desc.load([offs_bn, ki * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([offs_am, offs_bn], acc.to(c_desc.dtype))
+
+
+@requires_cpu
+@pytest.mark.parametrize("host", [False, True])
+def test_matmul_transposed_operand(host):
+    """C = A @ B.T with B stored [N, K]; M, N, K not multiples of the block
+    (the K tail reads zeros), fp16 inputs, fp32 accumulation."""
+    rng = np.random.default_rng(8)
+    M, N, K = 50, 40, 72
+    BM, BN, BK = 32, 16, 32
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
+    if host:
+        matmul_host_desc_kernel[grid](TensorDescriptor.from_tensor(a, [BM, BK]),
+                                      TensorDescriptor.from_tensor(b, [BN, BK]),
+                                      TensorDescriptor.from_tensor(c, [BM, BN]), K, BK)
+    else:
+        matmul_desc_kernel[grid](a, b, c, M, N, K, BM, BN, BK)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+
+
+def _ttir(kernel, sig, cx, attrs=None):
+    sig = dict(sig)
+    sig.update({k: "constexpr" for k in cx})
+    k = triton.compile(ASTSource(kernel, sig, cx, attrs or {}), target=GPUTarget("cpu", 0, 1))
+    return k.asm["ttir"]
+
+
+@triton.jit
+def mixed_use_kernel(a_ptr, o_ptr, M, B: tl.constexpr):
+    d = tl.make_tensor_descriptor(a_ptr, [M, M], [M, 1], [B, B])
+    x = d.load([0, 0])
+    o = tl.make_tensor_descriptor(o_ptr, [M, M], [M, 1], [B, B])
+    o.store([0, 0], x.T + x)
+
+
+@requires_cpu
+def test_transposed_and_plain_use():
+    a = np.arange(20 * 20, dtype=np.float32).reshape(20, 20)
+    out = np.zeros_like(a)
+    mixed_use_kernel[(1,)](a, out, 20, 16)
+    ref = np.zeros_like(a)
+    ref[:16, :16] = a[:16, :16].T + a[:16, :16]
+    np.testing.assert_array_equal(out, ref)
+    ttir = _ttir(mixed_use_kernel, {"a_ptr": "*fp32", "o_ptr": "*fp32", "M": "i32"}, dict(B=16))
+    assert ttir.count("= load ") == 1 and " trans " in ttir
+
+
+def test_transposed_load_is_a_load_of_the_transposed_block():
+    """`desc.load(o).T` with no other use is one load of the [BK, BN] block
+    (contiguous along dim 0), no trans; a block also used untransposed keeps
+    its load and the trans."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    ttir = _ttir(matmul_desc_kernel, sig, dict(BM=32, BN=16, BK=32))
+    assert " trans " not in ttir and ttir.count("= load ") == 2
+    assert "load" in ttir and "block<32x16xf16>" in ttir
+
+
+# -- atomic_add --------------------------------------------------------------------
+
+@triton.jit
+def atomic_desc_kernel(out_ptr, val_ptr, M, N, LD, BM: tl.constexpr, BN: tl.constexpr):
+    d = tl.make_tensor_descriptor(out_ptr, [M, N], [LD, 1], [BM, BN])
+    v = tl.load(val_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :])
+    # every program adds the same block at an overlapping, shifted position
+    d.atomic_add([tl.program_id(0) * 4 - 4, tl.program_id(1) * 8 - 8], v)
+
+
+@requires_cpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_atomic_add(dtype):
+    rng = np.random.default_rng(9)
+    M, N, LD, BM, BN = 10, 20, 32, 8, 16
+    v = (rng.standard_normal((BM, BN)) * 10).astype(dtype)
+    out = np.ones((M, LD), dtype)
+    gm, gn = 4, 3
+    atomic_desc_kernel[(gm, gn)](out, v, M, N, LD, BM, BN)
+    ref = np.ones((M, LD), dtype).astype(np.float64)
+    for pm in range(gm):
+        for pn in range(gn):
+            om, on = pm * 4 - 4, pn * 8 - 8
+            for i in range(BM):
+                for j in range(BN):
+                    if 0 <= om + i < M and 0 <= on + j < N:
+                        ref[om + i, on + j] += v[i, j]
+    np.testing.assert_allclose(out, ref.astype(dtype), rtol=1e-5, atol=1e-4)
+
+
+# -- gather / scatter (rows by index) and reductions -------------------------------
+
+@triton.jit
+def gather_kernel(out_ptr, in_ptr, idx_ptr, y, X, Y, LD, BX: tl.constexpr, BY: tl.constexpr):
+    idx = tl.load(idx_ptr + tl.arange(0, BX))
+    desc = tl.make_tensor_descriptor(in_ptr, [X, Y], [LD, 1], [1, BY])
+    out = desc.gather(idx, y)
+    tl.store(out_ptr + tl.arange(0, BX)[:, None] * BY + tl.arange(0, BY)[None, :], out)
+
+
+@triton.jit
+def scatter_kernel(out_ptr, in_ptr, idx_ptr, y, X, Y, LD, BX: tl.constexpr, BY: tl.constexpr):
+    idx = tl.load(idx_ptr + tl.arange(0, BX))
+    data = tl.load(in_ptr + tl.arange(0, BX)[:, None] * BY + tl.arange(0, BY)[None, :])
+    desc = tl.make_tensor_descriptor(out_ptr, [X, Y], [LD, 1], [1, BY])
+    desc.scatter(data, idx, y)
+
+
+@requires_cpu
+@pytest.mark.parametrize("y", [0, 8, 20])
+def test_gather_scatter_rows(y):
+    """desc.gather(rows, y) / desc.scatter(v, rows, y): rows outside [0, X)
+    (negative or past the end) and columns past Y read zero / are dropped."""
+    rng = np.random.default_rng(10)
+    X, Y, LD, BX, BY = 20, 30, 32, 16, 16
+    a = rng.standard_normal((X, LD)).astype(np.float32)
+    idx = np.array([3, 0, 19, -1, 20, 7, 7, 12, 100, 5, 1, 2, 18, -5, 9, 10], np.int32)
+    out = np.zeros((BX, BY), np.float32)
+    gather_kernel[(1,)](out, a, idx, y, X, Y, LD, BX, BY)
+    ref = np.zeros((BX, BY), np.float32)
+    for i, r in enumerate(idx):
+        for j in range(BY):
+            if 0 <= r < X and y + j < Y:
+                ref[i, j] = a[r, y + j]
+    np.testing.assert_array_equal(out, ref)
+    perm = np.array([3, 0, 19, -1, 20, 7, 6, 12, 100, 5, 1, 2, 18, -5, 9, 10], np.int32)
+    data = rng.standard_normal((BX, BY)).astype(np.float32)
+    dst = np.full((X, LD), 9, np.float32)
+    scatter_kernel[(1,)](dst, data, perm, y, X, Y, LD, BX, BY)
+    ref = np.full((X, LD), 9, np.float32)
+    for i, r in enumerate(perm):
+        for j in range(BY):
+            if 0 <= r < X and y + j < Y:
+                ref[r, y + j] = data[i, j]
+    np.testing.assert_array_equal(dst, ref)
+
+
+@triton.jit
+def reduce_kernel(out_ptr, val_ptr, KIND: tl.constexpr, B: tl.constexpr):
+    d = tl.make_tensor_descriptor(out_ptr, [B, B], [B, 1], [B, B])
+    v = tl.load(val_ptr + tl.arange(0, B)[:, None] * B + tl.arange(0, B)[None, :])
+    if KIND == "min":
+        d.atomic_min([0, 0], v)
+    elif KIND == "max":
+        d.atomic_max([0, 0], v)
+    elif KIND == "and":
+        d.atomic_and([0, 0], v)
+    elif KIND == "or":
+        d.atomic_or([0, 0], v)
+    else:
+        d.atomic_xor([0, 0], v)
+
+
+@requires_cpu
+@pytest.mark.parametrize("kind", ["min", "max", "and", "or", "xor"])
+def test_reduce_int(kind):
+    rng = np.random.default_rng(11)
+    v = rng.integers(-1000, 1000, (16, 16)).astype(np.int32)
+    out = rng.integers(-1000, 1000, (16, 16)).astype(np.int32)
+    ref = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
+           "xor": np.bitwise_xor}[kind](out, v)
+    reduce_kernel[(1,)](out, v, kind, 16)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("kind,dt", [("min", "*fp16"), ("max", "*bf16"), ("and", "*fp32"), ("xor", "*i8")])
+def test_reduce_unsupported_dtype(kind, dt):
+    """Triton's dtype rules for descriptor reductions (16-bit float min/max
+    exist only as sm_90 TMA reductions, which ctriton does not emit)."""
+    with pytest.raises(triton.CompilationError, match="unsupported dtype"):
+        _ttir(reduce_kernel, {"out_ptr": dt, "val_ptr": dt}, dict(KIND=kind, B=16))
+
+
+# -- errors --------------------------------------------------------------------------
+
+@triton.jit
+def _annotated(v: tl.constexpr, n: tl.constexpr):
+    return v + tl.arange(0, n)
+
+
+@triton.jit
+def annotated_kernel(x_ptr, k, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), _annotated(k, N))
+
+
+@triton.jit
+def annotated_bad_kernel(x_ptr, k, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), _annotated(N, k))
+
+
+@requires_cpu
+def test_callee_constexpr_annotation_takes_a_tensor():
+    """A tensor given to a callee parameter annotated tl.constexpr is bound
+    as the tensor (Triton ignores callee annotations); a use that needs a
+    constant is the error."""
+    out = np.zeros(16, np.int32)
+    annotated_kernel[(1,)](out, 5, 16)
+    np.testing.assert_array_equal(out, np.arange(16) + 5)
+    with pytest.raises(triton.CompilationError, match="arange"):
+        _ttir(annotated_bad_kernel, {"x_ptr": "*i32", "k": "i32"}, dict(N=16))
+
+
+@triton.jit
+def bad_kernel(p, M, CASE: tl.constexpr):
+    if CASE == 0:
+        d = tl.make_tensor_descriptor(p, [M, M], [M, 1], [16, 12])
+    elif CASE == 1:
+        d = tl.make_tensor_descriptor(p, [M, M], [M, 2], [16, 16])
+    elif CASE == 2:
+        d = tl.make_tensor_descriptor(p, [M, M], [M], [16, 16])
+    elif CASE == 3:
+        d = tl.make_tensor_descriptor(p, [M, M], [M, 1], [16, 2])
+    else:
+        d = tl.make_tensor_descriptor(p, [M, M], [M, 1], [16, 16])
+    if CASE == 4:
+        d.store([0, 0], tl.zeros([16, 8], tl.float32))
+    elif CASE == 5:
+        d.load([0])
+    else:
+        d.load([0, 0])
+
+
+@pytest.mark.parametrize("case,msg", [(0, "power of 2"), (1, "last dim must be 1"),
+                                      (2, "Expected 2 strides"), (3, "at least 16 bytes"),
+                                      (4, "block shape"), (5, "expected 2 offsets")])
+def test_errors(case, msg):
+    with pytest.raises(triton.CompilationError, match=msg):
+        _ttir(bad_kernel, {"p": "*fp32", "M": "i32"}, dict(CASE=case))
+
+
+# -- sm_90: descriptors take the cp.async + wgmma path -----------------------------
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_matmul_descriptor_pipelined():
+    """Tutorial 09's descriptor matmul (A [M, K], B [N, K] loaded and
+    transposed) on sm_90a: both tiles through cp.async into the stage
+    buffers, warpgroup MMA, no spills."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    cx = dict(BM=128, BN=128, BK=64)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(6)}
+    k = triton.compile(ASTSource(matmul_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 3})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert ttgir.count("async_copy ") == 6  # 2 tiles ahead + 1 in the loop, A and B
+    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
+    assert "ldmatrix" not in ptx
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@triton.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.constexpr, start_m, qk_scale,
+                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
+    # (as upstream: offs_m, offs_n and N_CTX are annotated tl.constexpr but
+    # given tensors; Triton ignores a callee's annotations)
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    offsetk_y = offset_y + lo
+    offsetv_y = offset_y + lo
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([offsetk_y, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_ij = tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([offsetv_y, 0])
+        p = p.to(dtype)
+        acc = tl.dot(p, v, acc)
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
+        offsetk_y += BLOCK_N
+        offsetv_y += BLOCK_N
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
+                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  STAGE: tl.constexpr):
+    """Upstream tutorial 06's forward kernel structure (fp16, no warp
+    specialization), descriptors made inside or passed in."""
+    dtype = tl.float16
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    y_dim = Z * H * N_CTX
+    desc_q = _maybe_make_desc(desc_q, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_v = _maybe_make_desc(desc_v, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_k = _maybe_make_desc(desc_k, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_o = _maybe_make_desc(desc_o, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    offset_y = off_z * (N_CTX * H) + off_h * N_CTX
+    qo_offset_y = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m,
+                                        qk_scale, BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m,
+                                        offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m,
+                                        qk_scale, BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    m_ptrs = M + off_hz * N_CTX + offs_m
+    tl.store(m_ptrs, m_i)
+    desc_o.store([qo_offset_y, 0], acc.to(dtype))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("stage", [1, 3])
+def test_sm90_attention_descriptor_wgmma(stage):
+    """The attention kernel with device-side descriptors on sm_90a: K (loaded
+    [N, D] and transposed) and V through cp.async, both dots on wgmma."""
+    sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q": "*fp16",
+           "desc_k": "*fp16", "desc_v": "*fp16", "desc_o": "*fp16", "N_CTX": "i32"}
+    cx = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, STAGE=stage)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] not in ("constexpr", "fp32")}
+    k = triton.compile(ASTSource(attn_fwd_desc, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 2})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert " trans " not in k.asm["ttir"]
+    assert "async_copy" in ttgir and "cp.async.cg.shared.global" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+# -- GPU: tutorial 06's attention with descriptors against torch --------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("host", [False, True])
+def test_gpu_attention_descriptors(causal, host):
+    import torch
+    Z, H, N_CTX, D = 2, 3, 256, 64
+    BLOCK_M, BLOCK_N = 128, 64
+    torch.manual_seed(0)
+    q, k, v = (torch.randn((Z, H, N_CTX, D), device="cuda", dtype=torch.float16) for _ in range(3))
+    sm_scale = 0.5
+    o = torch.empty_like(q)
+    M = torch.empty((Z, H, N_CTX), device="cuda", dtype=torch.float32)
+    y_dim = Z * H * N_CTX
+    if host:
+        args = [TensorDescriptor(t, [y_dim, D], [D, 1], [bm, D])
+                for t, bm in ((q, BLOCK_M), (k, BLOCK_N), (v, BLOCK_N), (o, BLOCK_M))]
+    else:
+        args = [q, k, v, o]
+    grid = (triton.cdiv(N_CTX, BLOCK_M), Z * H)
+    attn_fwd_desc[grid](sm_scale, M, Z, H, *args, N_CTX, HEAD_DIM=D, BLOCK_M=BLOCK_M,
+                        BLOCK_N=BLOCK_N, STAGE=3 if causal else 1, num_warps=4, num_stages=2)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
+    torch.testing.assert_close(o, ref, atol=2e-2, rtol=0)
+
+
+@pytest.mark.gpu
+def test_gpu_matmul_descriptors():
+    import torch
+    torch.manual_seed(0)
+    M, N, K = 300, 260, 200
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    c = torch.empty((M, N), device="cuda", dtype=torch.float16)
+    BM, BN, BK = 128, 128, 64
+    matmul_desc_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM, BN, BK,
+                                                                  num_warps=4, num_stages=3)
+    torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=5e-2, rtol=1e-2)

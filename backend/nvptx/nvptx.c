@@ -1,14 +1,18 @@
-/* nvptx.c: be_nvptx_compile, the NVPTX pipeline for one kernel:
+/* nvptx.c: the NVPTX stages the compile pipeline (jit/pipeline.c) runs on
+ * a TTGIR module, one function each:
  *
- *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
- *   barriers) -> TTGIR text -> per-thread LLVM IR (nv_lower_block in control.c,
- *   one file per op family) -> libdevice linked in when math needs it,
- *   everything but the kernel internalised -> LLVM O3 -> NVPTX target
- *   machine (sm_<arch>, +ptx<version>) -> PTX.
+ *   be_nvptx_lower     TTGIR -> per-thread LLVM IR (nv_lower_block in
+ *                      control.c, one file per op family), libdevice linked
+ *                      in when math needs it, everything but the kernel
+ *                      internalised, for the NVPTX target machine
+ *                      (sm_<arch>, +ptx<version>);
+ *   be_nvptx_optimize  LLVM O3;
+ *   be_nvptx_emit      PTX text.
  *
  * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
  * 32 * num_warps, and reads all shared memory from one external dynamic
- * shared array (`ct_smem`); BeGpuResult.shared is the size to launch with.
+ * shared array (`ct_smem`); the shared allocation's total is the size to
+ * launch with.
  */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -20,17 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nvptx.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -42,15 +37,23 @@ static void init_llvm(void)
 	LLVMInitializeNVPTXAsmPrinter();
 }
 
-void be_gpu_result_free(BeGpuResult *r)
+struct BeNvModule {
+	IrCtx *ctx; /* the compilation's, for errors */
+	IrLoc loc;  /* the kernel's */
+	LLVMContextRef c;
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+};
+
+void be_nvptx_module_free(BeNvModule *nm)
 {
-	if (!r)
+	if (!nm)
 		return;
-	free(r->name);
-	free(r->ttgir);
-	free(r->llir);
-	free(r->ptx);
-	memset(r, 0, sizeof *r);
+	if (nm->tm)
+		LLVMDisposeTargetMachine(nm->tm);
+	if (nm->c)
+		LLVMContextDispose(nm->c);
+	free(nm);
 }
 
 static char *xstrdup(const char *s)
@@ -118,7 +121,7 @@ static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
 }
 
 /* The device limit on dynamic shared memory per block (opt-in maximum). */
-static int64_t shared_limit(int arch)
+int64_t be_nvptx_shared_limit(int arch)
 {
 	if (arch >= 90)
 		return 232448;
@@ -129,9 +132,30 @@ static int64_t shared_limit(int arch)
 	return 65536;
 }
 
-IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeGpuResult *out)
+IrError *be_nvptx_check_options(IrModule *m, const BeOptions *opt)
 {
-	memset(out, 0, sizeof *out);
+	IrFunc *f = find_kernel(m);
+	if (!f)
+		return ir_error(m->ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
+	if (opt->num_warps < 1 || (opt->num_warps & (opt->num_warps - 1)) || opt->num_warps > 32)
+		return ir_error(m->ctx, IR_ERR_VALUE, f->loc, "num_warps must be a power of two in 1..32, got %d",
+				opt->num_warps);
+	return NULL;
+}
+
+IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared)
+{
+	IrFunc *f = find_kernel(m);
+	if (shared > be_nvptx_shared_limit(arch))
+		return ir_error(m->ctx, IR_ERR_RESOURCE, f ? f->loc : (IrLoc){0},
+				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
+				(long long)shared, (long long)be_nvptx_shared_limit(arch));
+	return NULL;
+}
+
+IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeNvModule **out)
+{
+	*out = NULL;
 	IrCtx *ctx = m->ctx;
 	BeOptions dflt;
 	if (!opt) {
@@ -141,37 +165,18 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	int arch = target && target->arch ? target->arch : 90;
 	int ptxv = target && target->ptx_version ? target->ptx_version : 80;
 	int warp = target && target->warp_size ? target->warp_size : 32;
-	IrFunc *f = find_kernel(m);
-	if (!f)
-		return ir_error(ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
-	if (opt->num_warps < 1 || (opt->num_warps & (opt->num_warps - 1)) || opt->num_warps > 32)
-		return ir_error(ctx, IR_ERR_VALUE, f->loc, "num_warps must be a power of two in 1..32, got %d",
-				opt->num_warps);
-
-	/* 1. TTIR -> TTGIR */
-	double t0 = now_ms(), t1;
-	AnGpuOptions ao = {opt->num_warps, warp, arch};
-	int64_t shared = 0;
-	IrError *err = an_gpu_pipeline(m, &ao, &shared);
+	IrError *err = be_nvptx_check_options(m, opt);
 	if (err)
 		return err;
-	if (shared > shared_limit(arch))
-		return ir_error(ctx, IR_ERR_RESOURCE, f->loc,
-				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
-				(long long)shared, (long long)shared_limit(arch));
-	char *ttgir = ir_print_module(m);
-	t1 = now_ms();
-	double ms_ttgir = t1 - t0;
-	t0 = t1;
+	IrFunc *f = find_kernel(m);
 
-	/* 2. TTGIR -> LLVM IR */
 	pthread_once(&init_once, init_llvm);
 	Nv nv;
 	memset(&nv, 0, sizeof nv);
 	nv.ctx = ctx;
 	nv.f = f;
 	nv.opt = opt;
-	nv.ao = ao;
+	nv.ao = (AnGpuOptions){opt->num_warps, warp, arch};
 	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
@@ -248,53 +253,51 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		return nv.err;
 	}
 	internalize(nv.m, nv.fn);
-	t1 = now_ms();
-	double ms_llir = t1 - t0;
-	t0 = t1;
+	BeNvModule *nm = calloc(1, sizeof *nm);
+	if (!nm)
+		abort();
+	*nm = (BeNvModule){ctx, f->loc, nv.c, nv.m, tm};
+	*out = nm;
+	return NULL;
+}
 
-	/* 3. O3 and PTX */
+IrError *be_nvptx_optimize(BeNvModule *nm)
+{
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef lerr = LLVMRunPasses(nv.m, "default<O3>", tm, po);
+	LLVMErrorRef lerr = LLVMRunPasses(nm->m, "default<O3>", nm->tm, po);
 	LLVMDisposePassBuilderOptions(po);
-	if (lerr) {
-		char *em = LLVMGetErrorMessage(lerr);
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
-		LLVMDisposeErrorMessage(em);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
-		return err;
-	}
-	t1 = now_ms();
-	double ms_opt = t1 - t0;
-	t0 = t1;
-	char *llir = LLVMPrintModuleToString(nv.m);
+	if (!lerr)
+		return NULL;
+	char *em = LLVMGetErrorMessage(lerr);
+	IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", em);
+	LLVMDisposeErrorMessage(em);
+	return err;
+}
+
+char *be_nvptx_llir(BeNvModule *nm)
+{
+	char *llir = LLVMPrintModuleToString(nm->m);
+	char *r = xstrdup(llir);
+	LLVMDisposeMessage(llir);
+	return r;
+}
+
+IrError *be_nvptx_emit(BeNvModule *nm, char **ptx)
+{
+	*ptx = NULL;
+	char *msg = NULL;
 	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, nv.m, LLVMAssemblyFile, &msg, &buf)) {
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s", msg ? msg : "");
+	if (LLVMTargetMachineEmitToMemoryBuffer(nm->tm, nm->m, LLVMAssemblyFile, &msg, &buf)) {
+		IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "PTX emission failed: %s", msg ? msg : "");
 		LLVMDisposeMessage(msg);
-		LLVMDisposeMessage(llir);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
 		return err;
 	}
 	size_t n = LLVMGetBufferSize(buf);
-	out->ptx = malloc(n + 1);
-	if (!out->ptx)
+	*ptx = malloc(n + 1);
+	if (!*ptx)
 		abort();
-	memcpy(out->ptx, LLVMGetBufferStart(buf), n);
-	out->ptx[n] = 0;
+	memcpy(*ptx, LLVMGetBufferStart(buf), n);
+	(*ptx)[n] = 0;
 	LLVMDisposeMemoryBuffer(buf);
-	out->llir = xstrdup(llir);
-	LLVMDisposeMessage(llir);
-	out->name = xstrdup(f->name);
-	out->ttgir = xstrdup(ttgir ? ttgir : "");
-	out->shared = (int)shared;
-	out->num_warps = opt->num_warps;
-	out->ms_ttgir = ms_ttgir;
-	out->ms_llir = ms_llir;
-	out->ms_opt = ms_opt;
-	out->ms_emit = now_ms() - t0;
-	LLVMDisposeTargetMachine(tm);
-	LLVMContextDispose(nv.c);
 	return NULL;
 }

@@ -5,7 +5,7 @@
  * one IR function whose parameters are the non-constexpr arguments (typed by
  * the signature, with divisibility attributes), binds constexpr arguments to
  * their values, lowers the body (fe_stmt.c), verifies the module and returns
- * its text. Any error, including a Python exception raised while evaluating a
+ * its text, as built: CSE and DCE are passes of the compile pipeline. Any error, including a Python exception raised while evaluating a
  * constexpr expression, becomes ctriton.CompilationError("file:line:col").
  */
 #include <stdarg.h>
@@ -575,11 +575,9 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
+	/* the clean-ups (CSE, DCE) are the pipeline's first passes (jit/pipeline.c),
+	 * run on this text as on any .ttir file */
 	IrError *err = ir_ctx_error(fe.ctx);
-	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
-		err = ir_cse_scalars(fe.m);
-	if (!err)
-		err = ir_dce(fe.m);
 	if (!err) {
 		IrError *verr = ir_verify(fe.m);
 		if (verr)

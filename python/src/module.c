@@ -10,8 +10,9 @@ static PyMethodDef methods[] = {
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
 	/* runtime.c */
 	{"compile_ttir", py_compile_ttir, METH_VARARGS,
-	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir) -> dict "
-	 "of stages (or {'error': msg})"},
+	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir, "
+	 "dump_after=None) -> dict of stages, 'passes' run and 'dumps' [(pass, text)] (or {'error': msg})"},
+	{"pass_table", py_pass_table, METH_NOARGS, "pass_table() -> the compile pipeline's passes, in order"},
 	{"ptxas", py_ptxas, METH_VARARGS, "ptxas(ptx, arch) -> (cubin, n_regs, n_spills) or None"},
 	{"sha256", py_sha256, METH_O, "sha256(bytes or str) -> hex digest"},
 	{"cache_get", py_cache_get, METH_VARARGS,

@@ -28,6 +28,7 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
 int py_runtime_init(PyObject *m);
 PyObject *py_compile_ttir(PyObject *self, PyObject *args);
 PyObject *py_ptxas(PyObject *self, PyObject *args);
+PyObject *py_pass_table(PyObject *self, PyObject *noargs);
 PyObject *py_sha256(PyObject *self, PyObject *arg);
 PyObject *py_cache_get(PyObject *self, PyObject *args);
 PyObject *py_cache_put(PyObject *self, PyObject *args);

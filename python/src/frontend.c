@@ -1,5 +1,7 @@
 /* frontend.c: _C.ast_to_ttir, the entry of the frontend, and its shared
- * helpers (object keeping, AST node kinds, locations, errors, dtypes).
+ * helpers (object keeping, AST node kinds, locations, errors, dtypes);
+ * _C.builtin_table, the builtins fe_builtins.c lowers (ctriton.language
+ * makes its stubs from it).
  *
  * ast_to_ttir parses the kernel's source with Python's `ast` module, makes
  * one IR function whose parameters are the non-constexpr arguments (typed by
@@ -594,4 +596,21 @@ out:
 	Py_XDECREF(fe.keep);
 	ir_ctx_free(fe.ctx);
 	return result;
+}
+
+PyObject *py_builtin_table(PyObject *self, PyObject *noargs)
+{
+	PyObject *l = PyList_New(0);
+	const char *name, *params;
+	bool method;
+	for (int i = 0; l && fe_builtin_row(i, &name, &params, &method); i++) {
+		PyObject *row = Py_BuildValue("(ssO)", name, params, method ? Py_True : Py_False);
+		if (!row || PyList_Append(l, row) < 0) {
+			Py_XDECREF(row);
+			Py_DECREF(l);
+			return NULL;
+		}
+		Py_DECREF(row);
+	}
+	return l;
 }

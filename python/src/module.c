@@ -8,6 +8,8 @@ static PyMethodDef methods[] = {
 	/* frontend.c */
 	{"ast_to_ttir", (PyCFunction)(void (*)(void))py_ast_to_ttir, METH_VARARGS | METH_KEYWORDS,
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
+	{"builtin_table", py_builtin_table, METH_NOARGS,
+	 "builtin_table() -> [(name, params, is_tensor_method)]: the builtins the frontend lowers"},
 	/* runtime.c */
 	{"compile_ttir", py_compile_ttir, METH_VARARGS,
 	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir, "

@@ -20,6 +20,7 @@
  *   ctriton.CompilationError with file:line:col, the source line and a caret.
  */
 PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *py_builtin_table(PyObject *self, PyObject *noargs);
 
 /* ---- runtime.c: specialization, in-memory cache, launch, compile driver
  * bindings, disk cache bindings ------------------------------------------

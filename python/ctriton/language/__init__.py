@@ -26,4 +26,4 @@ __all__ = sorted(set(_BUILTINS) | {
     "float8e4b15", "float8e4b8", "float8e5b16", "cdiv", "sigmoid", "softmax", "swizzle2d",
     "interleave", "flip", "sort", "topk", "bitonic_merge", "math", "extra", "philox", "philox_impl", "randint", "randint4x", "rand",
     "rand4x", "randn", "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal",
-} - {"make_block_ptr", "advance", "inline_asm_elementwise", "add", "sub", "mul"})
+} - set(core._UNSUPPORTED))

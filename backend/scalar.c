@@ -28,10 +28,22 @@
 
 #include "backend/scalar.h"
 
-static LLVMTypeRef int_ty(BeScalar *s, unsigned bits) { return LLVMIntTypeInContext(s->c, bits); }
-static LLVMTypeRef f32_ty(BeScalar *s) { return LLVMFloatTypeInContext(s->c); }
-static LLVMTypeRef f64_ty(BeScalar *s) { return LLVMDoubleTypeInContext(s->c); }
-static LLVMValueRef ci(LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static LLVMTypeRef int_ty(BeScalar *s, unsigned bits)
+{
+	return LLVMIntTypeInContext(s->c, bits);
+}
+static LLVMTypeRef f32_ty(BeScalar *s)
+{
+	return LLVMFloatTypeInContext(s->c);
+}
+static LLVMTypeRef f64_ty(BeScalar *s)
+{
+	return LLVMDoubleTypeInContext(s->c);
+}
+static LLVMValueRef ci(LLVMTypeRef t, long long v)
+{
+	return LLVMConstInt(t, (unsigned long long)v, 1);
+}
 
 LLVMValueRef be_intrinsic(BeScalar *s, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs)
 {
@@ -173,7 +185,8 @@ static LLVMValueRef f32_to_f8(BeScalar *s, LLVMValueRef x, bool e5, bool rtz)
 	LLVMValueRef code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, a, ci(i32, minnorm), ""), norm, sub, "");
 	LLVMValueRef sat = ci(i32, maxcode);
 	if (rtz && e5)
-		sat = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, a, ci(i32, 0x7f800000), ""), ci(i32, 0x7c), sat, "");
+		sat = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, a, ci(i32, 0x7f800000), ""), ci(i32, 0x7c), sat,
+				      "");
 	code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, maxbits), ""), sat, code, "");
 	code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, 0x7f800000), ""), ci(i32, 0x7f), code, "");
 	return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), int_ty(s, 8), "");
@@ -190,8 +203,8 @@ static LLVMValueRef f8_to_f32(BeScalar *s, LLVMValueRef x, bool e5)
 	LLVMValueRef mag = LLVMBuildAnd(b, w, ci(i32, 0x7f), "");
 	LLVMValueRef e = LLVMBuildLShr(b, mag, ci(i32, mb), "");
 	LLVMValueRef man = LLVMBuildAnd(b, mag, ci(i32, (1 << mb) - 1), "");
-	LLVMValueRef nbits = LLVMBuildAdd(b, LLVMBuildShl(b, mag, ci(i32, 23 - mb), ""),
-					  ci(i32, (long long)(127 - bias) << 23), "");
+	LLVMValueRef nbits =
+		LLVMBuildAdd(b, LLVMBuildShl(b, mag, ci(i32, 23 - mb), ""), ci(i32, (long long)(127 - bias) << 23), "");
 	LLVMValueRef sf = LLVMBuildFMul(b, LLVMBuildUIToFP(b, man, f32, ""),
 					LLVMConstReal(f32, 1.0 / (double)(1 << (bias - 1 + mb))), "");
 	LLVMValueRef bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(i32, 0), ""),
@@ -214,13 +227,18 @@ LLVMValueRef be_to_f32(BeScalar *s, LLVMValueRef x, const IrType *t)
 	case TY_BF16:
 		if (!s->bf16_bits)
 			return LLVMBuildFPExt(b, x, f32_ty(s), "");
-		return LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, x, int_ty(s, 32), ""), ci(int_ty(s, 32), 16), ""),
-					f32_ty(s), "");
+		return LLVMBuildBitCast(
+			b, LLVMBuildShl(b, LLVMBuildZExt(b, x, int_ty(s, 32), ""), ci(int_ty(s, 32), 16), ""),
+			f32_ty(s), "");
 	case TY_F8E4M3:
-	case TY_F8E5M2: return f8_to_f32(s, x, ir_scalar(t)->kind == TY_F8E5M2);
-	case TY_F16: return LLVMBuildFPExt(b, x, f32_ty(s), "");
-	case TY_F64: return LLVMBuildFPTrunc(b, x, f32_ty(s), "");
-	default: return x;
+	case TY_F8E5M2:
+		return f8_to_f32(s, x, ir_scalar(t)->kind == TY_F8E5M2);
+	case TY_F16:
+		return LLVMBuildFPExt(b, x, f32_ty(s), "");
+	case TY_F64:
+		return LLVMBuildFPTrunc(b, x, f32_ty(s), "");
+	default:
+		return x;
 	}
 }
 
@@ -238,9 +256,12 @@ LLVMValueRef be_from_f32(BeScalar *s, LLVMValueRef x, const IrType *t, bool rtz)
 		return rtz ? toward_zero(s, x, r) : r;
 	}
 	case TY_F8E4M3:
-	case TY_F8E5M2: return f32_to_f8(s, x, t->kind == TY_F8E5M2, rtz);
-	case TY_F64: return LLVMBuildFPExt(b, x, f64_ty(s), "");
-	default: return x;
+	case TY_F8E5M2:
+		return f32_to_f8(s, x, t->kind == TY_F8E5M2, rtz);
+	case TY_F64:
+		return LLVMBuildFPExt(b, x, f64_ty(s), "");
+	default:
+		return x;
 	}
 }
 
@@ -251,8 +272,7 @@ static bool narrow(const IrType *t)
 
 /* ---- casts --------------------------------------------------------------------- */
 
-LLVMValueRef be_scalar_cast(BeScalar *s, const IrOp *op, LLVMValueRef x, const IrType *from, const IrType *to,
-			    bool rtz)
+LLVMValueRef be_scalar_cast(BeScalar *s, const IrOp *op, LLVMValueRef x, const IrType *from, const IrType *to, bool rtz)
 {
 	LLVMBuilderRef b = s->b;
 	from = ir_scalar(from);
@@ -269,7 +289,8 @@ LLVMValueRef be_scalar_cast(BeScalar *s, const IrOp *op, LLVMValueRef x, const I
 			return fail(s, op, "cast of a float to a pointer", tt);
 		LLVMValueRef w = x;
 		if (ir_type_bits(from) < 64)
-			w = ir_is_signed(from) ? LLVMBuildSExt(b, x, int_ty(s, 64), "") : LLVMBuildZExt(b, x, int_ty(s, 64), "");
+			w = ir_is_signed(from) ? LLVMBuildSExt(b, x, int_ty(s, 64), "")
+					       : LLVMBuildZExt(b, x, int_ty(s, 64), "");
 		return LLVMBuildIntToPtr(b, w, tt, "");
 	}
 	bool fi = ir_is_int(from), ti = ir_is_int(to);
@@ -350,7 +371,8 @@ static LLVMValueRef float_rem(BeScalar *s, LLVMValueRef x, LLVMValueRef y)
 	LLVMValueRef q = intr1(s, "llvm.trunc", LLVMBuildFDiv(b, x, y, ""));
 	LLVMValueRef args[3] = {LLVMBuildFNeg(b, q, ""), y, x};
 	LLVMValueRef r = intr(s, "llvm.fma", args, 3);
-	LLVMValueRef inf = LLVMBuildFCmp(b, LLVMRealOEQ, intr1(s, "llvm.fabs", y), LLVMConstReal(t, __builtin_inf()), "");
+	LLVMValueRef inf =
+		LLVMBuildFCmp(b, LLVMRealOEQ, intr1(s, "llvm.fabs", y), LLVMConstReal(t, __builtin_inf()), "");
 	return LLVMBuildSelect(b, inf, x, r, "");
 }
 
@@ -358,20 +380,37 @@ static LLVMValueRef float_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMV
 {
 	LLVMBuilderRef b = s->b;
 	switch (op->opc) {
-	case OP_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
-	case OP_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
-	case OP_MUL: return LLVMBuildFMul(b, a[0], a[1], "");
-	case OP_DIV: return LLVMBuildFDiv(b, a[0], a[1], "");
-	case OP_REM: return float_rem(s, a[0], a[1]);
-	case OP_NEG: return LLVMBuildFNeg(b, a[0], "");
-	case OP_ABS: return intr1(s, "llvm.fabs", a[0]);
+	case OP_ADD:
+		return LLVMBuildFAdd(b, a[0], a[1], "");
+	case OP_SUB:
+		return LLVMBuildFSub(b, a[0], a[1], "");
+	case OP_MUL:
+		return LLVMBuildFMul(b, a[0], a[1], "");
+	case OP_DIV:
+		return LLVMBuildFDiv(b, a[0], a[1], "");
+	case OP_REM:
+		return float_rem(s, a[0], a[1]);
+	case OP_NEG:
+		return LLVMBuildFNeg(b, a[0], "");
+	case OP_ABS:
+		return intr1(s, "llvm.fabs", a[0]);
 	case OP_MIN:
 		return intr(s, nan_all(op) ? "llvm.minimum" : "llvm.minnum", a, 2);
 	case OP_MAX:
 		return intr(s, nan_all(op) ? "llvm.maximum" : "llvm.maxnum", a, 2);
-	case OP_FMA: return intr(s, "llvm.fma", a, 3);
-	case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT:
-	case OP_SIN: case OP_COS: case OP_ERF: case OP_FLOOR: case OP_CEIL:
+	case OP_FMA:
+		return intr(s, "llvm.fma", a, 3);
+	case OP_EXP:
+	case OP_EXP2:
+	case OP_LOG:
+	case OP_LOG2:
+	case OP_SQRT:
+	case OP_RSQRT:
+	case OP_SIN:
+	case OP_COS:
+	case OP_ERF:
+	case OP_FLOOR:
+	case OP_CEIL:
 		return s->math(s->user, op, a[0]);
 	default:
 		return fail(s, op, "the op does not apply to floats", LLVMTypeOf(a[0]));
@@ -385,7 +424,14 @@ static bool native_narrow(const BeScalar *s, IrOpcode opc, const IrType *t)
 	if (!s->narrow_native || !(t->kind == TY_F16 || (t->kind == TY_BF16 && !s->bf16_bits)))
 		return false;
 	switch (opc) {
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_NEG: case OP_ABS: case OP_MIN: case OP_MAX:
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_DIV:
+	case OP_NEG:
+	case OP_ABS:
+	case OP_MIN:
+	case OP_MAX:
 	case OP_CMP:
 		return true;
 	default:
@@ -399,20 +445,33 @@ static LLVMValueRef int_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMVal
 	bool sgn = ir_is_signed(t);
 	LLVMTypeRef lt = LLVMTypeOf(xs[0]);
 	switch (op->opc) {
-	case OP_ADD: return LLVMBuildAdd(b, xs[0], xs[1], "");
-	case OP_SUB: return LLVMBuildSub(b, xs[0], xs[1], "");
-	case OP_MUL: return LLVMBuildMul(b, xs[0], xs[1], "");
-	case OP_DIV: return int_divrem(s, false, sgn, xs[0], xs[1]);
-	case OP_REM: return int_divrem(s, true, sgn, xs[0], xs[1]);
-	case OP_NEG: return LLVMBuildSub(b, ci(lt, 0), xs[0], "");
-	case OP_AND: return LLVMBuildAnd(b, xs[0], xs[1], "");
-	case OP_OR: return LLVMBuildOr(b, xs[0], xs[1], "");
-	case OP_XOR: return LLVMBuildXor(b, xs[0], xs[1], "");
-	case OP_NOT: return LLVMBuildNot(b, xs[0], "");
+	case OP_ADD:
+		return LLVMBuildAdd(b, xs[0], xs[1], "");
+	case OP_SUB:
+		return LLVMBuildSub(b, xs[0], xs[1], "");
+	case OP_MUL:
+		return LLVMBuildMul(b, xs[0], xs[1], "");
+	case OP_DIV:
+		return int_divrem(s, false, sgn, xs[0], xs[1]);
+	case OP_REM:
+		return int_divrem(s, true, sgn, xs[0], xs[1]);
+	case OP_NEG:
+		return LLVMBuildSub(b, ci(lt, 0), xs[0], "");
+	case OP_AND:
+		return LLVMBuildAnd(b, xs[0], xs[1], "");
+	case OP_OR:
+		return LLVMBuildOr(b, xs[0], xs[1], "");
+	case OP_XOR:
+		return LLVMBuildXor(b, xs[0], xs[1], "");
+	case OP_NOT:
+		return LLVMBuildNot(b, xs[0], "");
 	case OP_SHL:
-	case OP_SHR: return shift(s, op->opc, sgn, xs[0], xs[1]);
-	case OP_MIN: return intr(s, sgn ? "llvm.smin" : "llvm.umin", xs, 2);
-	case OP_MAX: return intr(s, sgn ? "llvm.smax" : "llvm.umax", xs, 2);
+	case OP_SHR:
+		return shift(s, op->opc, sgn, xs[0], xs[1]);
+	case OP_MIN:
+		return intr(s, sgn ? "llvm.smin" : "llvm.umin", xs, 2);
+	case OP_MAX:
+		return intr(s, sgn ? "llvm.smax" : "llvm.umax", xs, 2);
 	case OP_UMULHI: {
 		unsigned w = LLVMGetIntTypeWidth(lt);
 		LLVMTypeRef wt = int_ty(s, 2 * w);
@@ -425,9 +484,11 @@ static LLVMValueRef int_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMVal
 		LLVMValueRef args[2] = {xs[0], ci(int_ty(s, 1), 0)};
 		return intr(s, "llvm.abs", args, 2);
 	}
-	case OP_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, xs[0], xs[1], ""), xs[2], "");
+	case OP_FMA:
+		return LLVMBuildAdd(b, LLVMBuildMul(b, xs[0], xs[1], ""), xs[2], "");
 	default:
-		return fail(s, op, ir_is_ptr(t) ? "the op does not apply to pointers" : "the op does not apply to integers",
+		return fail(s, op,
+			    ir_is_ptr(t) ? "the op does not apply to pointers" : "the op does not apply to integers",
 			    lt);
 	}
 }
@@ -438,8 +499,10 @@ LLVMValueRef be_scalar_op(BeScalar *s, const IrOp *op, LLVMValueRef *xs)
 	const IrType *rt = ir_scalar(op->res[0].type);
 	const IrType *ot = op->nops ? ir_scalar(op->ops[0]->type) : rt;
 	switch (op->opc) {
-	case OP_SELECT: return LLVMBuildSelect(b, xs[0], xs[1], xs[2], "");
-	case OP_CAST: return be_scalar_cast(s, op, xs[0], ot, rt, strcmp(ir_op_str(op, "rounding", "rtne"), "rtz") == 0);
+	case OP_SELECT:
+		return LLVMBuildSelect(b, xs[0], xs[1], xs[2], "");
+	case OP_CAST:
+		return be_scalar_cast(s, op, xs[0], ot, rt, strcmp(ir_op_str(op, "rounding", "rtne"), "rtz") == 0);
 	case OP_BITCAST: {
 		LLVMTypeRef tt = s->type(s->user, rt);
 		if (LLVMTypeOf(xs[0]) == tt)
@@ -449,9 +512,12 @@ LLVMValueRef be_scalar_op(BeScalar *s, const IrOp *op, LLVMValueRef *xs)
 		return LLVMBuildBitCast(b, xs[0], tt, "");
 	}
 	case OP_INT_TO_PTR:
-	case OP_PTR_TO_INT: return be_scalar_cast(s, op, xs[0], ot, rt, false);
-	case OP_EXTERN: return s->ext(s->user, op, xs);
-	default: break;
+	case OP_PTR_TO_INT:
+		return be_scalar_cast(s, op, xs[0], ot, rt, false);
+	case OP_EXTERN:
+		return s->ext(s->user, op, xs);
+	default:
+		break;
 	}
 	if (ir_is_float(ot)) {
 		if (!narrow(ot) || native_narrow(s, op->opc, ot))
@@ -466,8 +532,17 @@ LLVMValueRef be_scalar_op(BeScalar *s, const IrOp *op, LLVMValueRef *xs)
 	if (op->opc == OP_CMP)
 		return cmp(s, op, ot, xs[0], xs[1]);
 	switch (op->opc) {
-	case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT:
-	case OP_SIN: case OP_COS: case OP_ERF: case OP_FLOOR: case OP_CEIL:
+	case OP_EXP:
+	case OP_EXP2:
+	case OP_LOG:
+	case OP_LOG2:
+	case OP_SQRT:
+	case OP_RSQRT:
+	case OP_SIN:
+	case OP_COS:
+	case OP_ERF:
+	case OP_FLOOR:
+	case OP_CEIL:
 		return fail(s, op, "math of a non-float", s->type(s->user, rt));
 	default:
 		return int_op(s, op, ot, xs);

@@ -56,7 +56,6 @@ LLVMValueRef be_to_f32(BeScalar *s, LLVMValueRef x, const IrType *t);
 /* An f32 as float type t, rounded to nearest even (rtz: toward zero). */
 LLVMValueRef be_from_f32(BeScalar *s, LLVMValueRef x, const IrType *t, bool rtz);
 /* A call of LLVM intrinsic name overloaded on tys (NULL when unknown). */
-LLVMValueRef be_intrinsic(BeScalar *s, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args,
-			  int nargs);
+LLVMValueRef be_intrinsic(BeScalar *s, const char *name, LLVMTypeRef *tys, int ntys, LLVMValueRef *args, int nargs);
 
 #endif

@@ -35,8 +35,8 @@ static char *error_text(IrCtx *ctx, const IrError *e)
 	return strdup(ir_error_str(ctx, e));
 }
 
-char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags,
-			 const char *dump_after, JitKernel *out)
+char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags, const char *dump_after,
+			 JitKernel *out)
 {
 	JitPipe *p = jit_pipe_new(m, opt, target, out);
 	char *err = jit_pipe_dump_after(p, dump_after);
@@ -49,8 +49,8 @@ char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *tar
 	return err;
 }
 
-char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt, const JitTarget *target,
-		  int flags, const char *dump_after, JitKernel *out)
+char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt, const JitTarget *target, int flags,
+		  const char *dump_after, JitKernel *out)
 {
 	/* Parse: TTIR text (the frontend's output or a user's .ttir file) into
 	 * a module in a fresh arena; the pass table does the rest. */

@@ -137,14 +137,14 @@ typedef struct JitPipe JitPipe;
 /* One row of the pass table. */
 typedef struct JitPass {
 	const char *name;
-	JitStage stage;    /* the form it works on and leaves */
-	unsigned targets;  /* JIT_ON_* */
-	bool pipeline;     /* run by jit_compile; else only when asked for by name */
-	bool analysis;     /* changes nothing; run on demand for a pass that requires what it provides */
+	JitStage stage;   /* the form it works on and leaves */
+	unsigned targets; /* JIT_ON_* */
+	bool pipeline;    /* run by jit_compile; else only when asked for by name */
+	bool analysis;    /* changes nothing; run on demand for a pass that requires what it provides */
 	unsigned requires, provides, breaks; /* JIT_F_* */
-	int timer;         /* JIT_T_* */
+	int timer;                           /* JIT_T_* */
 	IrError *(*run)(JitPipe *p);
-	const char *what;  /* one line */
+	const char *what; /* one line */
 } JitPass;
 
 /* The pass table, in pipeline order (see pipeline.c for the rows). */
@@ -180,7 +180,7 @@ typedef struct JitKernel {
 	double ms[JIT_NT]; /* per-stage wall time; 0 for stages not run */
 	const char *passes[JIT_MAX_RUNS]; /* the passes run, in order (jit_passes names) */
 	int npasses;
-	JitDump *dumps;    /* the texts after the passes asked for, in run order */
+	JitDump *dumps; /* the texts after the passes asked for, in run order */
 	int ndumps;
 } JitKernel;
 
@@ -225,11 +225,11 @@ void jit_pipe_free(JitPipe *p);
  * (jit_pipe_run_pipeline with flags); dump_after as in jit_pipe_dump_after.
  * Returns NULL, or a malloc'ed "file:line:col: message" (out then holds
  * whatever stages succeeded). */
-char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
-		  const JitTarget *target, int flags, const char *dump_after, JitKernel *out);
+char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt, const JitTarget *target, int flags,
+		  const char *dump_after, JitKernel *out);
 /* The same for a module already built (the caller keeps m and its ctx). */
-char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags,
-			 const char *dump_after, JitKernel *out);
+char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags, const char *dump_after,
+			 JitKernel *out);
 /* Assembles PTX into a cubin with ptxas ($CTRITON_PTXAS_PATH, the CUDA
  * toolkit, or PATH); 0 on success, 1 when ptxas is absent, -1 on an error
  * (message in errbuf). Fills k->cubin, n_regs, n_spills. */

@@ -28,8 +28,7 @@
 #include "jit/jit.h"
 
 const char *const jit_fact_names[JIT_NF] = {
-	"verified", "ttir", "axis", "layouts", "barriers", "shared",
-	"llvm", "llvm-opt", "ptx", "cubin", "host",
+	"verified", "ttir", "axis", "layouts", "barriers", "shared", "llvm", "llvm-opt", "ptx", "cubin", "host",
 };
 
 struct JitPipe {
@@ -49,7 +48,7 @@ struct JitPipe {
 	bool verify_each;    /* the verifier after every pass that changes the module */
 	bool dump_all;
 	unsigned long long dump_mask; /* by row of jit_passes */
-	int depth;           /* analyses run on demand, nested */
+	int depth;                    /* analyses run on demand, nested */
 };
 
 static char *xstrdup(const char *s)
@@ -252,16 +251,17 @@ const JitPass jit_passes[] = {
 	 "contiguity, divisibility and constancy of every value, per dim"},
 	{"assign-layouts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR | JIT_F_AXIS, JIT_F_LAYOUTS,
 	 JIT_F_TTIR | EDIT, JIT_T_TTGIR, run_assign_layouts,
-	 "a layout on every block value (coalesced accesses, slices, mma for dots), convert_layout where they disagree"},
-	{"remove-converts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, 0,
-	 EDIT | JIT_F_BARRIERS | JIT_F_SHARED, JIT_T_TTGIR, run_remove_converts,
+	 "a layout on every block value (coalesced accesses, slices, mma for dots), convert_layout where they "
+	 "disagree"},
+	{"remove-converts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, 0, EDIT | JIT_F_BARRIERS | JIT_F_SHARED,
+	 JIT_T_TTGIR, run_remove_converts,
 	 "drops identity conversions, folds chains, rematerialises cheap producers, drops dead pure ops"},
 	{"insert-barriers", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_BARRIERS, 0, JIT_T_TTGIR,
 	 run_insert_barriers, "a barrier op before each scratch user that may overwrite what another still reads"},
 	{"allocate-shared", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_SHARED, 0, JIT_T_TTGIR,
 	 run_allocate_shared, "scratch_offset for every scratch user by liveness; the total within the arch's limit"},
-	{"nvptx-lower", JIT_S_LLIR, CUDA, true, false, V | JIT_F_LAYOUTS | JIT_F_BARRIERS | JIT_F_SHARED,
-	 JIT_F_LLVM, JIT_F_LLVM_OPT | JIT_F_PTX | JIT_F_CUBIN, JIT_T_LLIR, run_nvptx_lower,
+	{"nvptx-lower", JIT_S_LLIR, CUDA, true, false, V | JIT_F_LAYOUTS | JIT_F_BARRIERS | JIT_F_SHARED, JIT_F_LLVM,
+	 JIT_F_LLVM_OPT | JIT_F_PTX | JIT_F_CUBIN, JIT_T_LLIR, run_nvptx_lower,
 	 "the LLVM IR of one thread, libdevice linked in, everything but the kernel internal"},
 	{"llvm-opt", JIT_S_LLIR, CUDA, true, false, JIT_F_LLVM, JIT_F_LLVM_OPT, 0, JIT_T_OPT, run_llvm_opt,
 	 "LLVM's default<O3> for the NVPTX target machine"},
@@ -361,8 +361,10 @@ static char *ir_text(JitPipe *p)
 	Text t = {NULL, 0, 0};
 	put(&t, "%s", ir_print_module(p->m));
 	if (p->last && !strcmp(p->last->name, "axis-info") && (p->facts & JIT_F_AXIS)) {
-		put(&t, "\n// axis-info of @%s: per dim, runs of +1, the power of two dividing every element "
-			"(pointers: bytes), runs of equal elements\n", p->kernel->name);
+		put(&t,
+		    "\n// axis-info of @%s: per dim, runs of +1, the power of two dividing every element "
+		    "(pointers: bytes), runs of equal elements\n",
+		    p->kernel->name);
 		for (int i = 0; i < p->kernel->body->nargs; i++)
 			axis_value(&t, p->ax, p->kernel->body->args[i]);
 		axis_block(&t, p->ax, p->kernel->body);
@@ -501,7 +503,8 @@ char *jit_pipe_dump_after(JitPipe *p, const char *spec)
 			p->dump_all = true;
 		} else if (n) {
 			int i = 0;
-			while (i < jit_npasses && (strlen(jit_passes[i].name) != n || strncmp(jit_passes[i].name, s, n)))
+			while (i < jit_npasses &&
+			       (strlen(jit_passes[i].name) != n || strncmp(jit_passes[i].name, s, n)))
 				i++;
 			if (i == jit_npasses) {
 				Text t = {NULL, 0, 0};

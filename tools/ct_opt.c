@@ -68,7 +68,9 @@ static void list_passes(void)
 	for (int i = 0; i < jit_npasses; i++) {
 		const JitPass *p = &jit_passes[i];
 		printf("%-16s %-5s %-8s %s%s\n", p->name, stages[p->stage],
-		       p->targets == (JIT_ON_CPU | JIT_ON_CUDA) ? "cpu,cuda" : p->targets & JIT_ON_CPU ? "cpu" : "cuda",
+		       p->targets == (JIT_ON_CPU | JIT_ON_CUDA) ? "cpu,cuda"
+		       : p->targets & JIT_ON_CPU                ? "cpu"
+								: "cuda",
 		       p->pipeline ? "pipeline" : "on request", p->analysis ? ", analysis" : "");
 		printf("    requires ");
 		facts(p->requires);

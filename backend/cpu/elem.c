@@ -87,9 +87,17 @@ static LLVMValueRef sem_ext(void *user, const IrOp *op, LLVMValueRef *xs)
 /* The shared scalar semantics with the CPU's types, math and externs. */
 static BeScalar sem(Cg *cg)
 {
-	return (BeScalar){.c = cg->ctx, .m = cg->mod, .b = cg->b, .bf16_bits = true, .narrow_native = false,
-			  .type = sem_type, .math = sem_math, .ext = sem_ext, .f64_to_f16 = f64_to_f16,
-			  .fail = sem_fail, .user = cg};
+	return (BeScalar){.c = cg->ctx,
+			  .m = cg->mod,
+			  .b = cg->b,
+			  .bf16_bits = true,
+			  .narrow_native = false,
+			  .type = sem_type,
+			  .math = sem_math,
+			  .ext = sem_ext,
+			  .f64_to_f16 = f64_to_f16,
+			  .fail = sem_fail,
+			  .user = cg};
 }
 
 LLVMValueRef cg_to_f32(Cg *cg, LLVMValueRef x, const IrType *t)
@@ -104,8 +112,7 @@ LLVMValueRef cg_from_f32(Cg *cg, LLVMValueRef x, const IrType *t, bool rtz)
 	return be_from_f32(&s, x, t, rtz);
 }
 
-LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from,
-			const IrType *to, bool rtz)
+LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from, const IrType *to, bool rtz)
 {
 	BeScalar s = sem(cg);
 	return be_scalar_cast(&s, op, x, from, to, rtz);
@@ -265,16 +272,24 @@ static LLVMValueRef sem_math(void *user, const IrOp *op, LLVMValueRef x)
 		if (ft == cg->t_f32)
 			return exp_f32(cg, x, op->opc == OP_EXP2);
 		return cg_intrinsic(cg, op->opc == OP_EXP ? "llvm.exp" : "llvm.exp2", &ft, 1, &x, 1);
-	case OP_LOG: return cg_intrinsic(cg, "llvm.log", &ft, 1, &x, 1);
-	case OP_LOG2: return cg_intrinsic(cg, "llvm.log2", &ft, 1, &x, 1);
-	case OP_SQRT: return cg_intrinsic(cg, "llvm.sqrt", &ft, 1, &x, 1);
+	case OP_LOG:
+		return cg_intrinsic(cg, "llvm.log", &ft, 1, &x, 1);
+	case OP_LOG2:
+		return cg_intrinsic(cg, "llvm.log2", &ft, 1, &x, 1);
+	case OP_SQRT:
+		return cg_intrinsic(cg, "llvm.sqrt", &ft, 1, &x, 1);
 	case OP_RSQRT:
 		return LLVMBuildFDiv(cg->b, LLVMConstReal(ft, 1.0), cg_intrinsic(cg, "llvm.sqrt", &ft, 1, &x, 1), "");
-	case OP_SIN: return cg_intrinsic(cg, "llvm.sin", &ft, 1, &x, 1);
-	case OP_COS: return cg_intrinsic(cg, "llvm.cos", &ft, 1, &x, 1);
-	case OP_FLOOR: return cg_intrinsic(cg, "llvm.floor", &ft, 1, &x, 1);
-	case OP_CEIL: return cg_intrinsic(cg, "llvm.ceil", &ft, 1, &x, 1);
-	case OP_ERF: return cg_call_ext(cg, ft == cg->t_f64 ? "erf" : "erff", ft, &ft, 1, &x, 1, false);
+	case OP_SIN:
+		return cg_intrinsic(cg, "llvm.sin", &ft, 1, &x, 1);
+	case OP_COS:
+		return cg_intrinsic(cg, "llvm.cos", &ft, 1, &x, 1);
+	case OP_FLOOR:
+		return cg_intrinsic(cg, "llvm.floor", &ft, 1, &x, 1);
+	case OP_CEIL:
+		return cg_intrinsic(cg, "llvm.ceil", &ft, 1, &x, 1);
+	case OP_ERF:
+		return cg_call_ext(cg, ft == cg->t_f64 ? "erf" : "erff", ft, &ft, 1, &x, 1, false);
 	default:
 		cg_fail(cg, op, "op '%s' is not a math function", ir_opinfo(op->opc)->name);
 		return LLVMGetUndef(ft);

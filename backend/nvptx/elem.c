@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "nvptx.h"
 #include "backend/scalar.h"
+#include "nvptx.h"
 
 static const double LOG2E = 1.4426950408889634;
 static const double LN2 = 0.6931471805599453;
@@ -92,8 +92,16 @@ static void sem_fail(void *user, const IrOp *op, const char *msg)
 /* The shared scalar semantics with the GPU's types, math and externs. */
 static BeScalar sem(Nv *nv)
 {
-	return (BeScalar){.c = nv->c, .m = nv->m, .b = nv->b, .bf16_bits = false, .narrow_native = true,
-			  .type = sem_type, .math = math, .ext = sem_ext, .f64_to_f16 = NULL, .fail = sem_fail,
+	return (BeScalar){.c = nv->c,
+			  .m = nv->m,
+			  .b = nv->b,
+			  .bf16_bits = false,
+			  .narrow_native = true,
+			  .type = sem_type,
+			  .math = math,
+			  .ext = sem_ext,
+			  .f64_to_f16 = NULL,
+			  .fail = sem_fail,
 			  .user = nv};
 }
 

@@ -148,7 +148,8 @@ IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared)
 	IrFunc *f = find_kernel(m);
 	if (shared > be_nvptx_shared_limit(arch))
 		return ir_error(m->ctx, IR_ERR_RESOURCE, f ? f->loc : (IrLoc){0},
-				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
+				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block "
+				"sizes or `num_stages` may help.",
 				(long long)shared, (long long)be_nvptx_shared_limit(arch));
 	return NULL;
 }

@@ -1448,8 +1448,8 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	const char *ttir, *filename, *dump_after = NULL;
 	int backend, arch, warp, stop_ttir;
 	PyObject *o;
-	if (!PyArg_ParseTuple(args, "ssiiiO!p|z", &ttir, &filename, &backend, &arch, &warp,
-			      &PyDict_Type, &o, &stop_ttir, &dump_after))
+	if (!PyArg_ParseTuple(args, "ssiiiO!p|z", &ttir, &filename, &backend, &arch, &warp, &PyDict_Type, &o,
+			      &stop_ttir, &dump_after))
 		return NULL;
 	BeOptions opt = {
 		.num_warps = (int)opt_int(o, "num_warps", 4),
@@ -1540,12 +1540,13 @@ PyObject *py_pass_table(PyObject *self, PyObject *noargs)
 		PyObject *targets = p->targets == (JIT_ON_CPU | JIT_ON_CUDA)
 					    ? Py_BuildValue("[ss]", "cpu", "cuda")
 					    : Py_BuildValue("[s]", p->targets & JIT_ON_CPU ? "cpu" : "cuda");
-		PyList_SetItem(l, i, Py_BuildValue("{s:s,s:s,s:N,s:O,s:O,s:N,s:N,s:N,s:s}", "name", p->name, "stage",
-						   stages[p->stage], "targets", targets, "pipeline",
-						   p->pipeline ? Py_True : Py_False, "analysis",
-						   p->analysis ? Py_True : Py_False, "requires", fact_list(p->requires),
-						   "provides", fact_list(p->provides), "breaks", fact_list(p->breaks),
-						   "what", p->what));
+		PyList_SetItem(l, i,
+			       Py_BuildValue("{s:s,s:s,s:N,s:O,s:O,s:N,s:N,s:N,s:s}", "name", p->name, "stage",
+					     stages[p->stage], "targets", targets, "pipeline",
+					     p->pipeline ? Py_True : Py_False, "analysis",
+					     p->analysis ? Py_True : Py_False, "requires", fact_list(p->requires),
+					     "provides", fact_list(p->provides), "breaks", fact_list(p->breaks), "what",
+					     p->what));
 	}
 	return l;
 }

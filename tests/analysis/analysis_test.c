@@ -76,7 +76,8 @@ static void test_vector_add_axis(void)
 	CHECK(p->div[0] == 16, "ptr divisibility %lld", (long long)p->div[0]);
 	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
 	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
-	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d", an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d",
+	      an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
 	int64_t shared = -1;
 	CHECK(gpu_passes(m, 4, 0, &shared) == NULL, "pipeline");
 	CHECK(shared == 0, "shared %lld", (long long)shared);

@@ -113,6 +113,11 @@ static IrError *run_verify(JitPipe *p)
 	return NULL;
 }
 
+static IrError *run_combine_dot_add(JitPipe *p)
+{
+	return ir_combine_dot_add(p->m);
+}
+
 static IrError *run_cse_scalars(JitPipe *p)
 {
 	return ir_cse_scalars(p->m);
@@ -239,6 +244,8 @@ const JitPass jit_passes[] = {
 	/* name, stage, targets, pipeline, analysis, requires, provides, breaks, timer, run, what */
 	{"verify", JIT_S_TTIR, BOTH, true, true, 0, V, 0, JIT_T_VERIFY, run_verify,
 	 "types, shapes, dominance, terminators; finds the kernel; checks the options against the target"},
+	{"combine-dot-add", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_combine_dot_add,
+	 "folds acc + dot(a, b, 0) into dot(a, b, acc) when the dot has no other use: the sum accumulates in the dot"},
 	{"cse-scalars", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_cse_scalars,
 	 "merges identical pure scalar ops (block ops keep one copy per expression, free to take their own layouts)"},
 	{"cse", JIT_S_TTIR, BOTH, false, false, V, 0, EDIT, JIT_T_TTIR, run_cse,

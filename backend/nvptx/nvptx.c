@@ -20,22 +20,14 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-#include <pthread.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nvptx.h"
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void init_llvm(void)
-{
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-}
+#include "backend/llvm/llvm.h"
 
 struct BeNvModule {
 	IrCtx *ctx; /* the compilation's, for errors */
@@ -43,11 +35,15 @@ struct BeNvModule {
 	LLVMContextRef c;
 	LLVMModuleRef m;
 	LLVMTargetMachineRef tm;
+	BeLlvmDiag diag; /* the context's error diagnostics */
+	bool lost;       /* after a fatal LLVM error: c, m and tm stay the parked helper's */
 };
 
 void be_nvptx_module_free(BeNvModule *nm)
 {
 	if (!nm)
+		return;
+	if (nm->lost) /* the parked helper may still use them: leaked */
 		return;
 	if (nm->tm)
 		LLVMDisposeTargetMachine(nm->tm);
@@ -74,20 +70,52 @@ static IrFunc *find_kernel(IrModule *m)
 	return NULL;
 }
 
-static const char *libdevice_path(void)
+static int readable(char *buf, size_t n, const char *dir, const char *file)
 {
-	const char *p = getenv("CTRITON_LIBDEVICE_PATH");
-	return p && *p ? p : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+	if (!dir || !*dir)
+		return 0;
+	snprintf(buf, n, "%s%s", dir, file);
+	return access(buf, R_OK) == 0;
+}
+
+int be_nvptx_libdevice_path(char *buf, size_t n)
+{
+	static const char *const rel = "/nvvm/libdevice/libdevice.10.bc";
+	if (readable(buf, n, getenv("CTRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("TRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("CUDA_HOME"), rel) || readable(buf, n, getenv("CUDA_PATH"), rel) ||
+	    readable(buf, n, "/usr/local/cuda", rel))
+		return 1;
+	/* the copy a wheel carries: lib/ beside the extension holding this code */
+	Dl_info di;
+	if (dladdr((void *)be_nvptx_libdevice_path, &di) && di.dli_fname) {
+		const char *slash = strrchr(di.dli_fname, '/');
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - di.dli_fname) : 1,
+			 slash ? di.dli_fname : ".");
+		if (readable(buf, n, dir, "/lib/libdevice.10.bc"))
+			return 1;
+	}
+	return 0;
+}
+
+void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch)
+{
+	LLVMGetVersion(major, minor, patch);
 }
 
 static IrError *link_libdevice(Nv *nv)
 {
 	LLVMMemoryBufferRef buf = NULL;
 	char *msg = NULL;
-	const char *path = libdevice_path();
+	char path[4096];
+	if (!be_nvptx_libdevice_path(path, sizeof path))
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
+				"libdevice.10.bc not found ($CTRITON_LIBDEVICE_PATH, $TRITON_LIBDEVICE_PATH, "
+				"$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or the package's lib/)");
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
-				      "libdevice not found at %s (set CTRITON_LIBDEVICE_PATH): %s", path, msg ? msg : "");
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot read libdevice %s: %s",
+				      path, msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		return e;
 	}
@@ -171,7 +199,7 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 		return err;
 	IrFunc *f = find_kernel(m);
 
-	pthread_once(&init_once, init_llvm);
+	be_llvm_init();
 	Nv nv;
 	memset(&nv, 0, sizeof nv);
 	nv.ctx = ctx;
@@ -182,6 +210,10 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
 	nv.c = LLVMContextCreate();
+	BeNvModule *nm = calloc(1, sizeof *nm);
+	if (!nm)
+		abort();
+	be_llvm_watch(nv.c, &nm->diag);
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
@@ -193,6 +225,7 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "NVPTX target unavailable: %s", msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		LLVMContextDispose(nv.c);
+		free(nm);
 		return err;
 	}
 	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
@@ -251,54 +284,117 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	if (nv.err) {
 		LLVMDisposeTargetMachine(tm);
 		LLVMContextDispose(nv.c);
+		free(nm);
 		return nv.err;
 	}
 	internalize(nv.m, nv.fn);
-	BeNvModule *nm = calloc(1, sizeof *nm);
-	if (!nm)
-		abort();
-	*nm = (BeNvModule){ctx, f->loc, nv.c, nv.m, tm};
+	nm->ctx = ctx;
+	nm->loc = f->loc;
+	nm->c = nv.c;
+	nm->m = nv.m;
+	nm->tm = tm;
 	*out = nm;
 	return NULL;
 }
 
+/* The LLVM work that may hit a fatal error (O3, the IR text, PTX), each run
+ * by be_llvm_guarded on its helper thread. */
+typedef struct Codegen {
+	BeNvModule *nm;
+	LLVMErrorRef perr;       /* from the pass pipeline */
+	char *text;              /* the LLVM IR text (LLVM message) */
+	char *emsg;              /* emission failure */
+	LLVMMemoryBufferRef buf; /* the PTX */
+} Codegen;
+
+static void run_opt(void *p)
+{
+	Codegen *c = p;
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	c->perr = LLVMRunPasses(c->nm->m, "default<O3>", c->nm->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+}
+
+static void run_print(void *p)
+{
+	Codegen *c = p;
+	c->text = LLVMPrintModuleToString(c->nm->m);
+}
+
+static void run_emit(void *p)
+{
+	Codegen *c = p;
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->nm->tm, c->nm->m, LLVMAssemblyFile, &c->emsg, &c->buf)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("no message");
+		c->buf = NULL;
+	}
+}
+
+/* Runs fn on the guarded thread. A fatal error becomes an error value and
+ * leaves the module lost (leaked, never touched again). */
+static IrError *guarded(BeNvModule *nm, void (*fn)(void *), Codegen *cw, const char *what)
+{
+	if (nm->lost)
+		return ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc,
+				"LLVM module unusable after an earlier fatal error in NVPTX code generation");
+	char *fatal = be_llvm_guarded(fn, cw);
+	if (!fatal)
+		return NULL;
+	nm->lost = true;
+	IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM fatal error in NVPTX %s: %s", what, fatal);
+	free(fatal);
+	return err;
+}
+
 IrError *be_nvptx_optimize(BeNvModule *nm)
 {
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef lerr = LLVMRunPasses(nm->m, "default<O3>", nm->tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (!lerr)
-		return NULL;
-	char *em = LLVMGetErrorMessage(lerr);
-	IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", em);
-	LLVMDisposeErrorMessage(em);
-	return err;
+	Codegen cw = {.nm = nm};
+	IrError *err = guarded(nm, run_opt, &cw, "code generation");
+	if (err)
+		return err;
+	if (cw.perr) {
+		char *em = LLVMGetErrorMessage(cw.perr);
+		err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", em);
+		LLVMDisposeErrorMessage(em);
+		return err;
+	}
+	if (nm->diag.failed)
+		return ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", nm->diag.msg);
+	return NULL;
 }
 
 char *be_nvptx_llir(BeNvModule *nm)
 {
-	char *llir = LLVMPrintModuleToString(nm->m);
-	char *r = xstrdup(llir);
-	LLVMDisposeMessage(llir);
+	Codegen cw = {.nm = nm};
+	if (nm->lost || guarded(nm, run_print, &cw, "IR printing"))
+		return xstrdup("");
+	char *r = xstrdup(cw.text ? cw.text : "");
+	LLVMDisposeMessage(cw.text);
 	return r;
 }
 
 IrError *be_nvptx_emit(BeNvModule *nm, char **ptx)
 {
 	*ptx = NULL;
-	char *msg = NULL;
-	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(nm->tm, nm->m, LLVMAssemblyFile, &msg, &buf)) {
-		IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "PTX emission failed: %s", msg ? msg : "");
-		LLVMDisposeMessage(msg);
+	Codegen cw = {.nm = nm};
+	IrError *err = guarded(nm, run_emit, &cw, "code generation");
+	if (err)
+		return err;
+	if (cw.emsg || nm->diag.failed) {
+		err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "PTX emission failed: %s",
+			       nm->diag.failed ? nm->diag.msg : cw.emsg);
+		LLVMDisposeMessage(cw.emsg);
+		if (cw.buf)
+			LLVMDisposeMemoryBuffer(cw.buf);
 		return err;
 	}
-	size_t n = LLVMGetBufferSize(buf);
+	size_t n = LLVMGetBufferSize(cw.buf);
 	*ptx = malloc(n + 1);
 	if (!*ptx)
 		abort();
-	memcpy(*ptx, LLVMGetBufferStart(buf), n);
+	memcpy(*ptx, LLVMGetBufferStart(cw.buf), n);
 	(*ptx)[n] = 0;
-	LLVMDisposeMemoryBuffer(buf);
+	LLVMDisposeMemoryBuffer(cw.buf);
 	return NULL;
 }

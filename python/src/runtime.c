@@ -675,6 +675,7 @@ typedef struct Binary {
 	JitCudaKernel cuk; /* loaded CUDA function (cuk.function NULL: none) */
 	int num_warps, num_ctas, shared;
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
+	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
 } Binary;
 
 static PyObject *BinaryType;
@@ -717,6 +718,7 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			goto fail;
 		Py_INCREF(cap);
 		b->cpu_owner = cap;
+		b->sanitize = be_cpu_kernel_sanitized(b->cpu);
 	}
 	if (backend == JIT_BACKEND_CUDA && image != Py_None) {
 		char err[4096];
@@ -788,6 +790,165 @@ static void *current_stream(void)
 	Py_DECREF(s);
 	PyErr_Clear();
 	return p;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Sanitizer (CPU backend): the byte extent of each pointer argument          */
+/* ------------------------------------------------------------------------- */
+
+/* [lo, hi) of the bytes a strided view at ptr covers (ptr itself is element
+ * 0); an empty view covers nothing. */
+static void strided_extent(uint64_t ptr, int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
+			   Py_ssize_t itemsize, uint64_t *lo, uint64_t *hi)
+{
+	int64_t neg = 0, pos = 0;
+	for (int d = 0; d < ndim; d++) {
+		if (shape[d] == 0) {
+			*lo = *hi = ptr;
+			return;
+		}
+		int64_t span = (int64_t)(shape[d] - 1) * (int64_t)(strides ? strides[d] : 0);
+		if (span < 0)
+			neg += span;
+		else
+			pos += span;
+	}
+	if (!strides && ndim > 0) { /* C-contiguous */
+		int64_t n = 1;
+		for (int d = 0; d < ndim; d++)
+			n *= shape[d];
+		pos = (n - 1) * itemsize;
+	}
+	*lo = ptr + (uint64_t)neg;
+	*hi = ptr + (uint64_t)pos + (uint64_t)itemsize;
+}
+
+/* Reads a sequence of ints (a shape or strides) into out; its length or -1. */
+static int int_seq(PyObject *o, Py_ssize_t *out, int max)
+{
+	PyObject *t = o ? PySequence_Tuple(o) : NULL;
+	if (!t)
+		return -1;
+	Py_ssize_t n = PyTuple_Size(t);
+	int rc = n <= max ? (int)n : -1;
+	for (Py_ssize_t i = 0; rc >= 0 && i < n; i++) {
+		out[i] = PyLong_AsSsize_t(PyTuple_GetItem(t, i));
+		if (PyErr_Occurred())
+			rc = -1;
+	}
+	Py_DECREF(t);
+	return rc;
+}
+
+/* The extent of tensor-like v whose element 0 is at ptr: numpy arrays and
+ * other buffers by their view, torch tensors by shape, stride() and
+ * element_size(), TensorWrapper by its base. Anything else: [0,
+ * UINT64_MAX), unchecked. */
+static void tensor_extent(PyObject *v, uint64_t ptr, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 0;
+	*hi = UINT64_MAX;
+	Py_ssize_t shape[32], strides[32];
+	if (PyObject_CheckBuffer(v)) {
+		Py_buffer view;
+		if (PyObject_GetBuffer(v, &view, PyBUF_RECORDS_RO) == 0) {
+			strided_extent((uint64_t)(uintptr_t)view.buf, view.ndim, view.shape, view.strides,
+				       view.itemsize, lo, hi);
+			PyBuffer_Release(&view);
+			return;
+		}
+		PyErr_Clear();
+	}
+	PyObject *tn = PyType_GetName(Py_TYPE(v));
+	int wrapper = tn && PyUnicode_CompareWithASCIIString(tn, "TensorWrapper") == 0;
+	Py_XDECREF(tn);
+	if (wrapper) {
+		PyObject *base = PyObject_GetAttrString(v, "base");
+		if (base)
+			tensor_extent(base, ptr, lo, hi);
+		Py_XDECREF(base);
+		PyErr_Clear();
+		return;
+	}
+	PyObject *sh = PyObject_GetAttrString(v, "shape");
+	PyObject *st = sh ? PyObject_CallMethod(v, "stride", NULL) : NULL;
+	PyObject *es = st ? PyObject_CallMethod(v, "element_size", NULL) : NULL;
+	int nd = sh ? int_seq(sh, shape, 32) : -1;
+	if (es && nd >= 0 && int_seq(st, strides, 32) == nd) {
+		Py_ssize_t isz = PyLong_AsSsize_t(es);
+		for (int d = 0; d < nd; d++)
+			strides[d] *= isz;
+		if (!PyErr_Occurred())
+			strided_extent(ptr, nd, shape, strides, isz, lo, hi);
+	}
+	Py_XDECREF(sh);
+	Py_XDECREF(st);
+	Py_XDECREF(es);
+	PyErr_Clear();
+}
+
+/* Fills ext (2 words per kernel parameter, backend.h) for the arguments
+ * args[0..n) of b's signature; pointer parameters get their tensor's
+ * extent, others (0, 0). */
+static int san_fill(PyObject *sig, PyObject *v, uint64_t *ext, int *np)
+{
+	if (PyTuple_Check(sig)) {
+		for (Py_ssize_t i = 0; i < PyTuple_Size(sig); i++)
+			if (san_fill(PyTuple_GetItem(sig, i), PyTuple_Check(v) ? PyTuple_GetItem(v, i) : Py_None,
+				     ext, np) < 0)
+				return -1;
+		return 0;
+	}
+	const char *s = PyUnicode_AsUTF8AndSize(sig, NULL);
+	if (!s)
+		return -1;
+	if (kind_of_sig(s) == AK_CONSTEXPR)
+		return 0;
+	if (*np >= MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	uint64_t *e = &ext[2 * *np];
+	(*np)++;
+	e[0] = e[1] = 0;
+	if (kind_of_sig(s) != AK_PTR || v == Py_None)
+		return 0; /* a None pointer may not be accessed at all */
+	if (PyLong_Check(v)) { /* a raw address: unchecked */
+		e[1] = UINT64_MAX;
+		return 0;
+	}
+	int tk = tensor_kind(v), dt;
+	uint64_t ptr = 0;
+	if (tk == TK_NONE || tensor_info(v, tk, 0, 0, &ptr, &dt) < 0) {
+		PyErr_Clear();
+		e[1] = UINT64_MAX;
+		return 0;
+	}
+	tensor_extent(v, ptr, &e[0], &e[1]);
+	return 0;
+}
+
+/* For a sanitized kernel: computes the extents of args (one per signature
+ * entry) into ext and passes them as params[pk->n]. */
+static int san_pack(Binary *b, PyObject *const *args, Py_ssize_t n, Pack *pk, uint64_t *ext)
+{
+	int np = 0;
+	for (Py_ssize_t i = 0; i < n && i < PyTuple_Size(b->sig); i++)
+		if (san_fill(PyTuple_GetItem(b->sig, i), args[i], ext, &np) < 0)
+			return -1;
+	if (pk->n >= MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	pk->params[pk->n] = ext;
+	return 0;
+}
+
+/* Whether CTRITON_SANITIZE asks for bounds checks (part of the variant key). */
+static int san_env(void)
+{
+	const char *e = getenv("CTRITON_SANITIZE");
+	return e && *e && strcmp(e, "0") != 0;
 }
 
 /* Launches b over grid with packed parameters. */
@@ -896,6 +1057,14 @@ static PyObject *Binary_launch(PyObject *self, PyObject *args)
 	for (Py_ssize_t i = 0; i < n; i++)
 		if (pack_by_sig(&pk, PyTuple_GetItem(b->sig, i), PyTuple_GetItem(argt, i), (int)i) < 0)
 			return NULL;
+	uint64_t ext[2 * MAXP];
+	if (b->sanitize) {
+		PyObject *av[MAXP];
+		for (Py_ssize_t i = 0; i < n && i < MAXP; i++)
+			av[i] = PyTuple_GetItem(argt, i);
+		if (san_pack(b, av, n < MAXP ? n : MAXP, &pk, ext) < 0)
+			return NULL;
+	}
 	if (binary_launch(b, g, &pk, stream) < 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -934,7 +1103,7 @@ static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "
 					"enable_fp_fusion", "debug", "enable_reflect_ftz",
 					"launch_cooperative_grid", "launch_pdl",
 					"default_dot_input_precision", "max_num_imprecise_acc_default",
-					"sanitize_overflow", "instrumentation_mode", "stream"};
+					"sanitize_overflow", "instrumentation_mode", "sanitize", "stream"};
 enum { NOPT = sizeof OPT_NAMES / sizeof OPT_NAMES[0], OPT_STREAM = NOPT - 1 };
 
 typedef struct KernelRuntime {
@@ -1204,6 +1373,7 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		if (opts[i] && key_constexpr(&key, opts[i]) < 0)
 			goto done;
 	}
+	buf_byte(&key, san_env());
 
 	/* 2. Lookup; a miss compiles through Python and remembers the variant. */
 	uint64_t h = fnv1a(key.p, key.n);
@@ -1271,6 +1441,9 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		}
 		e->bin = (Binary *)bin;
 	}
+	uint64_t ext[2 * MAXP];
+	if (e->bin->sanitize && san_pack(e->bin, slots, rt->nparams, &pk, ext) < 0)
+		goto done;
 	if (binary_launch(e->bin, g, &pk, opts[OPT_STREAM]) < 0)
 		goto done;
 	result = e->compiled;
@@ -1313,6 +1486,7 @@ static PyObject *Runtime_key(PyObject *self, PyObject *a)
 		if (opts[i] && key_constexpr(&key, opts[i]) < 0)
 			goto done;
 	}
+	buf_byte(&key, san_env());
 	r = Py_BuildValue("(y#OO)", key.p, (Py_ssize_t)key.n, sigs, specs);
 done:
 	Py_DECREF(sigs);
@@ -1458,6 +1632,7 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		.enable_fp_fusion = opt_int(o, "enable_fp_fusion", 1) != 0,
 		.debug = opt_int(o, "debug", 0) != 0,
 		.maxnreg = (int)opt_int(o, "maxnreg", 0),
+		.sanitize = opt_int(o, "sanitize", 0) != 0,
 	};
 	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp};
 	JitKernel k;
@@ -1577,6 +1752,47 @@ PyObject *py_ptxas(PyObject *self, PyObject *args)
 				  k.n_spills);
 	jit_kernel_free(&k);
 	return r;
+}
+
+/* ptxas_path() -> the ptxas jit_ptxas would run, or None. */
+PyObject *py_ptxas_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!jit_find_ptxas(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* set_pkg_ptxas(path or None): the ptxas of an installed Python package. */
+PyObject *py_set_pkg_ptxas(PyObject *self, PyObject *arg)
+{
+	if (arg == Py_None) {
+		jit_set_pkg_ptxas(NULL);
+		Py_RETURN_NONE;
+	}
+	PyObject *b = NULL;
+	if (!PyUnicode_FSConverter(arg, &b))
+		return NULL;
+	jit_set_pkg_ptxas(PyBytes_AsString(b));
+	Py_DECREF(b);
+	Py_RETURN_NONE;
+}
+
+/* libdevice_path() -> the libdevice.10.bc the NVPTX backend links, or None. */
+PyObject *py_libdevice_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!be_nvptx_libdevice_path(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* llvm_version() -> "major.minor.patch" of the LLVM in use. */
+PyObject *py_llvm_version(PyObject *self, PyObject *unused)
+{
+	unsigned a, b, c;
+	be_llvm_version(&a, &b, &c);
+	return PyUnicode_FromFormat("%u.%u.%u", a, b, c);
 }
 
 PyObject *py_sha256(PyObject *self, PyObject *arg)

@@ -395,9 +395,17 @@ static LLVMValueRef float_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMV
 	case OP_ABS:
 		return intr1(s, "llvm.fabs", a[0]);
 	case OP_MIN:
-		return intr(s, nan_all(op) ? "llvm.minimum" : "llvm.minnum", a, 2);
-	case OP_MAX:
-		return intr(s, nan_all(op) ? "llvm.maximum" : "llvm.maxnum", a, 2);
+	case OP_MAX: {
+		bool min = op->opc == OP_MIN;
+		if (nan_all(op))
+			return intr(s, min ? "llvm.minimum" : "llvm.maximum", a, 2);
+		if (!s->minnum_selects)
+			return intr(s, min ? "llvm.minnum" : "llvm.maxnum", a, 2);
+		LLVMValueRef lt = LLVMBuildFCmp(b, min ? LLVMRealOLT : LLVMRealOGT, a[0], a[1], "");
+		LLVMValueRef pick = LLVMBuildSelect(b, lt, a[0], a[1], "");
+		LLVMValueRef bnan = LLVMBuildFCmp(b, LLVMRealUNO, a[1], a[1], "");
+		return LLVMBuildSelect(b, bnan, a[0], pick, "");
+	}
 	case OP_FMA:
 		return intr(s, "llvm.fma", a, 3);
 	case OP_EXP:

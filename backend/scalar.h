@@ -29,6 +29,11 @@ typedef struct BeScalar {
 	/* f16 (and LLVM bfloat) + - * / neg abs min max cmp in their own type:
 	 * correctly rounded, so the same as computing in f32 and rounding */
 	bool narrow_native;
+	/* min/max with minnum semantics (a NaN operand yields the other) as
+	 * compares and selects rather than llvm.minnum/maxnum (cpu: LLVM 22's
+	 * loop vectorizer drops the scalar remainder of minnum/maxnum reductions
+	 * it vectorizes with NaN checks, llvm-project#209159) */
+	bool minnum_selects;
 	/* the LLVM type of a scalar of IR type t */
 	LLVMTypeRef (*type)(void *user, const IrType *t);
 	/* exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil of x,

@@ -92,6 +92,7 @@ static BeScalar sem(Cg *cg)
 			  .b = cg->b,
 			  .bf16_bits = true,
 			  .narrow_native = false,
+			  .minnum_selects = true,
 			  .type = sem_type,
 			  .math = sem_math,
 			  .ext = sem_ext,

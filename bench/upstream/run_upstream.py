@@ -214,6 +214,12 @@ def cmd_report(args):
                "(see bench/README.md).")
     out.append("")
     out.append(f"Collected {len(collected) or len(res)} cases; {len(res)} reported.")
+    missing = [c for c in collected if c not in res]
+    if missing:
+        per = collections.Counter(c.split("::")[1].split("[")[0] for c in missing)
+        names = ", ".join(f"{t} ({n})" for t, n in per.most_common())
+        out.append("")
+        out.append(f"Not in this report ({len(missing)} cases: their chunks have not run): {names}.")
     out.append("")
     out.append("| file | passed | failed | errors | skipped | pass rate (of those run) |")
     out.append("|---|---|---|---|---|---|")

@@ -325,32 +325,3 @@ void an_insert_barriers(IrFunc *f, const AnGpuOptions *o)
 {
 	membar_block(f->body, false, o);
 }
-
-/* ------------------------------------------------------------------------- */
-
-IrError *an_gpu_pipeline(IrModule *m, const AnGpuOptions *o, int64_t *shared)
-{
-	IrFunc *k = NULL;
-	for (int i = 0; i < m->nfuncs; i++)
-		if (m->funcs[i]->is_kernel)
-			k = m->funcs[i];
-	*shared = 0;
-	if (!k)
-		return ir_error(m->ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
-	/* prefetch: on TTIR; adds loop-carried loaded tiles */
-	const IrAttr *ns = ir_find_attr(m->nattrs, m->attrs, "num_stages");
-	an_prefetch_dot_loads(k, o, ns && ns->kind == ATTR_INT ? (int)ns->i : 1);
-	/* axis info: requires TTIR; keeps everything */
-	AnAxis *ax = an_axis_info(k);
-	/* layouts: requires axis info; every block type gets a layout, conversions inserted */
-	IrError *err = an_assign_layouts(k, ax, o);
-	if (err)
-		return err;
-	/* conversion removal: keeps layouts valid; may drop now-dead pure ops */
-	an_remove_converts(k);
-	/* membar: requires final scratch users; inserts barrier ops */
-	an_insert_barriers(k, o);
-	/* allocation: requires the final op list; adds scratch_offset attributes */
-	*shared = an_allocate_shared(k, o);
-	return NULL;
-}

@@ -2,7 +2,8 @@
  * interface of the analysis/ folder. Everything here works on one function
  * (the kernel) and allocates from its module's IrCtx.
  *
- * Pipeline (an_gpu_pipeline runs it in this order; see README.md):
+ * Passes (the pass table in jit/pipeline.c runs them in this order and
+ * states what each requires, keeps and breaks; see README.md):
  *   prefetch.c an_prefetch_dot_loads  loads feeding dot issued one iteration
  *                                ahead (num_stages >= 2, arch >= 80)
  *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
@@ -11,9 +12,9 @@
  *                                convert_layout where layouts disagree
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
- *   alloc.c   an_allocate_shared scratch bytes per op, offsets by liveness in
+ *   alloc.c   an_insert_barriers `barrier` ops where scratch is reused
+ *             an_allocate_shared scratch bytes per op, offsets by liveness in
  *                                one dynamic shared block ("scratch_offset")
- *             an_insert_barriers `barrier` ops where scratch is reused
  *
  * Layout helpers (layout.c) are shared with backend/nvptx, which maps a
  * layout to the elements each thread owns.
@@ -174,9 +175,5 @@ void an_insert_barriers(IrFunc *f, const AnGpuOptions *o);
  * between them, and the backend writes both tiles, waits at one barrier,
  * then reads both. */
 bool an_staged_pair(const IrOp *op);
-
-/* The whole GPU pipeline on the kernel of m: returns the shared bytes the
- * kernel needs in *shared. */
-IrError *an_gpu_pipeline(IrModule *m, const AnGpuOptions *o, int64_t *shared);
 
 #endif

@@ -1,15 +1,16 @@
 /* backend.h: code generation from ctriton's IR, the one interface of the
  * backend/ folder. The only folder that includes LLVM headers.
  *
- *   nvptx/  TTIR -> (analysis/: layouts) TTGIR -> LLVM IR (per thread) ->
+ *   nvptx/  TTGIR (analysis/ gave it layouts) -> LLVM IR (per thread) ->
  *           LLVM O3 -> NVPTX -> PTX text. Cubin and launch live in jit/.
  *   cpu/    TTIR -> LLVM IR (per program instance) -> LLVM O3 -> ORC LLJIT
  *           -> host code, run over the grid by a thread pool.
  *
  * Both take a verified module whose kernel is the function marked
  * is_kernel; they may transform the module in place (it belongs to the
- * caller's compilation ctx). Strings in results are malloc'ed and owned by
- * the result (be_result_free).
+ * caller's compilation ctx). Which passes run before them, and in which
+ * order, is the pass table's business (jit/pipeline.c). Strings in results
+ * are malloc'ed and owned by the result (be_cpu_result_free).
  *
  * Kernel parameter ABI (both backends): the kernel's parameters are its
  * IR function parameters in order (constexpr arguments were folded away by
@@ -49,23 +50,33 @@ typedef struct BeGpuTarget {
 	int warp_size;   /* 32 */
 } BeGpuTarget;
 
-typedef struct BeGpuResult {
-	char *name;        /* entry symbol */
-	char *ttgir;       /* IR with layouts (printer text) */
-	char *llir;        /* LLVM IR text after O3 */
-	char *ptx;         /* PTX text */
-	int shared;        /* bytes of dynamic shared memory the kernel needs */
-	int num_warps;
-	/* Wall milliseconds per stage: analysis -> TTGIR, LLVM IR build (with
-	 * libdevice linking), the optimisation pipeline, PTX emission. */
-	double ms_ttgir, ms_llir, ms_opt, ms_emit;
-} BeGpuResult;
+/* The stages of the NVPTX backend, run in this order by the compile pipeline
+ * (jit/pipeline.c) on a TTGIR module (analysis/ gave every block value a
+ * layout, placed barriers and scratch offsets):
+ *   be_nvptx_lower     TTGIR -> LLVM IR of one thread (libdevice linked in);
+ *   be_nvptx_optimize  LLVM O3;
+ *   be_nvptx_emit      PTX text.
+ * The LLVM module, its context and target machine live in a BeNvModule
+ * (be_nvptx_module_free). Errors come back located at the failing op when
+ * one is to blame, allocated in the module's ctx. */
+typedef struct BeNvModule BeNvModule;
 
-/* Compiles the kernel of m for target. On error returns it (located when the
- * failure belongs to an op) and leaves *out empty. */
-IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target,
-			  BeGpuResult *out);
-void be_gpu_result_free(BeGpuResult *r);
+/* Whether opt suits the NVPTX backend (num_warps a power of two in 1..32)
+ * and m has a kernel. */
+IrError *be_nvptx_check_options(IrModule *m, const BeOptions *opt);
+/* The opt-in maximum of dynamic shared bytes per block on arch. */
+int64_t be_nvptx_shared_limit(int arch);
+/* An "out of resource: shared memory" error when shared bytes exceed the
+ * limit of arch, else NULL. */
+IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared);
+/* Lowers the kernel of the TTGIR module m; *out is NULL on error. */
+IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeNvModule **out);
+IrError *be_nvptx_optimize(BeNvModule *nm);
+/* The module's LLVM IR text (malloc'ed). */
+char *be_nvptx_llir(BeNvModule *nm);
+/* The module's PTX text in *ptx (malloc'ed). */
+IrError *be_nvptx_emit(BeNvModule *nm, char **ptx);
+void be_nvptx_module_free(BeNvModule *nm);
 /* Finds libdevice.10.bc, the first readable of: $CTRITON_LIBDEVICE_PATH,
  * $TRITON_LIBDEVICE_PATH, nvvm/libdevice/ under $CUDA_HOME, $CUDA_PATH and
  * /usr/local/cuda, then lib/ beside the shared object that holds this code

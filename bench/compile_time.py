@@ -6,8 +6,9 @@ stage up to ptxas runs here), with an empty cache and with a disk-cache hit.
 
 Per kernel, the minimum over reps of each stage, in milliseconds:
   cold:  key (options, cache key), frontend (AST -> TTIR), parse, verify,
-         ttgir (analysis), llir (LLVM IR build + libdevice), opt (LLVM
-         pipeline), emit (LLVM IR text + PTX), ptxas, cache_write, total
+         ttir (CSE, DCE, TTIR text), ttgir (analysis), llir (LLVM IR build
+         + libdevice), opt (LLVM pipeline), emit (LLVM IR text + PTX), ptxas,
+         cache_write, total
   hit:   key, cache_read (files + checksums), load (JSON, CompiledKernel;
          module load is not included: it needs a GPU), total
 Each cold compile runs in a warm process (the first one of the process is
@@ -119,7 +120,7 @@ def source(case):
     return ASTSource(fn, sig, cx, attrs)
 
 
-COLD = ("key", "frontend", "parse", "verify", "ttgir", "llir", "opt", "emit", "ptxas", "cpu",
+COLD = ("key", "frontend", "parse", "verify", "ttir", "ttgir", "llir", "opt", "emit", "ptxas", "cpu",
         "cache_write", "total")
 HIT = ("key", "cache_read", "load", "total")
 

@@ -1,5 +1,5 @@
-/* passes.c: small clean-up passes on the IR, run by the frontend on the TTIR
- * it builds.
+/* passes.c: small clean-up passes on the IR, the first passes of the compile
+ * pipeline (jit/pipeline.c) on any TTIR.
  *
  * ir_dce removes pure ops (IR_PURE in ops.def) whose results are unused. It
  * numbers every value, counts uses once, then walks each block from its end:

@@ -1,5 +1,7 @@
-/* compile.c: the compile driver, the whole pipeline in one function
- * (jit_compile), plus ptxas for cubins. */
+/* compile.c: the compile entry points (jit_compile: TTIR text -> parse ->
+ * the pass table's pipeline, jit_compile_module for a built module), ptxas
+ * for cubins, and the JitKernel's release. The pipeline itself is the table
+ * in pipeline.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,7 +17,7 @@
 #include "jit/jit.h"
 
 const char *const jit_stage_names[JIT_NT] = {
-	"parse", "verify", "ttgir", "llir", "opt", "emit", "ptxas", "cpu",
+	"parse", "verify", "ttgir", "llir", "opt", "emit", "ptxas", "cpu", "ttir",
 };
 
 double jit_now_ms(void)
@@ -25,142 +27,49 @@ double jit_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static char *xstrdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-/* An IrError as a malloc'ed "file:line:col: msg". */
+/* An IrError as a malloc'ed "file:line:col: msg" (the message alone when
+ * no location is known). */
 static char *error_text(IrCtx *ctx, const IrError *e)
 {
+	if (!e->loc.file && !e->loc.line)
+		return strdup(e->msg);
 	return strdup(ir_error_str(ctx, e));
 }
 
-/* The signature name of a scalar or pointer parameter type ("*f32", "i32"). */
-static void type_sig(const IrType *t, char *buf, size_t n)
+char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags, const char *dump_after,
+			 JitKernel *out)
 {
-	if (t->kind == TY_PTR && t->elem && t->elem->kind != TY_PTR && t->elem->kind != TY_BLOCK)
-		snprintf(buf, n, "*%s", ir_kind_name(t->elem->kind));
-	else if (t->kind != TY_PTR && t->kind != TY_BLOCK && ir_kind_name(t->kind))
-		snprintf(buf, n, "%s", ir_kind_name(t->kind));
-	else
-		snprintf(buf, n, "?");
-}
-
-/* The kernel's parameter list as "*f32,i32,..." (malloc'ed). */
-static char *kernel_sig(const IrFunc *f)
-{
-	size_t cap = 16 + (size_t)f->body->nargs * 16, len = 0;
-	char *s = malloc(cap);
-	s[0] = 0;
-	for (int i = 0; i < f->body->nargs; i++) {
-		char t[32];
-		type_sig(f->body->args[i]->type, t, sizeof t);
-		len += (size_t)snprintf(s + len, cap - len, "%s%s", i ? "," : "", t);
+	JitPipe *p = jit_pipe_new(m, opt, target, out);
+	char *err = jit_pipe_dump_after(p, dump_after);
+	if (!err) {
+		IrError *e = jit_pipe_run_pipeline(p, flags);
+		if (e)
+			err = error_text(m->ctx, e);
 	}
-	return s;
+	jit_pipe_free(p);
+	return err;
 }
 
-char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
-		  const JitTarget *target, int flags, JitKernel *out)
+char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt, const JitTarget *target, int flags,
+		  const char *dump_after, JitKernel *out)
 {
-	char *err = NULL;
-	memset(out, 0, sizeof *out);
-	out->n_regs = out->n_spills = -1;
-	out->num_warps = opt->num_warps;
-	out->ttir = strdup(ttir);
-
-	/* 1. Parse: TTIR text (the frontend's output or a user's .ttir file)
-	 *    into a module in a fresh arena. Requires text the printer could
-	 *    have written; yields a module that may still be invalid. */
-	double t = jit_now_ms(), t1;
+	/* Parse: TTIR text (the frontend's output or a user's .ttir file) into
+	 * a module in a fresh arena; the pass table does the rest. */
+	double t = jit_now_ms();
 	IrCtx *ctx = ir_ctx_new();
 	IrError *e = NULL;
 	IrModule *m = ir_parse(ctx, filename, ttir, &e);
-	t1 = jit_now_ms();
-	out->ms[JIT_T_PARSE] = t1 - t;
-	t = t1;
+	double ms = jit_now_ms() - t;
+	char *err;
 	if (!m) {
+		memset(out, 0, sizeof *out);
+		out->n_regs = out->n_spills = -1;
+		out->num_warps = opt->num_warps;
 		err = e ? error_text(ctx, e) : strdup("TTIR parse failed");
-		goto done;
-	}
-
-	/* 2. Verify: types, shapes, dominance, terminators. Everything after
-	 *    this may assume a well-formed module. */
-	e = ir_verify(m);
-	t1 = jit_now_ms();
-	out->ms[JIT_T_VERIFY] = t1 - t;
-	t = t1;
-	if (e) {
-		err = error_text(ctx, e);
-		goto done;
-	}
-	IrFunc *kernel = NULL;
-	for (int i = 0; i < m->nfuncs; i++)
-		if (m->funcs[i]->is_kernel)
-			kernel = m->funcs[i];
-	if (!kernel) {
-		err = strdup("the module has no kernel function");
-		goto done;
-	}
-	out->name = strdup(kernel->name);
-	out->sig = kernel_sig(kernel);
-	if (flags & JIT_STOP_TTIR)
-		goto done;
-
-	if (target->backend == JIT_BACKEND_CUDA) {
-		/* 3a. NVPTX: layouts (TTGIR), per-thread LLVM IR, O3, PTX. Breaks
-		 *     the module (it now carries layouts); keeps the kernel's
-		 *     parameter list. */
-		BeGpuTarget gt = {.arch = target->arch, .ptx_version = 0, .warp_size = target->warp_size};
-		BeGpuResult r;
-		memset(&r, 0, sizeof r);
-		if ((e = be_nvptx_compile(m, opt, &gt, &r))) {
-			err = error_text(ctx, e);
-			goto done;
-		}
-		out->ms[JIT_T_TTGIR] = r.ms_ttgir;
-		out->ms[JIT_T_LLIR] = r.ms_llir;
-		out->ms[JIT_T_OPT] = r.ms_opt;
-		out->ms[JIT_T_EMIT] = r.ms_emit;
-		out->ttgir = xstrdup(r.ttgir);
-		out->llir = xstrdup(r.llir);
-		out->ptx = xstrdup(r.ptx);
-		out->shared = r.shared;
-		if (r.num_warps)
-			out->num_warps = r.num_warps;
-		if (r.name) {
-			free(out->name);
-			out->name = strdup(r.name);
-		}
-		be_gpu_result_free(&r);
-
-		/* 4a. ptxas: PTX -> cubin when the toolkit is there (the driver
-		 *     can JIT the PTX otherwise); also reads registers/spills. */
-		char msg[4096];
-		t = jit_now_ms();
-		if (jit_ptxas(out, target->arch, msg, sizeof msg) < 0)
-			err = strdup(msg);
-		out->ms[JIT_T_PTXAS] = jit_now_ms() - t;
 	} else {
-		/* 3b. CPU: per-program-instance LLVM IR, O3, ORC LLJIT. The
-		 *     jitted code outlives the arena. */
-		BeCpuResult r;
-		memset(&r, 0, sizeof r);
-		t = jit_now_ms();
-		e = be_cpu_compile(m, opt, &r);
-		out->ms[JIT_T_CPU] = jit_now_ms() - t;
-		if (e) {
-			err = error_text(ctx, e);
-			goto done;
-		}
-		out->llir = xstrdup(r.llir);
-		out->asm_ = xstrdup(r.asm_);
-		out->cpu = r.kernel;
-		r.kernel = NULL; /* ours now */
-		be_cpu_result_free(&r);
+		err = jit_compile_module(m, opt, target, flags, dump_after, out);
 	}
-done:
+	out->ms[JIT_T_PARSE] = ms;
 	ir_ctx_free(ctx);
 	return err;
 }
@@ -307,6 +216,9 @@ void jit_kernel_free(JitKernel *k)
 	free(k->asm_);
 	free(k->cubin);
 	free(k->sig);
+	for (int i = 0; i < k->ndumps; i++)
+		free(k->dumps[i].text);
+	free(k->dumps);
 	if (k->cpu) {
 		BeCpuResult r;
 		memset(&r, 0, sizeof r);

@@ -3,7 +3,8 @@
  * with dlopen at first use) with the GPU launcher. The Python bindings
  * (python/src/runtime.c) call these; nothing here knows about Python.
  *
- * Sections follow the source files: sha256.c, cache.c, compile.c, cuda.c.
+ * Sections follow the source files: sha256.c, cache.c, pipeline.c,
+ * compile.c, cuda.c.
  */
 #ifndef CTRITON_JIT_H
 #define CTRITON_JIT_H
@@ -64,7 +65,7 @@ int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n
 void jit_blobs_free(JitBlob *blobs, int n);
 
 /* ------------------------------------------------------------------------- */
-/* Compile driver (compile.c)                                                */
+/* The pass table and its driver (pipeline.c)                                */
 /* ------------------------------------------------------------------------- */
 
 typedef enum JitBackend {
@@ -78,7 +79,8 @@ typedef struct JitTarget {
 	int warp_size; /* cuda: 32; cpu: 1 */
 } JitTarget;
 
-/* Stages timed by jit_compile (wall milliseconds in JitKernel.ms). */
+/* Stages timed by the driver (wall milliseconds in JitKernel.ms); each pass
+ * names the one its time goes to. */
 enum {
 	JIT_T_PARSE,  /* TTIR text -> module */
 	JIT_T_VERIFY, /* verifier */
@@ -88,6 +90,7 @@ enum {
 	JIT_T_EMIT,   /* cuda: LLVM IR text + PTX emission */
 	JIT_T_PTXAS,  /* cuda: ptxas (PTX -> cubin) */
 	JIT_T_CPU,    /* cpu: the whole backend (LLVM IR, O3, ORC) */
+	JIT_T_TTIR,   /* the TTIR clean-ups (CSE, DCE) + TTIR text */
 	JIT_NT,
 };
 /* "parse", "verify", ... by index. */
@@ -95,10 +98,73 @@ extern const char *const jit_stage_names[JIT_NT];
 /* A monotonic clock in milliseconds. */
 double jit_now_ms(void);
 
+/* The form a compilation holds, in pipeline order. */
+typedef enum JitStage {
+	JIT_S_TTIR,  /* IR without layouts */
+	JIT_S_TTGIR, /* IR with a layout on every block value */
+	JIT_S_LLIR,  /* cuda: an LLVM module */
+	JIT_S_PTX,   /* cuda: PTX text */
+	JIT_S_CUBIN, /* cuda: a cubin */
+	JIT_S_HOST,  /* cpu: jitted host code */
+} JitStage;
+
+/* Facts about a compilation between passes. A pass requires some, provides
+ * some and breaks some; it keeps every fact it does not break. */
+enum {
+	JIT_F_VERIFIED = 1 << 0, /* the module verifies, has a kernel, the options suit the target */
+	JIT_F_TTIR = 1 << 1,     /* no block type carries a layout */
+	JIT_F_AXIS = 1 << 2,     /* axis info holds for the values as they are */
+	JIT_F_LAYOUTS = 1 << 3,  /* every block type carries a layout */
+	JIT_F_BARRIERS = 1 << 4, /* a barrier before every scratch write that may race a read */
+	JIT_F_SHARED = 1 << 5,   /* scratch_offset on every scratch user, total known */
+	JIT_F_LLVM = 1 << 6,     /* cuda: an LLVM module of the kernel */
+	JIT_F_LLVM_OPT = 1 << 7, /* cuda: ... optimised */
+	JIT_F_PTX = 1 << 8,      /* cuda: PTX text */
+	JIT_F_CUBIN = 1 << 9,    /* cuda: a cubin (when ptxas is there) */
+	JIT_F_HOST = 1 << 10,    /* cpu: jitted host code */
+	JIT_NF = 11,
+};
+/* "verified", "ttir", ... by bit index. */
+extern const char *const jit_fact_names[JIT_NF];
+
+enum {
+	JIT_ON_CPU = 1,
+	JIT_ON_CUDA = 2,
+};
+
+typedef struct JitPipe JitPipe;
+
+/* One row of the pass table. */
+typedef struct JitPass {
+	const char *name;
+	JitStage stage;   /* the form it works on and leaves */
+	unsigned targets; /* JIT_ON_* */
+	bool pipeline;    /* run by jit_compile; else only when asked for by name */
+	bool analysis;    /* changes nothing; run on demand for a pass that requires what it provides */
+	unsigned requires, provides, breaks; /* JIT_F_* */
+	int timer;                           /* JIT_T_* */
+	IrError *(*run)(JitPipe *p);
+	const char *what; /* one line */
+} JitPass;
+
+/* The pass table, in pipeline order (see pipeline.c for the rows). */
+extern const JitPass jit_passes[];
+extern const int jit_npasses;
+/* The row of pass name, or NULL. */
+const JitPass *jit_pass_find(const char *name);
+
+/* A text kept after a pass (see jit_pipe_dump_after). */
+typedef struct JitDump {
+	const char *pass; /* a jit_passes name */
+	char *text;       /* malloc'ed */
+} JitDump;
+
+enum { JIT_MAX_RUNS = 64 };
+
 /* What a compilation produced; every pointer malloc'ed and owned here. */
 typedef struct JitKernel {
 	char *name;        /* the kernel's symbol */
-	char *ttir;        /* verified TTIR, printer text (or the input text) */
+	char *ttir;        /* TTIR after the TTIR passes, printer text */
 	char *ttgir;       /* cuda */
 	char *llir;        /* LLVM IR */
 	char *ptx;         /* cuda */
@@ -112,18 +178,58 @@ typedef struct JitKernel {
 	int n_spills;
 	BeCpuKernel *cpu;  /* cpu: the jitted code */
 	double ms[JIT_NT]; /* per-stage wall time; 0 for stages not run */
+	const char *passes[JIT_MAX_RUNS]; /* the passes run, in order (jit_passes names) */
+	int npasses;
+	JitDump *dumps; /* the texts after the passes asked for, in run order */
+	int ndumps;
 } JitKernel;
 
-/* Which stages to run: up to the backend's last, or stop after TTIR. */
-enum {
-	JIT_STOP_TTIR = 1, /* parse + verify only (compile-only without a backend) */
-};
+/* A compilation of the kernel of m (the caller keeps m and its ctx; the
+ * driver records stage texts, times and the passes run into out, which it
+ * clears first). Facts at the start: JIT_F_TTIR when no block type carries a
+ * layout, JIT_F_LAYOUTS when every one does. */
+JitPipe *jit_pipe_new(IrModule *m, const BeOptions *opt, const JitTarget *target, JitKernel *out);
+/* Which passes' results to keep in out->dumps: NULL or "" none, "all", or a
+ * comma-separated list of pass names. Returns a malloc'ed message naming an
+ * unknown pass, else NULL. */
+char *jit_pipe_dump_after(JitPipe *p, const char *spec);
+/* Runs pass name, after the analyses that provide facts it requires; a
+ * missing fact no analysis provides is an error naming the passes that do. */
+IrError *jit_pipe_run(JitPipe *p, const char *name);
 
-/* Compiles TTIR text for target: parse, verify, then the backend. Returns
- * NULL, or a malloc'ed "file:line:col: message" (out then holds whatever
- * stages succeeded). */
-char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
-		  const JitTarget *target, int flags, JitKernel *out);
+/* Which part of the pipeline jit_pipe_run_pipeline / jit_compile runs. */
+enum {
+	JIT_STOP_TTIR = 1,  /* the TTIR passes only (compile-only without a backend) */
+	JIT_STOP_TTGIR = 2, /* through the GPU passes (cuda) */
+	JIT_NO_PTXAS = 4,   /* cuda: leave PTX -> cubin to the caller */
+};
+/* Runs the table's pipeline passes for the target, in table order. */
+IrError *jit_pipe_run_pipeline(JitPipe *p, int flags);
+/* The compilation's current form as text (malloc'ed): IR (after axis-info
+ * with one comment per value giving its axis info, after allocate-shared
+ * with the total), LLVM IR, PTX, or a line describing the cubin. */
+char *jit_pipe_text(JitPipe *p);
+/* Whether the verifier runs after every pass that changes the IR (on by
+ * default: a pass that leaves invalid IR is an internal error). */
+void jit_pipe_verify_each(JitPipe *p, bool on);
+unsigned jit_pipe_facts(const JitPipe *p);
+/* Records the text of the current stage into the JitKernel and frees the
+ * driver's state (an LLVM module not yet emitted is dropped). */
+void jit_pipe_free(JitPipe *p);
+
+/* ------------------------------------------------------------------------- */
+/* Compile driver (compile.c)                                                */
+/* ------------------------------------------------------------------------- */
+
+/* Compiles TTIR text for target: parse, then the pass table's pipeline
+ * (jit_pipe_run_pipeline with flags); dump_after as in jit_pipe_dump_after.
+ * Returns NULL, or a malloc'ed "file:line:col: message" (out then holds
+ * whatever stages succeeded). */
+char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt, const JitTarget *target, int flags,
+		  const char *dump_after, JitKernel *out);
+/* The same for a module already built (the caller keeps m and its ctx). */
+char *jit_compile_module(IrModule *m, const BeOptions *opt, const JitTarget *target, int flags, const char *dump_after,
+			 JitKernel *out);
 /* Finds ptxas, the first executable of: $CTRITON_PTXAS_PATH,
  * $TRITON_PTXAS_PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin,
  * the package copy set by jit_set_pkg_ptxas, PATH. 1 with its path in buf,

@@ -1,40 +1,16 @@
-/* elem.c: elementwise ops on the CPU. cg_scalar_op gives the semantics of
- * one element (the rules of ops.def: signedness from the type, C division,
- * guarded shifts and divisions, ordered compares except `ne`, NaN-propagating
- * min/max on request, saturating float->int casts); cg_lower_elem applies it
- * to scalars, to splats (once) or to buffers (one flat loop, which O3
- * vectorizes).
- *
- * Floats narrower than f32 (f16, bf16, fp8) are computed in f32 and rounded
- * back after each op, as the GPU does. bf16 conversions are done in integer
- * code (round to nearest even); fp8 -> f32 reads a 256-entry table and
- * f32 -> fp8 calls a small helper (ct_cpu_f32_to_f8).
+/* elem.c: elementwise ops on the CPU. The semantics of one element are
+ * backend/scalar.c's (be_scalar_op, shared with the GPU: guarded shifts and
+ * divisions, saturating float->int casts, fp8 rounding and saturation,
+ * narrow floats computed in f32 and rounded after each op); this file gives
+ * it the CPU's types (bf16 as its i16 bits, fp8 as i8), its math (exp in
+ * straight-line f32 code so that loops vectorize, libm for the rest) and its
+ * externs, and cg_lower_elem applies it to scalars, to splats (once) or to
+ * buffers (one flat loop, which O3 vectorizes).
  */
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
-
-static bool narrow_float(const IrType *t)
-{
-	t = ir_scalar(t);
-	return ir_is_float(t) && ir_type_bits(t) < 32;
-}
-
-static LLVMValueRef fp8_table(Cg *cg, bool e5)
-{
-	if (cg->f8tab[e5])
-		return cg->f8tab[e5];
-	LLVMValueRef vals[256];
-	for (int i = 0; i < 256; i++)
-		vals[i] = LLVMConstReal(cg->t_f32, (double)ct_cpu_f8_to_f32((uint8_t)i, e5));
-	LLVMTypeRef at = LLVMArrayType2(cg->t_f32, 256);
-	LLVMValueRef g = LLVMAddGlobal(cg->mod, at, e5 ? "ct.f8e5m2" : "ct.f8e4m3");
-	LLVMSetInitializer(g, LLVMConstArray2(cg->t_f32, vals, 256));
-	LLVMSetGlobalConstant(g, 1);
-	LLVMSetLinkage(g, LLVMInternalLinkage);
-	cg->f8tab[e5] = g;
-	return g;
-}
+#include "backend/scalar.h"
 
 static LLVMValueRef f32c(Cg *cg, double v) { return LLVMConstReal(cg->t_f32, v); }
 
@@ -80,192 +56,67 @@ static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool base2)
 	return LLVMBuildSelect(b, nan, x, p, "");
 }
 
+/* f64 -> f16 bits rounded once (LLVM's fptrunc would call a library
+ * function the process does not have). */
+static LLVMValueRef f64_to_f16(void *user, LLVMValueRef x)
+{
+	Cg *cg = user;
+	LLVMTypeRef pt = cg->t_f64;
+	LLVMValueRef h = cg_call_ext(cg, "ct_cpu_f64_to_f16", cg->t_i16, &pt, 1, &x, 1, false);
+	return LLVMBuildBitCast(cg->b, h, cg->t_f16, "");
+}
+
+static LLVMTypeRef sem_type(void *user, const IrType *t)
+{
+	return cg_sty(user, ir_scalar(t));
+}
+
+static void sem_fail(void *user, const IrOp *op, const char *msg)
+{
+	cg_fail(user, op, "%s: %s", op ? ir_opinfo(op->opc)->name : "cast", msg);
+}
+
+static LLVMValueRef sem_math(void *user, const IrOp *op, LLVMValueRef x);
+static LLVMValueRef lower_extern(Cg *cg, const IrOp *op, LLVMValueRef *xs);
+
+static LLVMValueRef sem_ext(void *user, const IrOp *op, LLVMValueRef *xs)
+{
+	return lower_extern(user, op, xs);
+}
+
+/* The shared scalar semantics with the CPU's types, math and externs. */
+static BeScalar sem(Cg *cg)
+{
+	return (BeScalar){.c = cg->ctx,
+			  .m = cg->mod,
+			  .b = cg->b,
+			  .bf16_bits = true,
+			  .narrow_native = false,
+			  .minnum_selects = true,
+			  .type = sem_type,
+			  .math = sem_math,
+			  .ext = sem_ext,
+			  .f64_to_f16 = f64_to_f16,
+			  .fail = sem_fail,
+			  .user = cg};
+}
+
 LLVMValueRef cg_to_f32(Cg *cg, LLVMValueRef x, const IrType *t)
 {
-	switch (ir_scalar(t)->kind) {
-	case TY_BF16: {
-		LLVMValueRef w = LLVMBuildZExt(cg->b, x, cg->t_i32, "");
-		w = LLVMBuildShl(cg->b, w, cg_i32(cg, 16), "");
-		return LLVMBuildBitCast(cg->b, w, cg->t_f32, "");
-	}
-	case TY_F8E4M3:
-	case TY_F8E5M2: {
-		LLVMValueRef tab = fp8_table(cg, ir_scalar(t)->kind == TY_F8E5M2);
-		LLVMValueRef idx = LLVMBuildZExt(cg->b, x, cg->t_i64, "");
-		LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, tab, &idx, 1, "");
-		return LLVMBuildLoad2(cg->b, cg->t_f32, p, "");
-	}
-	case TY_F16: return LLVMBuildFPExt(cg->b, x, cg->t_f32, "");
-	case TY_F64: return LLVMBuildFPTrunc(cg->b, x, cg->t_f32, "");
-	default: return x;
-	}
+	BeScalar s = sem(cg);
+	return be_to_f32(&s, x, t);
 }
 
 LLVMValueRef cg_from_f32(Cg *cg, LLVMValueRef x, const IrType *t, bool rtz)
 {
-	switch (ir_scalar(t)->kind) {
-	case TY_BF16: {
-		LLVMValueRef u = LLVMBuildBitCast(cg->b, x, cg->t_i32, "");
-		LLVMValueRef hi = LLVMBuildLShr(cg->b, u, cg_i32(cg, 16), "");
-		LLVMValueRef r = hi;
-		if (!rtz) {
-			LLVMValueRef lsb = LLVMBuildAnd(cg->b, hi, cg_i32(cg, 1), "");
-			LLVMValueRef bias = LLVMBuildAdd(cg->b, lsb, cg_i32(cg, 0x7fff), "");
-			r = LLVMBuildLShr(cg->b, LLVMBuildAdd(cg->b, u, bias, ""), cg_i32(cg, 16), "");
-		}
-		LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, "");
-		LLVMValueRef qnan = LLVMBuildOr(cg->b, hi, cg_i32(cg, 0x40), "");
-		r = LLVMBuildSelect(cg->b, nan, qnan, r, "");
-		return LLVMBuildTrunc(cg->b, r, cg->t_i16, "");
-	}
-	case TY_F8E4M3:
-	case TY_F8E5M2: {
-		int fmt = (ir_scalar(t)->kind == TY_F8E5M2 ? 1 : 0) | (rtz ? 2 : 0);
-		LLVMTypeRef pt[2] = {cg->t_f32, cg->t_i32};
-		LLVMValueRef args[2] = {x, cg_i32(cg, fmt)};
-		return cg_call_ext(cg, "ct_cpu_f32_to_f8", cg->t_i8, pt, 2, args, 2, false);
-	}
-	case TY_F16: return LLVMBuildFPTrunc(cg->b, x, cg->t_f16, "");
-	case TY_F64: return LLVMBuildFPExt(cg->b, x, cg->t_f64, "");
-	default: return x;
-	}
+	BeScalar s = sem(cg);
+	return be_from_f32(&s, x, t, rtz);
 }
 
-LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from,
-			const IrType *to, bool rtz)
+LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from, const IrType *to, bool rtz)
 {
-	from = ir_scalar(from);
-	to = ir_scalar(to);
-	if (from == to)
-		return x;
-	if (from->kind == TY_PTR || to->kind == TY_PTR) {
-		if (from->kind == TY_PTR && to->kind == TY_PTR)
-			return x;
-		if (from->kind == TY_PTR)
-			return LLVMBuildPtrToInt(cg->b, x, cg_sty(cg, to), "");
-		LLVMValueRef w = ir_is_signed(from) ? LLVMBuildSExt(cg->b, x, cg->t_i64, "")
-						    : LLVMBuildZExt(cg->b, x, cg->t_i64, "");
-		if (ir_type_bits(from) == 64)
-			w = x;
-		return LLVMBuildIntToPtr(cg->b, w, cg->t_ptr, "");
-	}
-	bool fi = ir_is_int(from), ti = ir_is_int(to);
-	if (fi && ti) {
-		if (to->kind == TY_I1)
-			return LLVMBuildICmp(cg->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
-		int fb = ir_type_bits(from), tb = ir_type_bits(to);
-		if (fb == tb)
-			return x;
-		if (fb > tb)
-			return LLVMBuildTrunc(cg->b, x, cg_sty(cg, to), "");
-		return ir_is_signed(from) ? LLVMBuildSExt(cg->b, x, cg_sty(cg, to), "")
-					  : LLVMBuildZExt(cg->b, x, cg_sty(cg, to), "");
-	}
-	if (fi) { /* int -> float */
-		LLVMTypeRef rt = cg_soft_float(to) ? cg->t_f32 : cg_sty(cg, to);
-		LLVMValueRef f = ir_is_signed(from) ? LLVMBuildSIToFP(cg->b, x, rt, "")
-						    : LLVMBuildUIToFP(cg->b, x, rt, "");
-		return cg_soft_float(to) ? cg_from_f32(cg, f, to, rtz) : f;
-	}
-	/* float source in a native type */
-	LLVMValueRef f = x;
-	if (cg_soft_float(from) || from->kind == TY_F16)
-		f = cg_to_f32(cg, x, from);
-	if (ti) {
-		if (to->kind == TY_I1)
-			return LLVMBuildFCmp(cg->b, LLVMRealUNE, f, LLVMConstReal(LLVMTypeOf(f), 0), "");
-		LLVMTypeRef tys[2] = {cg_sty(cg, to), LLVMTypeOf(f)};
-		return cg_intrinsic(cg, ir_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tys,
-				    2, &f, 1);
-	}
-	if (cg_soft_float(to)) {
-		if (LLVMTypeOf(f) == cg->t_f64)
-			f = LLVMBuildFPTrunc(cg->b, f, cg->t_f32, "");
-		return cg_from_f32(cg, f, to, rtz);
-	}
-	LLVMTypeRef rt = cg_sty(cg, to);
-	if (LLVMTypeOf(f) == rt)
-		return f;
-	if (LLVMTypeOf(f) == cg->t_f64 && to->kind == TY_F16) {
-		LLVMTypeRef pt = cg->t_f64;
-		LLVMValueRef h = cg_call_ext(cg, "ct_cpu_f64_to_f16", cg->t_i16, &pt, 1, &f, 1, false);
-		return LLVMBuildBitCast(cg->b, h, cg->t_f16, "");
-	}
-	if (ir_type_bits(to) > (LLVMTypeOf(f) == cg->t_f64 ? 64 : LLVMTypeOf(f) == cg->t_f32 ? 32 : 16))
-		return LLVMBuildFPExt(cg->b, f, rt, "");
-	return LLVMBuildFPTrunc(cg->b, f, rt, "");
-}
-
-/* Integer division and remainder that never trap: x/0 gives -1 (all ones)
- * and x%0 gives x, as PTX does; INT_MIN/-1 wraps. */
-static LLVMValueRef int_divrem(Cg *cg, bool rem, bool sgn, LLVMValueRef x, LLVMValueRef d)
-{
-	LLVMTypeRef t = LLVMTypeOf(x);
-	LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
-	LLVMValueRef m1 = LLVMConstAllOnes(t);
-	LLVMValueRef isz = LLVMBuildICmp(cg->b, LLVMIntEQ, d, zero, "");
-	LLVMValueRef bad = isz;
-	LLVMValueRef ism1 = NULL;
-	if (sgn) {
-		ism1 = LLVMBuildICmp(cg->b, LLVMIntEQ, d, m1, "");
-		bad = LLVMBuildOr(cg->b, isz, ism1, "");
-	}
-	LLVMValueRef sd = LLVMBuildSelect(cg->b, bad, one, d, "");
-	LLVMValueRef r;
-	if (rem)
-		r = sgn ? LLVMBuildSRem(cg->b, x, sd, "") : LLVMBuildURem(cg->b, x, sd, "");
-	else
-		r = sgn ? LLVMBuildSDiv(cg->b, x, sd, "") : LLVMBuildUDiv(cg->b, x, sd, "");
-	if (sgn)
-		r = LLVMBuildSelect(cg->b, ism1, rem ? zero : LLVMBuildSub(cg->b, zero, x, ""), r, "");
-	return LLVMBuildSelect(cg->b, isz, rem ? x : m1, r, "");
-}
-
-static LLVMValueRef shift(Cg *cg, IrOpcode opc, bool sgn, LLVMValueRef x, LLVMValueRef n)
-{
-	LLVMTypeRef t = LLVMTypeOf(x);
-	unsigned bits = LLVMGetIntTypeWidth(t);
-	LLVMValueRef w = LLVMConstInt(t, bits, 0);
-	LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntULT, n, w, "");
-	LLVMValueRef sn = LLVMBuildSelect(cg->b, ok, n, LLVMConstInt(t, bits - 1, 0), "");
-	if (opc == OP_SHL)
-		return LLVMBuildSelect(cg->b, ok, LLVMBuildShl(cg->b, x, sn, ""), LLVMConstInt(t, 0, 0), "");
-	if (sgn)
-		return LLVMBuildAShr(cg->b, x, sn, "");
-	return LLVMBuildSelect(cg->b, ok, LLVMBuildLShr(cg->b, x, sn, ""), LLVMConstInt(t, 0, 0), "");
-}
-
-static LLVMValueRef cmp(Cg *cg, const IrOp *op, const IrType *t, LLVMValueRef a, LLVMValueRef b)
-{
-	const char *p = ir_op_str(op, "pred", "eq");
-	static const char *names[6] = {"eq", "ne", "lt", "le", "gt", "ge"};
-	int k = 0;
-	while (k < 6 && strcmp(names[k], p) != 0)
-		k++;
-	if (k == 6) {
-		cg_fail(cg, op, "cmp: unknown predicate '%s'", p);
-		return LLVMConstInt(cg->t_i1, 0, 0);
-	}
-	if (ir_is_float(t)) {
-		static const LLVMRealPredicate fp[6] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
-							LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-		return LLVMBuildFCmp(cg->b, fp[k], a, b, "");
-	}
-	static const LLVMIntPredicate sp[6] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
-					       LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
-	static const LLVMIntPredicate up[6] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
-					       LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
-	return LLVMBuildICmp(cg->b, ir_is_signed(t) ? sp[k] : up[k], a, b, "");
-}
-
-static bool nan_all(const IrOp *op)
-{
-	const IrAttr *a = ir_op_attr(op, "propagate_nan");
-	if (!a)
-		return false;
-	if (a->kind == ATTR_STR)
-		return strcmp(a->s, "all") == 0;
-	return a->i != 0;
+	BeScalar s = sem(cg);
+	return be_scalar_cast(&s, op, x, from, to, rtz);
 }
 
 /* libm functions reachable through `extern`: one or two float arguments. */
@@ -411,27 +262,45 @@ unknown:
 	return LLVMGetUndef(cg_sty(cg, rt));
 }
 
+/* exp, log, sqrt, ... of an f32 or f64 x. */
+static LLVMValueRef sem_math(void *user, const IrOp *op, LLVMValueRef x)
+{
+	Cg *cg = user;
+	LLVMTypeRef ft = LLVMTypeOf(x);
+	switch (op->opc) {
+	case OP_EXP:
+	case OP_EXP2:
+		if (ft == cg->t_f32)
+			return exp_f32(cg, x, op->opc == OP_EXP2);
+		return cg_intrinsic(cg, op->opc == OP_EXP ? "llvm.exp" : "llvm.exp2", &ft, 1, &x, 1);
+	case OP_LOG:
+		return cg_intrinsic(cg, "llvm.log", &ft, 1, &x, 1);
+	case OP_LOG2:
+		return cg_intrinsic(cg, "llvm.log2", &ft, 1, &x, 1);
+	case OP_SQRT:
+		return cg_intrinsic(cg, "llvm.sqrt", &ft, 1, &x, 1);
+	case OP_RSQRT:
+		return LLVMBuildFDiv(cg->b, LLVMConstReal(ft, 1.0), cg_intrinsic(cg, "llvm.sqrt", &ft, 1, &x, 1), "");
+	case OP_SIN:
+		return cg_intrinsic(cg, "llvm.sin", &ft, 1, &x, 1);
+	case OP_COS:
+		return cg_intrinsic(cg, "llvm.cos", &ft, 1, &x, 1);
+	case OP_FLOOR:
+		return cg_intrinsic(cg, "llvm.floor", &ft, 1, &x, 1);
+	case OP_CEIL:
+		return cg_intrinsic(cg, "llvm.ceil", &ft, 1, &x, 1);
+	case OP_ERF:
+		return cg_call_ext(cg, ft == cg->t_f64 ? "erf" : "erff", ft, &ft, 1, &x, 1, false);
+	default:
+		cg_fail(cg, op, "op '%s' is not a math function", ir_opinfo(op->opc)->name);
+		return LLVMGetUndef(ft);
+	}
+}
+
 LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 {
-	const IrType *rt = ir_scalar(op->res[0].type);
-	const IrType *ot = op->nops ? ir_scalar(op->ops[0]->type) : rt;
-	IrOpcode opc = op->opc;
-	switch (opc) {
-	case OP_SELECT: return LLVMBuildSelect(cg->b, xs[0], xs[1], xs[2], "");
-	case OP_CAST: {
-		const char *rnd = ir_op_str(op, "rounding", "rtne");
-		return cg_convert(cg, op, xs[0], ot, rt, strcmp(rnd, "rtz") == 0);
-	}
-	case OP_BITCAST:
-		if (LLVMTypeOf(xs[0]) == cg_sty(cg, rt))
-			return xs[0];
-		if (ot->kind == TY_PTR || rt->kind == TY_PTR)
-			return cg_convert(cg, op, xs[0], ot, rt, false);
-		return LLVMBuildBitCast(cg->b, xs[0], cg_sty(cg, rt), "");
-	case OP_INT_TO_PTR:
-	case OP_PTR_TO_INT: return cg_convert(cg, op, xs[0], ot, rt, false);
-	case OP_ADDPTR: {
-		const IrType *pt = ot->elem;
+	if (op->opc == OP_ADDPTR) {
+		const IrType *pt = ir_scalar(op->ops[0]->type)->elem;
 		LLVMTypeRef et = pt && pt->kind != TY_BLOCK ? cg_sty(cg, pt) : cg->t_i8;
 		const IrType *it = ir_scalar(op->ops[1]->type);
 		LLVMValueRef off = xs[1];
@@ -440,114 +309,8 @@ LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs)
 					       : LLVMBuildZExt(cg->b, off, cg->t_i64, "");
 		return LLVMBuildGEP2(cg->b, et, xs[0], &off, 1, "");
 	}
-	case OP_EXTERN: return lower_extern(cg, op, xs);
-	default: break;
-	}
-
-	if (ir_is_float(ot)) {
-		/* narrow floats: compute in f32 */
-		bool narrow = narrow_float(ot);
-		LLVMValueRef a[3];
-		for (int i = 0; i < op->nops && i < 3; i++)
-			a[i] = narrow ? cg_to_f32(cg, xs[i], ot) : xs[i];
-		LLVMTypeRef ft = narrow ? cg->t_f32 : cg_sty(cg, ot);
-		LLVMValueRef r;
-		switch (opc) {
-		case OP_ADD: r = LLVMBuildFAdd(cg->b, a[0], a[1], ""); break;
-		case OP_SUB: r = LLVMBuildFSub(cg->b, a[0], a[1], ""); break;
-		case OP_MUL: r = LLVMBuildFMul(cg->b, a[0], a[1], ""); break;
-		case OP_DIV: r = LLVMBuildFDiv(cg->b, a[0], a[1], ""); break;
-		case OP_REM: r = LLVMBuildFRem(cg->b, a[0], a[1], ""); break;
-		case OP_NEG: r = LLVMBuildFNeg(cg->b, a[0], ""); break;
-		case OP_MIN:
-		case OP_MAX: {
-			if (nan_all(op)) {
-				r = cg_intrinsic(cg, opc == OP_MIN ? "llvm.minimum" : "llvm.maximum", &ft, 1, a, 2);
-				break;
-			}
-			/* minnum/maxnum semantics (a NaN operand yields the other one)
-			 * as compares and selects, not llvm.minnum/maxnum: LLVM 22's
-			 * loop vectorizer drops the scalar remainder of minnum/maxnum
-			 * reductions vectorized with NaN checks (llvm-project#209159) */
-			LLVMRealPredicate pr = opc == OP_MIN ? LLVMRealOLT : LLVMRealOGT;
-			LLVMValueRef pick = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, pr, a[0], a[1], ""),
-							    a[0], a[1], "");
-			LLVMValueRef bnan = LLVMBuildFCmp(cg->b, LLVMRealUNO, a[1], a[1], "");
-			r = LLVMBuildSelect(cg->b, bnan, a[0], pick, "");
-			break;
-		}
-		case OP_CMP: return cmp(cg, op, ot, a[0], a[1]);
-		case OP_FMA: r = cg_intrinsic(cg, "llvm.fma", &ft, 1, a, 3); break;
-		case OP_EXP:
-		case OP_EXP2:
-			if (ft == cg->t_f32)
-				r = exp_f32(cg, a[0], opc == OP_EXP2);
-			else
-				r = cg_intrinsic(cg, opc == OP_EXP ? "llvm.exp" : "llvm.exp2", &ft, 1, a, 1);
-			break;
-		case OP_LOG: r = cg_intrinsic(cg, "llvm.log", &ft, 1, a, 1); break;
-		case OP_LOG2: r = cg_intrinsic(cg, "llvm.log2", &ft, 1, a, 1); break;
-		case OP_SQRT: r = cg_intrinsic(cg, "llvm.sqrt", &ft, 1, a, 1); break;
-		case OP_RSQRT:
-			r = cg_intrinsic(cg, "llvm.sqrt", &ft, 1, a, 1);
-			r = LLVMBuildFDiv(cg->b, LLVMConstReal(ft, 1.0), r, "");
-			break;
-		case OP_SIN: r = cg_intrinsic(cg, "llvm.sin", &ft, 1, a, 1); break;
-		case OP_COS: r = cg_intrinsic(cg, "llvm.cos", &ft, 1, a, 1); break;
-		case OP_FLOOR: r = cg_intrinsic(cg, "llvm.floor", &ft, 1, a, 1); break;
-		case OP_CEIL: r = cg_intrinsic(cg, "llvm.ceil", &ft, 1, a, 1); break;
-		case OP_ABS: r = cg_intrinsic(cg, "llvm.fabs", &ft, 1, a, 1); break;
-		case OP_ERF:
-			r = cg_call_ext(cg, ft == cg->t_f64 ? "erf" : "erff", ft, &ft, 1, a, 1, false);
-			break;
-		default:
-			cg_fail(cg, op, "op '%s' does not apply to floats", ir_opinfo(opc)->name);
-			return LLVMGetUndef(cg_sty(cg, rt));
-		}
-		return narrow ? cg_from_f32(cg, r, rt, false) : r;
-	}
-
-	/* integers (and pointers for cmp) */
-	bool sgn = ir_is_signed(ot);
-	LLVMTypeRef t = LLVMTypeOf(xs[0]);
-	switch (opc) {
-	case OP_ADD: return LLVMBuildAdd(cg->b, xs[0], xs[1], "");
-	case OP_SUB: return LLVMBuildSub(cg->b, xs[0], xs[1], "");
-	case OP_MUL: return LLVMBuildMul(cg->b, xs[0], xs[1], "");
-	case OP_DIV: return int_divrem(cg, false, sgn, xs[0], xs[1]);
-	case OP_REM: return int_divrem(cg, true, sgn, xs[0], xs[1]);
-	case OP_NEG: return LLVMBuildSub(cg->b, LLVMConstInt(t, 0, 0), xs[0], "");
-	case OP_AND: return LLVMBuildAnd(cg->b, xs[0], xs[1], "");
-	case OP_OR: return LLVMBuildOr(cg->b, xs[0], xs[1], "");
-	case OP_XOR: return LLVMBuildXor(cg->b, xs[0], xs[1], "");
-	case OP_NOT: return LLVMBuildNot(cg->b, xs[0], "");
-	case OP_SHL:
-	case OP_SHR: return shift(cg, opc, sgn, xs[0], xs[1]);
-	case OP_MIN:
-		return cg_intrinsic(cg, sgn ? "llvm.smin" : "llvm.umin", &t, 1, xs, 2);
-	case OP_MAX:
-		return cg_intrinsic(cg, sgn ? "llvm.smax" : "llvm.umax", &t, 1, xs, 2);
-	case OP_CMP: return cmp(cg, op, ot, xs[0], xs[1]);
-	case OP_UMULHI: {
-		unsigned w = LLVMGetIntTypeWidth(t);
-		LLVMTypeRef wt = LLVMIntTypeInContext(cg->ctx, 2 * w);
-		LLVMValueRef p = LLVMBuildMul(cg->b, LLVMBuildZExt(cg->b, xs[0], wt, ""),
-					      LLVMBuildZExt(cg->b, xs[1], wt, ""), "");
-		return LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, p, LLVMConstInt(wt, w, 0), ""), t, "");
-	}
-	case OP_ABS: {
-		if (!sgn)
-			return xs[0];
-		LLVMValueRef args[2] = {xs[0], LLVMConstInt(cg->t_i1, 0, 0)};
-		return cg_intrinsic(cg, "llvm.abs", &t, 1, args, 2);
-	}
-	case OP_FMA:
-		return LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, xs[0], xs[1], ""), xs[2], "");
-	default:
-		cg_fail(cg, op, "op '%s' does not apply to %s", ir_opinfo(opc)->name,
-			ot->kind == TY_PTR ? "pointers" : "integers");
-		return LLVMGetUndef(cg_sty(cg, rt));
-	}
+	BeScalar s = sem(cg);
+	return be_scalar_op(&s, op, xs);
 }
 
 void cg_lower_elem(Cg *cg, IrOp *op)

@@ -1,14 +1,18 @@
-/* nvptx.c: be_nvptx_compile, the NVPTX pipeline for one kernel:
+/* nvptx.c: the NVPTX stages the compile pipeline (jit/pipeline.c) runs on
+ * a TTGIR module, one function each:
  *
- *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
- *   barriers) -> TTGIR text -> per-thread LLVM IR (nv_lower_block in control.c,
- *   one file per op family) -> libdevice linked in when math needs it,
- *   everything but the kernel internalised -> LLVM O3 -> NVPTX target
- *   machine (sm_<arch>, +ptx<version>) -> PTX.
+ *   be_nvptx_lower     TTGIR -> per-thread LLVM IR (nv_lower_block in
+ *                      control.c, one file per op family), libdevice linked
+ *                      in when math needs it, everything but the kernel
+ *                      internalised, for the NVPTX target machine
+ *                      (sm_<arch>, +ptx<version>);
+ *   be_nvptx_optimize  LLVM O3;
+ *   be_nvptx_emit      PTX text.
  *
  * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
  * 32 * num_warps, and reads all shared memory from one external dynamic
- * shared array (`ct_smem`); BeGpuResult.shared is the size to launch with.
+ * shared array (`ct_smem`); the shared allocation's total is the size to
+ * launch with.
  */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -17,33 +21,35 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nvptx.h"
 #include "backend/llvm/llvm.h"
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+struct BeNvModule {
+	IrCtx *ctx; /* the compilation's, for errors */
+	IrLoc loc;  /* the kernel's */
+	LLVMContextRef c;
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+	BeLlvmDiag diag; /* the context's error diagnostics */
+	bool lost;       /* after a fatal LLVM error: c, m and tm stay the parked helper's */
+};
 
-
-void be_gpu_result_free(BeGpuResult *r)
+void be_nvptx_module_free(BeNvModule *nm)
 {
-	if (!r)
+	if (!nm)
 		return;
-	free(r->name);
-	free(r->ttgir);
-	free(r->llir);
-	free(r->ptx);
-	memset(r, 0, sizeof *r);
+	if (nm->lost) /* the parked helper may still use them: leaked */
+		return;
+	if (nm->tm)
+		LLVMDisposeTargetMachine(nm->tm);
+	if (nm->c)
+		LLVMContextDispose(nm->c);
+	free(nm);
 }
 
 static char *xstrdup(const char *s)
@@ -143,38 +149,7 @@ static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
 }
 
 /* The device limit on dynamic shared memory per block (opt-in maximum). */
-/* The LLVM work that may hit a fatal error: O3, the IR text, PTX. */
-typedef struct Codegen {
-	LLVMModuleRef m;
-	LLVMTargetMachineRef tm;
-	LLVMErrorRef perr;       /* from the pass pipeline */
-	char *llir;              /* LLVM message */
-	char *emsg;              /* emission failure */
-	LLVMMemoryBufferRef buf; /* the PTX */
-	double ms_opt, ms_emit;
-} Codegen;
-
-static void run_codegen(void *p)
-{
-	Codegen *c = p;
-	double t0 = now_ms();
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	c->perr = LLVMRunPasses(c->m, "default<O3>", c->tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (c->perr)
-		return;
-	double t1 = now_ms();
-	c->ms_opt = t1 - t0;
-	c->llir = LLVMPrintModuleToString(c->m);
-	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->m, LLVMAssemblyFile, &c->emsg, &c->buf)) {
-		if (!c->emsg)
-			c->emsg = LLVMCreateMessage("no message");
-		c->buf = NULL;
-	}
-	c->ms_emit = now_ms() - t1;
-}
-
-static int64_t shared_limit(int arch)
+int64_t be_nvptx_shared_limit(int arch)
 {
 	if (arch >= 90)
 		return 232448;
@@ -185,9 +160,31 @@ static int64_t shared_limit(int arch)
 	return 65536;
 }
 
-IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeGpuResult *out)
+IrError *be_nvptx_check_options(IrModule *m, const BeOptions *opt)
 {
-	memset(out, 0, sizeof *out);
+	IrFunc *f = find_kernel(m);
+	if (!f)
+		return ir_error(m->ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
+	if (opt->num_warps < 1 || (opt->num_warps & (opt->num_warps - 1)) || opt->num_warps > 32)
+		return ir_error(m->ctx, IR_ERR_VALUE, f->loc, "num_warps must be a power of two in 1..32, got %d",
+				opt->num_warps);
+	return NULL;
+}
+
+IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared)
+{
+	IrFunc *f = find_kernel(m);
+	if (shared > be_nvptx_shared_limit(arch))
+		return ir_error(m->ctx, IR_ERR_RESOURCE, f ? f->loc : (IrLoc){0},
+				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block "
+				"sizes or `num_stages` may help.",
+				(long long)shared, (long long)be_nvptx_shared_limit(arch));
+	return NULL;
+}
+
+IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeNvModule **out)
+{
+	*out = NULL;
 	IrCtx *ctx = m->ctx;
 	BeOptions dflt;
 	if (!opt) {
@@ -197,43 +194,26 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	int arch = target && target->arch ? target->arch : 90;
 	int ptxv = target && target->ptx_version ? target->ptx_version : 80;
 	int warp = target && target->warp_size ? target->warp_size : 32;
-	IrFunc *f = find_kernel(m);
-	if (!f)
-		return ir_error(ctx, IR_ERR_VALUE, (IrLoc){0}, "module has no kernel function");
-	if (opt->num_warps < 1 || (opt->num_warps & (opt->num_warps - 1)) || opt->num_warps > 32)
-		return ir_error(ctx, IR_ERR_VALUE, f->loc, "num_warps must be a power of two in 1..32, got %d",
-				opt->num_warps);
-
-	/* 1. TTIR -> TTGIR */
-	double t0 = now_ms(), t1;
-	AnGpuOptions ao = {opt->num_warps, warp, arch};
-	int64_t shared = 0;
-	IrError *err = an_gpu_pipeline(m, &ao, &shared);
+	IrError *err = be_nvptx_check_options(m, opt);
 	if (err)
 		return err;
-	if (shared > shared_limit(arch))
-		return ir_error(ctx, IR_ERR_RESOURCE, f->loc,
-				"out of resource: shared memory, Required: %lld, Hardware limit: %lld. Reducing block sizes or `num_stages` may help.",
-				(long long)shared, (long long)shared_limit(arch));
-	char *ttgir = ir_print_module(m);
-	t1 = now_ms();
-	double ms_ttgir = t1 - t0;
-	t0 = t1;
+	IrFunc *f = find_kernel(m);
 
-	/* 2. TTGIR -> LLVM IR */
 	be_llvm_init();
 	Nv nv;
 	memset(&nv, 0, sizeof nv);
 	nv.ctx = ctx;
 	nv.f = f;
 	nv.opt = opt;
-	nv.ao = ao;
+	nv.ao = (AnGpuOptions){opt->num_warps, warp, arch};
 	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
 	nv.c = LLVMContextCreate();
-	BeLlvmDiag diag;
-	be_llvm_watch(nv.c, &diag);
+	BeNvModule *nm = calloc(1, sizeof *nm);
+	if (!nm)
+		abort();
+	be_llvm_watch(nv.c, &nm->diag);
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
@@ -245,6 +225,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "NVPTX target unavailable: %s", msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		LLVMContextDispose(nv.c);
+		free(nm);
 		return err;
 	}
 	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
@@ -303,60 +284,117 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	if (nv.err) {
 		LLVMDisposeTargetMachine(tm);
 		LLVMContextDispose(nv.c);
+		free(nm);
 		return nv.err;
 	}
 	internalize(nv.m, nv.fn);
-	t1 = now_ms();
-	double ms_llir = t1 - t0;
-	t0 = t1;
+	nm->ctx = ctx;
+	nm->loc = f->loc;
+	nm->c = nv.c;
+	nm->m = nv.m;
+	nm->tm = tm;
+	*out = nm;
+	return NULL;
+}
 
-	/* 3. O3 and PTX, on a thread guarded against LLVM's fatal errors */
-	Codegen cw = {.m = nv.m, .tm = tm};
-	char *fatal = be_llvm_guarded(run_codegen, &cw);
-	if (fatal || cw.perr || cw.emsg || diag.failed) {
-		if (fatal)
-			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM fatal error in NVPTX code generation: %s",
-				       fatal);
-		else if (cw.perr) {
-			char *em = LLVMGetErrorMessage(cw.perr);
-			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
-			LLVMDisposeErrorMessage(em);
-		} else
-			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s",
-				       diag.failed ? diag.msg : cw.emsg);
-		free(fatal);
-		if (!fatal) { /* else the parked helper may still use them: leaked */
-			LLVMDisposeMessage(cw.emsg);
-			LLVMDisposeMessage(cw.llir);
-			if (cw.buf)
-				LLVMDisposeMemoryBuffer(cw.buf);
-			LLVMDisposeTargetMachine(tm);
-			LLVMContextDispose(nv.c);
-		}
+/* The LLVM work that may hit a fatal error (O3, the IR text, PTX), each run
+ * by be_llvm_guarded on its helper thread. */
+typedef struct Codegen {
+	BeNvModule *nm;
+	LLVMErrorRef perr;       /* from the pass pipeline */
+	char *text;              /* the LLVM IR text (LLVM message) */
+	char *emsg;              /* emission failure */
+	LLVMMemoryBufferRef buf; /* the PTX */
+} Codegen;
+
+static void run_opt(void *p)
+{
+	Codegen *c = p;
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	c->perr = LLVMRunPasses(c->nm->m, "default<O3>", c->nm->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+}
+
+static void run_print(void *p)
+{
+	Codegen *c = p;
+	c->text = LLVMPrintModuleToString(c->nm->m);
+}
+
+static void run_emit(void *p)
+{
+	Codegen *c = p;
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->nm->tm, c->nm->m, LLVMAssemblyFile, &c->emsg, &c->buf)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("no message");
+		c->buf = NULL;
+	}
+}
+
+/* Runs fn on the guarded thread. A fatal error becomes an error value and
+ * leaves the module lost (leaked, never touched again). */
+static IrError *guarded(BeNvModule *nm, void (*fn)(void *), Codegen *cw, const char *what)
+{
+	if (nm->lost)
+		return ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc,
+				"LLVM module unusable after an earlier fatal error in NVPTX code generation");
+	char *fatal = be_llvm_guarded(fn, cw);
+	if (!fatal)
+		return NULL;
+	nm->lost = true;
+	IrError *err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM fatal error in NVPTX %s: %s", what, fatal);
+	free(fatal);
+	return err;
+}
+
+IrError *be_nvptx_optimize(BeNvModule *nm)
+{
+	Codegen cw = {.nm = nm};
+	IrError *err = guarded(nm, run_opt, &cw, "code generation");
+	if (err)
+		return err;
+	if (cw.perr) {
+		char *em = LLVMGetErrorMessage(cw.perr);
+		err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", em);
+		LLVMDisposeErrorMessage(em);
 		return err;
 	}
-	double ms_opt = cw.ms_opt;
-	t0 = now_ms() - cw.ms_emit;
-	char *llir = cw.llir;
-	LLVMMemoryBufferRef buf = cw.buf;
-	size_t n = LLVMGetBufferSize(buf);
-	out->ptx = malloc(n + 1);
-	if (!out->ptx)
+	if (nm->diag.failed)
+		return ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "LLVM optimisation failed: %s", nm->diag.msg);
+	return NULL;
+}
+
+char *be_nvptx_llir(BeNvModule *nm)
+{
+	Codegen cw = {.nm = nm};
+	if (nm->lost || guarded(nm, run_print, &cw, "IR printing"))
+		return xstrdup("");
+	char *r = xstrdup(cw.text ? cw.text : "");
+	LLVMDisposeMessage(cw.text);
+	return r;
+}
+
+IrError *be_nvptx_emit(BeNvModule *nm, char **ptx)
+{
+	*ptx = NULL;
+	Codegen cw = {.nm = nm};
+	IrError *err = guarded(nm, run_emit, &cw, "code generation");
+	if (err)
+		return err;
+	if (cw.emsg || nm->diag.failed) {
+		err = ir_error(nm->ctx, IR_ERR_BACKEND, nm->loc, "PTX emission failed: %s",
+			       nm->diag.failed ? nm->diag.msg : cw.emsg);
+		LLVMDisposeMessage(cw.emsg);
+		if (cw.buf)
+			LLVMDisposeMemoryBuffer(cw.buf);
+		return err;
+	}
+	size_t n = LLVMGetBufferSize(cw.buf);
+	*ptx = malloc(n + 1);
+	if (!*ptx)
 		abort();
-	memcpy(out->ptx, LLVMGetBufferStart(buf), n);
-	out->ptx[n] = 0;
-	LLVMDisposeMemoryBuffer(buf);
-	out->llir = xstrdup(llir);
-	LLVMDisposeMessage(llir);
-	out->name = xstrdup(f->name);
-	out->ttgir = xstrdup(ttgir ? ttgir : "");
-	out->shared = (int)shared;
-	out->num_warps = opt->num_warps;
-	out->ms_ttgir = ms_ttgir;
-	out->ms_llir = ms_llir;
-	out->ms_opt = ms_opt;
-	out->ms_emit = now_ms() - t0;
-	LLVMDisposeTargetMachine(tm);
-	LLVMContextDispose(nv.c);
+	memcpy(*ptx, LLVMGetBufferStart(cw.buf), n);
+	(*ptx)[n] = 0;
+	LLVMDisposeMemoryBuffer(cw.buf);
 	return NULL;
 }

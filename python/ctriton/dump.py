@@ -1,7 +1,9 @@
 """python3 -m ctriton.dump FILE.py KERNEL --signature x=*fp32,n=i32
-       --constexpr BLOCK=1024 [--stage ttir] [--target cuda:90|cpu]
+       --constexpr BLOCK=1024 [--stage ttir | --after PASS] [--target cuda:90|cpu]
 
-Prints one stage of a kernel defined in a Python file, without a GPU."""
+Prints one stage of a kernel defined in a Python file, or its IR after one
+pass of the pipeline (--after; `ct-opt --list` or _C.pass_table() names
+them), without a GPU."""
 import argparse
 import importlib.util
 import sys
@@ -24,6 +26,7 @@ def main(argv=None, prog="python3 -m ctriton.dump"):
     ap.add_argument("--constexpr", action="append", default=[], help="NAME=VALUE (repeatable)")
     ap.add_argument("--attr", action="append", default=[], help="NAME=divisibility16")
     ap.add_argument("--stage", default="ttir")
+    ap.add_argument("--after", default=None, help="a pass of the pipeline, e.g. assign-layouts")
     ap.add_argument("--target", default="cuda:90", help="cuda:ARCH or cpu")
     ap.add_argument("--num-warps", type=int, default=4)
     a = ap.parse_args(argv)
@@ -49,7 +52,15 @@ def main(argv=None, prog="python3 -m ctriton.dump"):
         be, _, arch = a.target.partition(":")
         target = GPUTarget(be, int(arch or 90), 32)
     k = ctriton.compile(ASTSource(fn, sig, cx, attrs), target=target,
-                        options={"num_warps": a.num_warps})
+                        options={"num_warps": a.num_warps}, dump_after=a.after)
+    if a.after:
+        texts = [t for p, t in k.dumps if p == a.after]
+        if not texts:
+            print(f"pass {a.after!r} did not run for this target; ran: {', '.join(k.metadata.passes)}",
+                  file=sys.stderr)
+            return 1
+        sys.stdout.write(texts[-1])
+        return 0
     text = k.asm.get(a.stage)
     if text is None:
         print(f"stage {a.stage!r} not available; have: {', '.join(k.asm)}", file=sys.stderr)

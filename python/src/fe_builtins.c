@@ -1709,6 +1709,16 @@ static const struct Builtin {
 	{"__print__", "*values", bi_pyprint, false},
 };
 
+bool fe_builtin_row(int i, const char **name, const char **params, bool *method)
+{
+	if (i < 0 || (size_t)i >= sizeof builtins / sizeof builtins[0])
+		return false;
+	*name = builtins[i].name;
+	*params = builtins[i].params;
+	*method = builtins[i].method;
+	return true;
+}
+
 bool fe_is_tensor_method(const char *name)
 {
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)

@@ -1,11 +1,13 @@
 /* frontend.c: _C.ast_to_ttir, the entry of the frontend, and its shared
- * helpers (object keeping, AST node kinds, locations, errors, dtypes).
+ * helpers (object keeping, AST node kinds, locations, errors, dtypes);
+ * _C.builtin_table, the builtins fe_builtins.c lowers (ctriton.language
+ * makes its stubs from it).
  *
  * ast_to_ttir parses the kernel's source with Python's `ast` module, makes
  * one IR function whose parameters are the non-constexpr arguments (typed by
  * the signature, with divisibility attributes), binds constexpr arguments to
  * their values, lowers the body (fe_stmt.c), verifies the module and returns
- * its text. Any error, including a Python exception raised while evaluating a
+ * its text, as built: CSE and DCE are passes of the compile pipeline. Any error, including a Python exception raised while evaluating a
  * constexpr expression, becomes ctriton.CompilationError("file:line:col").
  */
 #include <stdarg.h>
@@ -617,13 +619,9 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
+	/* the clean-ups (CSE, DCE) are the pipeline's first passes (jit/pipeline.c),
+	 * run on this text as on any .ttir file */
 	IrError *err = ir_ctx_error(fe.ctx);
-	if (!err) /* acc + dot(a, b) accumulates in the dot */
-		err = ir_combine_dot_add(fe.m);
-	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
-		err = ir_cse_scalars(fe.m);
-	if (!err)
-		err = ir_dce(fe.m);
 	if (!err) {
 		IrError *verr = ir_verify(fe.m);
 		if (verr)
@@ -640,4 +638,21 @@ out:
 	Py_XDECREF(fe.keep);
 	ir_ctx_free(fe.ctx);
 	return result;
+}
+
+PyObject *py_builtin_table(PyObject *self, PyObject *noargs)
+{
+	PyObject *l = PyList_New(0);
+	const char *name, *params;
+	bool method;
+	for (int i = 0; l && fe_builtin_row(i, &name, &params, &method); i++) {
+		PyObject *row = Py_BuildValue("(ssO)", name, params, method ? Py_True : Py_False);
+		if (!row || PyList_Append(l, row) < 0) {
+			Py_XDECREF(row);
+			Py_DECREF(l);
+			return NULL;
+		}
+		Py_DECREF(row);
+	}
+	return l;
 }

@@ -164,6 +164,9 @@ FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal 
 FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs,
 		       FeVal **args, int nkw, const char **kwnames, FeVal **kwvals);
 bool fe_is_tensor_method(const char *name);
+/* Row i of the builtin table (name, "a, b=, *rest", whether also a tensor
+ * method), false past the end. */
+bool fe_builtin_row(int i, const char **name, const char **params, bool *method);
 
 /* ---- fe_tdesc.c ---------------------------------------------------------- */
 /* Whether v is a tensor descriptor (a tuple of class tl.tensor_descriptor). */

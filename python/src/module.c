@@ -8,10 +8,13 @@ static PyMethodDef methods[] = {
 	/* frontend.c */
 	{"ast_to_ttir", (PyCFunction)(void (*)(void))py_ast_to_ttir, METH_VARARGS | METH_KEYWORDS,
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
+	{"builtin_table", py_builtin_table, METH_NOARGS,
+	 "builtin_table() -> [(name, params, is_tensor_method)]: the builtins the frontend lowers"},
 	/* runtime.c */
 	{"compile_ttir", py_compile_ttir, METH_VARARGS,
-	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir) -> dict "
-	 "of stages (or {'error': msg})"},
+	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir, "
+	 "dump_after=None) -> dict of stages, 'passes' run and 'dumps' [(pass, text)] (or {'error': msg})"},
+	{"pass_table", py_pass_table, METH_NOARGS, "pass_table() -> the compile pipeline's passes, in order"},
 	{"ptxas", py_ptxas, METH_VARARGS, "ptxas(ptx, arch) -> (cubin, n_regs, n_spills) or None"},
 	{"ptxas_path", py_ptxas_path, METH_NOARGS, "ptxas_path() -> the ptxas compiles use, or None"},
 	{"set_pkg_ptxas", py_set_pkg_ptxas, METH_O,

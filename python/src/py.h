@@ -20,6 +20,7 @@
  *   ctriton.CompilationError with file:line:col, the source line and a caret.
  */
 PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *py_builtin_table(PyObject *self, PyObject *noargs);
 
 /* ---- runtime.c: specialization, in-memory cache, launch, compile driver
  * bindings, disk cache bindings ------------------------------------------
@@ -28,6 +29,7 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
 int py_runtime_init(PyObject *m);
 PyObject *py_compile_ttir(PyObject *self, PyObject *args);
 PyObject *py_ptxas(PyObject *self, PyObject *args);
+PyObject *py_pass_table(PyObject *self, PyObject *noargs);
 PyObject *py_ptxas_path(PyObject *self, PyObject *unused);
 PyObject *py_set_pkg_ptxas(PyObject *self, PyObject *arg);
 PyObject *py_libdevice_path(PyObject *self, PyObject *unused);

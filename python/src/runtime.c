@@ -1703,11 +1703,11 @@ static long opt_int(PyObject *o, const char *k, long dflt)
 
 PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 {
-	const char *ttir, *filename;
+	const char *ttir, *filename, *dump_after = NULL;
 	int backend, arch, warp, stop_ttir;
 	PyObject *o;
-	if (!PyArg_ParseTuple(args, "ssiiiO!p", &ttir, &filename, &backend, &arch, &warp,
-			      &PyDict_Type, &o, &stop_ttir))
+	if (!PyArg_ParseTuple(args, "ssiiiO!p|z", &ttir, &filename, &backend, &arch, &warp, &PyDict_Type, &o,
+			      &stop_ttir, &dump_after))
 		return NULL;
 	BeOptions opt = {
 		.num_warps = (int)opt_int(o, "num_warps", 4),
@@ -1722,7 +1722,7 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	JitKernel k;
 	char *err;
 	Py_BEGIN_ALLOW_THREADS
-	err = jit_compile(ttir, filename, &opt, &t, stop_ttir ? JIT_STOP_TTIR : 0, &k);
+	err = jit_compile(ttir, filename, &opt, &t, stop_ttir ? JIT_STOP_TTIR : 0, dump_after, &k);
 	Py_END_ALLOW_THREADS
 	if (err) {
 		PyObject *r = Py_BuildValue("{s:s}", "error", err);
@@ -1757,6 +1757,16 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	}
 	PyDict_SetItemString(d, "times", times);
 	Py_DECREF(times);
+	PyObject *passes = PyList_New(k.npasses);
+	for (int i = 0; i < k.npasses; i++)
+		PyList_SetItem(passes, i, PyUnicode_FromString(k.passes[i]));
+	PyDict_SetItemString(d, "passes", passes);
+	Py_DECREF(passes);
+	PyObject *dumps = PyList_New(k.ndumps);
+	for (int i = 0; i < k.ndumps; i++)
+		PyList_SetItem(dumps, i, Py_BuildValue("(ss)", k.dumps[i].pass, k.dumps[i].text));
+	PyDict_SetItemString(d, "dumps", dumps);
+	Py_DECREF(dumps);
 	if (k.cpu) {
 		PyObject *cap = PyCapsule_New(k.cpu, "ctriton.cpu_kernel", cpu_kernel_destroy);
 		PyDict_SetItemString(d, "cpu_kernel", cap);
@@ -1765,6 +1775,39 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	}
 	jit_kernel_free(&k);
 	return d;
+}
+
+static PyObject *fact_list(unsigned facts)
+{
+	PyObject *l = PyList_New(0);
+	for (int i = 0; i < JIT_NF; i++)
+		if (facts & (1u << i)) {
+			PyObject *n = PyUnicode_FromString(jit_fact_names[i]);
+			PyList_Append(l, n);
+			Py_DECREF(n);
+		}
+	return l;
+}
+
+/* pass_table() -> the pass table (jit/pipeline.c), one dict per row in order. */
+PyObject *py_pass_table(PyObject *self, PyObject *noargs)
+{
+	static const char *const stages[] = {"ttir", "ttgir", "llir", "ptx", "cubin", "host"};
+	PyObject *l = PyList_New(jit_npasses);
+	for (int i = 0; i < jit_npasses; i++) {
+		const JitPass *p = &jit_passes[i];
+		PyObject *targets = p->targets == (JIT_ON_CPU | JIT_ON_CUDA)
+					    ? Py_BuildValue("[ss]", "cpu", "cuda")
+					    : Py_BuildValue("[s]", p->targets & JIT_ON_CPU ? "cpu" : "cuda");
+		PyList_SetItem(l, i,
+			       Py_BuildValue("{s:s,s:s,s:N,s:O,s:O,s:N,s:N,s:N,s:s}", "name", p->name, "stage",
+					     stages[p->stage], "targets", targets, "pipeline",
+					     p->pipeline ? Py_True : Py_False, "analysis",
+					     p->analysis ? Py_True : Py_False, "requires", fact_list(p->requires),
+					     "provides", fact_list(p->provides), "breaks", fact_list(p->breaks), "what",
+					     p->what));
+	}
+	return l;
 }
 
 /* ptxas(ptx, arch) -> (cubin bytes, n_regs, n_spills) or None without ptxas. */

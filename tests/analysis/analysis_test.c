@@ -1,12 +1,14 @@
 /* analysis_test.c: axis info and layout unit tests on the kernel corpus,
  * and golden TTGIR: every tests/analysis/golden/NAME.ttir is parsed, run
- * through an_gpu_pipeline (4 warps) and compared with NAME.ttgir.
+ * through the pipeline's TTIR and GPU passes (4 warps, no tensor cores) and
+ * compared with NAME.ttgir. Per-pass goldens are in tests/passes.
  * CT_UPDATE_GOLDEN=<dir> writes the .ttgir files there instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "jit/jit.h"
 #include "tests/backend/kernels.h"
 
 static int failures, checks;
@@ -42,6 +44,26 @@ static IrOp *find_op(IrFunc *fn, IrOpcode opc, int nth)
 	return f.op;
 }
 
+/* The pass table's pipeline through the GPU passes (no tensor cores for
+ * arch 0); NULL, or a failure message (static buffer). */
+static const char *gpu_passes(IrModule *m, int num_warps, int arch, int64_t *shared)
+{
+	static char msg[1024];
+	BeOptions o;
+	be_options_default(&o);
+	o.num_warps = num_warps;
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	JitKernel k;
+	char *err = jit_compile_module(m, &o, &t, JIT_STOP_TTGIR, NULL, &k);
+	*shared = k.shared;
+	jit_kernel_free(&k);
+	if (!err)
+		return NULL;
+	snprintf(msg, sizeof msg, "%s", err);
+	free(err);
+	return msg;
+}
+
 static void test_vector_add_axis(void)
 {
 	IrCtx *ctx = ir_ctx_new();
@@ -54,10 +76,10 @@ static void test_vector_add_axis(void)
 	CHECK(p->div[0] == 16, "ptr divisibility %lld", (long long)p->div[0]);
 	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
 	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
-	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d", an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
-	AnGpuOptions o = {4, 32, 0};
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d",
+	      an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
 	int64_t shared = -1;
-	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(gpu_passes(m, 4, 0, &shared) == NULL, "pipeline");
 	CHECK(shared == 0, "shared %lld", (long long)shared);
 	const IrLayout *l = ld->res[0].type->layout;
 	CHECK(l && l->kind == LAYOUT_BLOCKED && l->size_per_thread[0] == 4 && l->threads_per_warp[0] == 32 &&
@@ -88,7 +110,7 @@ static void test_softmax_layouts(void)
 	IrFunc *f = tk_softmax_row(m);
 	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
-	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(gpu_passes(m, 4, 0, &shared) == NULL, "pipeline");
 	IrOp *red = find_op(f, OP_REDUCE, 0);
 	CHECK(red && an_scratch_bytes(red, &o) == 16, "reduce scratch %lld", red ? (long long)an_scratch_bytes(red, &o) : -1);
 	CHECK(shared == 16, "softmax shared %lld", (long long)shared);
@@ -121,9 +143,8 @@ static void test_reduce_store_no_conversion(void)
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
 	IrFunc *f = tk_reduce2d(m);
-	AnGpuOptions o = {4, 32, 0};
 	int64_t shared = 0;
-	CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline");
+	CHECK(gpu_passes(m, 4, 0, &shared) == NULL, "pipeline");
 	CHECK(find_op(f, OP_CONVERT_LAYOUT, 0) == NULL, "reduce2d keeps a conversion");
 	IrOp *st = find_op(f, OP_STORE, 0);
 	CHECK(st && st->ops[0]->type->layout->kind == LAYOUT_SLICE, "store of a column sum in a slice layout");
@@ -161,9 +182,9 @@ static void test_golden(const char *name)
 	IrModule *m = ir_parse(ctx, in, text, &err);
 	CHECK(m != NULL, "%s", err ? ir_error_str(ctx, err) : in);
 	if (m) {
-		AnGpuOptions o = {4, 32, 0};
 		int64_t shared = 0;
-		CHECK(an_gpu_pipeline(m, &o, &shared) == NULL, "pipeline %s", name);
+		const char *perr = gpu_passes(m, 4, 0, &shared);
+		CHECK(perr == NULL, "pipeline %s: %s", name, perr);
 		char *out = ir_print_module(m);
 		const char *upd = getenv("CT_UPDATE_GOLDEN");
 		if (upd) {

@@ -33,26 +33,24 @@ static JitCudaKernel build(const char *name, int arch)
 	tk->build(m);
 	BeOptions o;
 	be_options_default(&o);
-	BeGpuTarget t = {arch, 0, 32};
-	BeGpuResult r;
-	IrError *e = be_nvptx_compile(m, &o, &t, &r);
-	if (e) {
-		snprintf(err, sizeof err, "%s", ir_error_str(ctx, e));
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	JitKernel r;
+	char *msg = jit_compile_module(m, &o, &t, 0, NULL, &r);
+	if (msg) {
+		snprintf(err, sizeof err, "%s", msg);
+		free(msg);
 		DIE("compile %s", name);
 	}
 	JitCudaKernel k;
-	JitKernel jk = {.ptx = r.ptx};
 	int rc;
-	if (jit_ptxas(&jk, arch, err, sizeof err) == 0)
-		rc = jit_cuda_load(jk.cubin, jk.cubin_len, true, r.name, r.shared, r.num_warps, &k, err,
-				   sizeof err);
+	if (r.cubin)
+		rc = jit_cuda_load(r.cubin, r.cubin_len, true, r.name, r.shared, r.num_warps, &k, err, sizeof err);
 	else
 		rc = jit_cuda_load(r.ptx, strlen(r.ptx) + 1, false, r.name, r.shared, r.num_warps, &k, err, sizeof err);
 	if (rc)
 		DIE("load %s", name);
 	printf("%s: %d regs, %d spills, shared %d\n", name, k.n_regs, k.n_spills, k.shared);
-	free(jk.cubin);
-	be_gpu_result_free(&r);
+	jit_kernel_free(&r);
 	ir_ctx_free(ctx);
 	return k;
 }

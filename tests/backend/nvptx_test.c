@@ -8,7 +8,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "jit/jit.h"
 #include "kernels.h"
 
 static int failures, checks;
@@ -50,7 +50,19 @@ static int run_ptxas(const char *ptx, int arch, const char *name)
 	return system(cmd);
 }
 
-static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *out)
+/* The pass table's pipeline up to PTX (the test runs ptxas itself). */
+static IrError *compile_module(IrModule *m, const BeOptions *o, int arch, JitKernel *out)
+{
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	char *msg = jit_compile_module(m, o, &t, JIT_NO_PTXAS, NULL, out);
+	if (!msg)
+		return NULL;
+	IrError *e = ir_error(m->ctx, IR_ERR_BACKEND, (IrLoc){0}, "%s", msg);
+	free(msg);
+	return e;
+}
+
+static bool compile(const TestKernel *tk, int arch, int num_warps, JitKernel *out)
 {
 	IrCtx *ctx = ir_ctx_new();
 	IrModule *m = ir_module_new(ctx);
@@ -64,8 +76,7 @@ static bool compile(const TestKernel *tk, int arch, int num_warps, BeGpuResult *
 	BeOptions o;
 	be_options_default(&o);
 	o.num_warps = num_warps;
-	BeGpuTarget t = {arch, 0, 32};
-	IrError *err = be_nvptx_compile(m, &o, &t, out);
+	IrError *err = compile_module(m, &o, arch, out);
 	if (err)
 		fprintf(stderr, "%s: %s\n", tk->name, ir_error_str(ctx, err));
 	if (!err && (verr = ir_verify(m)) != NULL) {
@@ -116,15 +127,14 @@ static void test_text_corpus(void)
 			if (m) {
 				BeOptions o;
 				be_options_default(&o);
-				BeGpuTarget t = {a, 0, 32};
-				BeGpuResult r;
-				err = be_nvptx_compile(m, &o, &t, &r);
+				JitKernel r;
+				err = compile_module(m, &o, a, &r);
 				CHECK(err == NULL, "%s: %s", path, err ? ir_error_str(ctx, err) : "");
 				if (!err) {
 					char nm[300];
 					snprintf(nm, sizeof nm, "text_%.*s", (int)(len - 5), e->d_name);
 					CHECK(run_ptxas(r.ptx, a, nm) == 0, "%s sm_%d: ptxas", path, a);
-					be_gpu_result_free(&r);
+					jit_kernel_free(&r);
 				}
 			}
 			ir_ctx_free(ctx);
@@ -151,7 +161,7 @@ int main(void)
 	static const int arches[2] = {80, 90};
 	for (int i = 0; i < n_test_kernels; i++) {
 		for (int a = 0; a < 2; a++) {
-			BeGpuResult r;
+			JitKernel r;
 			bool ok = compile(&test_kernels[i], arches[a], 4, &r);
 			CHECK(ok, "%s sm_%d: compile", test_kernels[i].name, arches[a]);
 			if (!ok)
@@ -163,18 +173,18 @@ int main(void)
 			if (getenv("NVPTX_TEST_DUMP"))
 				printf("==== %s sm_%d (shared %d)\n%s\n%s\n", test_kernels[i].name, arches[a], r.shared,
 				       r.ttgir, r.ptx);
-			be_gpu_result_free(&r);
+			jit_kernel_free(&r);
 		}
 	}
 
 	/* vector add with 16-divisible pointers and n: 128-bit accesses */
-	BeGpuResult r;
+	JitKernel r;
 	if (compile(find("vector_add"), 90, 4, &r)) {
 		CHECK(strstr(r.ptx, "ld.global.v4.f32") || strstr(r.ptx, "ld.global.v4.b32"), "vector_add: no 128-bit loads");
 		CHECK(strstr(r.ptx, "st.global.v4.f32") || strstr(r.ptx, "st.global.v4.b32"), "vector_add: no 128-bit stores");
 		CHECK(r.shared == 0, "vector_add: shared %d", r.shared);
 		CHECK(strstr(r.ptx, ".extern .shared") == NULL || r.shared == 0, "vector_add: shared");
-		be_gpu_result_free(&r);
+		jit_kernel_free(&r);
 	}
 	/* softmax: warp shuffles, a cross-warp exchange through shared memory */
 	if (compile(find("softmax_row"), 80, 4, &r)) {
@@ -182,18 +192,18 @@ int main(void)
 		CHECK(strstr(r.ptx, "bar.sync") != NULL || strstr(r.ptx, "barrier.sync") != NULL, "softmax: no barrier");
 		CHECK(r.shared > 0, "softmax: no shared scratch");
 		CHECK(strstr(r.ptx, "ld.global.v4") != NULL, "softmax: loads not vectorised");
-		be_gpu_result_free(&r);
+		jit_kernel_free(&r);
 	}
 	/* one warp: no shared memory for a 1-D reduction */
 	if (compile(find("softmax_row"), 90, 1, &r)) {
 		CHECK(r.shared == 0, "softmax 1 warp: shared %d", r.shared);
 		CHECK(strstr(r.ptx, ".maxntid 32") != NULL, "softmax 1 warp: maxntid");
-		be_gpu_result_free(&r);
+		jit_kernel_free(&r);
 	}
 	/* 8 warps work too */
 	if (compile(find("reduce2d"), 90, 8, &r)) {
 		CHECK(run_ptxas(r.ptx, 90, "reduce2d_w8") == 0, "reduce2d 8 warps: ptxas");
-		be_gpu_result_free(&r);
+		jit_kernel_free(&r);
 	}
 	test_text_corpus();
 	printf("%d checks, %d failures\n", checks, failures);

@@ -3,6 +3,7 @@
  * point and then fails cleanly in cuInit; ptxas turns backend PTX into a
  * cubin (skipped with a note when ptxas is missing). Each driver scenario
  * runs in a child process because the driver is loaded once per process. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,13 @@ int main(void)
 	tk_vector_add(m);
 	BeOptions o;
 	be_options_default(&o);
-	BeGpuTarget t = {80, 0, 32};
-	BeGpuResult r;
-	IrError *e = be_nvptx_compile(m, &o, &t, &r);
-	CHECK(e == NULL, "compile: %s", e ? e->msg : "");
-	if (!e) {
+	JitTarget t = {JIT_BACKEND_CUDA, 80, 32};
+	JitKernel r;
+	char *e = jit_compile_module(m, &o, &t, JIT_NO_PTXAS, NULL, &r);
+	CHECK(e == NULL, "compile: %s", e ? e : "");
+	bool compiled = e == NULL;
+	free(e);
+	if (compiled) {
 		char err[2048] = "";
 		if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0 || getenv("CTRITON_PTXAS_PATH")) {
 			JitKernel k = {.ptx = r.ptx};
@@ -78,7 +81,7 @@ int main(void)
 		} else {
 			printf("note: ptxas not found; skipped\n");
 		}
-		be_gpu_result_free(&r);
+		jit_kernel_free(&r);
 	}
 	ir_ctx_free(ctx);
 	printf("%d checks, %d failures\n", checks, failures);

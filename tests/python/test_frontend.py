@@ -13,7 +13,11 @@ def ttir(fn, sig, cx=None, opts=None, attrs=None):
     sig = dict(sig)
     for k in (cx or {}):
         sig[k] = "constexpr"
-    return C.ast_to_ttir(fn, sig, cx or {}, attrs or {}, opts or {})
+    text = C.ast_to_ttir(fn, sig, cx or {}, attrs or {}, opts or {})
+    # the TTIR stage of the pipeline: after CSE and DCE
+    r = C.compile_ttir(text, fn.__name__, C.BACKEND_CPU, 0, 1, dict(opts or {}), True)
+    assert "error" not in r, r.get("error")
+    return r["ttir"]
 
 
 def count(text, op):

@@ -1,6 +1,7 @@
 """Golden TTIR of the tutorial kernels in kernels/: each kernel is compiled by
-the frontend with a fixed signature and constexprs and its text compared byte
-for byte with tests/python/golden/<name>.ttir. Paths in locations are made
+the frontend with a fixed signature and constexprs, through the pipeline's
+TTIR passes (CSE, DCE), and its text compared byte for byte with
+tests/python/golden/<name>.ttir. Paths in locations are made
 relative to the repository root. Regenerate with CTRITON_UPDATE_GOLDEN=1."""
 import os
 import sys
@@ -94,7 +95,10 @@ def compile_case(name):
     for k in cx:
         sig[k] = "constexpr"
     text = C.ast_to_ttir(kernel, sig, cx, attrs, opts)
-    return text.replace(ROOT + os.sep, "")
+    # the TTIR stage of the pipeline: the frontend's text after CSE and DCE
+    r = C.compile_ttir(text, name, C.BACKEND_CPU, 0, 1, dict(opts), True)
+    assert "error" not in r, r.get("error")
+    return r["ttir"].replace(ROOT + os.sep, "")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,14 +1,20 @@
 """compile(): a kernel source to a CompiledKernel, through the caches.
 
-Stages (the C driver, jit/compile.c, runs 2-4 in one call):
+Stages (the C driver, jit/compile.c and the pass table of jit/pipeline.c,
+runs 2-3 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
-  2. parse + verify
-  3. backend    cuda: ttgir, llir, ptx (+ cubin by ptxas); cpu: llir, asm, code
+  2. parse
+  3. passes     verify, combine-dot-add, cse-scalars, dce (ttir); cuda: prefetch
+                ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
+                ptx-emit (ptx), ptxas (cubin); cpu: cpu-codegen (llir, asm, code)
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
 default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
 specialization, options, target). Entries are checksummed; a corrupt one is
-recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr;
+an entry after:PASS (after:all for every pass) prints the form after that pass
+of the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
+compile() bypass the cache read, since only stage texts are cached.
 CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
 of each stage in milliseconds (also in CompiledKernel.times).
 """
@@ -244,6 +250,7 @@ class CompiledKernel:
         self._cpu_kernel = cpu_kernel
         self._bin = None
         self.times = {}  # stage -> wall ms of the compile() that made this object
+        self.dumps = []  # (pass, text) asked for by compile(dump_after=...) / CTRITON_DUMP
 
     def _init_handles(self):
         if self._bin is not None:
@@ -290,11 +297,42 @@ class CompiledKernel:
         return f"CompiledKernel({self.name}, {self.metadata.backend})"
 
 
-def _dump(name, asm, cached):
+def _dump_request():
+    """(stages, passes) asked for by CTRITON_DUMP: stage names, and the
+    comma-separated pass names of its after:PASS entries (None: none)."""
     want = os.environ.get("CTRITON_DUMP", "")
     if not want:
-        return
-    stages = STAGES + ("cubin",) if want in ("1", "all") else [s.strip() for s in want.split(",")]
+        return (), None
+    if want in ("1", "all"):
+        return STAGES + ("cubin",), None
+    stages, passes = [], []
+    for s in (s.strip() for s in want.split(",")):
+        if s.startswith("after:"):
+            passes.append(s[len("after:"):].strip())
+        elif s:
+            stages.append(s)
+    _check_passes(passes)
+    return stages, ",".join(passes) if passes else None
+
+
+def _check_passes(passes):
+    known = [p["name"] for p in _C.pass_table()]
+    for p in passes:
+        if p != "all" and p not in known:
+            raise ValueError(f"unknown pass {p!r} to dump after; the passes are "
+                             f"{', '.join(known)} (or all)")
+
+
+def _dump_passes(name, dumps):
+    for p, text in dumps:
+        sys.stderr.write(f"// ----- ctriton: {name} after {p} -----\n{text}")
+        if not text.endswith("\n"):
+            sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _dump(name, asm, cached):
+    stages, _ = _dump_request()
     for s in stages:
         text = asm.get(s)
         if text is None:
@@ -328,9 +366,12 @@ def _target_of(target):
     return target, arch
 
 
-def compile(src, target=None, options=None):
+def compile(src, target=None, options=None, dump_after=None):
     """Compiles src (ASTSource or a path to a .ttir file) for target (default:
-    the active driver's) with options; returns a CompiledKernel."""
+    the active driver's) with options; returns a CompiledKernel. dump_after
+    (ctriton's own): pass names (a list or "a,b"; "all") whose results to keep
+    in CompiledKernel.dumps as (pass, text); like CTRITON_DUMP=after:PASS it
+    bypasses the cache read."""
     t_start = time.perf_counter()
     times = {}
     if isinstance(src, str):
@@ -343,7 +384,13 @@ def compile(src, target=None, options=None):
     from .. import knobs
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
-    use_cache = not knobs.compilation.always_compile
+    _, env_after = _dump_request()
+    if isinstance(dump_after, (list, tuple)):
+        dump_after = ",".join(dump_after)
+    if dump_after:
+        _check_passes(dump_after.split(","))
+    dump_after = ",".join(x for x in (env_after, dump_after) if x) or None
+    use_cache = not knobs.compilation.always_compile and not dump_after
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
 
@@ -381,8 +428,9 @@ def compile(src, target=None, options=None):
     t1 = time.perf_counter()
     times["frontend"] = (t1 - t) * 1e3
     # 2-4. parse, verify, backend (+ ptxas)
+    extra = (dump_after,) if dump_after else ()
     r = _C.compile_ttir(ttir, getattr(src, "path", src.name), backend, arch, target.warp_size,
-                        opts, False)
+                        opts, False, *extra)
     t = time.perf_counter()
     times["compile_ttir"] = (t - t1) * 1e3
     times.update(r.get("times", {}))
@@ -397,7 +445,7 @@ def compile(src, target=None, options=None):
             "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
             "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
             "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
-            "debug": opts["debug"], "sig": r.get("sig", ""),
+            "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = json.dumps(meta, indent=1)
@@ -408,7 +456,12 @@ def compile(src, target=None, options=None):
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
     times["cache_write"] = (time.perf_counter() - t) * 1e3
     _dump(name, asm, False)
+    dumps = [tuple(d) for d in r.get("dumps", ())]
+    if env_after:
+        wanted = set(env_after.split(","))
+        _dump_passes(name, [d for d in dumps if "all" in wanted or d[0] in wanted])
     ck = CompiledKernel(asm, meta, launch_sig or _ir_sig(meta["sig"]), r.get("cpu_kernel"))
+    ck.dumps = dumps
     ck.times = times
     _report(name, "compile", times, t_start)
     return ck

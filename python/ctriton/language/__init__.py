@@ -34,4 +34,4 @@ __all__ = sorted(set(_BUILTINS) | {
     "tensor_descriptor", "tensor_descriptor_base", "tensor_descriptor_type",
     "tensor_descriptor_base_type", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor",
-} - {"make_block_ptr", "advance", "inline_asm_elementwise", "add", "sub", "mul"})
+} - set(core._UNSUPPORTED))

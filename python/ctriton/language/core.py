@@ -481,17 +481,24 @@ def _builtin(name):
     return stub
 
 
-_BUILTINS = """
-program_id num_programs arange full zeros zeros_like cast to_tensor load store
-atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas
-where minimum maximum clamp dot trans permute reshape view expand_dims broadcast
-broadcast_to cat join split ravel gather histogram multiple_of max_contiguous
-max_constancy assume debug_barrier device_print device_assert static_assert
-static_print reduce associative_scan sum max min argmax argmin xor_sum reduce_or
-cumsum cumprod fma umulhi fdiv div_rn sqrt_rn exp exp2 log log2 sqrt rsqrt sin cos
-erf floor ceil abs range static_range add sub mul make_block_ptr advance
-inline_asm_elementwise squeeze unsqueeze item
-""".split()
+# The builtins: every function of the frontend's table (python/src/fe_builtins.c,
+# read through _C.builtin_table) but its internal rows ("to" is a tensor
+# method only, "extern" backs libdevice, "__print__" Python's print), the
+# loops the for statement lowers, and names of triton.language that ctriton
+# has no lowering for (a kernel calling one gets "tl.<name>() is not
+# supported by ctriton").
+_INTERNAL = ("to", "extern", "__print__")
+_LOOPS = ["range", "static_range"]
+_UNSUPPORTED = ["add", "sub", "mul", "make_block_ptr", "advance", "inline_asm_elementwise"]
+
+
+def _builtin_names():
+    from .. import _C
+    table = [name for name, _params, _method in _C.builtin_table() if name not in _INTERNAL]
+    return table + _LOOPS + _UNSUPPORTED
+
+
+_BUILTINS = _builtin_names()
 
 for _n in _BUILTINS:
     globals()[_n] = _builtin(_n)

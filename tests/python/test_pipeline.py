@@ -63,10 +63,10 @@ def test_pass_table_rows():
     names = [p["name"] for p in rows]
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
-    assert cuda == ["verify", "cse-scalars", "dce", "prefetch", "axis-info", "assign-layouts",
+    assert cuda == ["verify", "combine-dot-add", "cse-scalars", "dce", "prefetch", "axis-info", "assign-layouts",
                     "remove-converts", "insert-barriers", "allocate-shared", "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
-    assert _pipeline_rows("cpu") == ["verify", "cse-scalars", "dce", "cpu-codegen"]
+    assert _pipeline_rows("cpu") == ["verify", "combine-dot-add", "cse-scalars", "dce", "cpu-codegen"]
     # every required fact is provided by an earlier row of the target's pipeline
     for backend in ("cuda", "cpu"):
         have = set()

@@ -21,9 +21,9 @@ PROG = "python -m ctriton"
 
 # The on-disk cache's format (jit/cache.c): a file per kernel named by its
 # key, a text header of blob names and lengths, then the blobs.
-_CACHE_MAGIC = b"ctriton-cache 2\n"
+_CACHE_MAGIC = b"ctriton-cache 3\n"
 _KEY = re.compile(r"^[0-9a-f]{64}$")
-_TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.\d+\.\d+$")
+_TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.(.+\.)?\d+\.\d+$")
 
 
 # -- run, dump -------------------------------------------------------------------
@@ -82,6 +82,8 @@ def read_entry(path):
                 off = nl + 1
                 if line.startswith("end "):
                     break
+                if line.startswith("key "):  # the entry's own key
+                    continue
                 name, length, _check = line.split(" ")
                 blobs[name] = int(length)
             meta, pos = None, off

@@ -44,6 +44,12 @@ class _TritonModule(types.ModuleType):
         object.__setattr__(self, "__ctriton_version__", real.__version__)
         object.__setattr__(self, "__path__", list(real.__path__))
         object.__setattr__(self, "__file__", real.__file__)
+        # a spec of its own: importlib.util.find_spec("triton") (torch asks
+        # it when CUDA starts) raises on a module whose __spec__ is None
+        spec = importlib.machinery.ModuleSpec(_ALIAS, _AliasLoader(_TARGET), origin=real.__file__,
+                                              is_package=True)
+        spec.submodule_search_locations = list(real.__path__)
+        object.__setattr__(self, "__spec__", spec)
 
     def __getattr__(self, name):
         try:

@@ -644,3 +644,16 @@ def test_slice_written_with_none():
     o = np.zeros(8, np.int32)
     k[(1,)](o)
     assert (o == np.arange(8)).all()
+
+
+def test_find_spec_of_triton_alias():
+    """importlib.util.find_spec("triton") works on the alias (torch calls it
+    when CUDA initialises; a module whose __spec__ is None makes it raise)."""
+    import importlib.util
+    import subprocess
+    import sys
+    code = ("import ctriton; ctriton.use_as_triton(); import triton, importlib.util; "
+            "s = importlib.util.find_spec('triton'); assert s is not None and s.name == 'triton'; "
+            "assert importlib.util.find_spec('triton.language') is not None; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -8,7 +8,7 @@ static PyMethodDef methods[] = {
 	/* frontend.c */
 	{"ast_to_ttir", (PyCFunction)(void (*)(void))py_ast_to_ttir, METH_VARARGS | METH_KEYWORDS,
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
-	/* runtime.c */
+	/* bindings.c */
 	{"compile_ttir", py_compile_ttir, METH_VARARGS,
 	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir) -> dict "
 	 "of stages (or {'error': msg})"},
@@ -18,7 +18,9 @@ static PyMethodDef methods[] = {
 	 "cache_get(root, key) -> {name: bytes}, None (miss) or False (corrupt, removed)"},
 	{"cache_put", py_cache_put, METH_VARARGS, "cache_put(root, key, {name: bytes|str})"},
 	{"cache_root", py_cache_root, METH_NOARGS, "the on-disk cache directory"},
+	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
+	/* specialize.c */
 	{"specialize", py_specialize, METH_VARARGS,
 	 "specialize(arg, specialize=True, align=True) -> (type string, key)"},
 	{NULL, NULL, 0, NULL},

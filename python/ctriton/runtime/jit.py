@@ -8,7 +8,7 @@ stripped, dedented), ``starting_line`` (1-based line of ``def`` in the file),
 ``__globals__`` and the marker ``_ctriton_jit = True``.
 
 Launching (``kernel[grid](*args, **kw)``) is done in C by a KernelRuntime
-(python/src/runtime.c): binding, specialization key, variant cache, packing
+(python/src/launch.c, specialize.c): binding, specialization key, variant cache, packing
 and launch. It calls back ``_ct_compile`` only on a cache miss.
 """
 import ast

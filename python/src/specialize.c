@@ -1,0 +1,623 @@
+/* specialize.c: the specialization of a launch. Each argument of
+ * `kernel[grid](*args)` is classified by Triton's rules (ints equal to 1
+ * become constants, ints and pointers get the "divisible by 16" bit,
+ * i32/i64/u64 by range, floats fp32, bools u1, None and constexpr
+ * parameters constants, tuples element by element): the class goes into the
+ * key of the kernel's variant cache as a few bytes, the value into the
+ * kernel parameters. The compile path runs the same classification with
+ * lists that collect the signature and specialization strings. Tensors are
+ * anything with a data pointer and a dtype: torch tensors (data_ptr()),
+ * numpy arrays (buffer protocol), __cuda_array_interface__ and
+ * __array_interface__ objects.
+ */
+#include <math.h>
+
+#include "runtime.h"
+
+/* ------------------------------------------------------------------------- */
+/* dtypes                                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* Canonical dtype names; their index is the dtype's code in keys. */
+const char *const py_dt_names[] = {
+	"fp16", "bf16", "fp32", "fp64", "i8",     "i16",  "i32",     "i64",     "u8",
+	"u16",  "u32",  "u64",  "u1",   "fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16", "fp8e4b15",
+};
+enum { NDT = sizeof py_dt_names / sizeof py_dt_names[0] };
+
+/* torch/numpy/ctriton spellings -> canonical. */
+static const char *const DT_ALIASES[][2] = {
+	{"float16", "fp16"},   {"half", "fp16"},         {"bfloat16", "bf16"},
+	{"float32", "fp32"},   {"float", "fp32"},        {"float64", "fp64"},
+	{"double", "fp64"},    {"int8", "i8"},           {"int16", "i16"},
+	{"short", "i16"},      {"int32", "i32"},         {"int", "i32"},
+	{"int64", "i64"},      {"long", "i64"},          {"uint8", "u8"},
+	{"uint16", "u16"},     {"uint32", "u32"},        {"uint64", "u64"},
+	{"bool", "u1"},        {"int1", "u1"},           {"float8_e4m3fn", "fp8e4nv"},
+	{"float8e4nv", "fp8e4nv"}, {"float8_e5m2", "fp8e5"}, {"float8e5", "fp8e5"},
+	{"float8_e4m3fnuz", "fp8e4b8"}, {"float8_e5m2fnuz", "fp8e5b16"},
+	{"f16", "fp16"},       {"f32", "fp32"},          {"f64", "fp64"},
+	{"i1", "u1"},
+};
+
+int py_dt_code_of_name(const char *s)
+{
+	const char *dot = strrchr(s, '.');
+	if (dot)
+		s = dot + 1; /* "torch.float16", "ctriton.language.float16" */
+	for (int i = 0; i < NDT; i++)
+		if (!strcmp(s, py_dt_names[i]))
+			return i;
+	for (size_t i = 0; i < sizeof DT_ALIASES / sizeof DT_ALIASES[0]; i++)
+		if (!strcmp(s, DT_ALIASES[i][0]))
+			return py_dt_code_of_name(DT_ALIASES[i][1]);
+	return -1;
+}
+
+/* The dtype code of a dtype object (memoized per object); -1 with an
+ * exception set when it is not one we know. */
+static int dt_code(PyObject *dtype)
+{
+	PyObject *c = PyDict_GetItem(py_rt.dtype_names, dtype); /* borrowed */
+	if (c)
+		return (int)PyLong_AsLong(c);
+	PyObject *s = PyObject_Str(dtype);
+	if (!s)
+		return -1;
+	const char *u = PyUnicode_AsUTF8AndSize(s, NULL);
+	int code = u ? py_dt_code_of_name(u) : -1;
+	if (code < 0 && u)
+		PyErr_Format(PyExc_TypeError, "unsupported tensor dtype %s", u);
+	Py_DECREF(s);
+	if (code < 0)
+		return -1;
+	PyObject *v = PyLong_FromLong(code);
+	PyDict_SetItem(py_rt.dtype_names, dtype, v);
+	Py_DECREF(v);
+	return code;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Argument classification                                                   */
+/* ------------------------------------------------------------------------- */
+
+const char *const py_ak_sig[] = {"constexpr", "*", "i32", "i64", "u64", "u1", "fp32", "fp16",
+				     "bf16", "fp64", "i8", "i16", "u8", "u16", "u32", "tuple"};
+
+
+static int pack_add(Pack *pk, uint64_t bits)
+{
+	if (pk->n >= MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	pk->slot[pk->n] = bits;
+	pk->params[pk->n] = &pk->slot[pk->n];
+	pk->n++;
+	return 0;
+}
+
+/* Kinds of tensor-like objects, memoized per Python type. */
+enum { TK_NONE = 0, TK_TENSOR, TK_BUFFER, TK_ARRAY_IFACE, TK_CAI };
+static struct {
+	PyTypeObject *type;
+	int kind;
+} tk_cache[16];
+
+static int tensor_kind(PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(v);
+	for (int i = 0; i < 16 && tk_cache[i].type; i++)
+		if (tk_cache[i].type == t)
+			return tk_cache[i].kind;
+	int kind = TK_NONE;
+	if (PyObject_HasAttr(v, py_rt.s_data_ptr) && PyObject_HasAttr(v, py_rt.s_dtype))
+		kind = TK_TENSOR;
+	else if (PyObject_HasAttr(v, py_rt.s_cai))
+		kind = TK_CAI;
+	else if (PyObject_HasAttr(v, py_rt.s_dtype) && PyObject_CheckBuffer(v))
+		kind = TK_BUFFER;
+	else if (PyObject_HasAttr(v, py_rt.s_aif) && PyObject_HasAttr(v, py_rt.s_dtype))
+		kind = TK_ARRAY_IFACE;
+	PyErr_Clear();
+	for (int i = 0; i < 16; i++)
+		if (!tk_cache[i].type) {
+			Py_INCREF((PyObject *)t);
+			tk_cache[i].type = t;
+			tk_cache[i].kind = kind;
+			break;
+		}
+	return kind;
+}
+
+/* Reads ptr = iface["data"][0] from an (cuda_)array_interface dict. */
+static int iface_ptr(PyObject *v, PyObject *attr, uint64_t *ptr)
+{
+	PyObject *d = PyObject_GetAttr(v, attr);
+	if (!d)
+		return -1;
+	PyObject *data = PyDict_Check(d) ? PyDict_GetItemString(d, "data") : NULL;
+	PyObject *p0 = data && PyTuple_Check(data) ? PyTuple_GetItem(data, 0) : NULL;
+	int rc = -1;
+	if (p0) {
+		*ptr = PyLong_AsUnsignedLongLong(p0);
+		rc = PyErr_Occurred() ? -1 : 0;
+	} else {
+		PyErr_SetString(PyExc_TypeError, "malformed array interface");
+	}
+	Py_DECREF(d);
+	return rc;
+}
+
+/* The address and dtype code of a tensor-like argument. */
+static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *ptr, int *dt)
+{
+	PyObject *dtype = PyObject_GetAttr(v, py_rt.s_dtype);
+	if (!dtype)
+		return -1;
+	*dt = dt_code(dtype);
+	Py_DECREF(dtype);
+	if (*dt < 0)
+		return -1;
+	if (kind == TK_TENSOR) {
+		PyObject *p = PyObject_CallMethodObjArgs(v, py_rt.s_data_ptr, NULL);
+		if (!p)
+			return -1;
+		*ptr = PyLong_AsUnsignedLongLong(p);
+		Py_DECREF(p);
+		if (PyErr_Occurred())
+			return -1;
+		PyObject *c = PyObject_GetAttr(v, py_rt.s_is_cuda);
+		if (!c) {
+			PyErr_Clear();
+			return 0;
+		}
+		int is_cuda = PyObject_IsTrue(c);
+		Py_DECREF(c);
+		if (on_gpu && !is_cuda && *ptr) {
+			PyErr_Format(PyExc_ValueError,
+				     "Pointer argument (at %d) cannot be accessed from the GPU "
+				     "(a CPU tensor passed to a CUDA kernel?)",
+				     argi);
+			return -1;
+		}
+		if (!on_gpu && is_cuda) {
+			PyErr_Format(PyExc_ValueError,
+				     "Pointer argument (at %d) is a CUDA tensor but the active backend is "
+				     "the CPU (set CTRITON_BACKEND=cuda?)",
+				     argi);
+			return -1;
+		}
+		return 0;
+	}
+	if (kind == TK_CAI) {
+		if (!on_gpu) {
+			PyErr_Format(PyExc_ValueError,
+				     "Pointer argument (at %d) is device memory but the active backend is "
+				     "the CPU",
+				     argi);
+			return -1;
+		}
+		return iface_ptr(v, py_rt.s_cai, ptr);
+	}
+	if (on_gpu) {
+		PyErr_Format(PyExc_ValueError,
+			     "Pointer argument (at %d) is host memory (a numpy array?) and cannot be "
+			     "accessed from the GPU",
+			     argi);
+		return -1;
+	}
+	if (kind == TK_BUFFER) {
+		Py_buffer view;
+		if (PyObject_GetBuffer(v, &view, PyBUF_RECORDS_RO) == 0) {
+			*ptr = (uint64_t)(uintptr_t)view.buf;
+			PyBuffer_Release(&view);
+			return 0;
+		}
+		PyErr_Clear();
+	}
+	return iface_ptr(v, py_rt.s_aif, ptr);
+}
+
+int py_kind_of_sig(const char *s)
+{
+	if (s[0] == '*')
+		return AK_PTR;
+	if (!strcmp(s, "constexpr"))
+		return AK_CONSTEXPR;
+	static const struct {
+		const char *n;
+		int k;
+	} t[] = {{"i1", AK_U1},    {"u1", AK_U1},     {"int1", AK_U1},   {"i8", AK_I8},
+		 {"int8", AK_I8},  {"i16", AK_I16},   {"int16", AK_I16}, {"i32", AK_I32},
+		 {"int32", AK_I32}, {"i64", AK_I64},  {"int64", AK_I64}, {"u8", AK_U8},
+		 {"uint8", AK_U8}, {"u16", AK_U16},   {"uint16", AK_U16}, {"u32", AK_U32},
+		 {"uint32", AK_U32}, {"u64", AK_U64}, {"uint64", AK_U64}, {"fp16", AK_FP16},
+		 {"float16", AK_FP16}, {"bf16", AK_BF16}, {"bfloat16", AK_BF16},
+		 {"fp32", AK_FP32}, {"float32", AK_FP32}, {"fp64", AK_FP64}, {"float64", AK_FP64}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (!strcmp(s, t[i].n))
+			return t[i].k;
+	return -1;
+}
+
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000;
+	int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+	uint32_t man = x & 0x7fffff;
+	if (((x >> 23) & 0xff) == 0xff)
+		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+	if (exp >= 31)
+		return (uint16_t)(sign | 0x7c00);
+	if (exp <= 0) {
+		if (exp < -10)
+			return (uint16_t)sign;
+		man |= 0x800000;
+		uint32_t shift = (uint32_t)(14 - exp);
+		uint32_t h = man >> shift;
+		if ((man >> (shift - 1)) & 1)
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	uint32_t h = sign | (uint32_t)exp << 10 | man >> 13;
+	if (man & 0x1000)
+		h++; /* round half up; carries into the exponent correctly */
+	return (uint16_t)h;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+/* Packs a Python number as a scalar parameter of kind k. */
+static int pack_scalar(Pack *pk, PyObject *v, int k)
+{
+	if (k == AK_FP32 || k == AK_FP16 || k == AK_BF16 || k == AK_FP64) {
+		double d = PyFloat_AsDouble(v);
+		if (d == -1.0 && PyErr_Occurred())
+			return -1;
+		float f = (float)d;
+		uint64_t bits = 0;
+		if (k == AK_FP64)
+			memcpy(&bits, &d, 8);
+		else if (k == AK_FP32)
+			memcpy(&bits, &f, 4);
+		else
+			bits = k == AK_FP16 ? f32_to_f16(f) : f32_to_bf16(f);
+		return pack_add(pk, bits);
+	}
+	if (k == AK_U64) {
+		unsigned long long u = PyLong_AsUnsignedLongLong(v);
+		if (PyErr_Occurred())
+			return -1;
+		return pack_add(pk, u);
+	}
+	long long x = PyLong_AsLongLong(v);
+	if (x == -1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		unsigned long long u = PyLong_AsUnsignedLongLong(v);
+		if (PyErr_Occurred())
+			return -1;
+		x = (long long)u;
+	}
+	uint64_t bits = 0;
+	switch (k) {
+	case AK_U1: bits = x != 0; break;
+	case AK_I8: case AK_U8: bits = (uint8_t)x; break;
+	case AK_I16: case AK_U16: bits = (uint16_t)x; break;
+	case AK_I32: case AK_U32: bits = (uint32_t)x; break;
+	default: bits = (uint64_t)x; break;
+	}
+	return pack_add(pk, bits);
+}
+
+/* Appends a constexpr value's identity to the key. */
+int py_key_constexpr(Buf *key, PyObject *v)
+{
+	if (v == Py_None) {
+		buf_byte(key, 'N');
+	} else if (PyBool_Check(v)) {
+		buf_byte(key, v == Py_True ? 'T' : 'F');
+	} else if (PyLong_Check(v)) {
+		int of = 0;
+		long long x = PyLong_AsLongLongAndOverflow(v, &of);
+		if (!of) {
+			buf_byte(key, 'I');
+			buf_put(key, &x, 8);
+			return 0;
+		}
+		goto repr;
+	} else if (PyFloat_Check(v)) {
+		double d = PyFloat_AsDouble(v);
+		buf_byte(key, 'D');
+		buf_put(key, &d, 8);
+	} else if (PyUnicode_Check(v)) {
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+		if (!s)
+			return -1;
+		uint32_t len = (uint32_t)n;
+		buf_byte(key, 'S');
+		buf_put(key, &len, 4);
+		buf_put(key, s, (size_t)n);
+	} else {
+	repr:;
+		/* dtypes, @jit functions (their cache_key), anything else: by repr. */
+		PyObject *r = PyObject_HasAttr(v, py_rt.s_cache_key) ? PyObject_GetAttr(v, py_rt.s_cache_key)
+								   : PyObject_Repr(v);
+		if (!r)
+			return -1;
+		PyObject *rs = PyObject_Str(r);
+		Py_DECREF(r);
+		if (!rs)
+			return -1;
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(rs, &n);
+		uint32_t len = (uint32_t)n;
+		buf_byte(key, 'R');
+		buf_put(key, &len, 4);
+		buf_put(key, s, (size_t)n);
+		Py_DECREF(rs);
+	}
+	return 0;
+}
+
+int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObject *sigs,
+		PyObject *specs)
+{
+	int spec = p ? p->specialize : 1, align = p ? p->align : 1;
+	int annot = p ? p->annot : -1;
+	char tbuf[32];
+	const char *tstr = NULL; /* the signature type string */
+	PyObject *skey = NULL;   /* new reference: the specialization key */
+	int kind;
+
+	if (p && p->is_constexpr) {
+		if (py_key_constexpr(key, v) < 0)
+			return -1;
+		tstr = "constexpr";
+		skey = v;
+		Py_INCREF(skey);
+		goto out;
+	}
+	if (v == Py_None) {
+		buf_byte(key, 'N');
+		tstr = "constexpr";
+		skey = Py_None;
+		Py_INCREF(skey);
+		goto out;
+	}
+	if (PyBool_Check(v)) {
+		kind = annot >= 0 && annot != AK_PTR ? annot : AK_U1;
+		buf_byte(key, 'b');
+		buf_byte(key, kind);
+		if (pk && pack_scalar(pk, v, kind) < 0)
+			return -1;
+		tstr = py_ak_sig[kind];
+		skey = Py_None;
+		Py_INCREF(skey);
+		goto out;
+	}
+	if (PyLong_Check(v)) {
+		int of = 0;
+		long long x = PyLong_AsLongLongAndOverflow(v, &of);
+		int is_float_annot = annot == AK_FP16 || annot == AK_BF16 || annot == AK_FP32 ||
+				     annot == AK_FP64 || annot == AK_U1;
+		if (of > 0) {
+			unsigned long long u = PyLong_AsUnsignedLongLong(v);
+			if (PyErr_Occurred()) {
+				PyErr_Clear();
+				PyErr_Format(PyExc_OverflowError,
+					     "integer argument %d is out of range: it must fit in 64 bits "
+					     "(at most 2**64-1)",
+					     argi);
+				return -1;
+			}
+			kind = AK_U64;
+			x = (long long)(u & 15); /* only the divisibility matters below */
+		} else if (of < 0) {
+			PyErr_Format(PyExc_OverflowError,
+				     "integer argument %d is out of range: it must be at least -2**63",
+				     argi);
+			return -1;
+		} else {
+			kind = x >= INT32_MIN && x <= INT32_MAX ? AK_I32 : AK_I64;
+		}
+		if (annot >= 0 && annot != AK_PTR)
+			kind = annot;
+		if (spec && !is_float_annot && x == 1 && kind != AK_U64) {
+			buf_byte(key, '1');
+			tstr = "constexpr";
+			skey = PyLong_FromLong(1);
+			goto out;
+		}
+		int d = align && !is_float_annot && (x % 16 == 0);
+		buf_byte(key, 'i');
+		buf_byte(key, kind);
+		buf_byte(key, d);
+		if (pk && pack_scalar(pk, v, kind) < 0)
+			return -1;
+		tstr = py_ak_sig[kind];
+		skey = PyUnicode_FromString(d ? "D" : "");
+		goto out;
+	}
+	if (PyFloat_Check(v)) {
+		kind = annot >= 0 && annot != AK_PTR ? annot : AK_FP32;
+		buf_byte(key, 'f');
+		buf_byte(key, kind);
+		if (pk && pack_scalar(pk, v, kind) < 0)
+			return -1;
+		tstr = py_ak_sig[kind];
+		skey = Py_None;
+		Py_INCREF(skey);
+		goto out;
+	}
+	if (PyTuple_Check(v)) {
+		Py_ssize_t n = PyTuple_Size(v);
+		PyObject *ts = sigs ? PyList_New(0) : NULL, *ks = specs ? PyList_New(0) : NULL;
+		buf_byte(key, '(');
+		if (!PyTuple_CheckExact(v)) { /* a namedtuple: its class is part of the key */
+			PyTypeObject *ty = Py_TYPE(v);
+			buf_put(key, &ty, sizeof ty);
+		}
+		for (Py_ssize_t i = 0; i < n; i++)
+			if (py_classify(PyTuple_GetItem(v, i), NULL, argi, key, pk, ts, ks) < 0) {
+				Py_XDECREF(ts);
+				Py_XDECREF(ks);
+				return -1;
+			}
+		buf_byte(key, ')');
+		if (sigs) {
+			PyObject *tt = PyList_AsTuple(ts);
+			PyList_Append(sigs, tt);
+			Py_DECREF(tt);
+			Py_DECREF(ts);
+		}
+		if (specs) {
+			PyObject *kt = PyList_AsTuple(ks);
+			PyList_Append(specs, kt);
+			Py_DECREF(kt);
+			Py_DECREF(ks);
+		}
+		return 0;
+	}
+	int tk = tensor_kind(v);
+	if (tk != TK_NONE) {
+		uint64_t ptr = 0;
+		int dt = -1;
+		if (tensor_info(v, tk, argi, pk ? pk->on_gpu : py_rt.backend == JIT_BACKEND_CUDA, &ptr,
+				&dt) < 0)
+			return -1;
+		if (p && p->annot_ptr_dt >= 0)
+			dt = p->annot_ptr_dt;
+		int d = align && ptr % 16 == 0;
+		buf_byte(key, 'P');
+		buf_byte(key, dt);
+		buf_byte(key, d);
+		if (pk && pack_add(pk, ptr) < 0)
+			return -1;
+		snprintf(tbuf, sizeof tbuf, "*%s", py_dt_names[dt]);
+		tstr = tbuf;
+		skey = PyUnicode_FromString(d ? "D" : "");
+		goto out;
+	}
+	/* Higher-order kernels and tl.constexpr(...) wrappers: constants. */
+	PyObject *tname = PyType_GetName(Py_TYPE(v));
+	int is_cx = tname && PyUnicode_CompareWithASCIIString(tname, "constexpr") == 0;
+	if (is_cx || PyObject_HasAttr(v, py_rt.s_cache_key)) {
+		Py_XDECREF(tname);
+		if (py_key_constexpr(key, v) < 0)
+			return -1;
+		tstr = "constexpr";
+		skey = v;
+		Py_INCREF(skey);
+		goto out;
+	}
+	PyErr_Format(PyExc_TypeError,
+		     "argument %d: unsupported type %U (expected a tensor or array, int, float, "
+		     "bool, None or tuple)",
+		     argi, tname);
+	Py_XDECREF(tname);
+	return -1;
+out:
+	if (!skey)
+		return -1;
+	if (sigs) {
+		PyObject *s = PyUnicode_FromString(tstr);
+		PyList_Append(sigs, s);
+		Py_DECREF(s);
+	}
+	if (specs)
+		PyList_Append(specs, skey);
+	Py_DECREF(skey);
+	return 0;
+}
+
+int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)
+{
+	if (PyTuple_Check(sig)) {
+		if (!PyTuple_Check(v) || PyTuple_Size(v) != PyTuple_Size(sig)) {
+			PyErr_Format(PyExc_TypeError, "argument %d: expected a tuple of %zd", argi,
+				     PyTuple_Size(sig));
+			return -1;
+		}
+		for (Py_ssize_t i = 0; i < PyTuple_Size(sig); i++)
+			if (py_pack_by_sig(pk, PyTuple_GetItem(sig, i), PyTuple_GetItem(v, i), argi) < 0)
+				return -1;
+		return 0;
+	}
+	const char *s = PyUnicode_AsUTF8AndSize(sig, NULL);
+	if (!s)
+		return -1;
+	int k = py_kind_of_sig(s);
+	if (k == AK_CONSTEXPR)
+		return 0;
+	if (k == AK_PTR) {
+		uint64_t ptr = 0;
+		int dt;
+		if (v == Py_None)
+			return pack_add(pk, 0);
+		if (PyLong_Check(v))
+			return pack_add(pk, PyLong_AsUnsignedLongLong(v));
+		int tk = tensor_kind(v);
+		if (tk == TK_NONE) {
+			PyErr_Format(PyExc_TypeError, "argument %d: expected a tensor", argi);
+			return -1;
+		}
+		if (tensor_info(v, tk, argi, pk->on_gpu, &ptr, &dt) < 0)
+			return -1;
+		return pack_add(pk, ptr);
+	}
+	if (k < 0) {
+		PyErr_Format(PyExc_ValueError, "argument %d: unknown signature type %s", argi, s);
+		return -1;
+	}
+	return pack_scalar(pk, v, k);
+}
+
+/* specialize(arg, specialize=True, align=True) -> (type string, key). */
+PyObject *py_specialize(PyObject *self, PyObject *args)
+{
+	PyObject *v;
+	int spec = 1, align = 1;
+	if (!PyArg_ParseTuple(args, "O|pp", &v, &spec, &align))
+		return NULL;
+	Param p = {.specialize = spec, .align = spec && align, .annot = -1, .annot_ptr_dt = -1};
+	Buf key;
+	buf_init(&key);
+	PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *r = NULL;
+	if (py_classify(v, &p, 0, &key, NULL, sigs, specs) == 0)
+		r = PyTuple_Pack(2, PyList_GetItem(sigs, 0), PyList_GetItem(specs, 0));
+	buf_free(&key);
+	Py_DECREF(sigs);
+	Py_DECREF(specs);
+	return r;
+}
+
+/* The backend is -1 until a driver is active: see launch.c's
+ * activate_default_driver. */
+PyRtState py_rt = {.backend = -1};
+
+int py_specialize_init(void)
+{
+	py_rt.dtype_names = PyDict_New();
+	py_rt.s_data_ptr = PyUnicode_InternFromString("data_ptr");
+	py_rt.s_dtype = PyUnicode_InternFromString("dtype");
+	py_rt.s_is_cuda = PyUnicode_InternFromString("is_cuda");
+	py_rt.s_cai = PyUnicode_InternFromString("__cuda_array_interface__");
+	py_rt.s_aif = PyUnicode_InternFromString("__array_interface__");
+	py_rt.s_compile = PyUnicode_InternFromString("_ct_compile");
+	py_rt.s_binary = PyUnicode_InternFromString("_binary");
+	py_rt.s_cache_key = PyUnicode_InternFromString("cache_key");
+	py_rt.s_value = PyUnicode_InternFromString("value");
+	return py_rt.dtype_names && py_rt.s_value ? 0 : -1;
+}

@@ -12,7 +12,10 @@
  *                  function, its launch metadata and parameter plan.
  * Functions: set_backend.
  */
+#include <stddef.h>
+
 #include "runtime.h"
+#include "structmember.h"
 
 /* Until a driver is active (ctriton.runtime.driver.active, which calls
  * set_backend), py_rt.backend is -1: the first launch activates the default one
@@ -142,12 +145,55 @@ static int read_grid(PyObject *grid, int g[3])
 	return 0;
 }
 
-/* The stream to launch on: the driver's getter (torch's current stream), or 0. */
+/* torch's stream getters, looked up once torch is imported: the current
+ * device (torch._C._cuda_getDevice) and its current stream handle
+ * (torch._C._cuda_getCurrentRawStream); Py_None when torch has none. */
+static PyObject *torch_device_fn, *torch_stream_fn;
+
+static int find_torch_stream(void)
+{
+	PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+	PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL;
+	if (!torch)
+		return 0; /* not imported (yet): the default stream */
+	PyObject *tc = PyObject_GetAttrString(torch, "_C");
+	PyObject *dev = tc ? PyObject_GetAttrString(tc, "_cuda_getDevice") : NULL;
+	PyObject *st = dev ? PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream") : NULL;
+	Py_XDECREF(tc);
+	PyErr_Clear();
+	if (!st) { /* a torch without CUDA */
+		Py_XDECREF(dev);
+		dev = Py_NewRef(Py_None);
+		st = Py_NewRef(Py_None);
+	}
+	torch_device_fn = dev;
+	torch_stream_fn = st;
+	return 0;
+}
+
+/* The stream to launch on: the driver's getter when it set one, else
+ * torch's current stream when torch is imported, else 0 (the default
+ * stream). Two builtin calls with torch, no Python frame. */
 static void *current_stream(void)
 {
-	if (!py_rt.stream_fn)
-		return NULL;
-	PyObject *s = PyObject_CallNoArgs(py_rt.stream_fn);
+	PyObject *s = NULL;
+	if (py_rt.stream_fn) {
+		s = PyObject_CallNoArgs(py_rt.stream_fn);
+	} else {
+		if (!torch_stream_fn)
+			find_torch_stream();
+		if (!torch_stream_fn || torch_stream_fn == Py_None)
+			return NULL;
+		PyObject *dev = PyObject_CallNoArgs(torch_device_fn);
+		s = dev ? PyObject_CallFunctionObjArgs(torch_stream_fn, dev, NULL) : NULL;
+		Py_XDECREF(dev);
+		if (!s) { /* torch cannot use CUDA here: it never will */
+			Py_DECREF(torch_device_fn);
+			Py_DECREF(torch_stream_fn);
+			torch_device_fn = Py_NewRef(Py_None);
+			torch_stream_fn = Py_NewRef(Py_None);
+		}
+	}
 	if (!s) {
 		PyErr_Clear();
 		return NULL;
@@ -254,7 +300,7 @@ typedef struct Entry {
 } Entry;
 
 /* Launch options accepted as keyword arguments; their values are part of
- * the key. The first NOPT_KEY go into the key in this order. */
+ * the key in this order, except the stream's. */
 static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "maxnreg",
 					"enable_fp_fusion", "debug", "enable_reflect_ftz",
 					"launch_cooperative_grid", "launch_pdl",
@@ -262,24 +308,35 @@ static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "
 					"sanitize_overflow", "instrumentation_mode", "stream"};
 enum { NOPT = sizeof OPT_NAMES / sizeof OPT_NAMES[0], OPT_STREAM = NOPT - 1 };
 
+/* Interned: the option names, and the keywords run() takes for itself. */
+static PyObject *opt_names[NOPT], *s_grid, *s_warmup;
+
+/* The base class of JITFunction (ctriton/runtime/jit.py), so that
+ * `kernel[grid]` and `kernel.run(...)` are C calls. */
 typedef struct KernelRuntime {
 	PyObject_HEAD
-	PyObject *jitfn; /* weak in spirit: the JITFunction owns us; borrowed */
 	int nparams;
 	Param *params;
-	PyObject *opt_names[NOPT];
+	PyObject *name; /* the kernel's name, for messages */
 	Entry *tab;
 	size_t cap, n;
 } KernelRuntime;
 
 static PyObject *RuntimeType, *LauncherType;
 
-static uint64_t fnv1a(const char *p, size_t n)
+/* A hash of the key bytes, eight at a time. */
+static uint64_t key_hash(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-	return h;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	for (; n; p++, n--)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	return h ^ (h >> 29);
 }
 
 static Entry *rt_find(KernelRuntime *rt, const char *key, size_t klen, uint64_t h)
@@ -341,46 +398,50 @@ static void rt_clear(KernelRuntime *rt)
 	rt->cap = rt->n = 0;
 }
 
-static void Runtime_dealloc(PyObject *self)
+static void rt_free_params(KernelRuntime *rt)
 {
-	KernelRuntime *rt = (KernelRuntime *)self;
-	rt_clear(rt);
 	for (int i = 0; i < rt->nparams; i++) {
 		Py_XDECREF(rt->params[i].name);
 		Py_XDECREF(rt->params[i].dflt);
 	}
 	free(rt->params);
-	for (int i = 0; i < NOPT; i++)
-		Py_XDECREF(rt->opt_names[i]);
+	rt->params = NULL;
+	rt->nparams = 0;
+}
+
+static void Runtime_dealloc(PyObject *self)
+{
+	KernelRuntime *rt = (KernelRuntime *)self;
+	rt_clear(rt);
+	rt_free_params(rt);
+	Py_XDECREF(rt->name);
 	PyTypeObject *tp = Py_TYPE(self);
 	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
 	tp_free(self);
 	Py_DECREF(tp);
 }
 
-/* KernelRuntime(jitfn, params): params is a list of
+/* rt._ct_setup(name, params): the parameter table. params is a list of
  * (name, is_constexpr, specialize, align, annotation str or None,
  *  has_default, default). */
-static PyObject *Runtime_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+static PyObject *Runtime_setup(PyObject *self, PyObject *args)
 {
-	PyObject *jitfn, *plist;
-	if (!PyArg_ParseTuple(args, "OO", &jitfn, &plist))
+	KernelRuntime *rt = (KernelRuntime *)self;
+	PyObject *kname, *plist;
+	if (!PyArg_ParseTuple(args, "UO", &kname, &plist))
 		return NULL;
-	allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
-	KernelRuntime *rt = (KernelRuntime *)alloc(tp, 0);
-	if (!rt)
-		return NULL;
-	rt->jitfn = jitfn;
-	for (int i = 0; i < NOPT; i++)
-		rt->opt_names[i] = PyUnicode_InternFromString(OPT_NAMES[i]);
 	Py_ssize_t n = PySequence_Size(plist);
 	if (n < 0 || n > MAXP) {
 		PyErr_SetString(PyExc_ValueError, "bad parameter list");
-		Py_DECREF(rt);
 		return NULL;
 	}
+	rt_clear(rt);
+	rt_free_params(rt);
+	Py_XDECREF(rt->name);
+	rt->name = Py_NewRef(kname);
 	rt->params = calloc((size_t)n + 1, sizeof(Param));
-	rt->nparams = (int)n;
+	if (!rt->params)
+		return PyErr_NoMemory();
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *t = PySequence_GetItem(plist, i);
 		PyObject *name, *annot, *dflt;
@@ -388,10 +449,10 @@ static PyObject *Runtime_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		if (!t || !PyArg_ParseTuple(t, "UpppOpO", &name, &isc, &spec, &align, &annot, &hasd,
 					    &dflt)) {
 			Py_XDECREF(t);
-			Py_DECREF(rt);
 			return NULL;
 		}
 		Param *p = &rt->params[i];
+		rt->nparams = (int)i + 1;
 		Py_INCREF(name);
 		PyUnicode_InternInPlace(&name);
 		p->name = name;
@@ -415,74 +476,113 @@ static PyObject *Runtime_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		}
 		Py_DECREF(t);
 	}
-	return (PyObject *)rt;
+	Py_RETURN_NONE;
 }
 
-static int name_eq(PyObject *a, PyObject *b)
+/* The arguments of one call, as vectorcall passes them (pos[0..npos),
+ * then the values of kwnames) or as a dict (kwdict). */
+typedef struct Args {
+	PyObject *const *pos;
+	Py_ssize_t npos;
+	PyObject *kwnames; /* tuple or NULL */
+	PyObject *kwdict;  /* dict or NULL */
+	int run_kw;	   /* skip run()'s own keywords grid= and warmup= */
+} Args;
+
+/* The index of the parameter or option named k (interned names compare by
+ * identity first); nparams + i for option i, -1 if none. */
+static int find_name(KernelRuntime *rt, PyObject *k)
 {
-	return a == b || PyUnicode_Compare(a, b) == 0;
+	for (int i = 0; i < rt->nparams; i++)
+		if (rt->params[i].name == k)
+			return i;
+	for (int i = 0; i < NOPT; i++)
+		if (opt_names[i] == k)
+			return rt->nparams + i;
+	for (int i = 0; i < rt->nparams; i++)
+		if (PyUnicode_Compare(k, rt->params[i].name) == 0)
+			return i;
+	for (int i = 0; i < NOPT; i++)
+		if (PyUnicode_Compare(k, opt_names[i]) == 0)
+			return rt->nparams + i;
+	PyErr_Clear(); /* a non-str keyword compares with an error */
+	return -1;
 }
 
-/* Binds args/kwargs to the parameters (slots, borrowed refs) and collects
- * launch options (opts[i] borrowed or NULL). */
-static int bind(KernelRuntime *rt, PyObject *args, PyObject *kwargs, PyObject **slots,
-		PyObject **opts)
+/* Binds one keyword argument. */
+static int bind_kw(KernelRuntime *rt, PyObject *k, PyObject *v, PyObject **slots, PyObject **opts)
 {
-	Py_ssize_t na = PyTuple_Size(args);
-	const char *kname = NULL;
-	PyObject *fname = PyObject_GetAttrString(rt->jitfn, "__name__");
-	if (fname) {
-		kname = PyUnicode_AsUTF8AndSize(fname, NULL);
-		Py_DECREF(fname); /* the function keeps its name alive */
+	int i = find_name(rt, k);
+	if (i < 0) {
+		PyErr_Format(PyExc_KeyError,
+			     "%U(): keyword argument '%S' was specified but is neither a parameter "
+			     "of the kernel nor a launch option (num_warps, num_stages, num_ctas, "
+			     "maxnreg, enable_fp_fusion, debug, ...)",
+			     rt->name, k);
+		return -1;
 	}
-	if (!kname)
-		kname = "kernel";
-	PyErr_Clear();
-	if (na > rt->nparams) {
-		PyErr_Format(PyExc_TypeError, "%s() takes %d arguments but %zd were given", kname,
-			     rt->nparams, na);
+	if (i >= rt->nparams) {
+		opts[i - rt->nparams] = v;
+		return 0;
+	}
+	if (slots[i]) {
+		PyErr_Format(PyExc_TypeError, "%U() got multiple values for argument '%U'", rt->name,
+			     k);
+		return -1;
+	}
+	slots[i] = v;
+	return 0;
+}
+
+static int is_run_kw(PyObject *k)
+{
+	return k == s_grid || k == s_warmup ||
+	       (PyUnicode_Check(k) && (PyUnicode_Compare(k, s_grid) == 0 ||
+				       PyUnicode_Compare(k, s_warmup) == 0));
+}
+
+/* Binds the arguments to the parameters (slots, borrowed refs) and collects
+ * launch options (opts[i] borrowed or NULL). */
+static int bind(KernelRuntime *rt, const Args *a, PyObject **slots, PyObject **opts)
+{
+	if (!rt->params) {
+		PyErr_SetString(PyExc_RuntimeError, "KernelRuntime used before _ct_setup()");
+		return -1;
+	}
+	if (a->npos > rt->nparams) {
+		PyErr_Format(PyExc_TypeError, "%U() takes %d arguments but %zd were given", rt->name,
+			     rt->nparams, a->npos);
 		return -1;
 	}
 	for (int i = 0; i < rt->nparams; i++)
-		slots[i] = i < na ? PyTuple_GetItem(args, i) : NULL;
+		slots[i] = i < a->npos ? a->pos[i] : NULL;
 	for (int i = 0; i < NOPT; i++)
 		opts[i] = NULL;
-	if (kwargs) {
+	if (a->kwnames) {
+		Py_ssize_t nk = PyTuple_Size(a->kwnames);
+		for (Py_ssize_t j = 0; j < nk; j++) {
+			PyObject *k = PyTuple_GetItem(a->kwnames, j);
+			if (a->run_kw && is_run_kw(k))
+				continue;
+			if (bind_kw(rt, k, a->pos[a->npos + j], slots, opts) < 0)
+				return -1;
+		}
+	}
+	if (a->kwdict) {
 		Py_ssize_t pos = 0;
 		PyObject *k, *v;
-		while (PyDict_Next(kwargs, &pos, &k, &v)) {
-			int found = 0;
-			for (int i = 0; i < rt->nparams && !found; i++)
-				if (name_eq(k, rt->params[i].name)) {
-					if (slots[i]) {
-						PyErr_Format(PyExc_TypeError,
-							     "%s() got multiple values for argument '%U'",
-							     kname, k);
-						return -1;
-					}
-					slots[i] = v;
-					found = 1;
-				}
-			for (int i = 0; i < NOPT && !found; i++)
-				if (name_eq(k, rt->opt_names[i])) {
-					opts[i] = v;
-					found = 1;
-				}
-			if (!found) {
-				PyErr_Format(PyExc_KeyError,
-					     "%s(): keyword argument '%U' was specified but is neither a "
-					     "parameter of the kernel nor a launch option (num_warps, "
-					     "num_stages, num_ctas, maxnreg, enable_fp_fusion, debug, ...)",
-					     kname, k);
+		while (PyDict_Next(a->kwdict, &pos, &k, &v)) {
+			if (a->run_kw && is_run_kw(k))
+				continue;
+			if (bind_kw(rt, k, v, slots, opts) < 0)
 				return -1;
-			}
 		}
 	}
 	for (int i = 0; i < rt->nparams; i++)
 		if (!slots[i]) {
 			if (!rt->params[i].dflt) {
-				PyErr_Format(PyExc_TypeError, "%s() missing required argument '%U'", kname,
-					     rt->params[i].name);
+				PyErr_Format(PyExc_TypeError, "%U() missing required argument '%U'",
+					     rt->name, rt->params[i].name);
 				return -1;
 			}
 			slots[i] = rt->params[i].dflt;
@@ -502,15 +602,63 @@ static PyObject *bound_dict(KernelRuntime *rt, PyObject **slots)
 	return d;
 }
 
+/* The key: backend, then every argument's class, then the options. Packs
+ * the parameters into pk (may be NULL) and, on the compile path, collects
+ * the signature and specialization lists. */
+static int make_key(KernelRuntime *rt, PyObject **slots, PyObject **opts, Buf *key, Pack *pk,
+		    PyObject *sigs, PyObject *specs)
+{
+	buf_byte(key, py_rt.backend);
+	for (int i = 0; i < rt->nparams; i++)
+		if (py_classify(slots[i], &rt->params[i], i, key, pk, sigs, specs) < 0)
+			return -1;
+	for (int i = 0; i < OPT_STREAM; i++) {
+		buf_byte(key, i);
+		if (opts[i] && py_key_constexpr(key, opts[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A miss: compiles through Python (JITFunction._ct_compile) and remembers
+ * the variant under key. */
+static Entry *rt_compile(KernelRuntime *rt, PyObject **slots, PyObject **opts, const Buf *key,
+			 uint64_t h)
+{
+	PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *od = PyDict_New();
+	PyObject *bd = NULL, *compiled = NULL;
+	Buf k2;
+	buf_init(&k2);
+	if (!sigs || !specs || !od || make_key(rt, slots, opts, &k2, NULL, sigs, specs) < 0)
+		goto done;
+	for (int i = 0; i < OPT_STREAM; i++)
+		if (opts[i] && PyDict_SetItem(od, opt_names[i], opts[i]) < 0)
+			goto done;
+	bd = bound_dict(rt, slots);
+	if (bd)
+		compiled = PyObject_CallMethodObjArgs((PyObject *)rt, py_rt.s_compile, bd, sigs,
+						      specs, od, NULL);
+done:
+	buf_free(&k2);
+	Py_XDECREF(bd);
+	Py_XDECREF(sigs);
+	Py_XDECREF(specs);
+	Py_XDECREF(od);
+	if (!compiled)
+		return NULL;
+	rt_insert(rt, key->p, key->n, h, compiled, NULL);
+	Py_DECREF(compiled);
+	return rt_find(rt, key->p, key->n, h);
+}
+
 /* The launch: bind, key, look up (compile on a miss), pack, launch.
  * Returns the CompiledKernel (new reference). */
-static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObject *kwargs,
-			int warmup)
+static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int warmup)
 {
 	PyObject *slots[MAXP], *opts[NOPT];
 	if (py_rt.backend < 0 && activate_default_driver() < 0)
 		return NULL;
-	if (bind(rt, args, kwargs, slots, opts) < 0)
+	if (bind(rt, a, slots, opts) < 0)
 		return NULL;
 	Buf key;
 	buf_init(&key);
@@ -519,57 +667,26 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 	pk.on_gpu = py_rt.backend == JIT_BACKEND_CUDA;
 	PyObject *result = NULL;
 
-	/* 1. The key: backend, then every argument's class, then the options. */
-	buf_byte(&key, py_rt.backend);
-	for (int i = 0; i < rt->nparams; i++)
-		if (py_classify(slots[i], &rt->params[i], i, &key, &pk, NULL, NULL) < 0)
-			goto done;
-	for (int i = 0; i < OPT_STREAM; i++) {
-		buf_byte(&key, i);
-		if (opts[i] && py_key_constexpr(&key, opts[i]) < 0)
-			goto done;
-	}
+	/* 1. The key, packing the parameters on the way. */
+	if (make_key(rt, slots, opts, &key, &pk, NULL, NULL) < 0)
+		goto done;
 
 	/* 2. Lookup; a miss compiles through Python and remembers the variant. */
-	uint64_t h = fnv1a(key.p, key.n);
+	uint64_t h = key_hash(key.p, key.n);
 	Entry *e = rt_find(rt, key.p, key.n, h);
-	if (!e) {
-		PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *od = PyDict_New();
-		Buf k2;
-		buf_init(&k2);
-		Pack pk2;
-		pk2.n = 0;
-		pk2.on_gpu = pk.on_gpu;
-		for (int i = 0; i < rt->nparams; i++)
-			if (py_classify(slots[i], &rt->params[i], i, &k2, &pk2, sigs, specs) < 0)
-				break;
-		buf_free(&k2);
-		for (int i = 0; i < OPT_STREAM && !PyErr_Occurred(); i++)
-			if (opts[i])
-				PyDict_SetItem(od, rt->opt_names[i], opts[i]);
-		PyObject *bd = PyErr_Occurred() ? NULL : bound_dict(rt, slots);
-		PyObject *compiled = bd ? PyObject_CallMethodObjArgs(rt->jitfn, py_rt.s_compile, bd, sigs,
-								     specs, od, NULL)
-					: NULL;
-		Py_XDECREF(bd);
-		Py_DECREF(sigs);
-		Py_DECREF(specs);
-		Py_DECREF(od);
-		if (!compiled)
-			goto done;
-		rt_insert(rt, key.p, key.n, h, compiled, NULL);
-		Py_DECREF(compiled);
-		e = rt_find(rt, key.p, key.n, h);
-	}
+	if (!e && !(e = rt_compile(rt, slots, opts, &key, h)))
+		goto done;
 	if (warmup) {
-		result = e->compiled;
-		Py_INCREF(result);
+		result = Py_NewRef(e->compiled);
 		goto done;
 	}
 
 	/* 3. The grid: a tuple, or a callable of the bound arguments. */
 	int g[3];
-	if (PyCallable_Check(grid)) {
+	if (PyTuple_Check(grid) || PyLong_Check(grid) || !PyCallable_Check(grid)) {
+		if (read_grid(grid, g) < 0)
+			goto done;
+	} else {
 		PyObject *bd = bound_dict(rt, slots);
 		PyObject *gv = bd ? PyObject_CallFunctionObjArgs(grid, bd, NULL) : NULL;
 		Py_XDECREF(bd);
@@ -579,8 +696,6 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		Py_DECREF(gv);
 		if (rc < 0)
 			goto done;
-	} else if (read_grid(grid, g) < 0) {
-		goto done;
 	}
 
 	/* 4. Launch with the parameters packed during classification. The
@@ -596,52 +711,86 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, PyObject *args, PyObj
 		}
 		e->bin = (Binary *)bin;
 	}
-	if (binary_launch(e->bin, g, &pk, opts[OPT_STREAM]) < 0)
-		goto done;
-	result = e->compiled;
-	Py_INCREF(result);
+	/* e may move (a clear() from another thread while the GIL is released):
+	 * hold what the launch uses. */
+	PyObject *compiled = Py_NewRef(e->compiled);
+	Binary *bin = (Binary *)Py_NewRef((PyObject *)e->bin);
+	int rc = binary_launch(bin, g, &pk, opts[OPT_STREAM]);
+	Py_DECREF((PyObject *)bin);
+	if (rc < 0)
+		Py_DECREF(compiled);
+	else
+		result = compiled;
 done:
 	buf_free(&key);
 	return result;
 }
 
-/* rt.run(grid, args, kwargs, warmup) */
-static PyObject *Runtime_run(PyObject *self, PyObject *a)
+/* rt.run(*args, grid, warmup=False, **kwargs) -> CompiledKernel: Triton's
+ * JITFunction.run. */
+static PyObject *Runtime_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+			     PyObject *kwnames)
 {
-	PyObject *grid, *args, *kwargs;
-	int warmup;
-	if (!PyArg_ParseTuple(a, "OOOp", &grid, &args, &kwargs, &warmup))
+	PyObject *grid = NULL;
+	int warmup = 0;
+	Py_ssize_t nk = kwnames ? PyTuple_Size(kwnames) : 0;
+	for (Py_ssize_t j = 0; j < nk; j++) {
+		PyObject *k = PyTuple_GetItem(kwnames, j);
+		if (k == s_grid || PyUnicode_Compare(k, s_grid) == 0) {
+			grid = args[nargs + j];
+		} else if (k == s_warmup || PyUnicode_Compare(k, s_warmup) == 0) {
+			warmup = PyObject_IsTrue(args[nargs + j]);
+			if (warmup < 0)
+				return NULL;
+		}
+	}
+	if (PyErr_Occurred())
 		return NULL;
-	return rt_run((KernelRuntime *)self, grid, args, kwargs == Py_None ? NULL : kwargs, warmup);
+	if (!grid) {
+		PyErr_SetString(PyExc_TypeError, "run() missing required keyword argument 'grid'");
+		return NULL;
+	}
+	Args a = {.pos = args, .npos = nargs, .kwnames = kwnames, .run_kw = 1};
+	return rt_run((KernelRuntime *)self, grid, &a, warmup);
 }
 
-/* rt.key(args, kwargs) -> bytes: the in-memory key (tests, debugging). */
-static PyObject *Runtime_key(PyObject *self, PyObject *a)
+/* The arguments of a tuple + dict call, copied into items[]. */
+static int args_of_tuple(PyObject *args, PyObject *kwargs, PyObject **items, Args *a)
+{
+	Py_ssize_t n = PyTuple_Size(args);
+	if (n < 0)
+		return -1;
+	if (n > MAXP) {
+		PyErr_Format(PyExc_TypeError, "too many arguments (%zd)", n);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < n; i++)
+		items[i] = PyTuple_GetItem(args, i);
+	*a = (Args){.pos = items, .npos = n, .kwdict = kwargs && kwargs != Py_None ? kwargs : NULL};
+	return 0;
+}
+
+/* rt._ct_key(args, kwargs) -> (key bytes, signature, specs): the in-memory
+ * key (tests, debugging). */
+static PyObject *Runtime_key(PyObject *self, PyObject *targs)
 {
 	KernelRuntime *rt = (KernelRuntime *)self;
-	PyObject *args, *kwargs, *slots[MAXP], *opts[NOPT];
-	if (!PyArg_ParseTuple(a, "OO", &args, &kwargs))
+	PyObject *args, *kwargs, *items[MAXP], *slots[MAXP], *opts[NOPT];
+	Args a;
+	if (!PyArg_ParseTuple(targs, "O!O", &PyTuple_Type, &args, &kwargs) ||
+	    args_of_tuple(args, kwargs, items, &a) < 0)
 		return NULL;
 	if (py_rt.backend < 0 && activate_default_driver() < 0)
 		return NULL;
-	if (bind(rt, args, kwargs == Py_None ? NULL : kwargs, slots, opts) < 0)
+	if (bind(rt, &a, slots, opts) < 0)
 		return NULL;
 	Buf key;
 	buf_init(&key);
 	PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *r = NULL;
-	buf_byte(&key, py_rt.backend);
-	for (int i = 0; i < rt->nparams; i++)
-		if (py_classify(slots[i], &rt->params[i], i, &key, NULL, sigs, specs) < 0)
-			goto done;
-	for (int i = 0; i < OPT_STREAM; i++) {
-		buf_byte(&key, i);
-		if (opts[i] && py_key_constexpr(&key, opts[i]) < 0)
-			goto done;
-	}
-	r = Py_BuildValue("(y#OO)", key.p, (Py_ssize_t)key.n, sigs, specs);
-done:
-	Py_DECREF(sigs);
-	Py_DECREF(specs);
+	if (sigs && specs && make_key(rt, slots, opts, &key, NULL, sigs, specs) == 0)
+		r = Py_BuildValue("(y#OO)", key.p, (Py_ssize_t)key.n, sigs, specs);
+	Py_XDECREF(sigs);
+	Py_XDECREF(specs);
 	buf_free(&key);
 	return r;
 }
@@ -652,22 +801,57 @@ static PyObject *Runtime_clear(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* rt.variants() -> list of the cached CompiledKernels. */
+/* rt._ct_variants() -> list of the cached CompiledKernels. */
 static PyObject *Runtime_variants(PyObject *self, PyObject *unused)
 {
 	KernelRuntime *rt = (KernelRuntime *)self;
 	PyObject *l = PyList_New(0);
 	for (size_t i = 0; l && i < rt->cap; i++)
-		if (rt->tab[i].key)
-			PyList_Append(l, rt->tab[i].compiled);
+		if (rt->tab[i].key && PyList_Append(l, rt->tab[i].compiled) < 0)
+			Py_CLEAR(l);
 	return l;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Launcher: rt[grid], called with the kernel's arguments                    */
+/* ------------------------------------------------------------------------- */
+
+/* The vectorcall protocol (PEP 590): part of the limited API from 3.12
+ * (these are its stable values), honoured by 3.11 for heap types that name
+ * the offset of their function pointer in a __vectorcalloffset__ member. */
+#ifndef Py_TPFLAGS_HAVE_VECTORCALL
+#define Py_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
+#endif
+#define VECTORCALL_NARGS(n) ((Py_ssize_t)((n) & ~((size_t)1 << (8 * sizeof(size_t) - 1))))
+typedef PyObject *(*VectorcallFn)(PyObject *, PyObject *const *, size_t, PyObject *);
+
 typedef struct Launcher {
 	PyObject_HEAD
+	VectorcallFn vectorcall;
 	KernelRuntime *rt;
 	PyObject *grid;
 } Launcher;
+
+/* launcher(*args, **kwargs): the vectorcall entry of every launch. */
+static PyObject *Launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+				     PyObject *kwnames)
+{
+	Launcher *l = (Launcher *)self;
+	Args a = {.pos = args, .npos = VECTORCALL_NARGS(nargsf),
+		  .kwnames = kwnames && PyTuple_Size(kwnames) ? kwnames : NULL};
+	return rt_run(l->rt, l->grid, &a, 0);
+}
+
+/* The same through tp_call (callers that build a tuple and a dict). */
+static PyObject *Launcher_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	Launcher *l = (Launcher *)self;
+	PyObject *items[MAXP];
+	Args a;
+	if (args_of_tuple(args, kwargs, items, &a) < 0)
+		return NULL;
+	return rt_run(l->rt, l->grid, &a, 0);
+}
 
 static PyObject *Runtime_getitem(PyObject *self, PyObject *grid)
 {
@@ -676,17 +860,10 @@ static PyObject *Runtime_getitem(PyObject *self, PyObject *grid)
 	Launcher *l = (Launcher *)alloc(tp, 0);
 	if (!l)
 		return NULL;
-	Py_INCREF(self);
-	l->rt = (KernelRuntime *)self;
-	Py_INCREF(grid);
-	l->grid = grid;
+	l->vectorcall = Launcher_vectorcall;
+	l->rt = (KernelRuntime *)Py_NewRef(self);
+	l->grid = Py_NewRef(grid);
 	return (PyObject *)l;
-}
-
-static PyObject *Launcher_call(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-	Launcher *l = (Launcher *)self;
-	return rt_run(l->rt, l->grid, args, kwargs, 0);
 }
 
 static void Launcher_dealloc(PyObject *self)
@@ -701,32 +878,44 @@ static void Launcher_dealloc(PyObject *self)
 }
 
 static PyMethodDef Runtime_methods[] = {
-	{"run", Runtime_run, METH_VARARGS, "run(grid, args, kwargs, warmup) -> CompiledKernel"},
-	{"key", Runtime_key, METH_VARARGS, "key(args, kwargs) -> (key bytes, signature, specs)"},
-	{"clear", Runtime_clear, METH_NOARGS, "drop every cached variant"},
-	{"variants", Runtime_variants, METH_NOARGS, "the cached CompiledKernels"},
+	{"_ct_setup", Runtime_setup, METH_VARARGS, "_ct_setup(name, params): the parameter table"},
+	{"run", (PyCFunction)(void (*)(void))Runtime_run, METH_FASTCALL | METH_KEYWORDS,
+	 "run(*args, grid, warmup=False, **kwargs) -> CompiledKernel"},
+	{"_ct_key", Runtime_key, METH_VARARGS,
+	 "_ct_key(args, kwargs) -> (key bytes, signature, specs)"},
+	{"_ct_clear", Runtime_clear, METH_NOARGS, "drop every cached variant"},
+	{"_ct_variants", Runtime_variants, METH_NOARGS, "the cached CompiledKernels"},
 	{NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot Runtime_slots[] = {
-	{Py_tp_new, (void *)Runtime_new},
+	{Py_tp_new, (void *)PyType_GenericNew},
 	{Py_tp_dealloc, (void *)Runtime_dealloc},
 	{Py_tp_methods, Runtime_methods},
 	{Py_mp_subscript, (void *)Runtime_getitem},
 	{0, NULL},
 };
 static PyType_Spec Runtime_spec = {"ctriton._C.KernelRuntime", sizeof(KernelRuntime), 0,
-				   Py_TPFLAGS_DEFAULT, Runtime_slots};
+				   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, Runtime_slots};
+
+static PyMemberDef Launcher_members[] = {
+	{"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, NULL},
+	{NULL, 0, 0, 0, NULL},
+};
 
 static PyType_Slot Launcher_slots[] = {
 	{Py_tp_call, (void *)Launcher_call},
+	{Py_tp_members, Launcher_members},
 	{Py_tp_dealloc, (void *)Launcher_dealloc},
 	{0, NULL},
 };
 static PyType_Spec Launcher_spec = {"ctriton._C.Launcher", sizeof(Launcher), 0,
-				    Py_TPFLAGS_DEFAULT, Launcher_slots};
+				    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+				    Launcher_slots};
 
-/* set_backend(kind, stream_fn or None) */
+/* set_backend(kind, stream_fn or None): stream_fn() gives the stream handle
+ * to launch on; None: torch's current stream when torch is imported, else
+ * the default stream. */
 PyObject *py_set_backend(PyObject *self, PyObject *args)
 {
 	int kind;
@@ -744,13 +933,19 @@ int py_runtime_init(PyObject *m)
 {
 	if (py_specialize_init() < 0)
 		return -1;
+	for (int i = 0; i < NOPT; i++)
+		if (!(opt_names[i] = PyUnicode_InternFromString(OPT_NAMES[i])))
+			return -1;
+	s_grid = PyUnicode_InternFromString("grid");
+	s_warmup = PyUnicode_InternFromString("warmup");
 	BinaryType = PyType_FromSpec(&Binary_spec);
 	RuntimeType = PyType_FromSpec(&Runtime_spec);
 	LauncherType = PyType_FromSpec(&Launcher_spec);
-	if (!BinaryType || !RuntimeType || !LauncherType)
+	if (!s_grid || !s_warmup || !BinaryType || !RuntimeType || !LauncherType)
 		return -1;
 	if (PyModule_AddObjectRef(m, "Binary", BinaryType) < 0 ||
 	    PyModule_AddObjectRef(m, "KernelRuntime", RuntimeType) < 0 ||
+	    PyModule_AddObjectRef(m, "Launcher", LauncherType) < 0 ||
 	    PyModule_AddIntConstant(m, "BACKEND_CPU", JIT_BACKEND_CPU) < 0 ||
 	    PyModule_AddIntConstant(m, "BACKEND_CUDA", JIT_BACKEND_CUDA) < 0)
 		return -1;

@@ -54,10 +54,22 @@ int py_dt_code_of_name(const char *s)
 	return -1;
 }
 
+/* The dtype objects seen first, by identity: torch's dtypes are
+ * singletons and numpy's arrays share one descriptor per builtin type, so a
+ * launch finds its dtypes in a few pointer compares (strong references). */
+enum { NDT_SEEN = 32 };
+static struct {
+	PyObject *obj;
+	int code;
+} dt_seen[NDT_SEEN];
+
 /* The dtype code of a dtype object (memoized per object); -1 with an
  * exception set when it is not one we know. */
 static int dt_code(PyObject *dtype)
 {
+	for (int i = 0; i < NDT_SEEN && dt_seen[i].obj; i++)
+		if (dt_seen[i].obj == dtype)
+			return dt_seen[i].code;
 	PyObject *c = PyDict_GetItem(py_rt.dtype_names, dtype); /* borrowed */
 	if (c)
 		return (int)PyLong_AsLong(c);
@@ -74,6 +86,12 @@ static int dt_code(PyObject *dtype)
 	PyObject *v = PyLong_FromLong(code);
 	PyDict_SetItem(py_rt.dtype_names, dtype, v);
 	Py_DECREF(v);
+	for (int i = 0; i < NDT_SEEN; i++)
+		if (!dt_seen[i].obj) {
+			dt_seen[i].obj = Py_NewRef(dtype);
+			dt_seen[i].code = code;
+			break;
+		}
 	return code;
 }
 
@@ -172,7 +190,7 @@ static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *pt
 			PyErr_Clear();
 			return 0;
 		}
-		int is_cuda = PyObject_IsTrue(c);
+		int is_cuda = c == Py_True || (c != Py_False && PyObject_IsTrue(c) > 0);
 		Py_DECREF(c);
 		if (on_gpu && !is_cuda && *ptr) {
 			PyErr_Format(PyExc_ValueError,
@@ -209,7 +227,8 @@ static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *pt
 	}
 	if (kind == TK_BUFFER) {
 		Py_buffer view;
-		if (PyObject_GetBuffer(v, &view, PyBUF_RECORDS_RO) == 0) {
+		/* strides but no format: numpy builds no format string then */
+		if (PyObject_GetBuffer(v, &view, PyBUF_STRIDES) == 0) {
 			*ptr = (uint64_t)(uintptr_t)view.buf;
 			PyBuffer_Release(&view);
 			return 0;
@@ -278,6 +297,19 @@ static uint16_t f32_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
+/* Packs an integer's bits as a parameter of integer kind k. */
+static int pack_int(Pack *pk, uint64_t x, int k)
+{
+	switch (k) {
+	case AK_U1: x = x != 0; break;
+	case AK_I8: case AK_U8: x = (uint8_t)x; break;
+	case AK_I16: case AK_U16: x = (uint16_t)x; break;
+	case AK_I32: case AK_U32: x = (uint32_t)x; break;
+	default: break;
+	}
+	return pack_add(pk, x);
+}
+
 /* Packs a Python number as a scalar parameter of kind k. */
 static int pack_scalar(Pack *pk, PyObject *v, int k)
 {
@@ -309,15 +341,7 @@ static int pack_scalar(Pack *pk, PyObject *v, int k)
 			return -1;
 		x = (long long)u;
 	}
-	uint64_t bits = 0;
-	switch (k) {
-	case AK_U1: bits = x != 0; break;
-	case AK_I8: case AK_U8: bits = (uint8_t)x; break;
-	case AK_I16: case AK_U16: bits = (uint16_t)x; break;
-	case AK_I32: case AK_U32: bits = (uint32_t)x; break;
-	default: bits = (uint64_t)x; break;
-	}
-	return pack_add(pk, bits);
+	return pack_int(pk, (uint64_t)x, k);
 }
 
 /* Appends a constexpr value's identity to the key. */
@@ -371,30 +395,49 @@ int py_key_constexpr(Buf *key, PyObject *v)
 	return 0;
 }
 
+/* What an argument's specialization key is on the compile path. */
+enum { SK_NONE, SK_VALUE, SK_ONE, SK_ALIGNED, SK_UNALIGNED };
+
+/* The compile path: appends an argument's type string and specialization
+ * key to sigs and specs (either may be NULL). */
+static int note_spec(PyObject *sigs, PyObject *specs, const char *tstr, int sk, PyObject *v)
+{
+	if (sigs) {
+		PyObject *s = PyUnicode_FromString(tstr);
+		int rc = s ? PyList_Append(sigs, s) : -1;
+		Py_XDECREF(s);
+		if (rc < 0)
+			return -1;
+	}
+	if (specs) {
+		PyObject *k = sk == SK_VALUE	? Py_NewRef(v)
+			      : sk == SK_NONE	? Py_NewRef(Py_None)
+			      : sk == SK_ONE	? PyLong_FromLong(1)
+						: PyUnicode_FromString(sk == SK_ALIGNED ? "D" : "");
+		int rc = k ? PyList_Append(specs, k) : -1;
+		Py_XDECREF(k);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObject *sigs,
 		PyObject *specs)
 {
 	int spec = p ? p->specialize : 1, align = p ? p->align : 1;
 	int annot = p ? p->annot : -1;
-	char tbuf[32];
-	const char *tstr = NULL; /* the signature type string */
-	PyObject *skey = NULL;   /* new reference: the specialization key */
+	int compiling = sigs || specs;
 	int kind;
 
 	if (p && p->is_constexpr) {
 		if (py_key_constexpr(key, v) < 0)
 			return -1;
-		tstr = "constexpr";
-		skey = v;
-		Py_INCREF(skey);
-		goto out;
+		return compiling ? note_spec(sigs, specs, "constexpr", SK_VALUE, v) : 0;
 	}
 	if (v == Py_None) {
 		buf_byte(key, 'N');
-		tstr = "constexpr";
-		skey = Py_None;
-		Py_INCREF(skey);
-		goto out;
+		return compiling ? note_spec(sigs, specs, "constexpr", SK_NONE, v) : 0;
 	}
 	if (PyBool_Check(v)) {
 		kind = annot >= 0 && annot != AK_PTR ? annot : AK_U1;
@@ -402,14 +445,12 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		buf_byte(key, kind);
 		if (pk && pack_scalar(pk, v, kind) < 0)
 			return -1;
-		tstr = py_ak_sig[kind];
-		skey = Py_None;
-		Py_INCREF(skey);
-		goto out;
+		return compiling ? note_spec(sigs, specs, py_ak_sig[kind], SK_NONE, v) : 0;
 	}
 	if (PyLong_Check(v)) {
 		int of = 0;
 		long long x = PyLong_AsLongLongAndOverflow(v, &of);
+		uint64_t bits = (uint64_t)x;
 		int is_float_annot = annot == AK_FP16 || annot == AK_BF16 || annot == AK_FP32 ||
 				     annot == AK_FP64 || annot == AK_U1;
 		if (of > 0) {
@@ -423,6 +464,7 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 				return -1;
 			}
 			kind = AK_U64;
+			bits = u;
 			x = (long long)(u & 15); /* only the divisibility matters below */
 		} else if (of < 0) {
 			PyErr_Format(PyExc_OverflowError,
@@ -434,21 +476,23 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		}
 		if (annot >= 0 && annot != AK_PTR)
 			kind = annot;
-		if (spec && !is_float_annot && x == 1 && kind != AK_U64) {
+		if (spec && !is_float_annot && !of && x == 1 && kind != AK_U64) {
 			buf_byte(key, '1');
-			tstr = "constexpr";
-			skey = PyLong_FromLong(1);
-			goto out;
+			return compiling ? note_spec(sigs, specs, "constexpr", SK_ONE, v) : 0;
 		}
 		int d = align && !is_float_annot && (x % 16 == 0);
 		buf_byte(key, 'i');
 		buf_byte(key, kind);
 		buf_byte(key, d);
-		if (pk && pack_scalar(pk, v, kind) < 0)
-			return -1;
-		tstr = py_ak_sig[kind];
-		skey = PyUnicode_FromString(d ? "D" : "");
-		goto out;
+		if (pk) {
+			int rc = is_float_annot && kind != AK_U1 ? pack_scalar(pk, v, kind)
+								 : pack_int(pk, bits, kind);
+			if (rc < 0)
+				return -1;
+		}
+		return compiling ? note_spec(sigs, specs, py_ak_sig[kind],
+					     d ? SK_ALIGNED : SK_UNALIGNED, v)
+				 : 0;
 	}
 	if (PyFloat_Check(v)) {
 		kind = annot >= 0 && annot != AK_PTR ? annot : AK_FP32;
@@ -456,10 +500,7 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		buf_byte(key, kind);
 		if (pk && pack_scalar(pk, v, kind) < 0)
 			return -1;
-		tstr = py_ak_sig[kind];
-		skey = Py_None;
-		Py_INCREF(skey);
-		goto out;
+		return compiling ? note_spec(sigs, specs, py_ak_sig[kind], SK_NONE, v) : 0;
 	}
 	if (PyTuple_Check(v)) {
 		Py_ssize_t n = PyTuple_Size(v);
@@ -505,10 +546,11 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		buf_byte(key, d);
 		if (pk && pack_add(pk, ptr) < 0)
 			return -1;
+		if (!compiling)
+			return 0;
+		char tbuf[32];
 		snprintf(tbuf, sizeof tbuf, "*%s", py_dt_names[dt]);
-		tstr = tbuf;
-		skey = PyUnicode_FromString(d ? "D" : "");
-		goto out;
+		return note_spec(sigs, specs, tbuf, d ? SK_ALIGNED : SK_UNALIGNED, v);
 	}
 	/* Higher-order kernels and tl.constexpr(...) wrappers: constants. */
 	PyObject *tname = PyType_GetName(Py_TYPE(v));
@@ -517,10 +559,7 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		Py_XDECREF(tname);
 		if (py_key_constexpr(key, v) < 0)
 			return -1;
-		tstr = "constexpr";
-		skey = v;
-		Py_INCREF(skey);
-		goto out;
+		return compiling ? note_spec(sigs, specs, "constexpr", SK_VALUE, v) : 0;
 	}
 	PyErr_Format(PyExc_TypeError,
 		     "argument %d: unsupported type %U (expected a tensor or array, int, float, "
@@ -528,18 +567,6 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 		     argi, tname);
 	Py_XDECREF(tname);
 	return -1;
-out:
-	if (!skey)
-		return -1;
-	if (sigs) {
-		PyObject *s = PyUnicode_FromString(tstr);
-		PyList_Append(sigs, s);
-		Py_DECREF(s);
-	}
-	if (specs)
-		PyList_Append(specs, skey);
-	Py_DECREF(skey);
-	return 0;
 }
 
 int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)

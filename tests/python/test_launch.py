@@ -74,6 +74,39 @@ def test_bad_grid(fake_compile):
         K.add_kernel[(1, 1, 1, 1)](a, a, a, 100, BLOCK=32)
 
 
+def test_launch_entries_are_c():
+    # kernel[grid] and kernel.run come from the C base class: no Python frame
+    assert isinstance(K.add_kernel, _C.KernelRuntime)
+    assert type(K.add_kernel[(1,)]) is _C.Launcher
+    assert type(K.add_kernel).__getitem__ is _C.KernelRuntime.__getitem__
+    assert type(K.add_kernel).run is _C.KernelRuntime.run
+
+
+def test_run_and_keyword_binding():
+    import functools
+    n = 100
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), warmup=False)
+    np.testing.assert_allclose(out, x + y)
+    out[:] = 0
+    ck = K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), warmup=True)
+    assert ck in K.add_kernel.cache and not out.any()  # compiled, not launched
+    # keywords by value, not by identity (names built at run time)
+    kw = {"".join(["B", "LOCK"]): 128, "".join(["out", "_ptr"]): out}
+    K.add_kernel[(1,)](x, y, n=n, **kw)
+    np.testing.assert_allclose(out, x + y)
+    out[:] = 0
+    functools.partial(K.add_kernel[(1,)], x, y)(out, n, BLOCK=128)  # tp_call / vectorcall
+    np.testing.assert_allclose(out, x + y)
+    with pytest.raises(TypeError, match="'grid'"):
+        K.add_kernel.run(x, y, out, n, BLOCK=128)
+    with pytest.raises(KeyError, match="nope"):
+        K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), nope=3)
+    with pytest.raises(TypeError, match="add_kernel\\(\\) missing required argument 'n'"):
+        K.add_kernel[(1,)](x, y, out, BLOCK=128)
+
+
 def test_helpers():
     assert triton.cdiv(10, 4) == 3
     assert [triton.next_power_of_2(n) for n in (1, 2, 3, 17, 1024, 1025)] == \

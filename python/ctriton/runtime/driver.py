@@ -159,12 +159,9 @@ class CudaDriver:
         return do_bench
 
     def _activate(self):
-        def stream():
-            t = sys.modules.get("torch")
-            if t is None:
-                return 0
-            return t._C._cuda_getCurrentRawStream(t._C._cuda_getDevice())
-        _C.set_backend(_C.BACKEND_CUDA, stream)
+        # No stream getter: the launch path reads torch's current stream
+        # itself once torch is imported (the default stream before).
+        _C.set_backend(_C.BACKEND_CUDA, None)
 
     def __repr__(self):
         return "CudaDriver()"

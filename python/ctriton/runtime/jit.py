@@ -7,9 +7,11 @@ stripped, dedented), ``starting_line`` (1-based line of ``def`` in the file),
 ``do_not_specialize_on_alignment``, ``arg_names``, ``__name__``,
 ``__globals__`` and the marker ``_ctriton_jit = True``.
 
-Launching (``kernel[grid](*args, **kw)``) is done in C by a KernelRuntime
-(python/src/launch.c, specialize.c): binding, specialization key, variant cache, packing
-and launch. It calls back ``_ct_compile`` only on a cache miss.
+Launching (``kernel[grid](*args, **kw)``, ``kernel.run(...)``) is done in C:
+JITFunction's base class is the extension's KernelRuntime
+(python/src/launch.c, specialize.c), whose ``[grid]`` and ``run`` do the
+binding, specialization key, variant cache lookup, packing and launch
+without a Python frame. It calls back ``_ct_compile`` only on a cache miss.
 """
 import ast
 import inspect
@@ -90,7 +92,7 @@ class MockTensor:
         return 0
 
 
-class JITFunction(KernelInterface):
+class JITFunction(_C.KernelRuntime, KernelInterface):
     _ctriton_jit = True
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
@@ -133,22 +135,19 @@ class JITFunction(KernelInterface):
             table.append((p.name, _is_constexpr_annotation(p.annotation), spec, align,
                           _annotation_type(p.annotation), has_default,
                           p.default if has_default else None))
-        self._rt = _C.KernelRuntime(self, table)
+        self._ct_setup(self.__name__, table)
         self._cache_key = None
 
     # -- launching ------------------------------------------------------
-    def __getitem__(self, grid):
-        return self._rt[grid]
-
-    def run(self, *args, grid, warmup=False, **kwargs):
-        return self._rt.run(grid, args, kwargs, warmup)
+    # self[grid](*args, **kwargs) and self.run(*args, grid=, warmup=, **kwargs)
+    # come from _C.KernelRuntime.
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles (without launching) for these arguments; returns the
         CompiledKernel. dtypes may stand in for tensors."""
         args = tuple(self._mock(a) for a in args)
         kwargs = {k: self._mock(v) for k, v in kwargs.items()}
-        return self._rt.run(grid, args, kwargs, True)
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     @staticmethod
     def _mock(a):
@@ -163,15 +162,15 @@ class JITFunction(KernelInterface):
     def specialization(self, *args, **kwargs):
         """(key bytes, signature list, spec list) of a call: what the
         in-memory cache is keyed by."""
-        return self._rt.key(args, kwargs)
+        return self._ct_key(args, kwargs)
 
     @property
     def cache(self):
         """The compiled variants held in memory."""
-        return self._rt.variants()
+        return self._ct_variants()
 
     def clear_cache(self):
-        self._rt.clear()
+        self._ct_clear()
 
     def _ct_compile(self, bound, sigs, specs, options):
         """Called by the C runtime on a cache miss: builds the ASTSource of

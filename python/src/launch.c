@@ -148,12 +148,12 @@ static int read_grid(PyObject *grid, int g[3])
 /* torch's stream getters, looked up once torch is imported: the current
  * device (torch._C._cuda_getDevice) and its current stream handle
  * (torch._C._cuda_getCurrentRawStream); Py_None when torch has none. */
-static PyObject *torch_device_fn, *torch_stream_fn;
+static PyObject *torch_device_fn, *torch_stream_fn, *s_torch;
 
 static int find_torch_stream(void)
 {
 	PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
-	PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL;
+	PyObject *torch = mods ? PyDict_GetItem(mods, s_torch) : NULL; /* borrowed */
 	if (!torch)
 		return 0; /* not imported (yet): the default stream */
 	PyObject *tc = PyObject_GetAttrString(torch, "_C");
@@ -938,10 +938,11 @@ int py_runtime_init(PyObject *m)
 			return -1;
 	s_grid = PyUnicode_InternFromString("grid");
 	s_warmup = PyUnicode_InternFromString("warmup");
+	s_torch = PyUnicode_InternFromString("torch");
 	BinaryType = PyType_FromSpec(&Binary_spec);
 	RuntimeType = PyType_FromSpec(&Runtime_spec);
 	LauncherType = PyType_FromSpec(&Launcher_spec);
-	if (!s_grid || !s_warmup || !BinaryType || !RuntimeType || !LauncherType)
+	if (!s_grid || !s_warmup || !s_torch || !BinaryType || !RuntimeType || !LauncherType)
 		return -1;
 	if (PyModule_AddObjectRef(m, "Binary", BinaryType) < 0 ||
 	    PyModule_AddObjectRef(m, "KernelRuntime", RuntimeType) < 0 ||

@@ -15,9 +15,17 @@ static PyMethodDef methods[] = {
 	{"ptxas", py_ptxas, METH_VARARGS, "ptxas(ptx, arch) -> (cubin, n_regs, n_spills) or None"},
 	{"sha256", py_sha256, METH_O, "sha256(bytes or str) -> hex digest"},
 	{"cache_get", py_cache_get, METH_VARARGS,
-	 "cache_get(root, key) -> {name: bytes}, None (miss) or False (corrupt, removed)"},
+	 "cache_get(root, key, names=None) -> {name: bytes, or None when not in names}, None (miss) "
+	 "or False (corrupt, removed)"},
 	{"cache_put", py_cache_put, METH_VARARGS, "cache_put(root, key, {name: bytes|str})"},
 	{"cache_root", py_cache_root, METH_NOARGS, "the on-disk cache directory"},
+	{"build_key", py_build_key, METH_O,
+	 "build_key(dirs) -> hex digest of the extension's build id and the .py files under dirs "
+	 "(path, size, mtime)"},
+	{"cuda_probe", py_cuda_probe, METH_NOARGS,
+	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
+	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,
+	 "cuda_attribute(device, attr) -> cuDeviceGetAttribute(attr)"},
 	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
 	/* specialize.c */

@@ -37,5 +37,8 @@ PyObject *py_sha256(PyObject *self, PyObject *arg);
 PyObject *py_cache_get(PyObject *self, PyObject *args);
 PyObject *py_cache_put(PyObject *self, PyObject *args);
 PyObject *py_cache_root(PyObject *self, PyObject *unused);
+PyObject *py_build_key(PyObject *self, PyObject *dirs);
+PyObject *py_cuda_probe(PyObject *self, PyObject *unused);
+PyObject *py_cuda_attribute(PyObject *self, PyObject *args);
 
 #endif

@@ -7,21 +7,23 @@ Stages (the C driver, jit/compile.c, runs 2-4 in one call):
 Disk cache: $CTRITON_CACHE_DIR (default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
 specialization, options, target). Entries are checksummed; a corrupt one is
-recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+recompiled with a warning. The compiler build is named by the extension's
+link-time build id and the path, size and mtime of the compiler's .py files
+(_C.build_key: nothing is read). An entry's metadata is a marshal'ed dict
+(as in .pyc files: no JSON to import or parse on a hit). CTRITON_DUMP=ttir,llir,... prints stages to stderr.
 CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
 of each stage in milliseconds (also in CompiledKernel.times).
 """
-import json
+import marshal
 import os
-import re
 import sys
 import time
-import warnings
+from _collections_abc import MutableMapping
 
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
@@ -40,11 +42,9 @@ class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
 
 
-_OOR = re.compile(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)")
-
-
 def _compilation_error(msg):
-    m = _OOR.search(msg)
+    import re
+    m = re.search(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)", msg)
     if m:
         from ..runtime.errors import OutOfResources
         return OutOfResources(int(m.group(2)), int(m.group(3)), m.group(1))
@@ -79,21 +79,14 @@ _build_hash = None
 
 
 def compiler_build_hash():
-    """sha256 of the extension .so and of the Python compiler packages."""
+    """Names this build of the compiler: the extension's build id and the
+    path, size and mtime of the .py files of the language and compiler
+    packages (what the frontend compiles and what drives it)."""
     global _build_hash
     if _build_hash is None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        parts = []
-        with open(_C.__file__, "rb") as f:
-            parts.append(_C.sha256(f.read()))
-        for sub in ("language", "compiler"):
-            d = os.path.join(root, sub)
-            for dirpath, _, files in sorted(os.walk(d)):
-                for fn in sorted(files):
-                    if fn.endswith(".py"):
-                        with open(os.path.join(dirpath, fn), "rb") as f:
-                            parts.append(fn + _C.sha256(f.read()))
-        _build_hash = _C.sha256("\n".join(parts))
+        _build_hash = _C.build_key([os.path.join(root, "language"),
+                                    os.path.join(root, "compiler")])
     return _build_hash
 
 
@@ -118,9 +111,9 @@ class ASTSource:
         self.name = fn.__name__
 
     def hash(self):
-        body = json.dumps([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
-                           sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
-                           sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
+        body = repr([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
+                     sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
+                     sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
         return _C.sha256(body)
 
     def launch_signature(self):
@@ -177,6 +170,53 @@ class KernelMetadata:
 
     def __repr__(self):
         return f"KernelMetadata({self.__dict__!r})"
+
+
+class CachedAsm(MutableMapping):
+    """CompiledKernel.asm of a disk-cache hit: {stage: text, "cubin": bytes}
+    whose texts are read from the cache entry when first asked for (a
+    launch needs none of them)."""
+
+    def __init__(self, root, key, entry):
+        self._root, self._key = root, key
+        self._names = [n for n in entry if n in STAGES or n == "cubin"]
+        self._d = {n: self._value(n, v) for n, v in entry.items()
+                   if v is not None and n in self._names}
+
+    @staticmethod
+    def _value(name, blob):
+        return blob if name == "cubin" else blob.decode()
+
+    def __getitem__(self, name):
+        if name not in self._d:
+            if name not in self._names:
+                raise KeyError(name)
+            entry = _C.cache_get(self._root, self._key, (name,))
+            if not entry or entry.get(name) is None:
+                raise KeyError(f"{name}: the cache entry {self._key[:16]}... is gone or corrupt")
+            self._d[name] = self._value(name, entry[name])
+        return self._d[name]
+
+    def __contains__(self, name):
+        return name in self._names
+
+    def __setitem__(self, name, value):
+        self._d[name] = value
+        if name not in self._names:
+            self._names.append(name)
+
+    def __delitem__(self, name):
+        self._names.remove(name)
+        self._d.pop(name, None)
+
+    def __iter__(self):
+        return iter(list(self._names))
+
+    def __len__(self):
+        return len(self._names)
+
+    def __repr__(self):
+        return f"CachedAsm({self._names!r}, read: {sorted(self._d)!r})"
 
 
 class _LaunchShell:
@@ -297,8 +337,8 @@ def compile(src, target=None, options=None):
         src = IRSource(src)
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
-    key = _C.sha256(json.dumps([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
-                                sorted((k, repr(v)) for k, v in opts.items())]))
+    key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
+                          sorted((k, repr(v)) for k, v in opts.items())]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     root = _C.cache_root()
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
@@ -306,19 +346,29 @@ def compile(src, target=None, options=None):
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
 
-    entry = _C.cache_get(root, key) if use_cache else None
+    # A hit reads the metadata and what loading needs (the cubin; the TTIR
+    # for the CPU, whose host code is rebuilt); the other stage texts are
+    # read if and when CompiledKernel.asm is asked for them.
+    want = ("meta", "cubin") if target.backend == "cuda" else ("meta", "ttir")
+    entry = _C.cache_get(root, key, want) if use_cache else None
     t1 = time.perf_counter()
     times["cache_read"] = (t1 - t) * 1e3
     t = t1
+    meta = None
+    if entry:
+        try:
+            meta = marshal.loads(entry["meta"])
+            if not isinstance(meta, dict):
+                raise ValueError("not a dict")
+        except (KeyError, ValueError, EOFError, TypeError):
+            entry = False
     if entry is False:
+        import warnings
         warnings.warn(f"ctriton: the cache entry {key[:16]}... for {src.name} is corrupt; "
                       "recompiling it", RuntimeWarning, stacklevel=2)
         entry = None
-    if entry is not None and "meta" in entry:
-        meta = json.loads(entry["meta"].decode())
-        asm = {k: v.decode() for k, v in entry.items() if k in STAGES}
-        if "cubin" in entry:
-            asm["cubin"] = entry["cubin"]
+    if entry is not None:
+        asm = CachedAsm(root, key, entry)
         cpu_kernel = None
         if target.backend == "cpu":
             # Host code is not cached: rebuild it from the cached TTIR.
@@ -359,11 +409,12 @@ def compile(src, target=None, options=None):
             "debug": opts["debug"], "sig": r.get("sig", ""),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
-    blobs["meta"] = json.dumps(meta, indent=1)
+    blobs["meta"] = marshal.dumps(meta, 4)
     t = time.perf_counter()
     try:
         _C.cache_put(root, key, blobs)
     except OSError as e:
+        import warnings
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
     times["cache_write"] = (time.perf_counter() - t) * 1e3
     _dump(name, asm, False)

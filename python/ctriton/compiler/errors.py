@@ -3,8 +3,6 @@
 The message starts with ``file:line:col: error: what is wrong``, followed by
 the offending source line and a caret under the column.
 """
-import linecache
-
 from ..errors import TritonError
 
 
@@ -17,6 +15,7 @@ class CompilationError(TritonError):
         text = message
         if filename is not None and lineno:
             text = f"{filename}:{lineno}:{col}: error: {message}"
+            import linecache
             src = linecache.getline(filename, lineno).rstrip("\n")
             if src:
                 caret = " " * max((col or 1) - 1, 0) + "^"

@@ -13,17 +13,20 @@ JITFunction's base class is the extension's KernelRuntime
 binding, specialization key, variant cache lookup, packing and launch
 without a Python frame. It calls back ``_ct_compile`` only on a cache miss.
 """
-import ast
-import inspect
 import os
-import textwrap
 
 from .. import _C
 from .interface import KernelInterface
 
+# Sources are read when first needed, not at decoration, and without
+# inspect/tokenize (whose first use costs milliseconds): see
+# _function_source. inspect is the fallback.
+
+_EMPTY = object()  # no annotation / no default
+
 
 def _is_constexpr_annotation(ann):
-    if ann is inspect.Parameter.empty:
+    if ann is _EMPTY:
         return False
     if isinstance(ann, str):
         return ann.split(".")[-1] == "constexpr"
@@ -32,7 +35,7 @@ def _is_constexpr_annotation(ann):
 
 def _annotation_type(ann):
     """A type annotation (tl.int64, "i32", "*fp16") as a type string, or None."""
-    if ann is inspect.Parameter.empty or _is_constexpr_annotation(ann):
+    if ann is _EMPTY or _is_constexpr_annotation(ann):
         return None
     if isinstance(ann, str):
         s = ann.split(".")[-1]
@@ -60,26 +63,112 @@ def _tuple_arg_info(path, v, t, k, constexprs, attrs):
         elif kj == "D":
             attrs[p] = {"divisibility": 16}
 
-class _GlobalsFinder(ast.NodeVisitor):
-    """The names a function reads, and dotted names (a.b.c)."""
 
-    def __init__(self):
-        self.names = []
+def _global_names(code):
+    """The names a code object and the code nested in it (closures,
+    comprehensions) read as globals or attributes, sorted."""
+    names, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    return sorted(names)
 
-    def visit_Name(self, node):
-        self.names.append((node.id,))
 
-    def visit_Attribute(self, node):
-        chain = []
-        n = node
-        while isinstance(n, ast.Attribute):
-            chain.append(n.attr)
-            n = n.value
-        if isinstance(n, ast.Name):
-            chain.append(n.id)
-            self.names.append(tuple(reversed(chain)))
-        else:
-            self.generic_visit(node)
+_file_lines = {}  # file name -> ((size, mtime), its lines): read once while unchanged
+
+
+def _code_lines(code):
+    """The source lines holding a code object's instructions and those of
+    the code nested in it."""
+    lines = {line for _, _, line in code.co_lines() if line}
+    for c in code.co_consts:
+        if hasattr(c, "co_lines"):
+            lines |= _code_lines(c)
+    return lines
+
+
+def _def_line(block, name):
+    """The index in block (dedented lines from the first decorator on) of
+    the line `def name(`."""
+    for i, ln in enumerate(block):
+        if ln.startswith(("def ", "async def ")):
+            rest = ln.split("def ", 1)[1].lstrip()
+            if rest.startswith(name) and rest[len(name):].lstrip().startswith("("):
+                return i
+    raise ValueError(f"no 'def {name}(' line")
+
+
+def _function_source(fn):
+    """(file, src, starting_line) of fn: src is its text from the `def`
+    line through its body, dedented; starting_line the file line of `def`.
+    The lines come from the file itself, from the code object's first line
+    (the first decorator) through its last one and the lines indented under
+    the `def` that follow, less the def's indentation (no parse, no
+    tokenize); inspect reads the ones this cannot (no file, other
+    encodings)."""
+    code = fn.__code__
+    try:
+        file = code.co_filename
+        st = os.stat(file)
+        stamp = (st.st_size, st.st_mtime_ns)
+        stamp_lines = _file_lines.get(file)
+        if stamp_lines is None or stamp_lines[0] != stamp:  # as linecache.checkcache
+            with open(file, "rb") as f:
+                stamp_lines = (stamp, f.read().decode("utf-8").splitlines())
+            _file_lines[file] = stamp_lines
+        lines = stamp_lines[1]
+        first = code.co_firstlineno
+        head = lines[first - 1]
+        indent = head[:len(head) - len(head.lstrip())]
+        code_lines = _code_lines(code)
+        end = max(code_lines)  # 1-based, inclusive
+        while end < len(lines):
+            nxt = lines[end]
+            body = nxt.strip()
+            if body and not body.startswith("#") and not (nxt.startswith(indent) and
+                                                          nxt[len(indent)] in " \t"):
+                break
+            end += 1
+        # lines inside strings or brackets may sit left of the def: kept as they are
+        block = [ln[len(indent):] if ln.startswith(indent) else ln if ln.strip() else ""
+                 for ln in lines[first - 1:end]]
+        d = _def_line(block, code.co_name)
+        # trailing comments belong to the body when indented as much as its
+        # first statement (as inspect has it)
+        later = [n for n in code_lines if n > first + d]
+        body_line = block[min(later) - first] if later else ""
+        col = len(body_line) - len(body_line.lstrip())
+    except (OSError, UnicodeDecodeError, IndexError, ValueError):
+        import inspect
+        import textwrap
+        file = inspect.getsourcefile(fn) or "<unknown>"
+        lines, first = inspect.getsourcelines(fn)
+        block = textwrap.dedent("".join(lines)).splitlines()
+        d = _def_line(block, code.co_name)
+        col = 1
+    while block and (not block[-1].strip() or block[-1].lstrip().startswith("#") and
+                     len(block[-1]) - len(block[-1].lstrip()) < col):
+        block.pop()
+    return file, "\n".join(block[d:]) + "\n", first + d
+
+
+def _parameters(fn):
+    """(name, annotation, default) of each parameter of fn, from its code
+    object (inspect.signature for anything but a plain function)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__") or code.co_flags & 0x0C:  # *args, **kw
+        import inspect
+        return [(p.name, _EMPTY if p.annotation is p.empty else p.annotation,
+                 _EMPTY if p.default is p.empty else p.default)
+                for p in inspect.signature(fn).parameters.values()]
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = code.co_varnames[:n]
+    ann = getattr(fn, "__annotations__", None) or {}
+    dflt = dict(zip(names[code.co_argcount - len(fn.__defaults__ or ()):code.co_argcount],
+                    fn.__defaults__ or ()))
+    dflt.update(fn.__kwdefaults__ or {})
+    return [(a, ann.get(a, _EMPTY), dflt.get(a, _EMPTY)) for a in names]
 
 
 class MockTensor:
@@ -103,19 +192,9 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
         self.__globals__ = fn.__globals__
-        self.file = inspect.getsourcefile(fn) or "<unknown>"
-        lines, first = inspect.getsourcelines(fn)
-        src = textwrap.dedent("".join(lines))
-        # strip decorators: keep from the `def` line on
-        tree = ast.parse(src)
-        fdef = tree.body[0]
-        def_line = fdef.lineno  # 1-based within src, after the decorators
-        self.src = "\n".join(src.splitlines()[def_line - 1:]) + "\n"
-        self.starting_line = first + def_line - 1
-        sig = inspect.signature(fn)
-        self.signature = sig
-        self.arg_names = list(sig.parameters)
-        self.params = list(sig.parameters.values())
+        self._source = None  # (file, src, starting_line), read on first use
+        params = _parameters(fn)
+        self.arg_names = [name for name, _, _ in params]
 
         def names(xs):
             return [self.arg_names[x] if isinstance(x, int) else x for x in (xs or [])]
@@ -125,18 +204,44 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.debug = debug
         self.noinline = bool(noinline)
         self.launch_metadata = launch_metadata
-        self.constexpr_params = [p.name for p in self.params
-                                 if _is_constexpr_annotation(p.annotation)]
+        self.constexpr_params = [name for name, ann, _ in params
+                                 if _is_constexpr_annotation(ann)]
         table = []
-        for p in self.params:
-            spec = p.name not in self.do_not_specialize
-            align = spec and p.name not in self.do_not_specialize_on_alignment
-            has_default = p.default is not inspect.Parameter.empty
-            table.append((p.name, _is_constexpr_annotation(p.annotation), spec, align,
-                          _annotation_type(p.annotation), has_default,
-                          p.default if has_default else None))
+        for name, ann, default in params:
+            spec = name not in self.do_not_specialize
+            align = spec and name not in self.do_not_specialize_on_alignment
+            has_default = default is not _EMPTY
+            table.append((name, _is_constexpr_annotation(ann), spec, align,
+                          _annotation_type(ann), has_default, default if has_default else None))
         self._ct_setup(self.__name__, table)
         self._cache_key = None
+
+    # -- source (what the frontend compiles), read on first use ----------
+    def _load_source(self):
+        if self._source is None:
+            self._source = _function_source(self.fn)
+        return self._source
+
+    @property
+    def file(self):
+        return self._load_source()[0]
+
+    @property
+    def src(self):
+        return self._load_source()[1]
+
+    @property
+    def starting_line(self):
+        return self._load_source()[2]
+
+    @property
+    def signature(self):
+        import inspect
+        return inspect.signature(self.fn)
+
+    @property
+    def params(self):
+        return list(self.signature.parameters.values())
 
     # -- launching ------------------------------------------------------
     # self[grid](*args, **kwargs) and self.run(*args, grid=, warmup=, **kwargs)
@@ -198,29 +303,31 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     # -- identity -------------------------------------------------------
     @property
     def cache_key(self):
-        """sha256 of the source, the noinline flag, every @jit callee's
-        cache_key and the values of the constexpr/number globals read."""
+        """sha256 of the source and its starting line, the noinline flag, and
+        of what the code reads from its globals (by the names of its code
+        object, also one and two attributes deep into modules and classes):
+        every @jit callee's cache_key and every constexpr or number."""
         if self._cache_key is None:
             self._cache_key = "pending"  # recursion guard
-            parts = [self.src, str(self.starting_line), str(self.noinline)]
-            finder = _GlobalsFinder()
-            finder.visit(ast.parse(self.src))
-            seen = set()
-            for chain in finder.names:
-                if chain in seen:
-                    continue
-                seen.add(chain)
-                obj = self.__globals__.get(chain[0], None)
-                for attr in chain[1:]:
-                    if obj is None or inspect.ismodule(obj) is False and \
-                            not hasattr(obj, "__dict__"):
-                        break
-                    obj = getattr(obj, attr, None)
-                dotted = ".".join(chain)
-                if getattr(obj, "_ctriton_jit", False) and obj is not self:
-                    parts.append(f"{dotted}:jit:{obj.cache_key}")
+            file, src, starting_line = self._load_source()
+            parts = [src, str(starting_line), str(self.noinline)]
+            names = _global_names(self.fn.__code__)
+            g = self.__globals__
+
+            def note(dotted, obj, depth):
+                if getattr(obj, "_ctriton_jit", False):
+                    if obj is not self:
+                        parts.append(f"{dotted}:jit:{obj.cache_key}")
                 elif type(obj).__name__ == "constexpr" or isinstance(obj, (bool, int, float, str)):
                     parts.append(f"{dotted}:={obj!r}")
+                elif depth < 2 and isinstance(obj, (type(os), type)):
+                    d = vars(obj)  # no properties run
+                    for a in names:
+                        if a in d:
+                            note(f"{dotted}.{a}", d[a], depth + 1)
+            for n in names:
+                if n in g:
+                    note(n, g[n], 0)
             self._cache_key = _C.sha256("\n".join(parts))
         return self._cache_key
 

@@ -3,8 +3,8 @@
  *   analysis (an_gpu_pipeline: axis info, layouts, conversions, scratch,
  *   barriers) -> TTGIR text -> per-thread LLVM IR (nv_lower_block in control.c,
  *   one file per op family) -> libdevice linked in when math needs it,
- *   everything but the kernel internalised -> LLVM O3 -> NVPTX target
- *   machine (sm_<arch>, +ptx<version>) -> PTX.
+ *   everything but the kernel internalised -> LLVM O2 -> NVPTX target
+ *   machine (sm_<arch>, +ptx<version>, default codegen level) -> PTX.
  *
  * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
  * 32 * num_warps, and reads all shared memory from one external dynamic
@@ -189,7 +189,15 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 		LLVMContextDispose(nv.c);
 		return err;
 	}
-	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
+	/* Codegen at LLVM's default level, in less time than the aggressive
+	 * one: ptxas allocates the registers, and the PTX is the same on the
+	 * kernels of tests/python/test_ptxas.py but for the one-stage matmul,
+	 * where the order differs and ptxas uses one register fewer.
+	 * CTRITON_LLVM_CODEGEN=0..3 overrides it (experiments; part of the
+	 * cache key). */
+	const char *cgl = getenv("CTRITON_LLVM_CODEGEN");
+	LLVMCodeGenOptLevel level = cgl && *cgl ? (LLVMCodeGenOptLevel)atoi(cgl) : LLVMCodeGenLevelDefault;
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, feat, level,
 							  LLVMRelocDefault, LLVMCodeModelDefault);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(nv.m, td);
@@ -252,9 +260,14 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	double ms_llir = t1 - t0;
 	t0 = t1;
 
-	/* 3. O3 and PTX */
+	/* 3. LLVM's O2 pipeline and PTX. On this IR (one function, everything
+	 *    else internalised) O2 gives the PTX O3 gives, byte for byte, on the
+	 *    kernels of tests/python/test_ptxas.py and bench/compile_time.py, in
+	 *    less time; CTRITON_LLVM_PIPELINE (a pass pipeline string) overrides
+	 *    it (experiments; part of the cache key). */
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef lerr = LLVMRunPasses(nv.m, "default<O3>", tm, po);
+	const char *pipeline = getenv("CTRITON_LLVM_PIPELINE");
+	LLVMErrorRef lerr = LLVMRunPasses(nv.m, pipeline && *pipeline ? pipeline : "default<O2>", tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (lerr) {
 		char *em = LLVMGetErrorMessage(lerr);

@@ -97,6 +97,10 @@ def test_compile_keys_differ(fake_compile):
     assert len({a.hash, b.hash, c.hash}) == 3
     d = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
     assert d.hash == b.hash and len(fake_compile) == 3
+    with pytest.MonkeyPatch.context() as mp:  # backend settings from the environment
+        mp.setenv("CTRITON_LLVM_PIPELINE", "default<O1>")
+        e = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert e.hash != b.hash and len(fake_compile) == 4
     with pytest.raises(KeyError, match="num_wraps"):
         ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32), options={"num_wraps": 8})
 

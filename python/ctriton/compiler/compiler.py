@@ -38,6 +38,10 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
                  "arch", "supported_fp8_dtypes")
 
 
+# Environment variables that change what the backend emits: part of the key.
+KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")
+
+
 class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
 
@@ -338,7 +342,8 @@ def compile(src, target=None, options=None):
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
     key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
-                          sorted((k, repr(v)) for k, v in opts.items())]))
+                          sorted((k, repr(v)) for k, v in opts.items()),
+                          [os.environ.get(v, "") for v in KEY_ENV]]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     root = _C.cache_root()
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU

@@ -15,7 +15,16 @@ ctriton and the kernel's module, and times its first ctriton.compile() for
 a CUDA target (sm_90): a disk-cache hit (cache key, file read + checksums,
 metadata, CompiledKernel). With --gpu (a GPU) or --fake (the fake libcuda of
 tests/python/fake_libcuda.c) the module load (Binary: cuModuleLoadData) is
-timed too. Figures: median over reps, milliseconds.
+timed too; the driver is active and (--gpu) torch's CUDA context made before
+the clock starts, as in a program that already uses the GPU.
+
+first launch (--gpu): the same in the way programs meet it, for ctriton and
+Triton side by side: a new process with torch's context up and the disk
+cache filled by an earlier process runs bench/kernels_src.py's vector add
+once; the time of that first `add[grid](...)` (until the launch returns,
+then synchronized) is the warm start of each.
+
+Figures: median over reps, milliseconds.
 """
 import argparse
 import json
@@ -65,7 +74,12 @@ t_import = time.perf_counter() - t0
 sys.path.insert(0, sys.argv[1])
 import compile_time as ct
 from ctriton.backends.compiler import GPUTarget
-name, load = sys.argv[2], sys.argv[3] == "1"
+name, load = sys.argv[2], sys.argv[3] != "0"
+if sys.argv[3] == "gpu":
+    import torch
+    torch.zeros(1, device="cuda")  # torch's context, as in a program using the GPU
+if load:
+    ctriton.runtime.driver.active
 case = ct.cases()[name]
 src = ct.source(case)
 t = time.perf_counter()
@@ -80,6 +94,51 @@ print(json.dumps({"hit": "cache_read" in k.times and "ptxas" not in k.times,
 """
 
 
+FIRST_LAUNCH = r"""
+import importlib.util, sys, time, json
+import torch
+x = torch.rand(1 << 20, device="cuda"); y = torch.rand(1 << 20, device="cuda")
+out = torch.empty_like(x)
+torch.cuda.synchronize()
+impl = sys.argv[2]
+lib = importlib.import_module(impl)
+tl = importlib.import_module(impl + ".language")
+spec = importlib.util.spec_from_file_location("kernels_src_" + impl, sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+m.triton, m.tl = lib, tl
+spec.loader.exec_module(m)
+t = time.perf_counter()
+m.add[(1024,)](x, y, out, 1 << 20, BLOCK_SIZE=1024)
+t1 = time.perf_counter()
+torch.cuda.synchronize()
+assert torch.allclose(out, x + y)
+print(json.dumps({"first_launch_ms": (t1 - t) * 1e3}))
+"""
+
+
+def first_launches(reps, tmp):
+    """impl -> median ms of the first launch in a new process, disk cache warm."""
+    script = os.path.join(tmp, "first_launch.py")
+    with open(script, "w") as f:
+        f.write(FIRST_LAUNCH)
+    out = {}
+    for impl in ("ctriton", "triton"):
+        cache = os.path.join(tmp, "fl-cache-" + impl)
+        env = child_env(tmp, {"CTRITON_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache})
+        cmd = [sys.executable, script, os.path.join(HERE, "kernels_src.py"), impl]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)  # fills the cache
+        if p.returncode:
+            if impl == "triton":
+                continue
+            sys.exit(p.stderr)
+        ms = []
+        for _ in range(reps):
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+            ms.append(json.loads(p.stdout.strip().splitlines()[-1])["first_launch_ms"])
+        out[impl] = statistics.median(ms)
+    return out
+
+
 def cache_hits(reps, load, extra_env, tmp):
     """kernel -> {compile, load, total, key, read}: medians over reps."""
     script = os.path.join(tmp, "hit_child.py")
@@ -92,7 +151,7 @@ def cache_hits(reps, load, extra_env, tmp):
     for name in names:
         cache = os.path.join(tmp, "cache-" + name)
         env = child_env(tmp, dict(extra_env, CTRITON_CACHE_DIR=cache))
-        cmd = [sys.executable, script, HERE, name, "1" if load else "0"]
+        cmd = [sys.executable, script, HERE, name, load or "0"]
         subprocess.run(cmd, env=env, check=True, capture_output=True)  # fills the cache
         rs = []
         for _ in range(reps):
@@ -135,7 +194,10 @@ def main():
             r = import_ms(mod, args.reps, env)
             if r:
                 res["import"][mod] = {"median": r[0], "min": r[1]}
-        res["hit"] = cache_hits(args.reps, args.fake or args.gpu, extra, tmp)
+        res["hit"] = cache_hits(args.reps, "gpu" if args.gpu else "1" if args.fake else None,
+                                extra, tmp)
+        if args.gpu:
+            res["first_launch"] = first_launches(args.reps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
@@ -152,6 +214,13 @@ def main():
     print(f"  {'kernel':16s}" + "".join(f"{c:>14s}" for c in cols))
     for name, r in res["hit"].items():
         print(f"  {name:16s}" + "".join(f"{r[c]:14.3f}" for c in cols))
+    fl = res.get("first_launch")
+    if fl:
+        print(f"\nfirst launch of vector add in a new process, disk cache warm, ms "
+              f"(median of {args.reps})")
+        for impl, ms in fl.items():
+            ratio = f"   ctriton/{impl} = {fl['ctriton'] / ms:.3f}" if impl != "ctriton" else ""
+            print(f"  {impl:8s} {ms:9.3f}{ratio}")
 
 
 if __name__ == "__main__":

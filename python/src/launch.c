@@ -646,7 +646,10 @@ done:
 	Py_XDECREF(od);
 	if (!compiled)
 		return NULL;
-	rt_insert(rt, key->p, key->n, h, compiled, NULL);
+	/* another thread may have compiled the same variant meanwhile (the
+	 * compile runs without the GIL): keep the first */
+	if (!rt_find(rt, key->p, key->n, h))
+		rt_insert(rt, key->p, key->n, h, compiled, NULL);
 	Py_DECREF(compiled);
 	return rt_find(rt, key->p, key->n, h);
 }

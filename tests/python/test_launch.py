@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import ctriton as triton
+import ctriton.language as tl
 from ctriton import _C
 import kernels_for_tests as K
 
@@ -105,6 +106,32 @@ def test_run_and_keyword_binding():
         K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), nope=3)
     with pytest.raises(TypeError, match="add_kernel\\(\\) missing required argument 'n'"):
         K.add_kernel[(1,)](x, y, out, BLOCK=128)
+
+
+@triton.jit
+def store_one(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def test_concurrent_first_launches_keep_one_variant():
+    import threading
+    bufs = [np.zeros(4, np.float32) for _ in range(4)]
+    start = threading.Barrier(len(bufs))
+    errors = []
+
+    def launch(b):
+        start.wait()
+        try:
+            store_one[(1,)](b)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=launch, args=(b,)) for b in bufs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and all(b[0] == 1.0 for b in bufs)
+    assert len(store_one.cache) == 1
 
 
 def test_helpers():

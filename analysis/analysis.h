@@ -101,6 +101,10 @@ bool an_is_wgmma(const IrType *t);
  * by descriptor: always for B; for A unless it is computed in registers
  * that already hold its fragments (an mma result, see an_same_registers). */
 bool an_wgmma_smem_operand(const IrOp *op);
+/* Whether such a B tile is stored transposed ([N][K]) and read K-major: a
+ * cp.async slot filled down the columns, or any staged B whose elements are
+ * not 16 bits wide (the tensor cores read only those transposed). */
+bool an_wgmma_kmajor_b(const IrOp *op);
 
 /* How a distributed base layout (blocked, mma v2 or dot_op of one) spreads
  * base dim d of a block over one thread. The thread with lane coordinate

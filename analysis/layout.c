@@ -316,19 +316,53 @@ bool an_wgmma_smem_operand(const IrOp *op)
 	if (l->opidx == 1 || op->opc == OP_LOCAL_READ)
 		return true;
 	IrTypeKind k = ir_scalar(t)->kind;
-	return (k == TY_F16 || k == TY_BF16) && !an_same_registers(op->ops[0]->type, t);
+	/* A from registers only for 16-bit types, and only when that is free */
+	return k != TY_F16 && k != TY_BF16 ? true : !an_same_registers(op->ops[0]->type, t);
+}
+
+bool an_wgmma_kmajor_b(const IrOp *op)
+{
+	if (!an_wgmma_smem_operand(op) || op->res[0].type->layout->opidx != 1)
+		return false;
+	if (op->opc == OP_LOCAL_READ)
+		return ir_op_int(op, "transposed", 0) != 0;
+	IrTypeKind k = ir_scalar(op->res[0].type)->kind;
+	return k != TY_F16 && k != TY_BF16; /* only 16-bit B may be read transposed */
+}
+
+/* The element types of a dot that warpgroup MMA takes: f16/bf16 (-> f32),
+ * fp8 e4m3/e5m2 in any mix (-> f32), f32 as tf32 (-> f32), i8 (-> i32). */
+static bool wgmma_types(const IrOp *dot)
+{
+	IrTypeKind a = ir_scalar(dot->ops[0]->type)->kind, b = ir_scalar(dot->ops[1]->type)->kind;
+	IrTypeKind c = ir_scalar(dot->res[0].type)->kind;
+	bool f8a = a == TY_F8E4M3 || a == TY_F8E5M2, f8b = b == TY_F8E4M3 || b == TY_F8E5M2;
+	if (f8a && f8b)
+		return c == TY_F32;
+	if (a != b)
+		return false;
+	if (a == TY_F16 || a == TY_BF16)
+		return c == TY_F32;
+	if (a == TY_F32) {
+		const IrAttr *ip = ir_find_attr(dot->nattrs, dot->attrs, "input_precision");
+		return c == TY_F32 && (!ip || (ip->kind == ATTR_STR && !strcmp(ip->s, "tf32")));
+	}
+	if (a == TY_I8)
+		return c == TY_I32;
+	return false;
 }
 
 /* Warpgroup MMA (sm_90): the warps stacked along M (wpc = [num_warps, 1]),
  * so that warp w of warpgroup g holds rows 16 w + 64 k, the fragments of
  * mma.sync per warp; a warpgroup's instruction covers 64 rows and instr_n
  * contiguous columns, B read from shared memory by descriptor. Taken when
- * every warpgroup gets whole 64-row instructions and N is a multiple of 64
- * (the 128-byte swizzled B tile holds whole atoms), else NULL. */
+ * every warpgroup gets whole 64-row instructions and N is 16, 32 or a
+ * multiple of 64 (a B tile read transposed is 32-, 64- or 128-byte
+ * swizzled, the last in whole 64-column atoms), else NULL. */
 
 static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K, const AnGpuOptions *o)
 {
-	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || N % 64 ||
+	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || (N % 64 && N != 32 && N != 16) ||
 	    M % (16 * (int64_t)o->num_warps))
 		return NULL;
 	IrLayout l;
@@ -352,14 +386,18 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 	if (!ir_is_block(at) || at->rank != 2 || bt->rank != 2 || ct->rank != 2)
 		return NULL;
 	IrTypeKind ak = ir_scalar(at)->kind, bk = ir_scalar(bt)->kind;
+	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
+	if (wgmma_types(dot)) {
+		/* K in whole instructions: 32 bytes of A's elements each */
+		int64_t kstep = 32 / (ir_type_bits(ir_scalar(at)) / 8);
+		const IrLayout *v3 = K % kstep ? NULL : wgmma_layout(ctx, M, N, K, o);
+		if (v3)
+			return v3;
+	}
 	if (ak != bk || (ak != TY_F16 && ak != TY_BF16) || ir_scalar(ct)->kind != TY_F32)
 		return NULL;
-	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	if (M < 16 || N < 8 || K < 16)
 		return NULL;
-	const IrLayout *v3 = wgmma_layout(ctx, M, N, K, o);
-	if (v3)
-		return v3;
 	/* warps doubled along the dim with more 16x8 instruction tiles left per
 	 * warp (M at a tie), so each warp's tile is near square: fewer fragment
 	 * registers and fewer ldmatrix per mma than a tall strip */

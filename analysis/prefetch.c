@@ -34,6 +34,8 @@ typedef struct PCtx {
 	char *state;                                 /* slice check: 0 new, 1 busy, 2 ok, 3 bad */
 	IrBuilder pre, top;                          /* before the loop, top of the body */
 	IrValue *iv_next;
+	struct ACtx *actx; /* multi-buffering: the context of aeval_cb */
+	int aenv;          /* and the environment it evaluates in */
 } PCtx;
 
 static bool in_body(PCtx *p, const IrValue *v)
@@ -177,7 +179,7 @@ static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *
 /* ------------------------------------------------------------------------- */
 
 /* Values at iteration `it` of the loop (it >= 0: before the loop, iteration
- * it; it < 0: the lookahead iteration k + S - 1 inside the body, through the
+ * it; it < 0: the lookahead iteration k + D inside the body, through the
  * carried shadow arguments). */
 typedef struct AEnv {
 	IrValue **memo; /* by original value id */
@@ -190,18 +192,14 @@ typedef struct ACtx {
 	int S;
 	IrValue **shadow;  /* by body arg index: the carried shadow argument */
 	bool *need;        /* by body arg index: used by the copies' slices */
-	IrValue *iv_ahead; /* iv + (S - 1) * step, in the body */
+	IrValue *iv_ahead; /* iv + D * step, in the body */
 } ACtx;
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v);
 
-static ACtx *g_actx; /* the context of the clone callbacks below */
-static int g_env;
-
 static IrValue *aeval_cb(PCtx *p, IrValue *v)
 {
-	(void)p;
-	return aeval(g_actx, g_env, v);
+	return aeval(p->actx, p->aenv, v);
 }
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v)
@@ -227,10 +225,10 @@ static IrValue *aeval(ACtx *a, int e, IrValue *v)
 		} else
 			r = aeval(a, e - 1, p->yield->ops[j - 1]);
 	} else {
-		int save = g_env;
-		g_env = e;
+		int save = p->aenv;
+		p->aenv = e;
 		r = clone_def(p, en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
-		g_env = save;
+		p->aenv = save;
 	}
 	return en->memo[v->id] = r;
 }
@@ -275,21 +273,33 @@ static bool zero_other(const IrValue *o)
 
 /* A load the cp.async path can take: a 2-D 16-bit tile of at least 16 x 16
  * feeding operand A or B of a dot that runs on tensor cores. */
-static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax)
+static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
 {
-	/* runs of >= 4 bytes along the rows (the tile is staged row-major) */
-	if (an_access_vec(ax, L->ops[0], L->nops > 1 ? L->ops[1] : NULL, 1) < 2)
-		return false;
 	const IrType *t = L->res[0].type;
-	IrTypeKind k = ir_scalar(t)->kind;
-	if (t->rank != 2 || (k != TY_F16 && k != TY_BF16) || t->shape[0] < 16 || t->shape[1] < 16)
-		return false;
-	if (t->numel < 8 * (int64_t)o->num_warps * o->warp_size)
-		return false; /* 16-byte chunks for every thread */
-	if (!zero_other(L->nops > 2 ? L->ops[2] : NULL))
-		return false;
 	IrOp *d = dot_user(p->body, &L->res[0]);
-	return d && an_dot_mma_layout(p->ctx, d, o) != NULL;
+	const IrLayout *l = d ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+	if (!l || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
+	IrTypeKind k = ir_scalar(t)->kind;
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	if (!wg && k != TY_F16 && k != TY_BF16)
+		return false; /* mma.sync: ldmatrix of 16-bit tiles */
+	/* runs of >= 4 bytes along the rows (the tile is staged row-major), or,
+	 * for the B of a warpgroup MMA, 16-byte runs down the columns: then the
+	 * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
+	 * untransposed; the only way for B of other than 16-bit elements) */
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	bool rows = an_access_vec(ax, L->ops[0], mk, 1) * es >= 4;
+	*trans = false;
+	if (!rows || (wg && isb && es != 2)) {
+		if (!wg || !isb || an_access_vec(ax, L->ops[0], mk, 0) * es < 16)
+			return false;
+		*trans = true;
+	}
+	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
+		return false; /* 16-byte chunks for every thread */
+	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
 }
 
 /* Whether every dot of the loop body runs on warpgroup MMA. */
@@ -305,6 +315,23 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 		n++;
 	}
 	return n > 0;
+}
+
+/* Whether every dot's accumulator is a loop argument used by that dot
+ * alone and its result only yielded back into the same argument. */
+static bool chained_accs(IrBlock *body)
+{
+	IrOp *y = ir_block_terminator(body);
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_DOT)
+			continue;
+		IrValue *c = op->ops[2];
+		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
+		    y->ops[c->index - 1] != &op->res[0] || ir_count_uses(body->func, c) != 1 ||
+		    ir_count_uses(body->func, &op->res[0]) != 1)
+			return false;
+	}
+	return true;
 }
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
@@ -326,7 +353,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.state = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(p.state, 0, (size_t)p.n + 1);
 
-	IrOp *cand[8];
+	IrOp *cand[8], *reads[8];
+	bool ctrans[8];
 	int nc = 0;
 	int64_t tile_bytes = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
@@ -339,10 +367,12 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ok = slice_ok(&p, op->ops[i]);
 		if (!ok)
 			continue;
-		if (!async_ok(&p, op, o, ax) || nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
+		bool tr = false;
+		if (nc == 8 || !async_ok(&p, op, o, ax, &tr) || ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* all or none: the register prefetch takes the loop */
+		ctrans[nc] = tr;
 		cand[nc++] = op;
-		tile_bytes += op->res[0].type->numel * 2;
+		tile_bytes += op->res[0].type->numel * (ir_type_bits(ir_scalar(op->res[0].type)) / 8);
 	}
 	if (!nc)
 		return false;
@@ -376,14 +406,18 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	ir_builder_init(&p.pre, ctx);
 	ir_builder_before(&p.pre, loop);
 	p.pre.loc = loop->loc;
-	ACtx *save = g_actx;
-	g_actx = &a;
+	p.actx = &a;
 	const IrType *i32 = ir_type(ctx, TY_I32);
 	int buf0 = *nbuf;
 	*nbuf += nc;
 
-	/* prologue: tiles 0 .. S-2 into slots 0 .. S-2, one group each */
-	for (int it = 0; it < S - 1; it++) {
+	/* tiles D = S - 1 ahead. (Keeping one warpgroup MMA in flight across the
+	 * back edge needs the copies one tile fewer ahead, so that none
+	 * overwrites a slot an MMA still reads: measured on the H200 with 3 and
+	 * 4 stages, the shorter prefetch cost more than the overlap gained.) */
+	int D = S - 1;
+	/* prologue: tiles 0 .. D-1 into slots 0 .. D-1, one group each */
+	for (int it = 0; it < D; it++) {
 		IrValue *slot = ir_const_int(&p.pre, i32, it);
 		slot->id = -1;
 		IrValue *iv = aeval(&a, it, body->args[0]);
@@ -396,18 +430,20 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			IrValue *ops[3] = {ptr, slot, mask};
 			IrOp *c = ir_build(&p.pre, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
 			ir_op_set_int(ctx, c, "buffer", buf0 + k);
+			if (ctrans[k])
+				ir_op_set_int(ctx, c, "transposed", 1);
 			ir_op_set_int(ctx, c, "stages", S);
 		}
 		ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
 	}
-	/* shadow arguments start at iteration S-1 */
+	/* shadow arguments start at iteration D */
 	int nsh = 0;
 	IrValue *sh_init[65]; /* + the slot */
 	int sh_idx[64];
 	for (int j = 1; j < body->nargs && nsh < 64; j++) {
 		if (!a.need[j])
 			continue;
-		sh_init[nsh] = aeval(&a, S - 1, body->args[j]);
+		sh_init[nsh] = aeval(&a, D, body->args[j]);
 		sh_idx[nsh++] = j;
 	}
 	/* the read slot, carried */
@@ -420,26 +456,27 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *rslot = ir_block_add_arg(ctx, body, i32);
 	rslot->id = -1;
 
-	/* body top: wait for tile k, one barrier, copies of tile k+S-1 into the
+	/* body top: wait for tile k, one barrier, copies of tile k+D into the
 	 * slot read in the previous iteration, commit, then read tile k */
 	IrOp *orig_first = body->first;
 	ir_builder_init(&p.top, ctx);
 	ir_builder_before(&p.top, orig_first);
 	p.top.loc = loop->loc;
 	IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
-	ir_op_set_int(ctx, w, "pending", S - 2);
+	ir_op_set_int(ctx, w, "pending", D - 1);
 	ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
-	IrValue *sm1 = ir_const_int(&p.top, i32, S - 1);
 	IrValue *zero = ir_const_int(&p.top, i32, 0);
 	IrValue *one = ir_const_int(&p.top, i32, 1);
 	IrValue *nS = ir_const_int(&p.top, i32, S);
-	IrValue *is0 = ir_cmp(&p.top, "eq", rslot, zero);
-	IrValue *wslot = ir_select(&p.top, is0, sm1, ir_binary(&p.top, OP_SUB, rslot, one));
+	/* the slot of tile k + D: (rslot + D) mod S */
+	IrValue *ahead = ir_binary(&p.top, OP_ADD, rslot, ir_const_int(&p.top, i32, D));
+	IrValue *wrap = ir_cmp(&p.top, "ge", ahead, nS);
+	IrValue *wslot = ir_select(&p.top, wrap, ir_binary(&p.top, OP_SUB, ahead, nS), ahead);
 	IrValue *r1 = ir_binary(&p.top, OP_ADD, rslot, one);
 	IrValue *rnext = ir_select(&p.top, ir_cmp(&p.top, "eq", r1, nS), zero, r1);
 	IrOp *copies_first = orig_first->prev; /* the copy group starts after this op */
 	{
-		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, S - 1);
+		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, D);
 		IrValue *xs[2] = {loop->ops[2], st};
 		IrValue *d = ir_build1(&p.top, OP_MUL, loop->ops[2]->type, 2, xs);
 		IrValue *ys[2] = {body->args[0], d};
@@ -454,6 +491,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		IrValue *ops[3] = {ptr, wslot, mask};
 		IrOp *c = ir_build(&p.top, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
 		ir_op_set_int(ctx, c, "buffer", buf0 + k);
+		if (ctrans[k])
+			ir_op_set_int(ctx, c, "transposed", 1);
 		ir_op_set_int(ctx, c, "stages", S);
 	}
 	ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
@@ -466,17 +505,23 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		p.top.loc = L->loc;
 		IrOp *r = ir_build(&p.top, OP_LOCAL_READ, 1, &rslot, 1, &L->res[0].type, 0);
 		ir_op_set_int(ctx, r, "buffer", buf0 + k);
+		if (ctrans[k])
+			ir_op_set_int(ctx, r, "transposed", 1);
 		r->res[0].id = -1;
-		ir_replace_all_uses(f, &L->res[0], &r->res[0]);
-		ir_op_unlink(L);
+		reads[k] = r;
 	}
-	g_actx = save;
+	/* only now drop the loads: the builder inserts before the body's first
+	 * op, which may be one of them */
+	for (int k = 0; k < nc; k++) {
+		ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
+		ir_op_unlink(cand[k]);
+	}
 
 	/* the loop with the shadow arguments and the slot carried */
 	sh_init[nsh] = slot0;
 	sh_next[nsh] = rnext;
 	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
-	/* warpgroup MMA runs asynchronously: issue the copies of tile k+S-1 (and
+	/* warpgroup MMA runs asynchronously: issue the copies of tile k+D (and
 	 * the address arithmetic of the iterations ahead) after the dots, so
 	 * that they overlap the tensor cores. Their slot was read in the
 	 * previous iteration, whose dots every warp finished before the barrier
@@ -484,6 +529,23 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	if (wgmma_loop(p.body, o)) {
 		IrBlock *nb = nl->regions[0];
 		IrOp *term = ir_block_terminator(nb);
+		/* dots that only chain their accumulators may stay in flight across
+		 * the back edge: before the copies, wait for all but the newest MMA
+		 * group (the previous iteration's, which read the slot the copies
+		 * overwrite) and a barrier so every warpgroup has. Measured on the
+		 * H200 (tutorial 03's matmul): 1-6% faster with one warpgroup, 18%
+		 * slower with two (the barrier then holds each warpgroup to the
+		 * other's MMA), so one warpgroup only */
+		if (chained_accs(nb) && o->num_warps == 4) {
+			IrBuilder bb;
+			ir_builder_init(&bb, ctx);
+			ir_builder_before(&bb, copies_first->next);
+			bb.loc = loop->loc;
+			IrOp *bar = ir_build(&bb, OP_BARRIER, 0, NULL, 0, NULL, 0);
+			ir_op_set_int(ctx, bar, "wgmma_pending", 1);
+			ir_op_set_int(ctx, nl, "wgmma_inflight", 1);
+			copies_first = bar->prev;
+		}
 		IrOp *op = copies_first->next;
 		for (bool done = false; !done && op && term;) {
 			IrOp *nx = op->next;

@@ -34,6 +34,7 @@ typedef struct BeOptions {
 	bool enable_fp_fusion;  /* true: allow a*b+c -> fma */
 	bool debug;             /* emit device asserts */
 	int maxnreg;            /* 0: none */
+	bool sanitize;          /* CPU: bounds-check every load, store and atomic */
 } BeOptions;
 
 void be_options_default(BeOptions *o);
@@ -65,6 +66,13 @@ typedef struct BeGpuResult {
 IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *target,
 			  BeGpuResult *out);
 void be_gpu_result_free(BeGpuResult *r);
+/* Finds libdevice.10.bc, the first readable of: $CTRITON_LIBDEVICE_PATH,
+ * $TRITON_LIBDEVICE_PATH, nvvm/libdevice/ under $CUDA_HOME, $CUDA_PATH and
+ * /usr/local/cuda, then lib/ beside the shared object that holds this code
+ * (the copy a ctriton wheel carries). 1 with its path in buf, else 0. */
+int be_nvptx_libdevice_path(char *buf, size_t n);
+/* The version of the LLVM the backends run on (linked, not built against). */
+void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch);
 
 /* ------------------------------------------------------------------------- */
 /* CPU (backend/cpu)                                                         */
@@ -83,9 +91,19 @@ typedef struct BeCpuResult {
 IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out);
 void be_cpu_result_free(BeCpuResult *r); /* frees strings and the kernel */
 
+/* Whether k was compiled with BeOptions.sanitize. Such a kernel takes one
+ * more entry in params: params[nparams] is a `const uint64_t *` to 2 words
+ * per parameter, the byte range [lo, hi) that parameter's pointer may access
+ * (the extent of the tensor it points into; 0, UINT64_MAX: unchecked; any
+ * value for non-pointer parameters). The first access outside its range
+ * stops the launch, before the access, with a message naming the kernel's
+ * source location, the argument, the program id and the element range. */
+bool be_cpu_kernel_sanitized(const BeCpuKernel *k);
+
 /* Runs the kernel over grid[0] x grid[1] x grid[2] program instances on up
  * to nthreads threads (0: one per core). params as described above. Returns
- * 0, or -1 with a message in errbuf (e.g. a device assert that failed). */
+ * 0, or -1 with a message in errbuf (a device assert that failed, an
+ * out-of-bounds access of a sanitized kernel). */
 int be_cpu_launch(BeCpuKernel *k, const int grid[3], void **params, int nthreads, char *errbuf,
 		  int errlen);
 

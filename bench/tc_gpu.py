@@ -4,6 +4,9 @@ kernel source compiled by both, in one process) vs torch.
   - matmul: bench/kernels_src.py's `matmul` (Triton tutorial 03's kernel,
     masked K loads) at 2048^3, 4096^3, 8192^3 for several tile configs, fp16
     (and bf16 at 4096^3); every result checked against torch first;
+  - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
+  - fused attention backward (causal): kernels/attention.py's
+    attention_backward, checked against torch autograd of SDPA;
   - fused attention forward: kernels/attention.py's `attn_fwd`, Z4 H32
     N4096, HEAD_DIM 64 and 128, causal and not; checked against torch SDPA.
 
@@ -100,6 +103,37 @@ def matmul_cases(mods, quick):
                 report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def matmul_fp8_cases(mods, quick):
+    """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out."""
+    if not hasattr(torch, "float8_e5m2"):
+        return
+    for S in ([4096] if quick else [4096, 8192]):
+        a = torch.randn(S, S, device="cuda").to(torch.float8_e5m2)
+        b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2).T
+        ref = a.float() @ b.float()
+        for (bm, bn, bk, nw, ns) in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
+            times, bad = {}, []
+            for k, m in mods.items():
+                C = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
+                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+                    a, b, C, S, S, S, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=nw, num_stages=ns)
+                try:
+                    f()
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {k} fp8 {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
+                err = ((C.float() - ref).norm() / ref.norm()).item()
+                if not err < 1e-2:
+                    bad.append(f"{k} rel.err {err:.2e}")
+                times[k] = bench(f)
+            name = f"matmul fp8e5 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
+            report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def attention_cases(mods, quick):
     Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
     for D in (64, 128):
@@ -135,6 +169,41 @@ def attention_cases(mods, quick):
                    ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def attention_bwd_cases(mods, quick):
+    """kernels/attention.py's causal backward (preprocess + dK/dV + dQ) vs
+    Triton compiling the same source vs torch SDPA's backward."""
+    Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
+    for D in (64, 128):
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        do = torch.randn_like(q)
+        sm = 0.5
+        times, bad = {}, []
+        qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+        ref = torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, is_causal=True, scale=sm)
+        ref.backward(do)
+        for name, m in mods.items():
+            try:
+                o, M = m.attention_forward(q, k, v, True, sm)
+                f = lambda m=m, o=o, M=M: m.attention_backward(q, k, v, o, do, M, sm)  # noqa: E731
+                dq, dk, dv = f()
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name} attn bwd D{D}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
+            for nm, got, want in (("dq", dq, qr.grad), ("dk", dk, kr.grad), ("dv", dv, vr.grad)):
+                err = ((got.float() - want.float()).norm() / want.float().norm()).item()
+                if not err < 1e-2:
+                    bad.append(f"{name} {nm} rel.err {err:.2e}")
+            times[name] = bench(f)
+        out = ref.detach().requires_grad_()
+        times["torch"] = bench(lambda: torch.autograd.grad(
+            torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, is_causal=True, scale=sm),
+            (qr, kr, vr), do))
+        flops = 2.5 * 4 * Z * H * N * N * D * 0.5  # backward ~2.5x the forward's matmul work, causal
+        report(f"attention bwd D{D} causal Z{Z}H{H}N{N}", times, flops,
+               ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -150,9 +219,11 @@ def main():
     if a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         matmul_cases(mm, a.quick)
+        matmul_fp8_cases(mm, a.quick)
     if a.only != "matmul":
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         attention_cases(at, a.quick)
+        attention_bwd_cases(at, a.quick)
     if a.out:
         with open(a.out, "w") as f:
             f.write("| case | " + " | ".join(f"{k} TFLOP/s" for k in ROWS[0][1]) + " | ratios | note |\n")

@@ -461,5 +461,9 @@ IrError *ir_cse(IrModule *m);
  * one copy per source expression, so each copy can take the layout its own
  * uses want. */
 IrError *ir_cse_scalars(IrModule *m);
+/* Folds x + dot(a, b, 0) into dot(a, b, x) where the dot's result has no
+ * other use and x is available at the dot (Triton's combine: `acc +=
+ * tl.dot(a, b)` accumulates in place, in the accumulator's layout). */
+IrError *ir_combine_dot_add(IrModule *m);
 
 #endif

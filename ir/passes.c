@@ -277,3 +277,65 @@ IrError *ir_cse_scalars(IrModule *m)
 {
 	return cse_module(m, true);
 }
+
+/* ---- x + dot(a, b, 0) -> dot(a, b, x) ------------------------------------------- */
+
+/* A constant zero block (or a splat of a scalar zero constant). */
+static bool zero_block(const IrValue *v)
+{
+	const IrOp *d = v->def;
+	if (d && d->opc == OP_SPLAT)
+		d = d->ops[0]->def;
+	if (!d || d->opc != OP_CONSTANT)
+		return false;
+	const IrAttr *a = ir_find_attr(d->nattrs, d->attrs, "value");
+	return a && ((a->kind == ATTR_INT && a->i == 0) || (a->kind == ATTR_FLOAT && a->f == 0.0));
+}
+
+/* Whether x is available at op: a block argument or a value defined before
+ * op, in op's block or in a block around it. */
+static bool defined_before(const IrValue *x, const IrOp *op)
+{
+	if (!x->def)
+		return true;
+	for (const IrOp *o = op; o; o = o->parent && o->parent->parent_op ? o->parent->parent_op : NULL) {
+		for (const IrOp *p = o->prev; p; p = p->prev)
+			if (p == x->def)
+				return true;
+		if (!o->parent || !o->parent->parent_op)
+			break;
+	}
+	return false;
+}
+
+static void combine_block(IrFunc *f, IrBlock *b, int *n)
+{
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int r = 0; r < op->nregions; r++)
+			combine_block(f, op->regions[r], n);
+		if (op->opc != OP_ADD || op->nres != 1 || !ir_is_block(op->res[0].type))
+			continue;
+		for (int i = 0; i < 2; i++) {
+			IrValue *d = op->ops[i], *x = op->ops[1 - i];
+			IrOp *dot = d->def;
+			if (!dot || dot->opc != OP_DOT || dot->parent != b || !zero_block(dot->ops[2]) ||
+			    x->type != d->type || ir_count_uses(f, d) != 1 || !defined_before(x, dot))
+				continue;
+			ir_op_set_operand(dot, 2, x);
+			ir_replace_all_uses(f, &op->res[0], d);
+			ir_op_unlink(op);
+			(*n)++;
+			break;
+		}
+	}
+}
+
+IrError *ir_combine_dot_add(IrModule *m)
+{
+	for (int i = 0; i < m->nfuncs; i++) {
+		int n = 0;
+		combine_block(m->funcs[i], m->funcs[i]->body, &n);
+	}
+	return NULL;
+}

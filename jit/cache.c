@@ -1,23 +1,33 @@
 /* cache.c: the on-disk kernel cache. An entry is one file named by its key
  * (a SHA-256 in hex), a text header followed by the blobs back to back:
  *
- *     ctriton-cache 2
+ *     ctriton-cache 4
+ *     key <key>                      the entry's own key
  *     <name> <length> <check>        one line per blob, in file order
  *     end <check of the header lines above>
  *     <blob bytes>...
  *
  * A <check> is a 64-bit hash (16 hex digits) of the bytes, enough to catch
  * torn, truncated or edited files (the key, not the check, names the
- * contents). Writers write a private temporary file and rename it into
- * place (atomic on POSIX; the same key always holds the same contents, so
- * the last rename winning is fine); a reader trusts nothing it has not
- * checked, so a truncated, extended or edited entry reads as corrupt and is
- * removed, never loaded. A hit reads the header and then only the blobs
- * asked for (a launch needs the metadata and the cubin, not the IR texts
- * of every stage): one pread each, each checked before it is returned.
+ * contents). Writers write a private temporary file (mode 0600, named
+ * tmp.<key>.<host>.<pid>.<n>) and rename it into place (atomic on POSIX;
+ * the same key always holds the same contents, so the last rename winning
+ * is fine). A reader trusts nothing it has not checked: a truncated,
+ * extended or edited entry, or one whose header names another key (a file
+ * copied or renamed), reads as corrupt and is removed, never loaded. A hit
+ * reads the header and then only the blobs asked for (a launch needs the
+ * metadata and the cubin, not the IR texts of every stage): one pread
+ * each, each checked before it is returned.
+ *
+ * The directory is created 0700, and a directory owned by another user is
+ * not used at all (its entries could be anyone's). A writer killed before
+ * its rename leaves its temporary file behind; the next writer on the same
+ * host removes the temporary files of processes that no longer exist.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +37,7 @@
 
 #include "jit/jit.h"
 
-#define MAGIC "ctriton-cache 2\n"
+#define MAGIC "ctriton-cache 4\n"
 
 /* A 64-bit hash, four independent multiply-rotate lanes over 32-byte
  * stripes, then the tail bytes and a final avalanche. Several GB/s, which
@@ -97,13 +107,61 @@ static int mkdirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
 		return -1;
 	return 0;
+}
+
+/* A key is a plain file name: letters, digits, '-' and '_'. */
+static int valid_key(const char *k)
+{
+	size_t n = strlen(k);
+	if (n == 0 || n > 128)
+		return 0;
+	for (; *k; k++)
+		if (!((*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
+		      *k == '-' || *k == '_'))
+			return 0;
+	return 1;
+}
+
+/* 1 when root exists and belongs to another user: not to be used. */
+static int foreign_dir(const char *root)
+{
+	struct stat st;
+	return stat(root, &st) == 0 && st.st_uid != geteuid();
+}
+
+/* Removes the temporary files that writers on this host left behind when
+ * they died before renaming them (tmp.<key>.<host>.<pid>.<n>). */
+static void remove_orphans(const char *root, const char *host)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return;
+	size_t hl = strlen(host);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "tmp.", 4) != 0)
+			continue;
+		const char *h = strchr(e->d_name + 4, '.'); /* after the key */
+		if (!h || strncmp(h + 1, host, hl) != 0 || h[1 + hl] != '.')
+			continue;
+		char *end;
+		long pid = strtol(h + 2 + hl, &end, 10);
+		if (pid <= 0 || *end != '.' || pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue; /* alive, or not ours to ask */
+		char path[4600];
+		snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
 }
 
 void jit_blobs_free(JitBlob *blobs, int n)
@@ -155,6 +213,8 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 		  JitBlob **out, int *nout)
 {
 	char path[4200];
+	if (!valid_key(key) || foreign_dir(root))
+		return JIT_CACHE_MISS;
 	snprintf(path, sizeof path, "%s/%s", root, key);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -169,8 +229,8 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 	JitBlob *blobs = calloc(64, sizeof *blobs);
 	size_t lens[64];
 	char sums[64][17];
-	/* The header: 64 blobs of at most ~60 bytes a line fit in one read. */
-	char head[4608];
+	/* The header: the key line and 64 blobs of at most ~70 bytes a line fit in one read. */
+	char head[8192];
 	size_t flen = (size_t)st.st_size;
 	size_t hn = flen < sizeof head - 1 ? flen : sizeof head - 1;
 	if (!blobs || read_at(fd, head, hn, 0) != 0)
@@ -179,6 +239,12 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 	if (hn < strlen(MAGIC) || strncmp(head, MAGIC, strlen(MAGIC)) != 0)
 		goto done;
 	char *line = head + strlen(MAGIC);
+	/* the entry must be this key's */
+	size_t kl = strlen(key);
+	if (hn < (size_t)(line - head) + 5 + kl || strncmp(line, "key ", 4) != 0 ||
+	    strncmp(line + 4, key, kl) != 0 || line[4 + kl] != '\n')
+		goto done;
+	line += 5 + kl;
 	size_t total = 0;
 	for (;;) {
 		char *nl = memchr(line, '\n', hn - (size_t)(line - head));
@@ -261,15 +327,23 @@ static int write_all(int fd, const void *data, size_t len)
 int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n, char *errbuf,
 		  int errlen)
 {
-	char path[4200], tmp[4300];
+	char path[4200], tmp[4600];
+	if (!valid_key(key)) {
+		snprintf(errbuf, errlen, "bad cache key '%.200s'", key);
+		return -1;
+	}
+	if (foreign_dir(root)) {
+		snprintf(errbuf, errlen, "cache directory %.3000s belongs to another user; not using it", root);
+		return -1;
+	}
 	snprintf(path, sizeof path, "%s/%s", root, key);
 	if (n > 64) {
 		snprintf(errbuf, errlen, "too many cache blobs (%d)", n);
 		return -1;
 	}
-	size_t hcap = 64 + (size_t)n * 80, hlen = 0;
+	size_t hcap = 64 + strlen(key) + (size_t)n * 80, hlen = 0;
 	char *head = malloc(hcap);
-	hlen += (size_t)snprintf(head, hcap, "%s", MAGIC);
+	hlen += (size_t)snprintf(head, hcap, "%skey %s\n", MAGIC, key);
 	for (int i = 0; i < n; i++) {
 		if (!valid_name(blobs[i].name)) {
 			snprintf(errbuf, errlen, "bad cache blob name '%s'", blobs[i].name);
@@ -282,10 +356,18 @@ int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n
 	}
 	hlen += (size_t)snprintf(head + hlen, hcap - hlen, "end %016llx\n",
 				 (unsigned long long)check64(head, hlen));
-	static unsigned counter;
-	snprintf(tmp, sizeof tmp, "%s/tmp.%s.%ld.%u", root, key, (long)getpid(),
+	static unsigned counter; /* atomic: temporary names unique per thread */
+	char host[64] = "host";
+	if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+		strcpy(host, "host");
+	host[sizeof host - 1] = 0;
+	for (char *c = host; *c; c++)
+		if (*c == '.' || *c == '/')
+			*c = '_';
+	snprintf(tmp, sizeof tmp, "%s/tmp.%s.%s.%ld.%u", root, key, host, (long)getpid(),
 		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	remove_orphans(root, host);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		if (mkdirs(root) != 0) {
 			snprintf(errbuf, errlen, "cannot create cache directory %s: %s", root,
@@ -293,7 +375,7 @@ int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n
 			free(head);
 			return -1;
 		}
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	}
 	if (fd < 0) {
 		snprintf(errbuf, errlen, "cannot create %s: %s", tmp, strerror(errno));

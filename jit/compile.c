@@ -2,6 +2,7 @@
  * (jit_compile), plus ptxas for cubins. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,16 +165,44 @@ done:
 	return err;
 }
 
-/* The ptxas to run: $CTRITON_PTXAS_PATH, the toolkit's, or one on PATH. */
-static int find_ptxas(char *buf, size_t n)
+/* The ptxas of a Python package (nvidia-cuda-nvcc), set by the Python layer
+ * (it finds packages, C does not); NULL until then. Process-wide, like the
+ * environment the rest of the lookup reads. */
+static char *pkg_ptxas;
+static pthread_mutex_t pkg_ptxas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void jit_set_pkg_ptxas(const char *path)
 {
-	const char *env = getenv("CTRITON_PTXAS_PATH");
-	if (env && *env) {
-		snprintf(buf, n, "%s", env);
-		return access(buf, X_OK) == 0;
-	}
-	snprintf(buf, n, "/usr/local/cuda/bin/ptxas");
-	if (access(buf, X_OK) == 0)
+	char *p = path && *path ? strdup(path) : NULL;
+	pthread_mutex_lock(&pkg_ptxas_lock);
+	char *old = pkg_ptxas;
+	pkg_ptxas = p;
+	pthread_mutex_unlock(&pkg_ptxas_lock);
+	free(old);
+}
+
+static int executable(char *buf, size_t n, const char *dir, const char *file)
+{
+	if (!dir || !*dir)
+		return 0;
+	snprintf(buf, n, "%s%s", dir, file);
+	return access(buf, X_OK) == 0;
+}
+
+int jit_find_ptxas(char *buf, size_t n)
+{
+	static const char *const env[] = {"CTRITON_PTXAS_PATH", "TRITON_PTXAS_PATH"};
+	for (size_t i = 0; i < sizeof env / sizeof *env; i++)
+		if (executable(buf, n, getenv(env[i]), ""))
+			return 1;
+	if (executable(buf, n, getenv("CUDA_HOME"), "/bin/ptxas") ||
+	    executable(buf, n, getenv("CUDA_PATH"), "/bin/ptxas") ||
+	    executable(buf, n, "/usr/local/cuda", "/bin/ptxas"))
+		return 1;
+	pthread_mutex_lock(&pkg_ptxas_lock);
+	int found = executable(buf, n, pkg_ptxas, "");
+	pthread_mutex_unlock(&pkg_ptxas_lock);
+	if (found)
 		return 1;
 	const char *path = getenv("PATH");
 	while (path && *path) {
@@ -206,7 +235,7 @@ static void parse_ptxas_log(const char *log, JitKernel *k)
 int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 {
 	char ptxas[4096];
-	if (!k->ptx || !find_ptxas(ptxas, sizeof ptxas))
+	if (!k->ptx || !jit_find_ptxas(ptxas, sizeof ptxas))
 		return 1;
 	char dir[] = "/tmp/ctriton-ptxas-XXXXXX";
 	if (!mkdtemp(dir)) {

@@ -128,9 +128,17 @@ enum {
  * stages succeeded). */
 char *jit_compile(const char *ttir, const char *filename, const BeOptions *opt,
 		  const JitTarget *target, int flags, JitKernel *out);
-/* Assembles PTX into a cubin with ptxas ($CTRITON_PTXAS_PATH, the CUDA
- * toolkit, or PATH); 0 on success, 1 when ptxas is absent, -1 on an error
- * (message in errbuf). Fills k->cubin, n_regs, n_spills. */
+/* Finds ptxas, the first executable of: $CTRITON_PTXAS_PATH,
+ * $TRITON_PTXAS_PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin,
+ * the package copy set by jit_set_pkg_ptxas, PATH. 1 with its path in buf,
+ * else 0. */
+int jit_find_ptxas(char *buf, size_t n);
+/* Sets (path) or clears (NULL) the ptxas that a Python package ships
+ * (nvidia-cuda-nvcc); the string is copied. */
+void jit_set_pkg_ptxas(const char *path);
+/* Assembles PTX into a cubin with the ptxas jit_find_ptxas finds; 0 on
+ * success, 1 when ptxas is absent, -1 on an error (message in errbuf).
+ * Fills k->cubin, n_regs, n_spills. */
 int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen);
 void jit_kernel_free(JitKernel *k);
 

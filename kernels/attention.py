@@ -229,3 +229,39 @@ def attn_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, D,
                       num_steps, MASK=False)
     dq *= LN2
     tl.store(DQ + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d, dq)
+
+
+def attention_forward(q, k, v, causal, sm_scale, BLOCK_M=128, BLOCK_N=64, num_warps=None, num_stages=2):
+    """o, M for q, k, v of shape [Z, H, N_CTX, HEAD_DIM] (torch tensors on the
+    GPU, or on the CPU for the CPU backend); M is the row log-sum-exp in
+    base 2, what attention_backward needs."""
+    import torch
+    Z, H, N_CTX, D = q.shape
+    o = torch.empty_like(q)
+    M = torch.empty((Z, H, N_CTX), device=q.device, dtype=torch.float32)
+    if num_warps is None:
+        num_warps = 4 if D <= 64 else 8
+    grid = (triton.cdiv(N_CTX, BLOCK_M), Z * H, 1)
+    attn_fwd[grid](q, k, v, sm_scale, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
+                   N_CTX=N_CTX, HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGE=3 if causal else 1,
+                   num_warps=num_warps, num_stages=num_stages)
+    return o, M
+
+
+def attention_backward(q, k, v, o, do, M, sm_scale, num_warps=4, num_stages=5):
+    """dq, dk, dv of causal attention (q, k, v, o, do contiguous, [Z, H, N_CTX,
+    HEAD_DIM]; M from attention_forward with causal=True). N_CTX must be a
+    multiple of 128."""
+    import torch
+    Z, H, N_CTX, D = q.shape
+    RCP_LN2 = 1.4426950408889634
+    arg_k = k * (sm_scale * RCP_LN2)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    delta = torch.empty_like(M)
+    PRE_BLOCK, BLOCK_N1 = 128, 128
+    attn_bwd_preprocess[(N_CTX // PRE_BLOCK, Z * H)](o, do, delta, Z, H, N_CTX, BLOCK_M=PRE_BLOCK, HEAD_DIM=D)
+    attn_bwd[(N_CTX // BLOCK_N1, 1, Z * H)](q, arg_k, v, sm_scale, do, dq, dk, dv, M, delta, q.stride(0),
+                                           q.stride(1), q.stride(2), q.stride(3), H, N_CTX, BLOCK_M1=32,
+                                           BLOCK_N1=BLOCK_N1, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2,
+                                           HEAD_DIM=D, num_warps=num_warps, num_stages=num_stages)
+    return dq, dk, dv

@@ -85,6 +85,7 @@ typedef struct Cg {
 	int nfuncs;
 
 	LLVMValueRef f8tab[2]; /* fp8 -> f32 tables (e4m3, e5m2) */
+	LLVMValueRef san_ext;  /* sanitize: the extents table (kernel function) */
 } Cg;
 
 /* Records the first error, located at op (may be NULL). */
@@ -184,6 +185,11 @@ void cg_lower_mem(Cg *cg, IrOp *op);
 /* Element i of lazy load op. */
 LLVMValueRef cg_load_elem(Cg *cg, IrOp *op, LLVMValueRef i);
 
+/* sanitize.c: with BeOptions.sanitize, the bounds check emitted before a
+ * load, store or atomic (its active elements against the extent of the
+ * argument the pointer derives from). */
+void cg_san_check(Cg *cg, IrOp *op);
+
 /* ------------------------------------------------------------------------- */
 /* Runtime side (jit.c, launch.c)                                            */
 /* ------------------------------------------------------------------------- */
@@ -198,6 +204,8 @@ struct BeCpuKernel {
 	int64_t scratch; /* bytes per worker */
 	void *rt;        /* LLVMOrcResourceTrackerRef */
 	char *name;
+	bool sanitize;   /* params[nparams] is the extents table */
+	int nparams;
 };
 
 /* Per-worker state the jitted code receives as wctx. */
@@ -208,7 +216,11 @@ typedef struct CpuWorker {
 
 typedef struct CpuLaunch {
 	atomic_int failed;
-	char msg[512];
+	char msg[1024];
+	/* sanitize: the kernel, its parameters and their extents */
+	const BeCpuKernel *k;
+	void **params;
+	const uint64_t *ext;
 } CpuLaunch;
 
 /* Helpers the jitted code calls (defined as absolute symbols in the JIT). */
@@ -217,5 +229,13 @@ uint8_t ct_cpu_f32_to_f8(float x, int32_t fmt); /* fmt: 1 e5m2 (else e4m3), 2 rt
 uint16_t ct_cpu_f64_to_f16(double x);
 double ct_cpu_erfinv(double y);
 float ct_cpu_f8_to_f32(uint8_t x, int32_t fmt);
+/* sanitize.c: the launch's extents table; the report of an out-of-bounds
+ * access (does not return); the check of a pointer of unknown origin
+ * against every argument's extent (returns when it lies inside one). */
+const uint64_t *ct_cpu_san_ext(void *wctx);
+void ct_cpu_san_fail(void *wctx, const char *site, int32_t arg, uint64_t lo, uint64_t end, int32_t esize,
+		     int32_t px, int32_t py, int32_t pz);
+void ct_cpu_san_any(void *wctx, const char *site, uint64_t lo, uint64_t end, int32_t esize, int32_t px,
+		    int32_t py, int32_t pz);
 
 #endif

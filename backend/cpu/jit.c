@@ -1,8 +1,11 @@
 /* jit.c: the CPU compile driver. be_cpu_compile lowers the module (lower.c),
  * verifies the LLVM module, runs O3 for the host CPU, keeps the optimized IR
- * and the host assembly (emitted from a clone), and adds the module to the
- * process's one ORC LLJIT under its own resource tracker, so that
- * be_cpu_result_free can remove the code again. Entry symbols are unique per
+ * and the host assembly (emitted from a clone) and emits an object file
+ * (all of it on a thread guarded against LLVM's fatal errors, with error
+ * diagnostics routed into the compile's error: backend/llvm); the object is
+ * linked into the process's one ORC LLJIT under its own resource tracker,
+ * so that be_cpu_result_free can remove the code again. Only the JIT's
+ * setup and the linking hold the JIT mutex. Entry symbols are unique per
  * compilation (ct_kernel_<n>_<name>).
  *
  * The JIT resolves libm/libc (printf, erff, ...) from the process and the
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
+#include "backend/llvm/llvm.h"
 
 static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
 static LLVMOrcLLJITRef jit;
@@ -188,8 +192,7 @@ static IrError *jit_init(IrCtx *ictx)
 {
 	if (jit)
 		return NULL;
-	LLVMInitializeNativeTarget();
-	LLVMInitializeNativeAsmPrinter();
+	be_llvm_init();
 	LLVMOrcLLJITRef j;
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&j, NULL);
 	if (e)
@@ -208,6 +211,9 @@ static IrError *jit_init(IrCtx *ictx)
 		{"ct_cpu_f32_to_f8", (uint64_t)(uintptr_t)ct_cpu_f32_to_f8},
 		{"ct_cpu_f64_to_f16", (uint64_t)(uintptr_t)ct_cpu_f64_to_f16},
 		{"ct_cpu_erfinv", (uint64_t)(uintptr_t)ct_cpu_erfinv},
+		{"ct_cpu_san_ext", (uint64_t)(uintptr_t)ct_cpu_san_ext},
+		{"ct_cpu_san_fail", (uint64_t)(uintptr_t)ct_cpu_san_fail},
+		{"ct_cpu_san_any", (uint64_t)(uintptr_t)ct_cpu_san_any},
 	};
 	enum { NHELPERS = sizeof helpers / sizeof helpers[0] };
 	LLVMOrcCSymbolMapPair pairs[NHELPERS];
@@ -234,6 +240,45 @@ static char *dupstr(const char *s, size_t n)
 	return r;
 }
 
+/* The LLVM work of one compile that may hit a fatal error: O3 on mod, its
+ * text, and host assembly emitted from a clone. */
+typedef struct Codegen {
+	LLVMModuleRef mod;
+	LLVMTargetMachineRef tm;
+	LLVMErrorRef perr;        /* from the pass pipeline */
+	char *llir;               /* malloc'ed */
+	char *emsg;               /* emission failure (LLVM message) */
+	LLVMMemoryBufferRef buf;  /* the assembly */
+	LLVMMemoryBufferRef obj;  /* the object file ORC links */
+} Codegen;
+
+static void run_codegen(void *p)
+{
+	Codegen *c = p;
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	c->perr = LLVMRunPasses(c->mod, "default<O3>", c->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (c->perr)
+		return;
+	char *ir = LLVMPrintModuleToString(c->mod);
+	c->llir = dupstr(ir, strlen(ir));
+	LLVMDisposeMessage(ir);
+	/* code generation changes the IR it runs on: the text from a clone,
+	 * then the object from the module itself */
+	LLVMModuleRef clone = LLVMCloneModule(c->mod);
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, clone, LLVMAssemblyFile, &c->emsg, &c->buf)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("emitting assembly failed");
+		c->buf = NULL;
+	}
+	LLVMDisposeModule(clone);
+	if (!c->emsg && LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMObjectFile, &c->emsg, &c->obj)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("emitting the object file failed");
+		c->obj = NULL;
+	}
+}
+
 IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 {
 	memset(out, 0, sizeof *out);
@@ -245,13 +290,15 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	if (!kernel)
 		return ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: the module has no kernel");
 
+	/* The process's JIT is shared (jit_mu); the lowering, O3 and code
+	 * emission work on this compile's own LLVM context and run unlocked,
+	 * so compiles on several threads overlap. */
 	pthread_mutex_lock(&jit_mu);
 	IrError *err = jit_init(ictx);
-	if (err) {
-		pthread_mutex_unlock(&jit_mu);
-		return err;
-	}
 	int id = jit_count++;
+	pthread_mutex_unlock(&jit_mu);
+	if (err)
+		return err;
 
 	Cg cg;
 	memset(&cg, 0, sizeof cg);
@@ -262,6 +309,8 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	else
 		be_options_default(&cg.opt);
 	cg.ctx = LLVMContextCreate();
+	BeLlvmDiag diag;
+	be_llvm_watch(cg.ctx, &diag);
 	char *ename = ir_fmt(ictx, "ct_kernel_%d_%s", id, kernel->name);
 	cg.mod = LLVMModuleCreateWithNameInContext(ename, cg.ctx);
 	cg.b = LLVMCreateBuilderInContext(cg.ctx);
@@ -277,6 +326,7 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	LLVMTargetDataRef dl = NULL;
 	BeCpuKernel *k = NULL;
 	int64_t scratch = 0;
+	bool locked = false;
 	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
 		err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: target %s: %s", triple, msg);
 		LLVMDisposeMessage(msg);
@@ -298,41 +348,50 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	}
 	LLVMDisposeMessage(msg);
 	msg = NULL;
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef e = LLVMRunPasses(cg.mod, "default<O3>", tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (e) {
-		err = llvm_error(ictx, "O3", take_error(e));
+	/* O3 and the assembly text, on a thread guarded against LLVM's fatal
+	 * errors; error diagnostics land in diag */
+	Codegen cw = {.mod = cg.mod, .tm = tm};
+	char *fatal = be_llvm_guarded(run_codegen, &cw);
+	if (fatal) {
+		err = ir_error(ictx, IR_ERR_BACKEND, kernel->loc,
+			       "cpu backend: LLVM fatal error in code generation: %s", fatal);
+		free(fatal);
+		/* the parked helper may still point into these: leak them */
+		cg.mod = NULL;
+		cg.ctx = NULL;
+		cg.b = cg.ab = NULL;
+		tm = NULL;
 		goto fail;
 	}
-	char *ir = LLVMPrintModuleToString(cg.mod);
-	out->llir = dupstr(ir, strlen(ir));
-	LLVMDisposeMessage(ir);
-	LLVMModuleRef clone = LLVMCloneModule(cg.mod);
-	LLVMMemoryBufferRef buf;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, clone, LLVMAssemblyFile, &msg, &buf)) {
-		LLVMDisposeModule(clone);
-		err = ir_error(ictx, IR_ERR_BACKEND, (IrLoc){0}, "cpu backend: emitting assembly: %s", msg);
-		LLVMDisposeMessage(msg);
+	out->llir = cw.llir;
+	if (cw.perr) {
+		err = llvm_error(ictx, "O3", take_error(cw.perr));
 		goto fail;
 	}
-	out->asm_ = dupstr(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-	LLVMDisposeMemoryBuffer(buf);
-	LLVMDisposeModule(clone);
+	if (cw.emsg || diag.failed) {
+		err = ir_error(ictx, IR_ERR_BACKEND, kernel->loc, "cpu backend: LLVM: %s",
+			       diag.failed ? diag.msg : cw.emsg);
+		LLVMDisposeMessage(cw.emsg);
+		if (cw.buf)
+			LLVMDisposeMemoryBuffer(cw.buf);
+		if (cw.obj)
+			LLVMDisposeMemoryBuffer(cw.obj);
+		goto fail;
+	}
+	out->asm_ = dupstr(LLVMGetBufferStart(cw.buf), LLVMGetBufferSize(cw.buf));
+	LLVMDisposeMemoryBuffer(cw.buf);
 
 	LLVMDisposeBuilder(cg.b);
 	LLVMDisposeBuilder(cg.ab);
 	cg.b = cg.ab = NULL;
-	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContextFromLLVMContext(cg.ctx);
-	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(cg.mod, tsc);
-	LLVMOrcDisposeThreadSafeContext(tsc);
-	cg.ctx = NULL;
-	cg.mod = NULL;
+	pthread_mutex_lock(&jit_mu);
+	locked = true;
 	LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
-	e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, rt, tsm);
+	LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit, rt, cw.obj); /* takes cw.obj */
+	cw.obj = NULL;
 	if (e) {
 		LLVMOrcReleaseResourceTracker(rt);
-		err = llvm_error(ictx, "adding the module", take_error(e));
+		err = llvm_error(ictx, "adding the object", take_error(e));
 		goto fail;
 	}
 	LLVMOrcExecutorAddress addr = 0;
@@ -352,6 +411,8 @@ IrError *be_cpu_compile(IrModule *m, const BeOptions *opt, BeCpuResult *out)
 	k->scratch = scratch;
 	k->rt = rt;
 	k->name = dupstr(kernel->name, strlen(kernel->name));
+	k->sanitize = cg.opt.sanitize;
+	k->nparams = kernel->body->nargs;
 	out->kernel = k;
 	out->name = dupstr(kernel->name, strlen(kernel->name));
 fail:
@@ -370,7 +431,8 @@ fail:
 	LLVMDisposeMessage(triple);
 	LLVMDisposeMessage(cpu);
 	LLVMDisposeMessage(feats);
-	pthread_mutex_unlock(&jit_mu);
+	if (locked)
+		pthread_mutex_unlock(&jit_mu);
 	if (err) {
 		free(out->llir);
 		free(out->asm_);

@@ -192,6 +192,9 @@ int be_cpu_launch(BeCpuKernel *k, const int grid[3], void **params, int nthreads
 	atomic_store(&pool.next, 0);
 	atomic_store(&pool.launch.failed, 0);
 	pool.launch.msg[0] = 0;
+	pool.launch.k = k;
+	pool.launch.params = params;
+	pool.launch.ext = k->sanitize ? (const uint64_t *)params[k->nparams] : NULL;
 	if (active > 1) {
 		atomic_store(&pool.pending, active - 1);
 		pthread_mutex_lock(&pool.mu);

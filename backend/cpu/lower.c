@@ -581,6 +581,9 @@ static void lower_op(Cg *cg, IrOp *op)
 		break;
 	default: break;
 	}
+	if (cg->opt.sanitize && (op->opc == OP_LOAD || op->opc == OP_STORE || op->opc == OP_ATOMIC_RMW ||
+				 op->opc == OP_ATOMIC_CAS))
+		cg_san_check(cg, op);
 	lower_op_(cg, op);
 	cg->opdone[op->id] = true;
 }
@@ -743,6 +746,7 @@ static void lower_func(Cg *cg, CgFunc *cf)
 	cg->npatch = 0;
 	cg->npend = 0;
 	cg->mask_on = NULL;
+	cg->san_ext = NULL;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "entry");
 	LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(cg->ctx, cf->fn, "start");
 	LLVMPositionBuilderAtEnd(cg->ab, entry);

@@ -223,13 +223,18 @@ void cg_lower_shape(Cg *cg, IrOp *op)
 	case OP_SPLIT: {
 		const IrType *xt = op->ops[0]->type;
 		CgVal x = cg_get(cg, op->ops[0]);
+		if (op->nres != 2) {
+			cg_fail(cg, op, "split: needs 2 results");
+			return;
+		}
+		if (!ir_is_block(rt)) { /* split of a block<2>: two scalars */
+			cg_set(cg, &op->res[0], cg_scalar(cg_elem(cg, x, xt, cg_i64(cg, 0))));
+			cg_set(cg, &op->res[1], cg_scalar(cg_elem(cg, x, xt, cg_i64(cg, 1))));
+			return;
+		}
 		if (cg_uniform(x)) {
 			cg_set(cg, &op->res[0], x);
 			cg_set(cg, &op->res[1], x);
-			return;
-		}
-		if (op->nres != 2) {
-			cg_fail(cg, op, "split: needs 2 results");
 			return;
 		}
 		LLVMValueRef b0 = cg_newbuf(cg, rt), b1 = cg_newbuf(cg, op->res[1].type);

@@ -162,6 +162,18 @@ static void lower_for(Nv *nv, IrOp *op)
 	LLVMAddIncoming(iv, &nx, &latch, 1);
 	LLVMBuildBr(nv->b, hb);
 	LLVMPositionBuilderAtEnd(nv->b, eb);
+	/* {wgmma_inflight}: the last MMA group is still running: wait for it
+	 * before anything reads the accumulators the loop yields */
+	for (int i = 0; ir_op_int(op, "wgmma_inflight", 0) && y && i < ni; i++) {
+		const IrOp *d = y->ops[i]->def;
+		if (!d || d->opc != OP_DOT || !an_is_wgmma(d->res[0].type))
+			continue;
+		LLVMValueRef *r = nv_regbuf(nv, np[i]);
+		for (int j = 0; j < np[i]; j++)
+			r[j] = phis[i][j];
+		nv_wgmma_wait_regs(nv, r, np[i]);
+		nv_set(nv, &op->res[i], np[i], r);
+	}
 }
 
 static void lower_if(Nv *nv, IrOp *op)
@@ -296,10 +308,13 @@ void nv_lower_op(Nv *nv, IrOp *op)
 void nv_lower_block(Nv *nv, IrBlock *blk)
 {
 	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
-		if (nv->wg_dot && !nv_wgmma_keeps_flying(nv, op))
-			nv_wgmma_wait(nv);
+		/* barrier {wgmma_pending = 1}: all but the newest MMA group done;
+		 * the newest stays in flight past the yield (for {wgmma_inflight}) */
+		int pend = op->opc == OP_BARRIER ? (int)ir_op_int(op, "wgmma_pending", 0) : 0;
+		if (nv->wg_dot && (pend || !nv_wgmma_keeps_flying(nv, op)))
+			nv_wgmma_wait(nv, pend);
 		nv_lower_op(nv, op);
 	}
 	if (nv->wg_dot)
-		nv_wgmma_wait(nv);
+		nv_wgmma_wait(nv, 0);
 }

@@ -15,30 +15,34 @@
 /* Dot operands: shared memory -> ldmatrix                                    */
 /* ------------------------------------------------------------------------- */
 
-/* The operand tile [R][C] of 16-bit elements is staged in shared memory
- * with its 16-byte chunks swizzled. Up to 64 columns (128-byte rows) it is
+/* The operand tile [R][C] (elements of es bytes) is staged in shared
+ * memory with its 16-byte chunks swizzled. Up to 128-byte rows it is
  * row-major, chunk c of row r stored at chunk c ^ key(r), key(r) =
- * (r / (8 / nc)) % nc for nc = C / 8 < 8 chunks a row, r % 8 otherwise;
- * wider tiles are cut into column blocks of 64 stored one after the other
- * ([C / 64][R][64]), each swizzled like a 64-column tile. The 8 row
- * addresses of one ldmatrix phase (8 rows, one chunk each) then fall on 8
- * distinct 16-byte bank groups, and with the tile 1 KiB aligned this is
+ * (r / (8 / nc)) % nc for nc < 8 chunks a row, r % 8 otherwise; wider
+ * tiles are cut into column blocks of 128 bytes stored one after the other
+ * ([C / w][R][w], w = 128 / es), each swizzled like a 128-byte tile. The 8
+ * row addresses of one ldmatrix phase (8 rows, one chunk each) then fall on
+ * 8 distinct 16-byte bank groups, and with the tile 1 KiB aligned this is
  * the 128-, 64- or 32-byte swizzled layout the warpgroup MMA reads by
- * descriptor (see wgmma_desc). */
-static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C)
+ * descriptor (see desc_at). */
+static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es)
 {
 	LLVMBuilderRef B = nv->b;
+	int64_t w = 128 / es, ce = 16 / es; /* elements per 128-byte row, per chunk */
+	int sh = ce == 16 ? 4 : ce == 8 ? 3 : ce == 4 ? 2 : ce == 2 ? 1 : 0;
 	LLVMValueRef blk = NULL;
-	if (C > 64) {
-		blk = LLVMBuildMul(B, LLVMBuildLShr(B, col, nv_i32(nv, 6), ""), nv_i32(nv, R * 64), "");
-		col = LLVMBuildAnd(B, col, nv_i32(nv, 63), "");
-		C = 64;
+	if (C > w) {
+		blk = LLVMBuildMul(B, LLVMBuildUDiv(B, col, nv_i32(nv, w), ""), nv_i32(nv, R * w), "");
+		col = LLVMBuildURem(B, col, nv_i32(nv, w), "");
+		C = w;
 	}
-	int64_t nc = C / 8;
+	int64_t nc = C / ce;
 	LLVMValueRef key = nc >= 8 ? LLVMBuildAnd(B, row, nv_i32(nv, 7), "")
-				   : LLVMBuildURem(B, LLVMBuildUDiv(B, row, nv_i32(nv, 8 / nc), ""), nv_i32(nv, nc), "");
-	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, nv_i32(nv, 3), ""), key, "");
-	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, nv_i32(nv, 3), ""), LLVMBuildAnd(B, col, nv_i32(nv, 7), ""), "");
+		: nc <= 1 ? nv_i32(nv, 0)
+			  : LLVMBuildURem(B, LLVMBuildUDiv(B, row, nv_i32(nv, 8 / nc), ""), nv_i32(nv, nc), "");
+	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, nv_i32(nv, sh), ""), key, "");
+	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, nv_i32(nv, sh), ""),
+				     LLVMBuildAnd(B, col, nv_i32(nv, ce - 1), ""), "");
 	LLVMValueRef i = LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, C), ""), c, "");
 	return blk ? LLVMBuildAdd(B, blk, i, "") : i;
 }
@@ -51,22 +55,26 @@ bool nv_ldmatrix_ok(const IrOp *op)
 	       t->shape[1] >= 16 && t->shape[0] >= 16;
 }
 
-/* Writes v (a 2-D block) into the swizzled tile at off: runs of up to 8
- * registers that are consecutive columns go out as one vector store. */
-static void write_swizzled(Nv *nv, const IrValue *v, int64_t off)
+/* Writes v (a 2-D block) into the swizzled tile at off: runs of
+ * registers that are consecutive columns within one 16-byte chunk go out as
+ * one vector store. tr: the tile is stored transposed ([C][R]: the B of a
+ * warpgroup MMA whose elements are not 16 bits wide is read K-major). */
+static void write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
 {
 	NvMap m;
 	nv_map_init(nv, v->type, &m);
 	int64_t R = v->type->shape[0], C = v->type->shape[1];
+	int es = (int)nv_esize(v->type);
 	int vec = 1;
-	if (m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
-		vec = m.dd[1].spt < 8 ? m.dd[1].spt : 8;
+	if (!tr && m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
+		vec = m.dd[1].spt < 16 / es ? m.dd[1].spt : 16 / es;
 	while (vec > 1 && m.nd[1] % vec)
 		vec /= 2;
 	LLVMTypeRef et = nv_llty(nv, v->type);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = swizzled_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), R, C);
-		LLVMValueRef p = nv_smem_addr(nv, off, idx, 2);
+		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		LLVMValueRef idx = tr ? swizzled_index(nv, c0, r0, C, R, es) : swizzled_index(nv, r0, c0, R, C, es);
+		LLVMValueRef p = nv_smem_addr(nv, off, idx, es);
 		if (vec == 1) {
 			LLVMBuildStore(nv->b, nv_reg(nv, v, r), p);
 			continue;
@@ -74,7 +82,7 @@ static void write_swizzled(Nv *nv, const IrValue *v, int64_t off)
 		LLVMValueRef x = LLVMGetUndef(LLVMVectorType(et, (unsigned)vec));
 		for (int e = 0; e < vec; e++)
 			x = LLVMBuildInsertElement(nv->b, x, nv_reg(nv, v, r + e), nv_i32(nv, e), "");
-		LLVMSetAlignment(LLVMBuildStore(nv->b, x, p), (unsigned)(2 * vec));
+		LLVMSetAlignment(LLVMBuildStore(nv->b, x, p), (unsigned)(es * vec));
 	}
 }
 
@@ -126,7 +134,7 @@ bool nv_smem_operand(const IrOp *op)
 
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff)
 {
-	LLVMValueRef p = nv_smem_addr(nv, off, eoff ? eoff : nv_i32(nv, 0), 2);
+	LLVMValueRef p = nv_smem_addr(nv, off, eoff ? eoff : nv_i32(nv, 0), nv_esize(op->res[0].type));
 	LLVMValueRef a = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, p, LLVMInt64TypeInContext(nv->c), ""),
 					LLVMInt32TypeInContext(nv->c), "");
 	nv_set1(nv, &op->res[0], a);
@@ -146,10 +154,10 @@ void nv_fence_async_shared(Nv *nv)
 
 void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 {
-	write_swizzled(nv, op->ops[0], nv_scratch_off(op));
+	write_swizzled(nv, op->ops[0], nv_scratch_off(op), an_wgmma_kmajor_b(op));
 	IrOp *n = an_staged_pair(op) && nv_ldmatrix_ok(op->next) ? op->next : NULL;
 	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
-		write_swizzled(nv, n->ops[0], nv_scratch_off(n));
+		write_swizzled(nv, n->ops[0], nv_scratch_off(n), an_wgmma_kmajor_b(n));
 		nv->staged = n;
 	}
 	if (nv_smem_operand(op) || (n && nv_smem_operand(n)))
@@ -169,9 +177,10 @@ static void read_dot_op(Nv *nv, IrOp *op)
 }
 
 /* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, LLVMValueRef eoff)
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
+			   LLVMValueRef eoff)
 {
-	LLVMValueRef i = swizzled_index(nv, row, col, R, C);
+	LLVMValueRef i = swizzled_index(nv, row, col, R, C, es);
 	return eoff ? LLVMBuildAdd(nv->b, i, eoff, "") : i;
 }
 
@@ -202,7 +211,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dm->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k8, nv_i32(nv, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, eoff), 2), x);
+				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -223,7 +232,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, eoff), 2), x);
+				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -317,28 +326,50 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
  * 2: 64, 3: 32).
  *   B [K][N], N contiguous ("MN-major", read transposed), N a multiple of
  *     64: 64-column blocks of K rows of 128 bytes, LBO = K * 128 bytes
- *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle.
+ *     between blocks, SBO = 1024 between 8-row groups, 128-byte swizzle;
+ *     N = 32 or 16: rows of 64 or 32 bytes, SBO = 8 rows, that swizzle.
  *   A [M][K], K contiguous ("K-major"): rows of rb = min(K, 64) * 2 bytes
- *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row). */
+ *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row).
+ *     A B slot filled transposed ([N][K]) is read the same way, untransposed. */
 static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
 {
+	/* base >> 4 fits the 14-bit field (shared addresses are below 256 KiB)
+	 * and off is a multiple of 16 inside the tile: the descriptor of the
+	 * tile plus a constant, which LLVM folds into one add per use */
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
-	LLVMValueRef a = LLVMBuildAdd(nv->b, base, nv_i32(nv, off), "");
-	a = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, a, nv_i32(nv, 4), ""), nv_i32(nv, 0x3FFF), "");
-	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+	LLVMValueRef a = LLVMBuildLShr(nv->b, base, nv_i32(nv, 4), "");
+	LLVMValueRef d = LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
+	return LLVMBuildAdd(nv->b, d, LLVMConstInt(i64, (uint64_t)off >> 4, 0), "");
 }
 
-static uint64_t desc_b_bits(int64_t K)
+static uint64_t desc_b_bits(int64_t K, int64_t N)
 {
+	if (N < 64) /* one atom column of 64- or 32-byte rows */
+		return 1ull << 16 | (uint64_t)(8 * N * 2 >> 4) << 32 | (uint64_t)(N == 32 ? 2 : 3) << 62;
 	return ((uint64_t)(K * 128) >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
 }
 
-static uint64_t desc_a_bits(int64_t K)
+/* K-major: rows of rb bytes (128, 64 or 32), swizzled at rb */
+static uint64_t desc_kmajor_bits(int64_t rb)
 {
-	int64_t rb = (K < 64 ? K : 64) * 2;
 	uint64_t mode = rb == 128 ? 1 : rb == 64 ? 2 : 3;
 	return 1ull << 16 | (uint64_t)(8 * rb >> 4) << 32 | mode << 62;
 }
+
+static const char *wgmma_type(IrTypeKind k)
+{
+	switch (k) {
+	case TY_F16: return "f16";
+	case TY_BF16: return "bf16";
+	case TY_F8E4M3: return "e4m3";
+	case TY_F8E5M2: return "e5m2";
+	case TY_F32: return "tf32";
+	case TY_I8: return "s8";
+	default: return NULL;
+	}
+}
+
+static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n);
 
 /* One inline asm statement; operands: nout "=f" outputs tied to the first
  * nout inputs, then the rest. */
@@ -356,14 +387,16 @@ static LLVMValueRef asm_call(Nv *nv, const char *text, const char *cons, LLVMTyp
 
 /* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
  * fragments with the warps stacked along M, see an_dot_mma_layout), A in
- * registers (dot_op, as for mma.sync) or a shared-memory tile, B a
+ * registers (16-bit dot_op, as for mma.sync) or a shared-memory tile, B a
  * shared-memory tile (their values are the addresses). Per 64-row
  * instruction mi of this warpgroup (rows 64 g + 16 num_warps mi for
  * warpgroup g) and column block nb of instr_n columns: wgmma.mma_async
- * m64n<instr_n>k16 for each 16-wide K step, the accumulator registers
- * d[4c + 2h + e] = (2mi + h, 2(nb * instr_n / 8 + c) + e). One fence
- * before, one commit after; the wait comes with the first op that needs
- * the result (nv_wgmma_wait). */
+ * m64n<instr_n>k<32 bytes> for each K step, the accumulator registers
+ * d[4c + 2h + e] = (2mi + h, 2(nb * instr_n / 8 + c) + e). Operand forms:
+ * 16-bit types may read A from registers and B transposed (MN-major);
+ * tf32, fp8 and int8 read both K-major from shared memory (int8 takes no
+ * scale or transpose immediates). One fence before, one commit after; the
+ * wait comes with the first op that needs the result (nv_wgmma_wait). */
 static void lower_dot_wgmma(Nv *nv, IrOp *op)
 {
 	const IrValue *A = op->ops[0], *C = op->ops[2];
@@ -373,49 +406,83 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		nv_map_init(NULL, A->type, &ma);
 	nv_map_init(NULL, C->type, &mc);
 	int64_t M = C->type->shape[0], K = A->type->shape[1], N = C->type->shape[1];
+	IrTypeKind ak = ir_scalar(A->type)->kind, bk16 = ir_scalar(op->ops[1]->type)->kind;
+	int es = (int)nv_esize(A->type), kstep = 32 / es;
+	bool b16 = es == 2, isint = ak == TY_I8;
 	/* instruction N: all of N up to 256, else the widest of 256/128/64 dividing it */
 	int in = N <= 256 ? (int)N : N % 256 == 0 ? 256 : N % 128 == 0 ? 128 : 64;
-	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / 16);
+	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / kstep);
 	int nw = nv->ao.num_warps;
-	bool bf = ir_scalar(A->type)->kind == TY_BF16;
+	/* B as [N][K] (a transposed slot, or any staged non-16-bit B): K-major */
+	const IrOp *bd = op->ops[1]->def;
+	bool bkm = bd && an_wgmma_kmajor_b(bd);
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
-	int64_t rb = (K < 64 ? K : 64) * 2;
+	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
 	if (asmem) /* this warpgroup's first row: 64 g */
 		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
 				     LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), ""),
 						  nv_i32(nv, 64 * rb), ""), "");
-	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
+	LLVMTypeRef accty = isint ? LLVMInt32TypeInContext(nv->c) : LLVMFloatTypeInContext(nv->c);
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
+	/* A from registers: every fragment packed before the fence, so that no
+	 * instruction between the MMAs of the group writes their operands
+	 * (ptxas would fence before each MMA) */
+	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
+	LLVMValueRef *apk = NULL;
+	if (!asmem) {
+		apk = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nm * nk * 4));
+		for (int mi = 0; mi < nm; mi++)
+			for (int ki = 0; ki < nk; ki++)
+				for (int i = 0; i < 4; i++)
+					apk[(mi * nk + ki) * 4 + i] =
+						pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
+						      reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+	}
+	/* constant accumulators (a zero init) get their registers before the
+	 * fence too: through an empty statement, or LLVM would materialize them
+	 * between the MMAs */
+	bool konst = false;
+	for (int r = 0; r < mc.n && !konst; r++)
+		konst = LLVMIsConstant(acc[r]);
+	if (konst)
+		tie_regs(nv, "", acc, mc.n);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
 	int nacc = in / 2, na = asmem ? 1 : 4;
 	int *cr = ir_alloc(nv->ctx, sizeof(int) * (size_t)nacc);
 	LLVMTypeRef *rt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)nacc);
 	for (int i = 0; i < nacc; i++)
-		rt[i] = f32;
+		rt[i] = accty;
 	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nacc, 0);
 	size_t tl = (size_t)nacc * 8 + 256;
 	char *text = ir_alloc(nv->ctx, tl), *cons = ir_alloc(nv->ctx, (size_t)nacc * 8 + 64);
 	LLVMValueRef *args = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nacc + 6));
-	/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, a, desc, p, 1, 1[, 0], 1;}" */
+	/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, a, desc, p[, imms];}" */
 	int t = snprintf(text, tl, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-			 "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + na + 1, in,
-			 bf ? "bf16" : "f16", bf ? "bf16" : "f16");
+			 "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", nacc + na + 1, in, kstep,
+			 isint ? "s32" : "f32", wgmma_type(ak), wgmma_type(bk16));
 	for (int i = 0; i < nacc; i++)
 		t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
-	if (asmem)
-		snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p, 1, 1, 0, 1;\n}", nacc, nacc + 1);
+	if (!asmem)
+		t += snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p", nacc, nacc + 1, nacc + 2,
+			      nacc + 3, nacc + 4);
 	else
-		snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p, 1, 1, 1;\n}", nacc, nacc + 1,
-			 nacc + 2, nacc + 3, nacc + 4);
+		t += snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p", nacc, nacc + 1);
+	if (b16 && !asmem)
+		snprintf(text + t, tl - (size_t)t, ", 1, 1, %d;\n}", bkm ? 0 : 1);
+	else if (b16)
+		snprintf(text + t, tl - (size_t)t, ", 1, 1, 0, %d;\n}", bkm ? 0 : 1);
+	else if (!isint)
+		snprintf(text + t, tl - (size_t)t, ", 1, 1;\n}");
+	else
+		snprintf(text + t, tl - (size_t)t, ";\n}");
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
-		u += sprintf(cons + u, "=f,");
+		u += sprintf(cons + u, isint ? "=r," : "=f,");
 	u += sprintf(cons + u, asmem ? "l,l,r" : "r,r,r,r,l,r");
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, ",%d", i);
-	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
 	for (int mi = 0; mi < nm; mi++)
 		for (int b = 0; b < nb; b++) {
 			for (int c = 0; c < in / 8; c++)
@@ -424,18 +491,21 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					cr[4 * c + i] = nv_map_reg(&mc, j);
 				}
 			for (int ki = 0; ki < nk; ki++) {
-				if (asmem) { /* K block of 64, row 16 nw mi of the warpgroup's, K step within the row */
-					int64_t k0 = 16 * (int64_t)ki;
-					int64_t off = (k0 / 64) * M * 128 + 16 * (int64_t)nw * mi * rb + (k0 % 64) * 2;
-					args[0] = desc_at(nv, abase, off, desc_a_bits(K));
+				int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
+				if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
+					int64_t off = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
+					args[0] = desc_at(nv, abase, off, desc_kmajor_bits(rb));
 				} else {
 					for (int i = 0; i < 4; i++)
-						args[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
-								reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+						args[i] = apk[(mi * nk + ki) * 4 + i];
 				}
-				/* column block b: whole 64-column blocks of K rows; K step: 16 rows of 128 bytes */
-				args[na] = desc_at(nv, bbase, (int64_t)(b * in / 64) * K * 128 + ki * 16 * 128,
-						   desc_b_bits(K));
+				if (bkm) /* rows n of b's block, like A */
+					args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
+							   desc_kmajor_bits(rb));
+				else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
+					args[na] = desc_at(nv, bbase,
+							   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
+							   desc_b_bits(K, N));
 				args[na + 1] = nv_i32(nv, 1);
 				for (int i = 0; i < nacc; i++)
 					args[na + 2 + i] = acc[cr[i]];
@@ -465,27 +535,45 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 	return true;
 }
 
-/* The wait for the dot in flight, every accumulator register tied through
- * it, so that nothing reads them earlier. */
-void nv_wgmma_wait(Nv *nv)
+/* wait_group pending with regs (f32 or i32) tied through it, so that nothing
+ * reads them earlier; regs get the values after the wait. */
+static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 {
-	int n = nv->wg_n;
-	LLVMValueRef *acc = nv->wg_acc;
-	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
+	char text[48];
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+	tie_regs(nv, text, regs, n);
+}
+
+/* One asm statement (text) with regs (f32 or i32) tied through it, so that
+ * nothing reads them before it; regs get its outputs. */
+static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n)
+{
+	LLVMTypeRef ty = LLVMTypeOf(regs[0]);
+	bool isint = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind;
 	LLVMTypeRef *wt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
 	for (int i = 0; i < n; i++)
-		wt[i] = f32;
+		wt[i] = ty;
 	char *wc = ir_alloc(nv->ctx, (size_t)n * 12 + 16);
 	int u = 0;
 	for (int i = 0; i < n; i++)
-		u += sprintf(wc + u, "%s=f", i ? "," : "");
+		u += sprintf(wc + u, "%s=%s", i ? "," : "", isint ? "r" : "f");
 	for (int i = 0; i < n; i++)
 		u += sprintf(wc + u, ",%d", i);
-	LLVMValueRef w = asm_call(nv, "wgmma.wait_group.sync.aligned 0;", wc,
-				  LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), acc, n);
+	LLVMValueRef w = asm_call(nv, text, wc, LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), regs, n);
 	for (int i = 0; i < n; i++)
-		acc[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
-	nv_set(nv, &nv->wg_dot->res[0], n, acc);
+		regs[i] = LLVMBuildExtractValue(nv->b, w, (unsigned)i, "");
+}
+
+void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
+{
+	wait_tied(nv, 0, regs, n);
+}
+
+/* The wait for the dot in flight (at most `pending` groups left). */
+void nv_wgmma_wait(Nv *nv, int pending)
+{
+	wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
+	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
 	nv->wg_dot = NULL;
 }
 

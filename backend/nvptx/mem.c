@@ -326,10 +326,12 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	int64_t R = t->shape[0], C = t->shape[1];
 	NvMap m;
 	nv_map_init(nv, t, &m);
+	/* transposed: the slot holds the tile as [C][R] (runs down the columns) */
+	int tr = (int)ir_op_int(op, "transposed", 0), cd = tr ? 0 : 1;
 	int vec = access_vec(nv, p, mask, &m);
-	if (m.brank != 2 || m.dimmap[1] != 1 || m.order[0] != 1)
+	if (m.brank != 2 || m.dimmap[cd] != cd || m.order[0] != cd)
 		vec = 1;
-	while (vec > 1 && (vec * eb > 16 || m.nd[1] % vec))
+	while (vec > 1 && (vec * eb > 16 || m.nd[cd] % vec))
 		vec /= 2;
 	if (vec * eb < 4)
 		nv_fail(nv, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
@@ -341,7 +343,9 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef idx = nv_slot_index(nv, nv_map_coord(nv, &m, r, 0), nv_map_coord(nv, &m, r, 1), R, C, eoff);
+		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
+				: nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
 		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
 		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
 						  LLVMInt32TypeInContext(nv->c), "");
@@ -371,13 +375,14 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 
 void nv_lower_local_read(Nv *nv, IrOp *op)
 {
-	if (!nv_ldmatrix_ok(op))
-		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
-	if (!nv_ldmatrix_ok(op))
-		return;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
-	if (nv_smem_operand(op))
+	if (nv_smem_operand(op)) { /* a warpgroup MMA reads the slot itself */
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
-	else
-		nv_read_dot_op_at(nv, op, eoff);
+		return;
+	}
+	if (!nv_ldmatrix_ok(op)) {
+		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
+		return;
+	}
+	nv_read_dot_op_at(nv, op, eoff);
 }

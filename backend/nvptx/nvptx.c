@@ -16,13 +16,16 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nvptx.h"
+#include "backend/llvm/llvm.h"
 
 static double now_ms(void)
 {
@@ -31,16 +34,6 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void init_llvm(void)
-{
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-}
 
 void be_gpu_result_free(BeGpuResult *r)
 {
@@ -71,20 +64,52 @@ static IrFunc *find_kernel(IrModule *m)
 	return NULL;
 }
 
-static const char *libdevice_path(void)
+static int readable(char *buf, size_t n, const char *dir, const char *file)
 {
-	const char *p = getenv("CTRITON_LIBDEVICE_PATH");
-	return p && *p ? p : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+	if (!dir || !*dir)
+		return 0;
+	snprintf(buf, n, "%s%s", dir, file);
+	return access(buf, R_OK) == 0;
+}
+
+int be_nvptx_libdevice_path(char *buf, size_t n)
+{
+	static const char *const rel = "/nvvm/libdevice/libdevice.10.bc";
+	if (readable(buf, n, getenv("CTRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("TRITON_LIBDEVICE_PATH"), "") ||
+	    readable(buf, n, getenv("CUDA_HOME"), rel) || readable(buf, n, getenv("CUDA_PATH"), rel) ||
+	    readable(buf, n, "/usr/local/cuda", rel))
+		return 1;
+	/* the copy a wheel carries: lib/ beside the extension holding this code */
+	Dl_info di;
+	if (dladdr((void *)be_nvptx_libdevice_path, &di) && di.dli_fname) {
+		const char *slash = strrchr(di.dli_fname, '/');
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - di.dli_fname) : 1,
+			 slash ? di.dli_fname : ".");
+		if (readable(buf, n, dir, "/lib/libdevice.10.bc"))
+			return 1;
+	}
+	return 0;
+}
+
+void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch)
+{
+	LLVMGetVersion(major, minor, patch);
 }
 
 static IrError *link_libdevice(Nv *nv)
 {
 	LLVMMemoryBufferRef buf = NULL;
 	char *msg = NULL;
-	const char *path = libdevice_path();
+	char path[4096];
+	if (!be_nvptx_libdevice_path(path, sizeof path))
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
+				"libdevice.10.bc not found ($CTRITON_LIBDEVICE_PATH, $TRITON_LIBDEVICE_PATH, "
+				"$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or the package's lib/)");
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
-				      "libdevice not found at %s (set CTRITON_LIBDEVICE_PATH): %s", path, msg ? msg : "");
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot read libdevice %s: %s",
+				      path, msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		return e;
 	}
@@ -118,6 +143,38 @@ static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
 }
 
 /* The device limit on dynamic shared memory per block (opt-in maximum). */
+/* The LLVM work that may hit a fatal error: the pass pipeline, the IR text, PTX. */
+typedef struct Codegen {
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+	const char *pipeline;    /* the pass pipeline string */
+	LLVMErrorRef perr;       /* from the pass pipeline */
+	char *llir;              /* LLVM message */
+	char *emsg;              /* emission failure */
+	LLVMMemoryBufferRef buf; /* the PTX */
+	double ms_opt, ms_emit;
+} Codegen;
+
+static void run_codegen(void *p)
+{
+	Codegen *c = p;
+	double t0 = now_ms();
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	c->perr = LLVMRunPasses(c->m, c->pipeline, c->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (c->perr)
+		return;
+	double t1 = now_ms();
+	c->ms_opt = t1 - t0;
+	c->llir = LLVMPrintModuleToString(c->m);
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->m, LLVMAssemblyFile, &c->emsg, &c->buf)) {
+		if (!c->emsg)
+			c->emsg = LLVMCreateMessage("no message");
+		c->buf = NULL;
+	}
+	c->ms_emit = now_ms() - t1;
+}
+
 static int64_t shared_limit(int arch)
 {
 	if (arch >= 90)
@@ -165,7 +222,7 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	t0 = t1;
 
 	/* 2. TTGIR -> LLVM IR */
-	pthread_once(&init_once, init_llvm);
+	be_llvm_init();
 	Nv nv;
 	memset(&nv, 0, sizeof nv);
 	nv.ctx = ctx;
@@ -176,6 +233,8 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
 	nv.c = LLVMContextCreate();
+	BeLlvmDiag diag;
+	be_llvm_watch(nv.c, &diag);
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
@@ -260,36 +319,41 @@ IrError *be_nvptx_compile(IrModule *m, const BeOptions *opt, const BeGpuTarget *
 	double ms_llir = t1 - t0;
 	t0 = t1;
 
-	/* 3. LLVM's O2 pipeline and PTX. On this IR (one function, everything
-	 *    else internalised) O2 gives the PTX O3 gives, byte for byte, on the
+	/* 3. LLVM's O2 pipeline and PTX, on a thread guarded against LLVM's
+	 *    fatal errors. On this IR (one function, everything else
+	 *    internalised) O2 gives the PTX O3 gives, byte for byte, on the
 	 *    kernels of tests/python/test_ptxas.py and bench/compile_time.py, in
 	 *    less time; CTRITON_LLVM_PIPELINE (a pass pipeline string) overrides
 	 *    it (experiments; part of the cache key). */
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	const char *pipeline = getenv("CTRITON_LLVM_PIPELINE");
-	LLVMErrorRef lerr = LLVMRunPasses(nv.m, pipeline && *pipeline ? pipeline : "default<O2>", tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (lerr) {
-		char *em = LLVMGetErrorMessage(lerr);
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
-		LLVMDisposeErrorMessage(em);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
+	Codegen cw = {.m = nv.m, .tm = tm, .pipeline = pipeline && *pipeline ? pipeline : "default<O2>"};
+	char *fatal = be_llvm_guarded(run_codegen, &cw);
+	if (fatal || cw.perr || cw.emsg || diag.failed) {
+		if (fatal)
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM fatal error in NVPTX code generation: %s",
+				       fatal);
+		else if (cw.perr) {
+			char *em = LLVMGetErrorMessage(cw.perr);
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "LLVM optimisation failed: %s", em);
+			LLVMDisposeErrorMessage(em);
+		} else
+			err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s",
+				       diag.failed ? diag.msg : cw.emsg);
+		free(fatal);
+		if (!fatal) { /* else the parked helper may still use them: leaked */
+			LLVMDisposeMessage(cw.emsg);
+			LLVMDisposeMessage(cw.llir);
+			if (cw.buf)
+				LLVMDisposeMemoryBuffer(cw.buf);
+			LLVMDisposeTargetMachine(tm);
+			LLVMContextDispose(nv.c);
+		}
 		return err;
 	}
-	t1 = now_ms();
-	double ms_opt = t1 - t0;
-	t0 = t1;
-	char *llir = LLVMPrintModuleToString(nv.m);
-	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, nv.m, LLVMAssemblyFile, &msg, &buf)) {
-		err = ir_error(ctx, IR_ERR_BACKEND, f->loc, "PTX emission failed: %s", msg ? msg : "");
-		LLVMDisposeMessage(msg);
-		LLVMDisposeMessage(llir);
-		LLVMDisposeTargetMachine(tm);
-		LLVMContextDispose(nv.c);
-		return err;
-	}
+	double ms_opt = cw.ms_opt;
+	t0 = now_ms() - cw.ms_emit;
+	char *llir = cw.llir;
+	LLVMMemoryBufferRef buf = cw.buf;
 	size_t n = LLVMGetBufferSize(buf);
 	out->ptx = malloc(n + 1);
 	if (!out->ptx)

@@ -112,8 +112,10 @@ void nv_lower_gather(Nv *nv, IrOp *op);
 /* dot.c: dot operand staging (swizzled scratch, ldmatrix), mma.sync, FMA dot */
 bool nv_ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */
 void nv_lower_to_dot_op(Nv *nv, IrOp *op);
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, LLVMValueRef eoff);
-void nv_wgmma_wait(Nv *nv);            /* waits for wg_dot, sets its result */
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
+			   LLVMValueRef eoff);
+void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
+void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n); /* wait_group 0, regs tied through */
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);

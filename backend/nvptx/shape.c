@@ -141,7 +141,7 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		nv_lower_identity(nv, op); /* e.g. an mma result that is the next dot's A */
 		return;
 	}
-	if (nv_ldmatrix_ok(op)) {
+	if (nv_ldmatrix_ok(op) || nv_smem_operand(op)) {
 		nv_lower_to_dot_op(nv, op);
 		return;
 	}

@@ -4,6 +4,8 @@
     import ctriton.language as tl
 """
 from . import _C  # noqa: F401
+from . import _toolkit
+_toolkit.register()  # the nvidia-cuda-nvcc package's ptxas, if installed
 from .runtime.jit import JITFunction, MockTensor, jit  # noqa: F401
 from .runtime.constexpr_function import constexpr_function  # noqa: F401
 from .runtime.driver import driver as _driver  # noqa: F401
@@ -19,8 +21,14 @@ from .runtime.errors import InterpreterError, OutOfResources  # noqa: F401
 from .runtime.allocation import set_allocator  # noqa: F401
 from .runtime.tensor import TensorWrapper, reinterpret  # noqa: F401
 from .runtime.driver import max_shared_mem  # noqa: F401
+from . import knobs  # noqa: F401
+from . import tools  # noqa: F401
+from .compat import use_as_triton  # noqa: F401
 
 __version__ = "0.1.0"
+# The Triton release whose API ctriton follows (what ``triton.__version__``
+# reports when ctriton stands in for triton; see ctriton.compat).
+__triton_version__ = "3.6.0"
 
 
 def cdiv(x, y):
@@ -42,7 +50,7 @@ def next_power_of_2(n):
 
 
 def __getattr__(name):
-    if name == "testing":
+    if name in ("testing", "profiler"):
         import importlib
-        return importlib.import_module(".testing", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ctriton' has no attribute {name!r}")

@@ -16,8 +16,8 @@ def _value(s):
     return {"True": True, "False": False, "None": None}.get(s, s)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m ctriton.dump", description=__doc__.split("\n")[2])
+def main(argv=None, prog="python3 -m ctriton.dump"):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[2])
     ap.add_argument("file")
     ap.add_argument("kernel")
     ap.add_argument("--signature", default="", help="name=type,... e.g. x=*fp32,n=i32")

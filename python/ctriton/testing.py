@@ -77,6 +77,53 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     return _summarize(times, quantiles, return_mode)
 
 
+def do_bench_cudagraph(fn, rep=20, grad_to_none=None, quantiles=None, return_mode="mean"):
+    """Times fn replayed from a CUDA graph (ms), as triton.testing does; on
+    the CPU backend there are no graphs and it is do_bench."""
+    assert return_mode in ("min", "max", "mean", "median", "all")
+    if not _on_gpu():
+        return do_bench(fn, warmup=rep / 4, rep=rep, grad_to_none=grad_to_none,
+                        quantiles=quantiles, return_mode=return_mode)
+    import torch
+    with torch.cuda.stream(torch.cuda.Stream()):
+        fn()  # compile and warm up outside the graph
+        if grad_to_none is not None:
+            for x in grad_to_none:
+                x.detach_()
+                x.requires_grad_(True)
+                x.grad = None
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        est = max(start.elapsed_time(end) / 5, 1e-3)
+        n_rep = max(1, int(rep / est))
+        # one graph of n_rep calls, replayed several times
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(n_rep):
+                if grad_to_none is not None:
+                    for x in grad_to_none:
+                        x.grad = None
+                fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(10):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            g.replay()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) / n_rep)
+    return _summarize(times, quantiles, return_mode)
+
+
 def assert_close(x, y, atol=None, rtol=None, err_msg=""):
     """Element-wise closeness of two tensors/arrays/scalars (numpy semantics)."""
     import numpy as np

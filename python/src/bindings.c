@@ -1,7 +1,8 @@
 /* bindings.c: the compile driver, ptxas, SHA-256, the disk cache and the
  * CUDA device probe of jit/ as functions of ctriton._C (compile_ttir,
  * ptxas, sha256, cache_get, cache_put, cache_root, cuda_probe,
- * cuda_attribute). Each releases the GIL while jit/ works. build_key()
+ * cuda_attribute, ptxas_path, set_pkg_ptxas, libdevice_path,
+ * llvm_version). Each releases the GIL while jit/ works. build_key()
  * names the compiler build in cache keys.
  */
 #include <dirent.h>
@@ -68,6 +69,7 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		.enable_fp_fusion = opt_int(o, "enable_fp_fusion", 1) != 0,
 		.debug = opt_int(o, "debug", 0) != 0,
 		.maxnreg = (int)opt_int(o, "maxnreg", 0),
+		.sanitize = opt_int(o, "sanitize", 0) != 0,
 	};
 	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp};
 	JitKernel k;
@@ -144,6 +146,47 @@ PyObject *py_ptxas(PyObject *self, PyObject *args)
 				  k.n_spills);
 	jit_kernel_free(&k);
 	return r;
+}
+
+/* ptxas_path() -> the ptxas jit_ptxas would run, or None. */
+PyObject *py_ptxas_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!jit_find_ptxas(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* set_pkg_ptxas(path or None): the ptxas of an installed Python package. */
+PyObject *py_set_pkg_ptxas(PyObject *self, PyObject *arg)
+{
+	if (arg == Py_None) {
+		jit_set_pkg_ptxas(NULL);
+		Py_RETURN_NONE;
+	}
+	PyObject *b = NULL;
+	if (!PyUnicode_FSConverter(arg, &b))
+		return NULL;
+	jit_set_pkg_ptxas(PyBytes_AsString(b));
+	Py_DECREF(b);
+	Py_RETURN_NONE;
+}
+
+/* libdevice_path() -> the libdevice.10.bc the NVPTX backend links, or None. */
+PyObject *py_libdevice_path(PyObject *self, PyObject *unused)
+{
+	char buf[4096];
+	if (!be_nvptx_libdevice_path(buf, sizeof buf))
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(buf);
+}
+
+/* llvm_version() -> "major.minor.patch" of the LLVM in use. */
+PyObject *py_llvm_version(PyObject *self, PyObject *unused)
+{
+	unsigned a, b, c;
+	be_llvm_version(&a, &b, &c);
+	return PyUnicode_FromFormat("%u.%u.%u", a, b, c);
 }
 
 PyObject *py_sha256(PyObject *self, PyObject *arg)

@@ -88,14 +88,13 @@ static const IrType *dtype_arg(Fe *fe, PyObject *node, Call *c, FeVal *v, const 
 
 static int norm_axis(Fe *fe, PyObject *node, Call *c, int64_t axis, int rank)
 {
-	if (axis < 0)
-		axis += rank;
-	if (axis < 0 || axis >= rank) {
-		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): axis %lld is out of range for a tensor of rank %d", c->name,
-		       (long long)axis, rank);
+	int64_t a = axis < 0 ? axis + rank : axis;
+	if (a < 0 || a >= rank) {
+		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): invalid axis %lld. Expected %d <= axis < %d", c->name,
+		       (long long)axis, -rank, rank);
 		return -1;
 	}
-	return (int)axis;
+	return (int)a;
 }
 
 static int rank_of(const IrType *t)
@@ -133,8 +132,8 @@ static FeVal *bi_program_id(Fe *fe, PyObject *node, Call *c)
 	if (c->a[0] && !const_int(fe, node, c, c->a[0], "axis", &axis))
 		return NULL;
 	if (axis < 0 || axis > 2)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): axis must be 0, 1 or 2, got %lld", c->name,
-			      (long long)axis);
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): program_id axis must be 0, 1, or 2 but got %lld",
+			      c->name, (long long)axis);
 	if (strcmp(c->name, "program_id") == 0)
 		return t_(fe, ir_program_id(&fe->b, (int)axis));
 	IrValue *r = ir_build1(&fe->b, OP_NUM_PROGRAMS, T(fe, TY_I32), 0, NULL);
@@ -157,8 +156,10 @@ static FeVal *bi_arange(Fe *fe, PyObject *node, Call *c)
 		return fe_err(fe, node, IR_ERR_VALUE,
 			      "tl.arange(%lld, %lld): the range length %lld must be a power of two (at most %d)",
 			      (long long)s, (long long)e, (long long)n, IR_MAX_NUMEL);
-	if (s < INT32_MIN || e > INT32_MAX)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.arange(): bounds must fit in int32");
+	if (s < 0 || e > INT32_MAX)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "tl.arange(%lld, %lld): bounds must be non-negative and fit in int32",
+			      (long long)s, (long long)e);
 	return t_(fe, ir_make_range(&fe->b, s, e));
 }
 
@@ -401,6 +402,12 @@ static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 	if (!p || !ptr_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
+	const char *kind = c->name + strlen("atomic_");
+	/* Triton's rules: no 8-bit or 16-bit integers, no fp8; fp16/bf16 only add */
+	if (ir_type_bits(elem) < 16 || elem->kind == TY_I16 || elem->kind == TY_U16 ||
+	    ((elem->kind == TY_F16 || elem->kind == TY_BF16) && strcmp(kind, "add") != 0))
+		return fe_err(fe, node, IR_ERR_TYPE, "atomic_%s does not support %s", kind,
+			      fe_tyname(fe, elem));
 	IrValue *v = fe_to_ir(fe, node, c->a[1], elem);
 	if (!v || !fe_broadcast_pair(fe, node, &p, &v))
 		return NULL;
@@ -658,6 +665,9 @@ static FeVal *bi_fma(Fe *fe, PyObject *node, Call *c)
 	const IrType *t;
 	if (!promoted(fe, node, c, 3, c->a, v, &t))
 		return NULL;
+	if (!ir_is_float(ir_scalar(t)))
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.fma() expects floating-point operands, got %s",
+			      fe_tyname(fe, t));
 	return t_(fe, ir_build1(&fe->b, OP_FMA, v[0]->type, 3, v));
 }
 
@@ -813,6 +823,16 @@ static FeVal *bi_expand_dims(Fe *fe, PyObject *node, Call *c)
 				axes[i] = axes[j];
 				axes[j] = tmp;
 			}
+	for (int i = 1; i < n; i++)
+		if (axes[i] == axes[i - 1]) {
+			char buf[128];
+			int k = snprintf(buf, sizeof buf, "[");
+			for (int j = 0; j < n && k < (int)sizeof buf - 24; j++)
+				k += snprintf(buf + k, sizeof buf - k, "%s%lld", j ? ", " : "", (long long)axes[j]);
+			snprintf(buf + k, sizeof buf - k, "]");
+			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): duplicate axes, normalized axes = %s",
+				      c->name, buf);
+		}
 	for (int i = 0; i < n; i++) {
 		if (!ir_is_block(x->type)) {
 			int64_t one = 1;
@@ -1517,6 +1537,8 @@ static FeVal *bi_cumsum(Fe *fe, PyObject *node, Call *c)
 		x = fe_cast(fe, node, x, d, NULL, false);
 	} else if (ir_is_int(e) && ir_type_bits(e) < 32)
 		x = fe_cast(fe, node, x, T(fe, ir_is_signed(e) ? TY_I32 : TY_U32), NULL, false);
+	else if (e->kind == TY_BF16) /* as Triton: bf16 scans run (and return) in fp32 */
+		x = fe_cast(fe, node, x, T(fe, TY_F32), NULL, false);
 	Combiner cb = {strcmp(c->name, "cumsum") == 0 ? C_ADD : C_MUL, false, NULL};
 	return scan_common(fe, node, c, 1, &x, c->a[1], c->a[2], &cb);
 }
@@ -1611,20 +1633,20 @@ static const struct Builtin {
 	{"full", "shape, value, dtype", bi_full, false},
 	{"zeros", "shape, dtype=", bi_zeros, false},
 	{"zeros_like", "input", bi_zeros_like, false},
-	{"cast", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, false},
+	{"cast", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, true},
 	{"to", "input, dtype, fp_downcast_rounding=, bitcast=", bi_cast, true},
 	{"to_tensor", "x", bi_to_tensor, false},
 	{"load", "pointer, mask=, other=, boundary_check=, padding_option=, cache_modifier=, eviction_policy=, volatile=",
 	 bi_load, false},
-	{"store", "pointer, value, mask=, boundary_check=, cache_modifier=, eviction_policy=", bi_store, false},
-	{"atomic_add", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_max", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_min", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_and", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_or", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_xor", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_xchg", "pointer, val, mask=, sem=, scope=", bi_atomic, false},
-	{"atomic_cas", "pointer, cmp, val, sem=, scope=", bi_atomic_cas, false},
+	{"store", "pointer, value, mask=, boundary_check=, cache_modifier=, eviction_policy=", bi_store, true},
+	{"atomic_add", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_max", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_min", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_and", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_or", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_xor", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_xchg", "pointer, val, mask=, sem=, scope=", bi_atomic, true},
+	{"atomic_cas", "pointer, cmp, val, sem=, scope=", bi_atomic_cas, true},
 	{"where", "condition, x, y", bi_where, false},
 	{"minimum", "x, y, propagate_nan=", bi_minmax, false},
 	{"maximum", "x, y, propagate_nan=", bi_minmax, false},
@@ -1634,7 +1656,7 @@ static const struct Builtin {
 	{"log", "x", bi_math1, true},
 	{"log2", "x", bi_math1, true},
 	{"sqrt", "x", bi_math1, true},
-	{"sqrt_rn", "x", bi_math1, false},
+	{"sqrt_rn", "x", bi_math1, true},
 	{"rsqrt", "x", bi_math1, true},
 	{"sin", "x", bi_math1, true},
 	{"cos", "x", bi_math1, true},
@@ -1673,7 +1695,7 @@ static const struct Builtin {
 	{"cat", "input, other, can_reorder=, dim=", bi_cat, false},
 	{"join", "a, b", bi_join, false},
 	{"split", "a", bi_split, true},
-	{"gather", "src, index, axis", bi_gather, false},
+	{"gather", "src, index, axis", bi_gather, true},
 	{"histogram", "input, num_bins, mask=", bi_histogram, true},
 	{"multiple_of", "input, values", bi_hint, false},
 	{"max_contiguous", "input, values", bi_hint, false},

@@ -172,7 +172,7 @@ static const IrType *computation_type(Fe *fe, PyObject *node, const IrType *a, b
 		return is_fp8(a) ? b : a;
 	if (div_or_mod && ir_is_signed(a) != ir_is_signed(b) && a->kind != TY_I1 && b->kind != TY_I1)
 		return fe_err(fe, node, IR_ERR_TYPE,
-			      "cannot use /, // or %% with %s and %s because they have different "
+			      "Cannot use /, //, or %% with %s and %s because they have different "
 			      "signedness; cast them to the same signedness",
 			      fe_tyname(fe, a), fe_tyname(fe, b));
 	return int_promote(a, b);
@@ -250,9 +250,10 @@ static IrValue *const_of(Fe *fe, PyObject *node, PyObject *o, const IrType *t)
 		v = (long long)PyLong_AsUnsignedLongLong(o);
 	if (PyErr_Occurred())
 		return fe_pyerr(fe, node, "int()");
-	if (v < 0 && !ir_is_signed(e) && e->kind != TY_I1)
+	if (v < 0 && overflow == 0 && !ir_is_signed(e) && e->kind != TY_I1)
 		return fe_err(fe, node, IR_ERR_VALUE,
-			      "cannot combine an unsigned tensor (%s) with the negative constant %lld",
+			      "Cannot perform a binary operation between an unsigned tensor (%s) and a "
+			      "negative scalar (the negative constant %lld); cast one of them explicitly",
 			      fe_tyname(fe, e), v);
 	if (e->kind == TY_I1)
 		v = v != 0;
@@ -394,6 +395,44 @@ bool fe_broadcast_pair(Fe *fe, PyObject *node, IrValue **a, IrValue **b)
 	return *b != NULL;
 }
 
+/* A Python int next to a tensor must fit the integer type they compute in
+   (Triton: "Scalar ... is out of range for type ..."). */
+static bool scalar_fits(Fe *fe, PyObject *node, FeVal *v, const IrType *t)
+{
+	const IrType *e = ir_scalar(t);
+	if (!fe_is_const(v) || !PyLong_Check(v->obj) || PyBool_Check(v->obj) || !ir_is_int(e) ||
+	    e->kind == TY_I1)
+		return true;
+	int bits = ir_type_bits(e);
+	int overflow = 0;
+	long long x = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+	if (PyErr_Occurred()) {
+		PyErr_Clear();
+		overflow = 1;
+	}
+	bool ok;
+	if (overflow > 0) {
+		unsigned long long u = PyLong_AsUnsignedLongLong(v->obj);
+		ok = !PyErr_Occurred() && !ir_is_signed(e) && bits == 64;
+		PyErr_Clear();
+		(void)u;
+	} else if (overflow < 0)
+		ok = false;
+	else if (ir_is_signed(e))
+		ok = bits >= 64 || (x >= -(1LL << (bits - 1)) && x < (1LL << (bits - 1)));
+	else
+		ok = x < 0 || bits >= 64 || x < (1LL << bits); /* negatives: const_of's error */
+	if (ok)
+		return true;
+	PyObject *r = PyObject_Repr(v->obj);
+	const char *rs = r ? PyUnicode_AsUTF8AndSize(r, NULL) : "?";
+	fe_err(fe, node, IR_ERR_VALUE, "Scalar %s is out of range for type %s", rs ? rs : "?",
+	       fe_tyname(fe, e));
+	Py_XDECREF(r);
+	PyErr_Clear();
+	return false;
+}
+
 /* Converts both operands to element type t, shaped like each other. */
 static bool operands(Fe *fe, PyObject *node, FeVal *a, FeVal *b, const IrType *t, IrValue **x,
 		     IrValue **y)
@@ -406,6 +445,9 @@ static bool operands(Fe *fe, PyObject *node, FeVal *a, FeVal *b, const IrType *t
 	    (!shape_of || b->v->type->rank > shape_of->rank))
 		shape_of = b->v->type;
 	const IrType *ct = shape_of ? ir_type_like(fe->ctx, shape_of, t) : t;
+	if ((fe_is_tensor(a) || fe_is_tensor(b)) &&
+	    (!scalar_fits(fe, node, a, t) || !scalar_fits(fe, node, b, t)))
+		return false;
 	*x = fe_to_ir(fe, node, a, fe_is_const(a) ? ct : t);
 	if (!*x)
 		return false;
@@ -519,8 +561,8 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 		       op == N_RShift;
 	if (bitwise && (!ir_is_int(at) || !ir_is_int(bt)))
 		return fe_err(fe, node, IR_ERR_TYPE,
-			      "operator %s needs integer operands, got %s and %s", op_symbol(op),
-			      fe_tyname(fe, at), fe_tyname(fe, bt));
+			      "invalid operands of type %s and %s for operator %s: it needs integer operands",
+			      fe_tyname(fe, at), fe_tyname(fe, bt), op_symbol(op));
 	const IrType *t = fe_promote(fe, node, a, b, divmod, true);
 	if (!t)
 		return NULL;
@@ -546,6 +588,17 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 		return fe_err(fe, node, IR_ERR_SYNTAX,
 			      "operator %s is not supported on tensors (use tl.math / libdevice functions)",
 			      op_symbol(op));
+	}
+	/* Triton picks the right shift by the left operand's own signedness:
+	   a signed lhs shifts arithmetically even when the common type is unsigned */
+	if (op == N_RShift && fe_is_tensor(a) && ir_is_signed(at) && ir_is_int(t) && !ir_is_signed(t) &&
+	    t->kind >= TY_U8 && t->kind <= TY_U64) {
+		const IrType *st = ty(fe, (IrTypeKind)(t->kind - TY_U8 + TY_I8));
+		IrValue *xs = fe_cast(fe, node, x, st, NULL, true);
+		IrValue *ys = xs ? fe_cast(fe, node, y, st, NULL, true) : NULL;
+		if (!ys)
+			return NULL;
+		return fe_tensor(fe, fe_cast(fe, node, ir_binary(&fe->b, OP_SHR, xs, ys), t, NULL, true));
 	}
 	IrValue *r = ir_binary(&fe->b, opc, x, y);
 	if (op == N_FloorDiv && ir_is_float(t))
@@ -743,6 +796,13 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 	if (!obj)
 		return NULL;
 	if (fe_is_const(obj)) {
+		/* a Python number in a kernel is a scalar of Triton's type for it */
+		if (strcmp(name, "dtype") == 0 &&
+		    (PyLong_Check(obj->obj) || PyFloat_Check(obj->obj))) {
+			const IrType *t = py_scalar_type(fe, node, obj->obj);
+			PyObject *d = t ? fe_ir_to_dtype(fe, t) : NULL;
+			return d ? fe_const(fe, d) : NULL;
+		}
 		PyObject *r = PyObject_GetAttrString(obj->obj, name);
 		if (!r)
 			return fe_pyerr(fe, node, ir_fmt(fe->ctx, "attribute '%s'", name));
@@ -803,6 +863,17 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 static PyObject *child(Fe *fe, PyObject *node, const char *name)
 {
 	return fe_attr(fe, node, name);
+}
+
+/* A slice bound that is left out (x[:]) or written None (x[None:]). */
+static bool none_or_absent(Fe *fe, PyObject *n)
+{
+	if (!n || n == Py_None)
+		return true;
+	if (fe_kind(fe, n) != N_Constant)
+		return false;
+	PyObject *v = fe_attr(fe, n, "value");
+	return v == Py_None;
 }
 
 static FeVal *make_tuple(Fe *fe, int n, FeVal **items)
@@ -869,8 +940,8 @@ static FeVal *subscript(Fe *fe, PyObject *node)
 		for (Py_ssize_t i = 0; i < PyList_Size(elts); i++) {
 			PyObject *e = PyList_GetItem(elts, i);
 			FeNode k = fe_kind(fe, e);
-			if (k == N_Slice && child(fe, e, "lower") == Py_None &&
-			    child(fe, e, "upper") == Py_None && child(fe, e, "step") == Py_None) {
+			if (k == N_Slice && none_or_absent(fe, child(fe, e, "lower")) &&
+			    none_or_absent(fe, child(fe, e, "upper")) && none_or_absent(fe, child(fe, e, "step"))) {
 				dim++;
 				continue;
 			}
@@ -1317,6 +1388,10 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 				      "int()/float()/bool() need a constexpr value; use x.to(tl.int32) etc. on tensors");
 		return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
 	}
+	/* tuple(t) / tl.tuple(t) of a tuple holding tensors: the same tuple */
+	if (n == 1 && nk == 0 && av[0]->kind == V_TUPLE &&
+	    (is_builtin(fe, o, "tuple") || is_builtin(fe, o, "list") || o == fe_attr(fe, fe->tl, "tuple")))
+		return av[0];
 	static const char *pure[] = {"abs", "getattr", "hasattr", "tuple", "list", "str", "round",
 				     "divmod", "pow", "sum", "any", "all", "type", "repr", NULL};
 	for (int i = 0; pure[i]; i++)
@@ -1333,6 +1408,14 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 	if (cf || ((strncmp(ms, "ctriton.language", 16) == 0 || strncmp(ms, "triton.language", 15) == 0) &&
 		   PyType_Check(o)))
 		return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
+	/* methods of ctriton.language objects (x.dtype.is_floating(), ...) */
+	PyObject *self = PyType_Check(o) ? NULL : fe_attr(fe, o, "__self__");
+	if (self && !PyModule_Check(self)) {
+		PyObject *smod = fe_attr(fe, (PyObject *)Py_TYPE(self), "__module__");
+		const char *sm = smod && PyUnicode_Check(smod) ? PyUnicode_AsUTF8AndSize(smod, NULL) : "";
+		if (strncmp(sm, "ctriton.language", 16) == 0)
+			return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
+	}
 	PyObject *nm = fe_attr(fe, o, "__name__");
 	return fe_err(fe, node, IR_ERR_TYPE,
 		      "calling a non-jit Python function '%s' is not allowed in @jit functions: only "

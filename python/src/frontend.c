@@ -364,6 +364,10 @@ static void set_module_attrs(Fe *fe, PyObject *options)
 			fe->debug = PyObject_IsTrue(val) == 1;
 			continue;
 		}
+		if (strcmp(k, "sanitize") == 0) {
+			fe->sanitize = PyObject_IsTrue(val) == 1;
+			continue;
+		}
 		if (PyLong_Check(val) && !PyBool_Check(val))
 			ir_set_attr_int(fe->ctx, &fe->m->nattrs, &fe->m->attrs, k, PyLong_AsLongLong(val));
 	}
@@ -443,6 +447,21 @@ static FeVal *tuple_param(Fe *fe, PyObject *a, const char *an, PyObject *st, PyO
 	return r;
 }
 
+/* The number of runtime leaves (non-constexpr type strings) of a tuple
+ * argument's signature: the IR parameters it flattens into. */
+static Py_ssize_t tuple_leaves(PyObject *st)
+{
+	Py_ssize_t n = 0;
+	for (Py_ssize_t j = 0; j < PyTuple_Size(st); j++) {
+		PyObject *sub = PyTuple_GetItem(st, j);
+		if (PyTuple_Check(sub))
+			n += tuple_leaves(sub);
+		else if (!PyUnicode_Check(sub) || PyUnicode_CompareWithASCIIString(sub, "constexpr") != 0)
+			n++;
+	}
+	return n;
+}
+
 /* Builds the kernel function: parameters, constexpr bindings, body. */
 static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *constexprs,
 			   PyObject *attrs)
@@ -465,7 +484,16 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 	PyObject *defaults = pyfn ? fe_attr(fe, pyfn, "__defaults__") : NULL;
 	Py_ssize_t ndef = defaults && PyTuple_Check(defaults) ? PyTuple_Size(defaults) : 0;
 
-	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(n + 1));
+	/* IR parameters: one per scalar or pointer argument, one per runtime
+	 * leaf of a tuple argument */
+	Py_ssize_t nparams = n;
+	for (Py_ssize_t i = 0; args && i < n; i++) {
+		PyObject *an = fe_attr(fe, PyList_GetItem(args, i), "arg");
+		PyObject *st = an && sig && PyDict_Check(sig) ? PyDict_GetItem(sig, an) : NULL;
+		if (st && PyTuple_Check(st))
+			nparams += tuple_leaves(st);
+	}
+	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(nparams + 1));
 	int *pidx = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
 	PyObject **cvals = ir_alloc(fe->ctx, sizeof(PyObject *) * (size_t)(n + 1));
 	int np = 0;
@@ -536,6 +564,12 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		f->body->args[pidx[i]]->name = an;
 		fe_scope_set(fe, &fn.scope, an, fe_tensor(fe, f->body->args[pidx[i]]));
 	}
+	/* the sanitizer's messages name arguments: keep the names in the IR */
+	for (int i = 0; fe->sanitize && i < np; i++)
+		if (f->params[i].name) {
+			IrAttr na = {.name = ir_intern(fe->ctx, "name"), .kind = ATTR_STR, .s = f->params[i].name};
+			ir_set_attr(fe->ctx, &f->params[i].nattrs, &f->params[i].attrs, &na);
+		}
 	if (!fe_stmts(fe, fe_attr(fe, fdef, "body")))
 		return;
 	if (fn.ret && !(fn.ret->kind == V_CONST && fn.ret->obj == Py_None)) {
@@ -576,6 +610,8 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
 	IrError *err = ir_ctx_error(fe.ctx);
+	if (!err) /* acc + dot(a, b) accumulates in the dot */
+		err = ir_combine_dot_add(fe.m);
 	if (!err) /* merge repeated scalar constants and expressions, drop dead ops */
 		err = ir_cse_scalars(fe.m);
 	if (!err)

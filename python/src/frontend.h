@@ -86,6 +86,7 @@ typedef struct Fe {
 	PyObject *cls_dtype, *cls_ptr, *cls_block, *cls_constexpr, *cls_tensor, *jit_cls;
 	PyObject *ir_to_dtype; /* dict: IR type name -> dtype */
 	bool debug;
+	bool sanitize;       /* parameters carry their source names (attr "name") */
 	int depth;
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */

@@ -46,6 +46,7 @@ typedef struct Binary {
 	JitCudaKernel cuk; /* loaded CUDA function (cuk.function NULL: none) */
 	int num_warps, num_ctas, shared;
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
+	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
 } Binary;
 
 static PyObject *BinaryType;
@@ -88,6 +89,7 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			goto fail;
 		Py_INCREF(cap);
 		b->cpu_owner = cap;
+		b->sanitize = be_cpu_kernel_sanitized(b->cpu);
 	}
 	if (backend == JIT_BACKEND_CUDA && image != Py_None) {
 		char err[4096];
@@ -204,6 +206,22 @@ static void *current_stream(void)
 	return p;
 }
 
+/* For a sanitized kernel: computes the extents of args (one per signature
+ * entry) into ext and passes them as params[pk->n]. */
+static int san_pack(Binary *b, PyObject *const *args, Py_ssize_t n, Pack *pk, uint64_t *ext)
+{
+	int np = 0;
+	for (Py_ssize_t i = 0; i < n && i < PyTuple_Size(b->sig); i++)
+		if (py_san_fill(PyTuple_GetItem(b->sig, i), args[i], ext, &np) < 0)
+			return -1;
+	if (pk->n >= MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	pk->params[pk->n] = ext;
+	return 0;
+}
+
 /* Launches b over grid with packed parameters. */
 static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
 {
@@ -267,6 +285,14 @@ static PyObject *Binary_launch(PyObject *self, PyObject *args)
 	for (Py_ssize_t i = 0; i < n; i++)
 		if (py_pack_by_sig(&pk, PyTuple_GetItem(b->sig, i), PyTuple_GetItem(argt, i), (int)i) < 0)
 			return NULL;
+	uint64_t ext[2 * MAXP];
+	if (b->sanitize) {
+		PyObject *av[MAXP];
+		for (Py_ssize_t i = 0; i < n && i < MAXP; i++)
+			av[i] = PyTuple_GetItem(argt, i);
+		if (san_pack(b, av, n < MAXP ? n : MAXP, &pk, ext) < 0)
+			return NULL;
+	}
 	if (binary_launch(b, g, &pk, stream) < 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -305,7 +331,7 @@ static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "
 					"enable_fp_fusion", "debug", "enable_reflect_ftz",
 					"launch_cooperative_grid", "launch_pdl",
 					"default_dot_input_precision", "max_num_imprecise_acc_default",
-					"sanitize_overflow", "instrumentation_mode", "stream"};
+					"sanitize_overflow", "instrumentation_mode", "sanitize", "stream"};
 enum { NOPT = sizeof OPT_NAMES / sizeof OPT_NAMES[0], OPT_STREAM = NOPT - 1 };
 
 /* Interned: the option names, and the keywords run() takes for itself. */
@@ -602,7 +628,8 @@ static PyObject *bound_dict(KernelRuntime *rt, PyObject **slots)
 	return d;
 }
 
-/* The key: backend, then every argument's class, then the options. Packs
+/* The key: backend, then every argument's class, then the options and
+ * whether CTRITON_SANITIZE is set. Packs
  * the parameters into pk (may be NULL) and, on the compile path, collects
  * the signature and specialization lists. */
 static int make_key(KernelRuntime *rt, PyObject **slots, PyObject **opts, Buf *key, Pack *pk,
@@ -617,6 +644,7 @@ static int make_key(KernelRuntime *rt, PyObject **slots, PyObject **opts, Buf *k
 		if (opts[i] && py_key_constexpr(key, opts[i]) < 0)
 			return -1;
 	}
+	buf_byte(key, py_san_env());
 	return 0;
 }
 
@@ -718,7 +746,10 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int wa
 	 * hold what the launch uses. */
 	PyObject *compiled = Py_NewRef(e->compiled);
 	Binary *bin = (Binary *)Py_NewRef((PyObject *)e->bin);
-	int rc = binary_launch(bin, g, &pk, opts[OPT_STREAM]);
+	uint64_t ext[2 * MAXP];
+	int rc = bin->sanitize ? san_pack(bin, slots, rt->nparams, &pk, ext) : 0;
+	if (rc == 0)
+		rc = binary_launch(bin, g, &pk, opts[OPT_STREAM]);
 	Py_DECREF((PyObject *)bin);
 	if (rc < 0)
 		Py_DECREF(compiled);

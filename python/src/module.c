@@ -13,6 +13,13 @@ static PyMethodDef methods[] = {
 	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir) -> dict "
 	 "of stages (or {'error': msg})"},
 	{"ptxas", py_ptxas, METH_VARARGS, "ptxas(ptx, arch) -> (cubin, n_regs, n_spills) or None"},
+	{"ptxas_path", py_ptxas_path, METH_NOARGS, "ptxas_path() -> the ptxas compiles use, or None"},
+	{"set_pkg_ptxas", py_set_pkg_ptxas, METH_O,
+	 "set_pkg_ptxas(path or None): the ptxas of a Python package (nvidia-cuda-nvcc), tried after "
+	 "the CUDA toolkit's and before PATH"},
+	{"libdevice_path", py_libdevice_path, METH_NOARGS,
+	 "libdevice_path() -> the libdevice.10.bc GPU compiles link, or None"},
+	{"llvm_version", py_llvm_version, METH_NOARGS, "llvm_version() -> the LLVM in use, 'X.Y.Z'"},
 	{"sha256", py_sha256, METH_O, "sha256(bytes or str) -> hex digest"},
 	{"cache_get", py_cache_get, METH_VARARGS,
 	 "cache_get(root, key, names=None) -> {name: bytes, or None when not in names}, None (miss) "

@@ -33,6 +33,10 @@ PyObject *py_specialize(PyObject *self, PyObject *args);
 /* bindings.c */
 PyObject *py_compile_ttir(PyObject *self, PyObject *args);
 PyObject *py_ptxas(PyObject *self, PyObject *args);
+PyObject *py_ptxas_path(PyObject *self, PyObject *unused);
+PyObject *py_set_pkg_ptxas(PyObject *self, PyObject *arg);
+PyObject *py_libdevice_path(PyObject *self, PyObject *unused);
+PyObject *py_llvm_version(PyObject *self, PyObject *unused);
 PyObject *py_sha256(PyObject *self, PyObject *arg);
 PyObject *py_cache_get(PyObject *self, PyObject *args);
 PyObject *py_cache_put(PyObject *self, PyObject *args);

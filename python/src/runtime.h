@@ -134,5 +134,12 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 /* Packs one argument by its compiled signature entry (a type string or a
  * tuple of them). */
 int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi);
+/* Sanitizer (CPU backend): fills ext (2 words per kernel parameter,
+ * backend.h) for argument v of signature entry sig (a type string or a
+ * tuple of them), advancing *np: pointer parameters get their tensor's
+ * extent, others (0, 0). */
+int py_san_fill(PyObject *sig, PyObject *v, uint64_t *ext, int *np);
+/* Whether CTRITON_SANITIZE asks for bounds checks (part of the variant key). */
+int py_san_env(void);
 
 #endif

@@ -612,6 +612,146 @@ int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)
 }
 
 /* specialize(arg, specialize=True, align=True) -> (type string, key). */
+/* ------------------------------------------------------------------------- */
+/* Sanitizer (CPU backend): the byte extent of each pointer argument          */
+/* ------------------------------------------------------------------------- */
+
+/* [lo, hi) of the bytes a strided view at ptr covers (ptr itself is element
+ * 0); an empty view covers nothing. */
+static void strided_extent(uint64_t ptr, int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
+			   Py_ssize_t itemsize, uint64_t *lo, uint64_t *hi)
+{
+	int64_t neg = 0, pos = 0;
+	for (int d = 0; d < ndim; d++) {
+		if (shape[d] == 0) {
+			*lo = *hi = ptr;
+			return;
+		}
+		int64_t span = (int64_t)(shape[d] - 1) * (int64_t)(strides ? strides[d] : 0);
+		if (span < 0)
+			neg += span;
+		else
+			pos += span;
+	}
+	if (!strides && ndim > 0) { /* C-contiguous */
+		int64_t n = 1;
+		for (int d = 0; d < ndim; d++)
+			n *= shape[d];
+		pos = (n - 1) * itemsize;
+	}
+	*lo = ptr + (uint64_t)neg;
+	*hi = ptr + (uint64_t)pos + (uint64_t)itemsize;
+}
+
+/* Reads a sequence of ints (a shape or strides) into out; its length or -1. */
+static int int_seq(PyObject *o, Py_ssize_t *out, int max)
+{
+	PyObject *t = o ? PySequence_Tuple(o) : NULL;
+	if (!t)
+		return -1;
+	Py_ssize_t n = PyTuple_Size(t);
+	int rc = n <= max ? (int)n : -1;
+	for (Py_ssize_t i = 0; rc >= 0 && i < n; i++) {
+		out[i] = PyLong_AsSsize_t(PyTuple_GetItem(t, i));
+		if (PyErr_Occurred())
+			rc = -1;
+	}
+	Py_DECREF(t);
+	return rc;
+}
+
+/* The extent of tensor-like v whose element 0 is at ptr: numpy arrays and
+ * other buffers by their view (shape, strides, itemsize), torch tensors by
+ * shape, stride() and element_size(), TensorWrapper by its base. Anything
+ * else: [0, UINT64_MAX), unchecked. */
+static void tensor_extent(PyObject *v, uint64_t ptr, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 0;
+	*hi = UINT64_MAX;
+	Py_ssize_t shape[32], strides[32];
+	if (PyObject_CheckBuffer(v)) {
+		Py_buffer view;
+		if (PyObject_GetBuffer(v, &view, PyBUF_RECORDS_RO) == 0) {
+			strided_extent((uint64_t)(uintptr_t)view.buf, view.ndim, view.shape, view.strides,
+				       view.itemsize, lo, hi);
+			PyBuffer_Release(&view);
+			return;
+		}
+		PyErr_Clear();
+	}
+	PyObject *tn = PyType_GetName(Py_TYPE(v));
+	int wrapper = tn && PyUnicode_CompareWithASCIIString(tn, "TensorWrapper") == 0;
+	Py_XDECREF(tn);
+	if (wrapper) {
+		PyObject *base = PyObject_GetAttrString(v, "base");
+		if (base)
+			tensor_extent(base, ptr, lo, hi);
+		Py_XDECREF(base);
+		PyErr_Clear();
+		return;
+	}
+	PyObject *sh = PyObject_GetAttrString(v, "shape");
+	PyObject *st = sh ? PyObject_CallMethod(v, "stride", NULL) : NULL;
+	PyObject *es = st ? PyObject_CallMethod(v, "element_size", NULL) : NULL;
+	int nd = sh ? int_seq(sh, shape, 32) : -1;
+	if (es && nd >= 0 && int_seq(st, strides, 32) == nd) {
+		Py_ssize_t isz = PyLong_AsSsize_t(es);
+		for (int d = 0; d < nd; d++)
+			strides[d] *= isz;
+		if (!PyErr_Occurred())
+			strided_extent(ptr, nd, shape, strides, isz, lo, hi);
+	}
+	Py_XDECREF(sh);
+	Py_XDECREF(st);
+	Py_XDECREF(es);
+	PyErr_Clear();
+}
+
+int py_san_fill(PyObject *sig, PyObject *v, uint64_t *ext, int *np)
+{
+	if (PyTuple_Check(sig)) {
+		for (Py_ssize_t i = 0; i < PyTuple_Size(sig); i++)
+			if (py_san_fill(PyTuple_GetItem(sig, i), PyTuple_Check(v) ? PyTuple_GetItem(v, i) : Py_None,
+					ext, np) < 0)
+				return -1;
+		return 0;
+	}
+	const char *s = PyUnicode_AsUTF8AndSize(sig, NULL);
+	if (!s)
+		return -1;
+	int kind = py_kind_of_sig(s);
+	if (kind == AK_CONSTEXPR)
+		return 0;
+	if (*np >= MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	uint64_t *e = &ext[2 * *np];
+	(*np)++;
+	e[0] = e[1] = 0;
+	if (kind != AK_PTR || v == Py_None)
+		return 0; /* a None pointer may not be accessed at all */
+	if (PyLong_Check(v)) { /* a raw address: unchecked */
+		e[1] = UINT64_MAX;
+		return 0;
+	}
+	int tk = tensor_kind(v), dt;
+	uint64_t ptr = 0;
+	if (tk == TK_NONE || tensor_info(v, tk, 0, 0, &ptr, &dt) < 0) {
+		PyErr_Clear();
+		e[1] = UINT64_MAX;
+		return 0;
+	}
+	tensor_extent(v, ptr, &e[0], &e[1]);
+	return 0;
+}
+
+int py_san_env(void)
+{
+	const char *e = getenv("CTRITON_SANITIZE");
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 PyObject *py_specialize(PyObject *self, PyObject *args)
 {
 	PyObject *v;

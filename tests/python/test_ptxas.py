@@ -66,13 +66,14 @@ def test_dot_tensor_cores(form, arch):
         body = ttgir[ttgir.index(" = for "):ttgir.index("yield")]
         assert "block<64x64xf32, #blocked" not in body
     ab = "bf16" if dt == "bf16" else "f16"
-    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
-    if wg:  # A in registers (ldmatrix), B from shared memory by descriptor
-        assert f"wgmma.mma_async.sync.aligned.m64n64k16.f32.{ab}.{ab}" in ptx
+    if wg:  # loaded A and B both read from shared memory by descriptor
+        import re
+        assert re.search(rf"wgmma.mma_async.sync.aligned.m64n64k16.f32.{ab}.{ab} {{[^}}]*}}, %rd\d+, %rd\d+, p, 1, 1, 0, 1;", ptx)
         assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
         assert "fence.proxy.async.shared::cta" in ptx
-        assert "mma.sync" not in ptx and ".trans" not in ptx
+        assert "mma.sync" not in ptx and "ldmatrix" not in ptx
     else:
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
         assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32" in ptx
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
     assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
@@ -115,15 +116,19 @@ def test_matmul_cp_async(arch, stages):
     k = ctriton.compile(ASTSource(ks.matmul, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
                         options={"num_warps": 8, "num_stages": stages})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ahead = stages - 1  # tiles copied ahead
     if stages >= 2:
-        assert ttgir.count("async_copy ") == 2 * stages  # prologue (stages-1 tiles) + body, A and B
-        assert f"async_wait {{pending = {stages - 2}}}" in ttgir and "async_wait {pending = 0}" in ttgir
+        assert ttgir.count("async_copy ") == 2 * (ahead + 1)  # prologue (ahead tiles) + body, A and B
+        assert f"async_wait {{pending = {ahead - 1}}}" in ttgir and "async_wait {pending = 0}" in ttgir
         assert "local_read" in ttgir and "#dot_op<opidx = 0" in ttgir
         assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
-        assert f"cp.async.wait_group {stages - 2}" in ptx
+        assert f"cp.async.wait_group {ahead - 1}" in ptx
     else:
         assert "cp.async" not in ptx and "async_copy" not in ttgir
-    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    if arch == 80:  # sm_90: warpgroup MMA reads both tiles by descriptor
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    else:
+        assert "wgmma.mma_async" in ptx and "ldmatrix" not in ptx
     assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
 
 
@@ -160,14 +165,40 @@ def test_matmul_wgmma_no_spills(cfg):
     assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in ptx
     assert ptx.count("wgmma.mma_async") == (bm // (16 * nw)) * (bk // 16)
     body = ptx[ptx.index("wgmma.commit_group"):]
-    assert body.index("cp.async.cg") < body.index("wgmma.wait_group")  # copies overlap the MMA
     assert "ordered = 1" in ttgir
+    if nw == 4:  # one warpgroup: the MMA stays in flight across the back edge,
+        # the copies follow a wait for the previous iteration's group
+        assert "wgmma_inflight = 1" in ttgir and "wgmma_pending = 1" in ttgir
+        assert body.index("wgmma.wait_group.sync.aligned 1;") < body.index("cp.async.cg")
+        assert "wgmma.wait_group.sync.aligned 0;" in body  # after the loop
+    else:  # the copies are issued between the MMA's commit and its wait
+        assert "wgmma_inflight" not in ttgir
+        assert body.index("cp.async.cg") < body.index("wgmma.wait_group")
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
     assert k.n_regs <= 255
+    assert not _ptxas_serializes(ptx)
+
+
+def _ptxas_serializes(ptx):
+    """ptxas's C7515 / C7519 advisories: it serialized the warpgroup MMAs
+    (waiting after each one) because other instructions write their
+    accumulators, or fenced before each one because other instructions
+    write their register operands."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([PTXAS, "-arch=sm_90a", src, "-o", os.path.join(d, "k.cubin")],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return "C7515" in r.stderr or "C7519" in r.stderr
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 def test_attention_p_stays_in_registers():
+    import re
     """Fused attention on sm_90a: both dots on warpgroup MMA, and P (an mma
     result) becomes the second dot's A operand without shared memory: the
     conversion moves no data (no scratch), the softmax runs in the mma
@@ -182,11 +213,21 @@ def test_attention_p_stays_in_registers():
     sig, cx = attn_fwd_sig()
     cx.update(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, STAGE=1)
     sig.update({k: "constexpr" for k in cx})
-    k = ctriton.compile(ASTSource(at.attn_fwd, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] != "constexpr" and n != "sm_scale"}
+    k = ctriton.compile(ASTSource(at.attn_fwd, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": 4, "num_stages": 2})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
     conv_a = [ln for ln in ttgir.splitlines()
               if "convert_layout" in ln and "block<128x64xf16, #dot_op<opidx = 0" in ln]
     assert conv_a and any("scratch_offset" not in ln for ln in conv_a), conv_a
+    # Q is staged once, before the loop; K (its columns contiguous) and V go
+    # through cp.async, K into a transposed slot read K-major
+    loop = ttgir.index(" = for ")
+    assert any(ln.strip().startswith("%") and "convert_layout" in ln and "opidx = 0" in ln
+               for ln in ttgir[:loop].splitlines())
+    assert "transposed = 1" in ttgir and ttgir.count("local_read") == 2
+    assert re.search(r"wgmma.mma_async[^;]*, p, 1, 1, 0, 0;", ptx)  # B (K) untransposed
+    assert k.n_spills == 0
+    assert not _ptxas_serializes(ptx)
     assert "exp2" in ttgir and any("exp2" in ln and "#mma<version = [3, 0]" in ln for ln in ttgir.splitlines())

@@ -4,7 +4,8 @@ Stages (the C driver, jit/compile.c, runs 2-4 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
   2. parse + verify
   3. backend    cuda: ttgir, llir, ptx (+ cubin by ptxas); cpu: llir, asm, code
-Disk cache: $CTRITON_CACHE_DIR (default ~/.cache/ctriton), one entry per
+Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
+default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
 specialization, options, target). Entries are checksummed; a corrupt one is
 recompiled with a warning. The compiler build is named by the extension's
@@ -23,7 +24,7 @@ from _collections_abc import MutableMapping
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
@@ -31,6 +32,9 @@ STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 DEFAULT_OPTIONS = {
     "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
     "enable_fp_fusion": True, "debug": False,
+    # CPU backend: bounds-check every load, store and atomic against the
+    # extent of its tensor argument (CTRITON_SANITIZE=1 turns it on)
+    "sanitize": False,
 }
 OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
                  "default_dot_input_precision", "max_num_imprecise_acc_default",
@@ -71,8 +75,12 @@ def parse_options(options, backend="cuda"):
                            f"({', '.join(DEFAULT_OPTIONS)}, ...)")
         if v is not None or k in DEFAULT_OPTIONS:
             opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
-    if os.environ.get("CTRITON_DEBUG", "0") not in ("", "0"):
+    from .. import knobs
+    if knobs.runtime.debug:
         opts["debug"] = True
+    if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
+        opts["sanitize"] = True
+    opts["sanitize"] = bool(opts["sanitize"])
     nw = opts["num_warps"]
     if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
         raise ValueError(f"num_warps must be a power of 2, got {nw!r}")
@@ -80,6 +88,37 @@ def parse_options(options, backend="cuda"):
 
 
 _build_hash = None
+
+
+def extension_id(path):
+    """The GNU build ID of the extension at path (the linker's hash of its
+    contents), else the sha256 of the file. The wheel's extension, LLVM
+    inside, is ~50 MB: hashing it would cost each process 0.1-0.3 s. (The
+    cache key uses _C.build_key, which reads the same ID from the loaded
+    image without opening the file.)"""
+    import struct
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+        if head[:4] == b"\x7fELF" and head[4:6] == b"\x02\x01":  # ELF64, little-endian
+            phoff, = struct.unpack_from("<Q", head, 0x20)
+            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+            for i in range(phnum):
+                o = phoff + i * phentsize
+                if o + 56 > len(head):
+                    break
+                if struct.unpack_from("<I", head, o)[0] != 4:  # PT_NOTE
+                    continue
+                off, size = struct.unpack_from("<Q", head, o + 8)[0], struct.unpack_from(
+                    "<Q", head, o + 32)[0]
+                notes, j = head[off:off + size], 0
+                while j + 12 <= len(notes):
+                    namesz, descsz, kind = struct.unpack_from("<III", notes, j)
+                    desc = j + 12 + ((namesz + 3) & ~3)
+                    if kind == 3 and notes[j + 12:j + 12 + namesz] == b"GNU\0" and descsz:
+                        return "build-id:" + notes[desc:desc + descsz].hex()  # NT_GNU_BUILD_ID
+                    j = desc + ((descsz + 3) & ~3)
+        f.seek(0)
+        return _C.sha256(f.read())
 
 
 def compiler_build_hash():
@@ -267,7 +306,11 @@ class CompiledKernel:
             if md.shared > props["max_shared_mem"]:
                 from ..runtime.errors import OutOfResources
                 raise OutOfResources(md.shared, props["max_shared_mem"], "shared memory")
-            image = self.asm.get("cubin") or (self.asm["ptx"].encode() + b"\0")
+            image = self.asm.get("cubin")
+            if image is None:  # no ptxas: the driver compiles the PTX
+                from .. import _toolkit
+                _toolkit.warn_no_ptxas()
+                image = self.asm["ptx"].encode() + b"\0"
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
                                   md.shared, None, image, self.name)
         else:
@@ -345,9 +388,10 @@ def compile(src, target=None, options=None):
                           sorted((k, repr(v)) for k, v in opts.items()),
                           [os.environ.get(v, "") for v in KEY_ENV]]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
-    root = _C.cache_root()
+    from .. import knobs
+    root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
-    use_cache = os.environ.get("CTRITON_ALWAYS_COMPILE", "0") in ("", "0")
+    use_cache = not knobs.compilation.always_compile
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
 

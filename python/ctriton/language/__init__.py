@@ -8,7 +8,8 @@ are written in the language itself.
 from . import core
 from .core import *  # noqa: F401,F403
 from .core import (TRITON_MAX_TENSOR_NUMEL, PropagateNan, _BUILTINS, block_type, constexpr,  # noqa: F401
-                   dtype, pointer_type, tensor, tuple_type, pi32_t, void)
+                   dtype, pointer_type, tensor, tuple_type, pi32_t, void, str_to_ty, tuple,
+                   constexpr_type, const)
 from .core import (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,  # noqa: F401
                    bfloat16, float32, float64, float8e4nv, float8e5, float8e4b15, float8e4b8,
                    float8e5b16)
@@ -26,4 +27,5 @@ __all__ = sorted(set(_BUILTINS) | {
     "float8e4b15", "float8e4b8", "float8e5b16", "cdiv", "sigmoid", "softmax", "swizzle2d",
     "interleave", "flip", "sort", "topk", "bitonic_merge", "math", "extra", "philox", "philox_impl", "randint", "randint4x", "rand",
     "rand4x", "randn", "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal",
+    "str_to_ty", "tuple", "tuple_type", "constexpr_type", "const",
 } - {"make_block_ptr", "advance", "inline_asm_elementwise", "add", "sub", "mul"})

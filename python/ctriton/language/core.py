@@ -6,6 +6,9 @@ the C frontend recognizes them by that attribute (so aliases and ``from ...
 import`` work) and lowers each call to IR. Called outside a kernel they raise.
 """
 
+import builtins as _builtins
+import enum as _enum
+
 TRITON_MAX_TENSOR_NUMEL = 1048576
 
 
@@ -38,20 +41,133 @@ def _unwrap(x):
     return x.value if isinstance(x, constexpr) else x
 
 
+# name -> (IR type name, bits, mantissa bits, exponent bias); ints have no
+# mantissa. fp8e4b15/fp8e4b8/fp8e5b16 have no IR type in ctriton.
+_DTYPES = {
+    "int1": ("i1", 1), "int8": ("i8", 8), "int16": ("i16", 16), "int32": ("i32", 32),
+    "int64": ("i64", 64), "uint8": ("u8", 8), "uint16": ("u16", 16), "uint32": ("u32", 32),
+    "uint64": ("u64", 64),
+    "fp8e4b15": (None, 8, 3, 15), "fp8e4nv": ("f8e4m3", 8, 3, 7), "fp8e4b8": (None, 8, 3, 8),
+    "fp8e5": ("f8e5m2", 8, 2, 15), "fp8e5b16": (None, 8, 2, 16), "fp16": ("f16", 16, 10, 15),
+    "bf16": ("bf16", 16, 7, 127), "fp32": ("f32", 32, 23, 127), "fp64": ("f64", 64, 52, 1023),
+    "void": (None, 0),
+}
+
+
+_SCALARS = {}
+
+
 class dtype:
-    """A scalar element type. ``name`` is Triton's spelling (``fp32``)."""
+    """A scalar element type. ``name`` is Triton's spelling (``fp32``);
+    ``dtype("fp32")`` is ``float32``."""
 
-    SINT_TYPES = ("int8", "int16", "int32", "int64")
-    UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32",
+                "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
 
-    def __init__(self, name, ir, bits):
+    class SIGNEDNESS(_enum.Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(_enum.Enum):
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
+
+    def __new__(cls, *args, **kwargs):
+        # dtype("fp32") is float32: scalar dtypes are one object per name
+        if cls is dtype and args:
+            hit = _SCALARS.get(_unwrap(args[0]))
+            if hit is not None:
+                return hit
+        return super().__new__(cls)
+
+    def __init__(self, name):
+        name = _unwrap(name)
+        if name not in _DTYPES:
+            raise ValueError(f"unknown dtype name {name!r}; expected one of "
+                             f"{', '.join(_DTYPES)}")
         self.name = name
-        self._ir = ir
-        self.primitive_bitwidth = bits
+        info = _DTYPES[name]
+        self._ir = info[0]
+        self.primitive_bitwidth = info[1]
+        self.itemsize = self.primitive_bitwidth // 8
+        if name in self.SINT_TYPES or name in self.UINT_TYPES:
+            self.int_signedness = (dtype.SIGNEDNESS.SIGNED if name in self.SINT_TYPES
+                                   else dtype.SIGNEDNESS.UNSIGNED)
+            self.int_bitwidth = self.primitive_bitwidth
+        elif name in self.FP_TYPES:
+            self.fp_mantissa_width = info[2]
+            self.exponent_bias = info[3]
+
+    def _is(self, n):
+        return self.name == n
+
+    def is_fp8(self):
+        return "fp8" in self.name
+
+    def is_fp8e4nv(self):
+        return self._is("fp8e4nv")
+
+    def is_fp8e4b8(self):
+        return self._is("fp8e4b8")
+
+    def is_fp8e4b15(self):
+        return self._is("fp8e4b15")
+
+    def is_fp8e5(self):
+        return self._is("fp8e5")
+
+    def is_fp8e5b16(self):
+        return self._is("fp8e5b16")
+
+    def is_fp16(self):
+        return self._is("fp16")
+
+    def is_bf16(self):
+        return self._is("bf16")
+
+    def is_fp32(self):
+        return self._is("fp32")
+
+    def is_fp64(self):
+        return self._is("fp64")
+
+    def is_int1(self):
+        return self._is("int1")
+
+    def is_int8(self):
+        return self._is("int8")
+
+    def is_int16(self):
+        return self._is("int16")
+
+    def is_int32(self):
+        return self._is("int32")
+
+    def is_int64(self):
+        return self._is("int64")
+
+    def is_uint8(self):
+        return self._is("uint8")
+
+    def is_uint16(self):
+        return self._is("uint16")
+
+    def is_uint32(self):
+        return self._is("uint32")
+
+    def is_uint64(self):
+        return self._is("uint64")
 
     def is_floating(self):
         return self.name in self.FP_TYPES
+
+    def is_standard_floating(self):
+        return self.name in self.STANDARD_FP_TYPES
 
     def is_int(self):
         return self.name in self.SINT_TYPES or self.name in self.UINT_TYPES
@@ -65,36 +181,54 @@ class dtype:
     def is_bool(self):
         return self.name == "int1"
 
+    def is_void(self):
+        return self.name == "void"
+
     def is_ptr(self):
         return False
 
     def is_block(self):
         return False
 
-    def is_fp16(self):
-        return self.name == "fp16"
+    def is_const(self):
+        return False
 
-    def is_bf16(self):
-        return self.name == "bf16"
+    @staticmethod
+    def is_dtype(type_str):
+        return type_str in dtype.SINT_TYPES + dtype.UINT_TYPES + dtype.FP_TYPES + dtype.OTHER_TYPES
 
-    def is_fp32(self):
-        return self.name == "fp32"
+    def kind(self):
+        if self.is_bool():
+            return dtype.KIND.BOOLEAN
+        if self.is_int():
+            return dtype.KIND.INTEGRAL
+        if self.is_floating():
+            return dtype.KIND.FLOATING
+        raise TypeError(f"{self} has no kind")
 
-    def is_fp64(self):
-        return self.name == "fp64"
+    def get_int_max_value(self):
+        if self.is_int_signed():
+            return 2 ** (self.int_bitwidth - 1) - 1
+        if self.is_int_unsigned():
+            return 2 ** self.int_bitwidth - 1
+        raise TypeError(f"{self} is not an integer type")
 
-    def is_fp8(self):
-        return self.name.startswith("fp8")
-
-    @property
-    def int_bitwidth(self):
-        return self.primitive_bitwidth
+    def get_int_min_value(self):
+        if self.is_int_signed():
+            return -2 ** (self.int_bitwidth - 1)
+        if self.is_int_unsigned():
+            return 0
+        raise TypeError(f"{self} is not an integer type")
 
     @property
     def scalar(self):
         return self
 
+    def with_element_ty(self, element_ty):
+        return element_ty
+
     def __eq__(self, other):
+        other = _unwrap(other)
         return isinstance(other, dtype) and type(other) is type(self) and self._key() == other._key()
 
     def __ne__(self, other):
@@ -109,8 +243,26 @@ class dtype:
     def __str__(self):
         return self.name
 
+    def codegen_name(self):
+        if self.name.startswith("fp"):
+            return "float" + self.name[2:]
+        if self.name.startswith("bf"):
+            return "bfloat" + self.name[2:]
+        return self.name
+
+    @property
+    def cache_key_part(self):
+        return self.name
+
+    def mangle(self):
+        if self.is_int():
+            return ("i" if self.is_int_signed() else "u") + str(self.int_bitwidth)
+        if self.is_floating():
+            return self.name
+        return "V"
+
     def __repr__(self):
-        return f"triton.language.{self.name}"
+        return f"triton.language.{self.codegen_name()}"
 
     def to_ir(self, builder=None):
         return self._ir
@@ -124,24 +276,39 @@ class pointer_type(dtype):
         self.element_ty = element_ty
         self.address_space = address_space
         self.const = const
-        super().__init__(f"pointer<{element_ty}>", None, 64)
+        self.name = f"pointer<{element_ty}>" if not const else f"const_pointer<{element_ty}>"
+        self._ir = None
+        self.primitive_bitwidth = 64
+        self.itemsize = 8
 
     def is_ptr(self):
         return True
 
+    def is_const(self):
+        return self.const
+
     def _key(self):
-        return ("ptr", self.element_ty._key(), self.address_space)
+        return ("ptr", self.element_ty._key(), self.address_space, bool(self.const))
+
+    def __repr__(self):
+        return self.name
+
+    def mangle(self):
+        return f"P{self.element_ty.mangle()}"
 
 
 class block_type(dtype):
     def __init__(self, element_ty, shape):
         self.element_ty = element_ty
-        self.shape = tuple(shape)
+        self.shape = _builtins.tuple(shape)
         numel = 1
         for s in self.shape:
             numel *= s
         self.numel = numel
-        super().__init__(f"<{self.shape}, {element_ty}>", None, element_ty.primitive_bitwidth)
+        self.name = f"<{self.shape}, {element_ty}>"
+        self._ir = None
+        self.primitive_bitwidth = element_ty.primitive_bitwidth
+        self.itemsize = element_ty.itemsize
 
     def is_block(self):
         return True
@@ -150,29 +317,42 @@ class block_type(dtype):
     def scalar(self):
         return self.element_ty
 
+    def get_block_shapes(self):
+        return self.shape
+
+    def with_element_ty(self, element_ty):
+        return block_type(element_ty, self.shape)
+
     def _key(self):
         return ("block", self.element_ty._key(), self.shape)
 
+    def __repr__(self):
+        return self.name
 
-int1 = dtype("int1", "i1", 1)
-int8 = dtype("int8", "i8", 8)
-int16 = dtype("int16", "i16", 16)
-int32 = dtype("int32", "i32", 32)
-int64 = dtype("int64", "i64", 64)
-uint8 = dtype("uint8", "u8", 8)
-uint16 = dtype("uint16", "u16", 16)
-uint32 = dtype("uint32", "u32", 32)
-uint64 = dtype("uint64", "u64", 64)
-float16 = dtype("fp16", "f16", 16)
-bfloat16 = dtype("bf16", "bf16", 16)
-float32 = dtype("fp32", "f32", 32)
-float64 = dtype("fp64", "f64", 64)
-float8e4nv = dtype("fp8e4nv", "f8e4m3", 8)
-float8e5 = dtype("fp8e5", "f8e5m2", 8)
-float8e4b15 = dtype("fp8e4b15", None, 8)
-float8e4b8 = dtype("fp8e4b8", None, 8)
-float8e5b16 = dtype("fp8e5b16", None, 8)
-void = dtype("void", None, 0)
+
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
+void = dtype("void")
+for _d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16,
+           float32, float64, float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16, void):
+    _SCALARS[_d.name] = _d
+del _d
 pi32_t = pointer_type(int32)
 
 # IR type name -> dtype (read by the C frontend for `x.dtype`).
@@ -189,7 +369,98 @@ class tensor:
 
 
 class tuple_type:
-    pass
+    """The type of a tuple value: element types and, for a namedtuple, its
+    field names."""
+
+    def __init__(self, types=(), fields=None):
+        self.types = list(types)
+        self.fields = list(fields) if fields else [""] * len(self.types)
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __len__(self):
+        return len(self.types)
+
+    def __getitem__(self, i):
+        return self.types[i]
+
+    def __eq__(self, other):
+        return isinstance(other, tuple_type) and self.types == other.types and \
+            self.fields == other.fields
+
+    def __hash__(self):
+        return hash(_builtins.tuple(self.types))
+
+    def __str__(self):
+        return f"[{','.join(str(t) for t in self.types)}]"
+
+    def is_ptr(self):
+        return False
+
+    def is_block(self):
+        return False
+
+
+class constexpr_type:
+    """The type of a constexpr value."""
+
+    def __init__(self, value):
+        self.value = _unwrap(value)
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self):
+        return hash(("constexpr", repr(self.value)))
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value!r}]"
+
+    def is_ptr(self):
+        return False
+
+    def is_block(self):
+        return False
+
+
+class tuple(_builtins.tuple):  # noqa: A001
+    """tl.tuple: a tuple of kernel values (outside kernels, a Python tuple)."""
+
+    def __new__(cls, args=(), type=None):  # noqa: A002
+        return super().__new__(cls, args)
+
+
+class const:
+    """The annotation of a read-only pointer argument (``x: tl.const``)."""
+
+
+_STR_TO_DTYPE = {"fp8e4nv": "fp8e4nv", "fp8e4b8": "fp8e4b8", "fp8e5": "fp8e5",
+                 "fp8e5b16": "fp8e5b16", "fp8e4b15": "fp8e4b15", "fp16": "fp16",
+                 "bf16": "bf16", "fp32": "fp32", "fp64": "fp64", "i1": "int1", "u1": "int1",
+                 "B": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+                 "void": "void"}
+
+
+def str_to_ty(name, c=None):
+    """A signature string ("*fp32", "*kfp16", "i64", "constexpr", a tuple of
+    strings) -> its type object."""
+    name = _unwrap(name)
+    if isinstance(name, _builtins.tuple):
+        return tuple_type([str_to_ty(x, c) for x in name], getattr(type(name), "_fields", None))
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"str_to_ty: expected a type string, got {name!r}")
+    if name[0] == "*":
+        rest, const_ = name[1:], False
+        if rest.startswith("k"):
+            rest, const_ = rest[1:], True
+        return pointer_type(str_to_ty(rest, c), const=const_)
+    if name.startswith("constexpr"):
+        return constexpr_type(c)
+    if name not in _STR_TO_DTYPE:
+        raise TypeError(f"str_to_ty: unknown type string {name!r}")
+    return dtype(_STR_TO_DTYPE[name])
 
 
 class PropagateNan:

@@ -32,6 +32,7 @@ def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: core.constexpr = N_ROUNDS_DEFA
 @jit
 def philox(seed, c0, c1, c2, c3, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
     seed = core.to_tensor(seed)
+    core.static_assert(seed.dtype.is_int(), "philox: the seed must be an integer scalar")
     seed = seed.to(core.uint64)
     c0 = core.to_tensor(c0)
     c1 = core.to_tensor(c1)
@@ -54,8 +55,14 @@ def randint(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
 
 @jit
 def randint4x(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    # a 64-bit offset feeds its high half into the second counter
+    lo = offset.to(core.uint32)
+    zero = lo * 0
+    if core.constexpr(offset.dtype.primitive_bitwidth) > 32:
+        hi = (offset >> 32).to(core.uint32)
+    else:
+        hi = zero
+    return philox(seed, lo, hi, zero, zero, n_rounds)
 
 
 @jit

@@ -147,26 +147,31 @@ def bitonic_merge(x, dim: core.constexpr = None, descending: core.constexpr = Fa
 
 
 @jit
-def topk(x, k: core.constexpr, dim: core.constexpr = None):
-    # the k largest elements of each row, largest first: sort runs of k
-    # (alternately descending and ascending), then halve the row repeatedly:
-    # the elementwise maximum of a descending and an ascending run is a
-    # bitonic run holding the k largest of both, merged again into sorted runs
+def topk(x, k: core.constexpr, dim: core.constexpr = None, descending: core.constexpr = True):
+    # the k largest (descending) or smallest (ascending) elements of each
+    # row, in that order: sort runs of k (alternately one way and the
+    # other), then halve the row repeatedly: the elementwise maximum (min)
+    # of two opposite runs is a bitonic run holding the k largest (smallest)
+    # of both, merged again into sorted runs
     _last_dim(x.shape, dim)
     N: core.constexpr = x.shape[len(x.shape) - 1]
     KK: core.constexpr = _log2(k)
     LN: core.constexpr = _log2(N)
     core.static_assert(k <= N, "topk: k must not exceed the size of the last dimension")
+    D: core.constexpr = 1 if descending else 0
     M: core.constexpr = _rows(x.shape)
     y = core.reshape(x, (M, N))
     for stage in core.static_range(1, KK + 1):
-        y = _bitonic_merge_rows(y, M, N, stage, stage, 1)
+        y = _bitonic_merge_rows(y, M, N, stage, stage, D)
     for h in core.static_range(LN - KK):
         n: core.constexpr = N >> h
         pairs = core.permute(core.reshape(y, (M, n // (2 * k), 2, k)), 0, 1, 3, 2)
         a, b = core.split(pairs)
-        y = core.reshape(core.maximum(a, b), (M, n // 2))
-        y = _bitonic_merge_rows(y, M, n // 2, KK, KK, 1)
+        if descending:
+            y = core.reshape(core.maximum(a, b), (M, n // 2))
+        else:
+            y = core.reshape(core.minimum(a, b), (M, n // 2))
+        y = _bitonic_merge_rows(y, M, n // 2, KK, KK, D)
     return core.reshape(y, _with_last(x.shape, k))
 
 

@@ -17,6 +17,11 @@ from .interface import KernelInterface
 from .errors import OutOfResources
 
 
+def _knobs():
+    from .. import knobs
+    return knobs
+
+
 def _env_flag(*names):
     return any(os.environ.get(n, "0") not in ("", "0") for n in names)
 
@@ -229,7 +234,7 @@ class Autotuner(KernelInterface):
         digest = _C.sha256(json.dumps([
             "autotune-1", compiler_build_hash(), target, self.base_fn.cache_key,
             [repr(k) for k in tuning_key], [str(c) for c in self.configs]]))
-        return os.path.join(_C.cache_root(), "autotune", digest[:2], digest,
+        return os.path.join(_knobs().cache.dir, "autotune", digest[:2], digest,
                             f"{self.__name__}.autotune.json")
 
     @staticmethod

@@ -17,6 +17,28 @@ import os
 
 from .. import _C
 from .interface import KernelInterface
+from .tensor import TensorWrapper, reinterpret  # noqa: F401  (Triton's names live here)
+from .constexpr_function import constexpr_function  # noqa: F401
+
+# Every spelling of a scalar type (Triton's, numpy's and torch's names, C
+# names, signature strings) -> its signature string: "float32" -> "fp32",
+# "int1"/"bool" -> "u1", "uint16" -> "u16".
+type_canonicalisation_dict = {"bool": "u1", "int1": "u1", "uint1": "u1", "i1": "u1",
+                              "half": "fp16", "float16": "fp16", "bfloat16": "bf16",
+                              "float": "fp32", "float32": "fp32",
+                              "double": "fp64", "float64": "fp64",
+                              "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv",
+                              "float8e5": "fp8e5", "float8_e5m2": "fp8e5",
+                              "float8e4b15": "fp8e4b15",
+                              "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8",
+                              "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16",
+                              "int": "i32", "void": "void"}
+for _b in (8, 16, 32, 64):
+    type_canonicalisation_dict[f"int{_b}"] = f"i{_b}"
+    type_canonicalisation_dict[f"uint{_b}"] = f"u{_b}"
+for _v in list(type_canonicalisation_dict.values()):
+    type_canonicalisation_dict[_v] = _v
+del _b, _v
 
 # Sources are read when first needed, not at decoration, and without
 # inspect/tokenize (whose first use costs milliseconds): see
@@ -66,11 +88,13 @@ def _tuple_arg_info(path, v, t, k, constexprs, attrs):
 
 def _global_names(code):
     """The names a code object and the code nested in it (closures,
-    comprehensions) read as globals or attributes, sorted."""
+    comprehensions) read as globals, attributes or free variables (an
+    enclosing function's, resolved like globals), sorted."""
     names, todo = set(), [code]
     while todo:
         c = todo.pop()
         names.update(c.co_names)
+        names.update(c.co_freevars)
         todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
     return sorted(names)
 
@@ -171,6 +195,15 @@ def _parameters(fn):
     return [(a, ann.get(a, _EMPTY), dflt.get(a, _EMPTY)) for a in names]
 
 
+class JitFunctionInfo:
+    """What a jit hook is told about the function: module, name, JITFunction."""
+
+    def __init__(self, module, name, jit_function):
+        self.module = module
+        self.name = name
+        self.jit_function = jit_function
+
+
 class MockTensor:
     """Stands for a tensor in warmup() when a dtype is passed instead."""
 
@@ -185,13 +218,12 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     _ctriton_jit = True
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
-                 debug=None, noinline=None, repr=None, launch_metadata=None):
+                 debug=None, noinline=None, repr=None, launch_metadata=None, sanitize=None):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
-        self.__globals__ = fn.__globals__
         self._source = None  # (file, src, starting_line), read on first use
         params = _parameters(fn)
         self.arg_names = [name for name, _, _ in params]
@@ -202,6 +234,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.do_not_specialize = names(do_not_specialize)
         self.do_not_specialize_on_alignment = names(do_not_specialize_on_alignment)
         self.debug = debug
+        self.sanitize = sanitize
         self.noinline = bool(noinline)
         self.launch_metadata = launch_metadata
         self.constexpr_params = [name for name, ann, _ in params
@@ -228,7 +261,13 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
 
     @property
     def src(self):
+        """The function's source from its ``def`` line (what is compiled)."""
         return self._load_source()[1]
+
+    @src.setter
+    def src(self, value):
+        raise AttributeError("Cannot set attribute 'src' directly. Use '_unsafe_update_src()' "
+                             "and manually clear `.hash` of all callers instead.")
 
     @property
     def starting_line(self):
@@ -291,14 +330,85 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
                 constexprs[name] = bound[name] if name in self.constexpr_params else k
             elif k == "D":
                 attrs[name] = {"divisibility": 16}
+        from .. import knobs
         opts = dict(options)
         if opts.get("debug") is None:
             dbg = self.debug
             if dbg is None:
-                dbg = os.environ.get("CTRITON_DEBUG", "0") not in ("", "0")
+                dbg = knobs.runtime.debug
             opts["debug"] = bool(dbg)
+        if opts.get("sanitize") is None and self.sanitize is not None:
+            opts["sanitize"] = bool(self.sanitize)
+        if opts.get("enable_fp_fusion") is None:
+            opts["enable_fp_fusion"] = knobs.language.default_fp_fusion
         src = ASTSource(self, signature, constexprs, attrs)
-        return compile(src, target=driver.active.get_current_target(), options=opts)
+        hook_args = None
+        if knobs.runtime.jit_cache_hook or knobs.runtime.jit_post_compile_hook:
+            hook_args = self._hook_args(src, opts)
+            if knobs.runtime.jit_cache_hook is not None:
+                knobs.runtime.jit_cache_hook(**hook_args, already_compiled=False)
+        k = compile(src, target=driver.active.get_current_target(), options=opts)
+        if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:
+            knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
+        return k
+
+    def _hook_args(self, src, opts):
+        """The keyword arguments of knobs.runtime.jit_cache_hook and
+        jit_post_compile_hook for this compilation (Triton's shape)."""
+        import json
+        import sys
+        from .driver import driver
+        compile_info = {
+            "key": src.hash(), "signature": dict(src.signature),
+            "device": driver.active.get_current_device(), "constants": dict(src.constexprs),
+            "num_warps": opts.get("num_warps"), "num_ctas": opts.get("num_ctas"),
+            "num_stages": opts.get("num_stages"), "enable_fp_fusion": opts.get("enable_fp_fusion"),
+            "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
+            "extern_libs": tuple(opts.get("extern_libs") or ()),
+            "configs": [dict(src.attrs)],
+            "specialization_data": json.dumps({"name": self.__name__,
+                                               "signature": {k: str(v) for k, v in src.signature.items()},
+                                               "constexprs": {str(k): repr(v) for k, v in src.constexprs.items()}}),
+            "is_warmup": False,
+        }
+        info = JitFunctionInfo(sys.modules.get(self.__module__), self.__name__, self)
+        return {"key": src.hash(), "repr": repr(self), "fn": info, "compile": compile_info,
+                "is_manual_warmup": False}
+
+    @property
+    def __globals__(self):
+        """The names the kernel can read besides its locals: the function's
+        globals, and the free variables of an enclosing function (closure
+        cells, current values) on top, as Triton's capture scope."""
+        fn = self.fn
+        if not fn.__closure__:
+            return fn.__globals__
+        scope = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # an empty cell: not yet bound
+                pass
+        return scope
+
+    def _unsafe_update_src(self, new_src):
+        """Replaces the source that is compiled (the Python function stays);
+        drops the compiled variants and the cache key. Callers' keys are not
+        recomputed: that is the caller's business, as in Triton."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src: expected a str, got {type(new_src).__name__}")
+        file, _, starting_line = self._load_source()
+        self._source = (file, new_src, starting_line)
+        self._cache_key = None
+        self._ct_clear()
+
+    @property
+    def hash(self):
+        return self._cache_key
+
+    @hash.setter
+    def hash(self, value):
+        self._cache_key = value
 
     # -- identity -------------------------------------------------------
     @property
@@ -339,12 +449,16 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,
-        do_not_specialize_on_alignment=None, debug=None, noinline=None):
+        do_not_specialize_on_alignment=None, debug=None, noinline=None, sanitize=None):
+    """sanitize=True (CPU backend): every load, store and atomic is checked
+    against the extent of the tensor argument its pointer derives from; the
+    first out-of-bounds access raises before it happens. Also a launch
+    option (``k[grid](..., sanitize=True)``) and CTRITON_SANITIZE=1."""
     def decorator(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
                            debug=debug, noinline=noinline, repr=repr,
-                           launch_metadata=launch_metadata)
+                           launch_metadata=launch_metadata, sanitize=sanitize)
     if fn is not None:
         return decorator(fn)
     return decorator

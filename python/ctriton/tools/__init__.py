@@ -1,0 +1,1 @@
+"""ctriton.tools (``triton.tools``): host-side helpers."""

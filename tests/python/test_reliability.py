@@ -1,0 +1,192 @@
+"""Reliability regressions: inputs that once killed the process or produced
+invalid LLVM IR. Each must now compile and run correctly, or raise a Python
+exception; none may crash. CPU backend, and compile-only for sm_80/sm_90."""
+from collections import namedtuple
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+from ctriton.backends.compiler import GPUTarget
+from ctriton.compiler.compiler import ASTSource
+from ctriton.compiler.errors import CompilationError
+from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+
+pytestmark = requires_cpu
+
+# ---- tuple arguments: more IR parameters than Python arguments ----------
+
+
+@triton.jit
+def tuple_ignored(A):
+    pass
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 17])
+def test_tuple_arg_unused(n):
+    t = np.zeros(4, np.float32)
+    tuple_ignored[(1,)](tuple(t for _ in range(n)))
+    tuple_ignored[(1,)](tuple(t if i % 2 else None for i in range(n)))
+
+
+NT5 = namedtuple("NT5", "a b c d e")
+
+
+def test_namedtuple_arg_unused():
+    t = np.zeros(4, np.float32)
+    tuple_ignored[(1,)](NT5(t, t, t, t, t))
+    tuple_ignored[(1,)](NT5(t, None, 3, 2.5, (t, t)))
+
+
+@triton.jit
+def tuple_store_all(P, vals, N: tl.constexpr):
+    for i in tl.static_range(N):
+        tl.store(P[i] + tl.arange(0, 4), tl.load(vals[i][0] + tl.arange(0, 4)) + vals[i][1])
+
+
+@pytest.mark.parametrize("n", [3, 5, 9])
+def test_tuple_arg_many_leaves(n):
+    srcs = [np.arange(4, dtype=np.float32) + 10 * i for i in range(n)]
+    outs = [np.zeros(4, np.float32) for _ in range(n)]
+    tuple_store_all[(1,)](tuple(outs), tuple((s, i) for i, s in enumerate(srcs)), n)
+    for i in range(n):
+        np.testing.assert_array_equal(outs[i], srcs[i] + i)
+
+
+@triton.jit
+def tuple_assign(XPtrs, YPtrs, values):
+    X0, X1 = XPtrs
+    x0, x1, _ = values
+    tl.store(X0, x0)
+    tl.store(X1, x1)
+    Y0, Y1, Y2 = YPtrs
+    Y = Y0, Y1, Y2
+    y = x0, 10, x1
+    tl.store(Y[0], y[0])
+    tl.store(Y[1], y[1])
+    tl.store(Y[2], y[2])
+
+
+def test_tuple_assign_with_none():
+    vals = (2.0, 3.0, None)
+    x = tuple(np.zeros(1, np.float32) for _ in range(2))
+    y = tuple(np.zeros(1, np.float32) for _ in range(3))
+    tuple_assign[(1,)](x, y, vals)
+    assert x[0][0] == 2 and x[1][0] == 3
+    assert y[0][0] == 2 and y[1][0] == 10 and y[2][0] == 3
+
+
+class Tensor(NamedTuple):
+    ptr: object
+    shape: tuple
+    stride: tuple
+
+
+@triton.jit
+def namedtuple_copy(X, Y, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    Xs = X.ptr + offs_m[:, None] * X.stride[0] + offs_n[None, :] * X.stride[1]
+    Ys = Y.ptr + offs_m[:, None] * Y.stride[0] + offs_n[None, :] * Y.stride[1]
+    mask = (offs_m[:, None] < Y.shape[0]) & (offs_n[None, :] < Y.shape[1])
+    tl.store(Ys, tl.load(Xs, mask=mask, other=0) * 2, mask=mask)
+
+
+def test_namedtuple_nested_args():
+    x = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+    y = np.zeros((16, 16), np.float32)
+    tx = Tensor(x, x.shape, (x.strides[0] // 4, x.strides[1] // 4))
+    ty = Tensor(y, y.shape, (y.strides[0] // 4, y.strides[1] // 4))
+    namedtuple_copy[(1,)](tx, ty, 32, 32)
+    np.testing.assert_array_equal(y, x[:16, :16] * 2)
+
+
+def test_tuple_arg_compiles_for_gpu():
+    for arch in (80, 90):
+        src = ASTSource(tuple_ignored, signature={"A": ("*fp32", "*fp32", "*fp32", "*fp32", "*fp32")})
+        k = triton.compile(src, target=GPUTarget("cuda", arch, 32))
+        assert ".entry tuple_ignored" in k.asm["ptx"]
+
+
+@triton.jit
+def tuple_fn0(Ptr, cst2: tl.constexpr, tuple1):
+    tl.static_assert(tuple1[1] is None)
+    tl.store(Ptr + 5, cst2)
+    tl.store(Ptr + 6, tuple1[0])
+    tl.store(Ptr + 7, tl.load(tuple1[2][0]))
+    tl.store(Ptr + 8, tuple1[2][1][0])
+    tl.store(Ptr + 9, tl.load(tuple1[2][1][2]))
+
+
+@triton.jit
+def tuple_serialize(Ptr, N1, tuple1, cst1: tl.constexpr, val1, tuple2):
+    tl.static_assert(N1 is None)
+    tl.static_assert(tuple1[1][1] is None)
+    tl.static_assert(tuple1[1][3] == 4)
+    tl.store(Ptr + 0, tl.load(tuple1[0]))
+    tl.store(Ptr + 1, tuple1[1][0])
+    tl.store(Ptr + 2, tl.load(tuple1[1][2]))
+    tl.store(Ptr + 3, cst1 + val1)
+    tl.store(Ptr + 4, tl.load(tuple2[0]))
+    tuple_fn0(Ptr, 15, (-1, None, tuple1))
+
+
+def test_tuple_serialize_nested_none_constexpr():
+    x0 = np.array([8], np.int32)
+    x1 = np.array([12], np.int32)
+    y0 = np.array([10], np.int32)
+    z = np.zeros(10, np.int32)
+    tuple_serialize[(1,)](z, None, (x0, (1, None, x1, tl.constexpr(4))), 20, 1, (y0,))
+    np.testing.assert_array_equal(z, [8, 1, 12, 21, 10, 15, -1, 8, 1, 12])
+
+
+# ---- valid kernels that produced invalid LLVM IR -------------------------
+
+
+@triton.jit
+def split_join_scalar(X, Y, K, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < tl.split(tl.join(K, K))[0]
+    a, b = tl.split(tl.join(K, K + 1))
+    tl.store(Y + offs, tl.load(X + offs, mask=m, other=0) + a * 10 + b * 100, mask=m)
+
+
+def test_split_of_scalar_join():
+    x = np.arange(16, dtype=np.float32)
+    y = np.full(16, -1, np.float32)
+    split_join_scalar[(1,)](x, y, 5, 16)
+    np.testing.assert_array_equal(y, np.where(np.arange(16) < 5, np.arange(16) + 50 + 600, -1))
+    for arch in (80, 90):
+        src = ASTSource(split_join_scalar, signature={"X": "*fp32", "Y": "*fp32", "K": "i32"},
+                        constexprs={"BLOCK": 16})
+        triton.compile(src, target=GPUTarget("cuda", arch, 32))
+
+
+@triton.jit
+def arange_negative(Y):
+    offs = tl.arange(-1, 0)
+    tl.store(Y + offs + 1, offs)
+
+
+def test_arange_negative_start_is_a_user_error():
+    y = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError) as e:
+        arange_negative[(1,)](y)
+    msg = str(e.value)
+    assert "non-negative" in msg and "internal" not in msg
+    assert "test_reliability.py" in msg
+
+
+@triton.jit
+def fma_int(X, Y):
+    x = tl.load(X + tl.arange(0, 8))
+    tl.store(Y + tl.arange(0, 8), tl.fma(x, x, x))
+
+
+def test_fma_of_integers_is_a_user_error():
+    x = np.zeros(8, np.int32)
+    with pytest.raises(CompilationError, match="floating-point") as e:
+        fma_int[(1,)](x, x)
+    assert "internal" not in str(e.value)

@@ -1,0 +1,111 @@
+"""tl.dot on warpgroup MMA (sm_90a) for every operand type it takes: f16,
+bf16, fp8 e4m3 / e5m2 (any mix), f32 as tf32, int8 -> int32; B row-major and
+column-major; one and several pipeline stages. Without a GPU: the PTX holds
+the wgmma form each type needs (16-bit: B may be read transposed; others:
+both operands K-major from shared memory) and ptxas accepts it. On the GPU
+(marked `gpu`): the results against torch."""
+import os
+import re
+import shutil
+
+import pytest
+
+import ctriton
+from ctriton.backends.compiler import GPUTarget
+from ctriton.compiler import ASTSource
+
+from wgmma_kernels import dot_dtype_kernel
+
+PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else shutil.which("ptxas"))
+
+# (a, b, accumulator, input_precision, PTX type names)
+TYPES = [
+    ("fp16", "fp16", "fp32", "tf32", "f32.f16.f16"),
+    ("bf16", "bf16", "fp32", "tf32", "f32.bf16.bf16"),
+    ("fp8e4nv", "fp8e4nv", "fp32", "tf32", "f32.e4m3.e4m3"),
+    ("fp8e5", "fp8e5", "fp32", "tf32", "f32.e5m2.e5m2"),
+    ("fp8e4nv", "fp8e5", "fp32", "tf32", "f32.e4m3.e5m2"),
+    ("fp32", "fp32", "fp32", "tf32", "f32.tf32.tf32"),
+    ("i8", "i8", "i32", "tf32", "s32.s8.s8"),
+]
+
+
+def compile_dot(a, b, c, prec, b_col, stages, M=128, N=128, BK=64, nw=4, arch=90):
+    sig = {"a_ptr": "*" + a, "b_ptr": "*" + b, "c_ptr": "*" + c, "K": "i32"}
+    cx = dict(M=M, N=N, BK=BK, B_COL=b_col, INT=c == "i32", PREC=prec)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "K")}
+    return ctriton.compile(ASTSource(dot_dtype_kernel, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                           options={"num_warps": nw, "num_stages": stages})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize("b_col", [False, True])
+@pytest.mark.parametrize("types", TYPES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_wgmma_form(types, b_col, stages):
+    a, b, c, prec, names = types
+    k = compile_dot(a, b, c, prec, b_col, stages)
+    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    kstep = 16 if a in ("fp16", "bf16") else 8 if a == "fp32" else 32
+    assert "#mma<version = [3, 0]" in ttgir
+    m = re.findall(rf"wgmma.mma_async.sync.aligned.m64n128k{kstep}.{names} {{[^}}]*}}, ([^;]*);", ptx)
+    assert m, ptx[-3000:]
+    tail = m[0].split(", ")
+    if a in ("fp16", "bf16"):
+        # A from shared memory (it is loaded); B read transposed unless it is
+        # a column-major tile copied straight into a K-major slot
+        assert tail[2:] == ["p", "1", "1", "0", "0" if b_col and stages > 1 else "1"], tail
+    elif a == "i8":
+        assert tail[2:] == ["p"], tail
+    else:
+        assert tail[2:] == ["p", "1", "1"], tail
+    if stages > 1 and (b_col or a in ("fp16", "bf16")):
+        assert "cp.async.cg.shared.global" in ptx  # K-major B straight from global memory
+    assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
+
+
+def test_ieee_and_tf32x3_stay_exact():
+    """f32 with input_precision ieee (or tf32x3) keeps full precision: no
+    tensor cores (the FMA path)."""
+    for prec in ("ieee", "tf32x3"):
+        k = compile_dot("fp32", "fp32", "fp32", prec, False, 1)
+        assert "wgmma" not in k.asm["ptx"] and "#mma" not in k.asm["ttgir"]
+
+
+TORCH_DT = {"fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",
+            "fp32": "float32", "i8": "int8"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize("b_col", [False, True])
+@pytest.mark.parametrize("types", TYPES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_wgmma_dtype_gpu(types, b_col, stages):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("needs an sm_90 GPU")
+    a_t, b_t, c_t, prec, _ = types
+    M, N, K = 128, 128, 256
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(shape, name):
+        if name == "i8":
+            return torch.randint(-8, 8, shape, device="cuda", generator=g, dtype=torch.int8)
+        x = torch.randn(shape, device="cuda", generator=g)
+        return x.to(getattr(torch, TORCH_DT[name]))
+
+    a = rand((M, K), a_t)
+    bm = rand((K, N), b_t)
+    b = bm.t().contiguous() if b_col else bm  # column-major: stored [N][K]
+    c = torch.full((M, N), -7, device="cuda", dtype=torch.int32 if c_t == "i32" else torch.float32)
+    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC=prec,
+                           num_warps=4, num_stages=stages)
+    if c_t == "i32":
+        ref = a.cpu().to(torch.int64) @ bm.cpu().to(torch.int64)  # no integer matmul on CUDA
+        assert torch.equal(c.cpu().to(torch.int64), ref)
+    else:
+        ref = a.double() @ bm.double()
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (3e-3 if a_t == "fp32" else 1e-2), err

@@ -1,7 +1,7 @@
 /* cache.c: the on-disk kernel cache. An entry is one file named by its key
  * (a SHA-256 in hex), a text header followed by the blobs back to back:
  *
- *     ctriton-cache 3
+ *     ctriton-cache 4
  *     key <key>                      the entry's own key
  *     <name> <length> <check>        one line per blob, in file order
  *     end <check of the header lines above>
@@ -14,8 +14,10 @@
  * the same key always holds the same contents, so the last rename winning
  * is fine). A reader trusts nothing it has not checked: a truncated,
  * extended or edited entry, or one whose header names another key (a file
- * copied or renamed), reads as corrupt and is removed, never loaded. One
- * open and one read per hit.
+ * copied or renamed), reads as corrupt and is removed, never loaded. A hit
+ * reads the header and then only the blobs asked for (a launch needs the
+ * metadata and the cubin, not the IR texts of every stage): one pread
+ * each, each checked before it is returned.
  *
  * The directory is created 0700, and a directory owned by another user is
  * not used at all (its entries could be anyone's). A writer killed before
@@ -35,7 +37,7 @@
 
 #include "jit/jit.h"
 
-#define MAGIC "ctriton-cache 3\n"
+#define MAGIC "ctriton-cache 4\n"
 
 /* A 64-bit hash, four independent multiply-rotate lanes over 32-byte
  * stripes, then the tail bytes and a final avalanche. Several GB/s, which
@@ -180,118 +182,120 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-/* Reads a whole file into a malloc'ed buffer (NUL-terminated); NULL if it
- * cannot. *st is the open file's stat. */
-static char *slurp(const char *path, size_t *len, struct stat *st)
+/* Reads exactly len bytes at off; 0 on success. */
+static int read_at(int fd, void *dst, size_t len, off_t off)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, st) != 0) {
-		close(fd);
-		return NULL;
-	}
-	size_t cap = st->st_size > 0 ? (size_t)st->st_size : 0, n = 0;
-	char *buf = malloc(cap + 1);
-	for (;;) {
-		if (n == cap) { /* the file grew under us: read on */
-			cap = cap * 2 + 4096;
-			buf = realloc(buf, cap + 1);
-		}
-		ssize_t got = read(fd, buf + n, cap - n);
+	char *p = dst;
+	while (len) {
+		ssize_t got = pread(fd, p, len, off);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			break;
-		n += (size_t)got;
+			return -1;
+		p += got;
+		off += got;
+		len -= (size_t)got;
 	}
-	close(fd);
-	buf[n] = 0;
-	*len = n;
-	return buf;
+	return 0;
 }
 
-int jit_cache_get(const char *root, const char *key, JitBlob **out, int *nout)
+static int wanted(const char *name, const char *const *want, int nwant)
+{
+	if (!want)
+		return 1;
+	for (int i = 0; i < nwant; i++)
+		if (!strcmp(name, want[i]))
+			return 1;
+	return 0;
+}
+
+int jit_cache_get(const char *root, const char *key, const char *const *want, int nwant,
+		  JitBlob **out, int *nout)
 {
 	char path[4200];
 	if (!valid_key(key) || foreign_dir(root))
 		return JIT_CACHE_MISS;
 	snprintf(path, sizeof path, "%s/%s", root, key);
-	size_t flen;
-	struct stat st;
-	char *file = slurp(path, &flen, &st);
-	if (!file)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return JIT_CACHE_MISS;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return JIT_CACHE_MISS;
+	}
 	int status = JIT_CACHE_CORRUPT;
-	int n = 0, cap = 8;
-	JitBlob *blobs = calloc((size_t)cap, sizeof *blobs);
+	int n = 0;
+	JitBlob *blobs = calloc(64, sizeof *blobs);
 	size_t lens[64];
-	if (strncmp(file, MAGIC, strlen(MAGIC)) != 0)
+	char sums[64][17];
+	/* The header: the key line and 64 blobs of at most ~70 bytes a line fit in one read. */
+	char head[8192];
+	size_t flen = (size_t)st.st_size;
+	size_t hn = flen < sizeof head - 1 ? flen : sizeof head - 1;
+	if (!blobs || read_at(fd, head, hn, 0) != 0)
 		goto done;
-	char *line = file + strlen(MAGIC);
+	head[hn] = 0;
+	if (hn < strlen(MAGIC) || strncmp(head, MAGIC, strlen(MAGIC)) != 0)
+		goto done;
+	char *line = head + strlen(MAGIC);
 	/* the entry must be this key's */
 	size_t kl = strlen(key);
-	if (flen < (size_t)(line - file) + 5 + kl || strncmp(line, "key ", 4) != 0 ||
+	if (hn < (size_t)(line - head) + 5 + kl || strncmp(line, "key ", 4) != 0 ||
 	    strncmp(line + 4, key, kl) != 0 || line[4 + kl] != '\n')
 		goto done;
 	line += 5 + kl;
 	size_t total = 0;
 	for (;;) {
-		char *nl = memchr(line, '\n', flen - (size_t)(line - file));
+		char *nl = memchr(line, '\n', hn - (size_t)(line - head));
 		if (!nl)
 			goto done; /* truncated header */
 		*nl = 0;
 		char name[32], sum[17];
 		unsigned long long len;
 		if (!strncmp(line, "end ", 4)) {
-			char want[17];
-			snprintf(want, sizeof want, "%016llx",
-				 (unsigned long long)check64(file, (size_t)(line - file)));
-			if (nl - line != 20 || memcmp(line + 4, want, 16) != 0)
+			char want_sum[17];
+			snprintf(want_sum, sizeof want_sum, "%016llx",
+				 (unsigned long long)check64(head, (size_t)(line - head)));
+			if (nl - line != 20 || memcmp(line + 4, want_sum, 16) != 0)
 				goto done;
 			line = nl + 1;
 			break;
 		}
-		if (n == 64 || sscanf(line, "%31s %llu %16s", name, &len, sum) != 3 || !valid_name(name))
+		if (n == 64 || sscanf(line, "%31s %llu %16s", name, &len, sum) != 3 || !valid_name(name) ||
+		    len > flen)
 			goto done;
 		*nl = '\n';
-		if (n == cap)
-			blobs = realloc(blobs, (size_t)(cap *= 2) * sizeof *blobs);
-		memset(&blobs[n], 0, sizeof blobs[n]);
 		snprintf(blobs[n].name, sizeof blobs[n].name, "%s", name);
-		/* the check goes in data until the payload is read */
-		blobs[n].data = strdup(sum);
+		snprintf(sums[n], sizeof sums[n], "%s", sum);
 		lens[n] = (size_t)len;
+		blobs[n].len = (size_t)len;
 		total += (size_t)len;
 		n++;
 		line = nl + 1;
 	}
 	/* The payload must be exactly what the header announces. */
-	if ((size_t)(line - file) + total != flen)
+	size_t off = (size_t)(line - head);
+	if (off + total != flen)
 		goto done;
-	for (int i = 0; i < n; i++) {
-		char got[17];
-		snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(line, lens[i]));
-		int ok = strcmp(got, blobs[i].data) == 0;
-		free(blobs[i].data);
-		blobs[i].data = NULL;
-		if (!ok) {
-			/* free the remaining checks */
-			for (int j = i + 1; j < n; j++) {
-				free(blobs[j].data);
-				blobs[j].data = NULL;
-			}
+	for (int i = 0; i < n; off += lens[i], i++) {
+		if (!wanted(blobs[i].name, want, nwant))
+			continue;
+		char *data = malloc(lens[i] + 1);
+		if (!data || read_at(fd, data, lens[i], (off_t)off) != 0) {
+			free(data);
 			goto done;
 		}
-		blobs[i].data = malloc(lens[i] + 1);
-		memcpy(blobs[i].data, line, lens[i]);
-		((char *)blobs[i].data)[lens[i]] = 0;
-		blobs[i].len = lens[i];
-		line += lens[i];
+		data[lens[i]] = 0;
+		blobs[i].data = data;
+		char got[17];
+		snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(data, lens[i]));
+		if (strcmp(got, sums[i]) != 0)
+			goto done;
 	}
 	status = JIT_CACHE_HIT;
 done:
-	free(file);
+	close(fd);
 	if (status != JIT_CACHE_HIT) {
 		jit_blobs_free(blobs, n);
 		/* Remove the bad entry, unless a writer has replaced it since. */

@@ -26,6 +26,7 @@
 	X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                       \
 	X(cuGetErrorString, "cuGetErrorString", (CUresult, const char **))                   \
 	X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                                     \
+	X(cuDeviceGetCount, "cuDeviceGetCount", (int *))                                     \
 	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, CUdevice_attribute, CUdevice)) \
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice))     \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext *))                                 \
@@ -122,15 +123,41 @@ static int load_driver(void)
 	return 0;
 }
 
-int jit_cuda_init(char *err, int errlen)
+/* Loads the driver once per process. */
+static int driver_ready(char *err, int errlen)
 {
 	pthread_mutex_lock(&drv_lock);
 	if (drv_state == 0)
 		drv_state = load_driver() == 0 ? 1 : -1;
 	int st = drv_state;
 	pthread_mutex_unlock(&drv_lock);
-	if (st < 0)
-		return seterr(err, errlen, "%s", drv_error);
+	return st < 0 ? seterr(err, errlen, "%s", drv_error) : 0;
+}
+
+int jit_cuda_probe(int *count, char *err, int errlen)
+{
+	*count = 0;
+	if (driver_ready(err, errlen))
+		return -1;
+	CU_CHECK(drv.p_cuDeviceGetCount(count), "cuDeviceGetCount");
+	return 0;
+}
+
+int jit_cuda_attribute(int device, int attr, int *value, char *err, int errlen)
+{
+	*value = 0;
+	if (driver_ready(err, errlen))
+		return -1;
+	CUdevice d;
+	CU_CHECK(drv.p_cuDeviceGet(&d, device), "cuDeviceGet");
+	CU_CHECK(drv.p_cuDeviceGetAttribute(value, (CUdevice_attribute)attr, d), "cuDeviceGetAttribute");
+	return 0;
+}
+
+int jit_cuda_init(char *err, int errlen)
+{
+	if (driver_ready(err, errlen))
+		return -1;
 	/* a current context on this thread (torch's), else device 0's primary one */
 	CUcontext cur = NULL;
 	CU_CHECK(drv.p_cuCtxGetCurrent(&cur), "cuCtxGetCurrent");

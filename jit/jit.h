@@ -43,7 +43,7 @@ void jit_sha256_hex(const void *data, size_t n, char out[65]);
 
 typedef struct JitBlob {
 	char name[32]; /* "ttir", "ptx", "cubin", "meta", ... */
-	void *data;    /* malloc'ed, NUL-terminated one past len */
+	void *data;    /* malloc'ed, NUL-terminated one past len (NULL: not read) */
 	size_t len;
 } JitBlob;
 
@@ -56,8 +56,12 @@ enum {
 /* The cache root: $CTRITON_CACHE_DIR, else $HOME/.cache/ctriton (malloc'ed). */
 char *jit_cache_root(void);
 /* Reads entry key under root. On a hit *blobs (malloc'ed, free with
- * jit_blobs_free) and *n are set. A corrupt entry is removed. */
-int jit_cache_get(const char *root, const char *key, JitBlob **blobs, int *n);
+ * jit_blobs_free) and *n are set to every blob of the entry, in file order:
+ * those named in want[0..nwant) (all when want is NULL) read and checked,
+ * the others with data NULL and their length. The header and the file's
+ * length are always checked. A corrupt entry is removed. */
+int jit_cache_get(const char *root, const char *key, const char *const *want, int nwant,
+		  JitBlob **blobs, int *n);
 /* Writes an entry; 0 on success, -1 with errbuf set. An existing entry of
  * the same key is kept (same key, same contents). */
 int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n, char *errbuf,
@@ -275,6 +279,11 @@ typedef struct JitCudaKernel {
  * versioned entry points, calls cuInit, retains the primary context of the
  * current device (device 0 when the thread has none) and makes it current. */
 int jit_cuda_init(char *err, int errlen);
+/* Loads the driver and calls cuInit (no context is made): the number of
+ * devices in *count, and each one's attributes by CUdevice_attribute
+ * number. */
+int jit_cuda_probe(int *count, char *err, int errlen);
+int jit_cuda_attribute(int device, int attr, int *value, char *err, int errlen);
 /* The device of the current context. */
 int jit_cuda_current_device(int *device, char *err, int errlen);
 int jit_cuda_props(int device, JitCudaProps *p, char *err, int errlen);

@@ -11,6 +11,7 @@
 import argparse
 import importlib.util
 import json
+import marshal
 import os
 import re
 import subprocess
@@ -21,9 +22,9 @@ PROG = "python -m ctriton"
 
 # The on-disk cache's format (jit/cache.c): a file per kernel named by its
 # key, a text header of blob names and lengths, then the blobs.
-_CACHE_MAGIC = b"ctriton-cache 3\n"
+_CACHE_MAGIC = b"ctriton-cache 4\n"  # jit/cache.c
 _KEY = re.compile(r"^[0-9a-f]{64}$")
-_TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.(.+\.)?\d+\.\d+$")
+_TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.\d+\.\d+$")
 
 
 # -- run, dump -------------------------------------------------------------------
@@ -82,7 +83,7 @@ def read_entry(path):
                 off = nl + 1
                 if line.startswith("end "):
                     break
-                if line.startswith("key "):  # the entry's own key
+                if line.startswith("key "):
                     continue
                 name, length, _check = line.split(" ")
                 blobs[name] = int(length)
@@ -91,8 +92,10 @@ def read_entry(path):
                 if name == "meta":
                     f.seek(pos)
                     try:
-                        meta = json.loads(f.read(length).decode())
-                    except ValueError:
+                        meta = marshal.loads(f.read(length))
+                    except (ValueError, EOFError, TypeError):
+                        meta = None
+                    if not isinstance(meta, dict):
                         meta = None
                 pos += length
     except (OSError, ValueError):

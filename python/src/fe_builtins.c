@@ -1257,7 +1257,7 @@ static IrOp *emit_reduce(Fe *fe, PyObject *node, int n, IrValue **ins, int axis,
 			 bool reverse)
 {
 	const IrType *t = ins[0]->type;
-	const IrType *elems[8], *rts[8];
+	const IrType *elems[8], *rts[8] = {0};
 	int64_t shape[IR_MAX_RANK];
 	int rank = 0;
 	for (int i = 0; i < t->rank; i++)

@@ -10,7 +10,7 @@ static PyMethodDef methods[] = {
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
 	{"builtin_table", py_builtin_table, METH_NOARGS,
 	 "builtin_table() -> [(name, params, is_tensor_method)]: the builtins the frontend lowers"},
-	/* runtime.c */
+	/* bindings.c */
 	{"compile_ttir", py_compile_ttir, METH_VARARGS,
 	 "compile_ttir(ttir, filename, backend, arch, warp_size, options, stop_after_ttir, "
 	 "dump_after=None) -> dict of stages, 'passes' run and 'dumps' [(pass, text)] (or {'error': msg})"},
@@ -25,10 +25,20 @@ static PyMethodDef methods[] = {
 	{"llvm_version", py_llvm_version, METH_NOARGS, "llvm_version() -> the LLVM in use, 'X.Y.Z'"},
 	{"sha256", py_sha256, METH_O, "sha256(bytes or str) -> hex digest"},
 	{"cache_get", py_cache_get, METH_VARARGS,
-	 "cache_get(root, key) -> {name: bytes}, None (miss) or False (corrupt, removed)"},
+	 "cache_get(root, key, names=None) -> {name: bytes, or None when not in names}, None (miss) "
+	 "or False (corrupt, removed)"},
 	{"cache_put", py_cache_put, METH_VARARGS, "cache_put(root, key, {name: bytes|str})"},
 	{"cache_root", py_cache_root, METH_NOARGS, "the on-disk cache directory"},
+	{"build_key", py_build_key, METH_O,
+	 "build_key(dirs) -> hex digest of the extension's build id and the .py files under dirs "
+	 "(path, size, mtime)"},
+	{"cuda_probe", py_cuda_probe, METH_NOARGS,
+	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
+	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,
+	 "cuda_attribute(device, attr) -> cuDeviceGetAttribute(attr)"},
+	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
+	/* specialize.c */
 	{"specialize", py_specialize, METH_VARARGS,
 	 "specialize(arg, specialize=True, align=True) -> (type string, key)"},
 	{NULL, NULL, 0, NULL},

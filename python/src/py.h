@@ -22,11 +22,16 @@
 PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *py_builtin_table(PyObject *self, PyObject *noargs);
 
-/* ---- runtime.c: specialization, in-memory cache, launch, compile driver
- * bindings, disk cache bindings ------------------------------------------
+/* ---- the launch path: specialize.c, launch.c, bindings.c (their private
+ * interface is runtime.h) -------------------------------------------------
  * Types: KernelRuntime (per @jit function: rt[grid](*args) launches),
- * Binary (one compiled variant). See runtime.c for each function. */
+ * Binary (one compiled variant). */
+/* launch.c */
 int py_runtime_init(PyObject *m);
+PyObject *py_set_backend(PyObject *self, PyObject *args);
+/* specialize.c */
+PyObject *py_specialize(PyObject *self, PyObject *args);
+/* bindings.c */
 PyObject *py_compile_ttir(PyObject *self, PyObject *args);
 PyObject *py_ptxas(PyObject *self, PyObject *args);
 PyObject *py_pass_table(PyObject *self, PyObject *noargs);
@@ -38,7 +43,8 @@ PyObject *py_sha256(PyObject *self, PyObject *arg);
 PyObject *py_cache_get(PyObject *self, PyObject *args);
 PyObject *py_cache_put(PyObject *self, PyObject *args);
 PyObject *py_cache_root(PyObject *self, PyObject *unused);
-PyObject *py_set_backend(PyObject *self, PyObject *args);
-PyObject *py_specialize(PyObject *self, PyObject *args);
+PyObject *py_build_key(PyObject *self, PyObject *dirs);
+PyObject *py_cuda_probe(PyObject *self, PyObject *unused);
+PyObject *py_cuda_attribute(PyObject *self, PyObject *args);
 
 #endif

@@ -144,7 +144,7 @@ static bool verify_err(Fx *x, int line, const char *sub)
 static IrOp *begin_for(Fx *x, IrValue *lb, IrValue *ub, IrValue *step, int n, IrValue **init)
 {
 	IrValue *ops[8] = {lb, ub, step};
-	const IrType *rt[8];
+	const IrType *rt[8] = {0};
 	for (int i = 0; i < n; i++) {
 		ops[3 + i] = init[i];
 		rt[i] = init[i]->type;

@@ -97,6 +97,10 @@ def test_compile_keys_differ(fake_compile):
     assert len({a.hash, b.hash, c.hash}) == 3
     d = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
     assert d.hash == b.hash and len(fake_compile) == 3
+    with pytest.MonkeyPatch.context() as mp:  # backend settings from the environment
+        mp.setenv("CTRITON_LLVM_PIPELINE", "default<O1>")
+        e = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert e.hash != b.hash and len(fake_compile) == 4
     with pytest.raises(KeyError, match="num_wraps"):
         ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32), options={"num_wraps": 8})
 
@@ -125,6 +129,144 @@ def test_cache_key_follows_callees_and_globals(tmp_path):
         spec.loader.exec_module(m)
         keys.append(m.kern.cache_key)
     assert keys[0] == keys[1] and len(set(keys)) == 3
+
+
+def test_build_key(tmp_path):
+    """The compiler build is named by the extension's build id and each .py
+    file's path, size and mtime: a changed, added or touched .py file
+    changes it; other files and __pycache__ do not."""
+    d = tmp_path / "pkg"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.py").write_text("x = 1\n")
+    (d / "sub" / "b.py").write_text("y = 2\n")
+    k0 = _C.build_key([str(d)])
+    assert len(k0) == 64 and _C.build_key([str(d)]) == k0
+    (d / "notes.txt").write_text("not python")
+    (d / "__pycache__").mkdir()
+    (d / "__pycache__" / "a.cpython-311.py").write_text("")
+    assert _C.build_key([str(d)]) == k0
+    keys = {k0}
+    (d / "sub" / "b.py").write_text("y = 22\n")  # another size
+    keys.add(_C.build_key([str(d)]))
+    st = os.stat(d / "a.py")
+    os.utime(d / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))  # touched
+    keys.add(_C.build_key([str(d)]))
+    (d / "c.py").write_text("")
+    keys.add(_C.build_key([str(d)]))
+    assert len(keys) == 4
+    assert _C.build_key([str(d), str(d)]) != _C.build_key([str(d)])
+    # the extension itself: a linker build id, so no file is read
+    from ctriton.compiler.compiler import compiler_build_hash
+    assert len(compiler_build_hash()) == 64
+
+
+def test_unreadable_metadata_recompiled(fake_compile):
+    k = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    root = _C.cache_root()
+    entry = _C.cache_get(root, k.hash)
+    entry["meta"] = b"\xffnot marshal data"  # checksummed, but not metadata
+    _C.cache_put(root, k.hash, entry)
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        k2 = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert k2.hash == k.hash and len(fake_compile) == 2
+    k3 = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))  # rewritten: a hit
+    assert len(fake_compile) == 2 and k3.metadata.num_warps == 4
+
+
+ODD_LAYOUTS = '''
+import ctriton as triton
+
+@triton.jit(
+    noinline=False,
+)
+def spread(
+    x_ptr,
+    n,
+):
+    y = (n +
+         1)
+    # a comment at the end of the body
+
+    # another, after a blank line
+
+
+class Holder:
+    @staticmethod
+    @triton.jit
+    def nested(x_ptr):
+        s = """
+text at column 0
+"""
+        return s
+
+
+@triton.jit
+def last_paren(x):
+    return max(x,
+1)
+def after(): pass
+'''
+
+
+def _inspect_source(jf):
+    """(src, starting_line) by inspect and ast: the reference."""
+    import ast
+    import inspect
+    import textwrap
+    lines, first = inspect.getsourcelines(jf.fn)
+    text = textwrap.dedent("".join(lines))
+    def_line = ast.parse(text).body[0].lineno
+    return "\n".join(text.splitlines()[def_line - 1:]) + "\n", first + def_line - 1
+
+
+def test_source_reader_matches_inspect(tmp_path):
+    """@jit sources are read from the file without inspect/tokenize; the
+    text and starting line equal inspect's, odd layouts included."""
+    import importlib.util
+    import ctriton.language as tl
+    from ctriton.runtime.jit import JITFunction
+    path = tmp_path / "odd.py"
+    path.write_text(ODD_LAYOUTS)
+    spec = importlib.util.spec_from_file_location("odd_layouts", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    fns = [m.spread, m.last_paren]
+    fns += [v for mod in (K, tl, tl.standard) for v in vars(mod).values()
+            if isinstance(v, JITFunction)]
+    assert len(fns) > 20
+    for jf in fns:
+        assert (jf.src, jf.starting_line) == _inspect_source(jf), jf.__name__
+    assert m.spread.starting_line == 7 and m.spread.src.startswith("def spread(")
+    assert m.spread.src.endswith("    # a comment at the end of the body\n\n"
+                                 "    # another, after a blank line\n")
+    assert m.last_paren.src.endswith("1)\n")
+    # a string at column 0 in an indented method: inspect + dedent cannot
+    # parse it (no common margin); the reader strips the def's indentation
+    assert m.Holder.nested.src.startswith("def nested(x_ptr):\n    s = \"\"\"\ntext at column 0")
+    assert m.Holder.nested.starting_line == 21
+
+
+def test_hit_reads_stage_texts_on_use(fake_compile):
+    from ctriton.compiler.compiler import CachedAsm
+    k = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    hit = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert len(fake_compile) == 1 and isinstance(hit.asm, CachedAsm)
+    assert "ttir" in hit.asm and "ttir" not in hit.asm._d  # listed, not read
+    assert hit.asm["ttir"] == k.asm["ttir"] and hit.asm.get("ttir") == k.asm["ttir"]
+    assert set(hit.asm) == set(k.asm) and "nope" not in hit.asm
+    entry = _C.cache_get(_C.cache_root(), k.hash, ("meta",))
+    assert entry["meta"] is not None and entry["ttir"] is None  # not read
+    # a corrupt blob that a hit does not read is found when it is read
+    path = os.path.join(_C.cache_root(), k.hash)
+    with open(path, "rb") as f:
+        good = f.read()
+    with open(path, "wb") as f:
+        f.write(good.replace(b"fake ttir", b"FAKE ttir", 1))
+    hit2 = ctriton.compile(_src(), target=GPUTarget("cuda", 90, 32))
+    assert len(fake_compile) == 1
+    with pytest.raises(KeyError, match="gone or corrupt"):
+        hit2.asm["ttir"]
+    assert not os.path.exists(path)  # removed when found corrupt
 
 
 def test_ttir_path(tmp_path):

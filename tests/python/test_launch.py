@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import ctriton as triton
+import ctriton.language as tl
 from ctriton import _C
 import kernels_for_tests as K
 
@@ -72,6 +73,65 @@ def test_bad_grid(fake_compile):
     a = K.np_f32()
     with pytest.raises(ValueError, match="1 to 3"):
         K.add_kernel[(1, 1, 1, 1)](a, a, a, 100, BLOCK=32)
+
+
+def test_launch_entries_are_c():
+    # kernel[grid] and kernel.run come from the C base class: no Python frame
+    assert isinstance(K.add_kernel, _C.KernelRuntime)
+    assert type(K.add_kernel[(1,)]) is _C.Launcher
+    assert type(K.add_kernel).__getitem__ is _C.KernelRuntime.__getitem__
+    assert type(K.add_kernel).run is _C.KernelRuntime.run
+
+
+def test_run_and_keyword_binding():
+    import functools
+    n = 100
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), warmup=False)
+    np.testing.assert_allclose(out, x + y)
+    out[:] = 0
+    ck = K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), warmup=True)
+    assert ck in K.add_kernel.cache and not out.any()  # compiled, not launched
+    # keywords by value, not by identity (names built at run time)
+    kw = {"".join(["B", "LOCK"]): 128, "".join(["out", "_ptr"]): out}
+    K.add_kernel[(1,)](x, y, n=n, **kw)
+    np.testing.assert_allclose(out, x + y)
+    out[:] = 0
+    functools.partial(K.add_kernel[(1,)], x, y)(out, n, BLOCK=128)  # tp_call / vectorcall
+    np.testing.assert_allclose(out, x + y)
+    with pytest.raises(TypeError, match="'grid'"):
+        K.add_kernel.run(x, y, out, n, BLOCK=128)
+    with pytest.raises(KeyError, match="nope"):
+        K.add_kernel.run(x, y, out, n, BLOCK=128, grid=(1,), nope=3)
+    with pytest.raises(TypeError, match="add_kernel\\(\\) missing required argument 'n'"):
+        K.add_kernel[(1,)](x, y, out, BLOCK=128)
+
+
+@triton.jit
+def store_one(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def test_concurrent_first_launches_keep_one_variant():
+    import threading
+    bufs = [np.zeros(4, np.float32) for _ in range(4)]
+    start = threading.Barrier(len(bufs))
+    errors = []
+
+    def launch(b):
+        start.wait()
+        try:
+            store_one[(1,)](b)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=launch, args=(b,)) for b in bufs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and all(b[0] == 1.0 for b in bufs)
+    assert len(store_one.cache) == 1
 
 
 def test_helpers():

@@ -15,21 +15,23 @@ recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr;
 an entry after:PASS (after:all for every pass) prints the form after that pass
 of the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
 compile() bypass the cache read, since only stage texts are cached.
+recompiled with a warning. The compiler build is named by the extension's
+link-time build id and the path, size and mtime of the compiler's .py files
+(_C.build_key: nothing is read). An entry's metadata is a marshal'ed dict
+(as in .pyc files: no JSON to import or parse on a hit). CTRITON_DUMP=ttir,llir,... prints stages to stderr.
 CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
 of each stage in milliseconds (also in CompiledKernel.times).
 """
-import json
+import marshal
 import os
-import re
-import struct
 import sys
 import time
-import warnings
+from _collections_abc import MutableMapping
 
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 4
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
@@ -47,15 +49,17 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
                  "arch", "supported_fp8_dtypes")
 
 
+# Environment variables that change what the backend emits: part of the key.
+KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")
+
+
 class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
 
 
-_OOR = re.compile(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)")
-
-
 def _compilation_error(msg):
-    m = _OOR.search(msg)
+    import re
+    m = re.search(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)", msg)
     if m:
         from ..runtime.errors import OutOfResources
         return OutOfResources(int(m.group(2)), int(m.group(3)), m.group(1))
@@ -96,7 +100,10 @@ _build_hash = None
 def extension_id(path):
     """The GNU build ID of the extension at path (the linker's hash of its
     contents), else the sha256 of the file. The wheel's extension, LLVM
-    inside, is ~50 MB: hashing it would cost each process 0.1-0.3 s."""
+    inside, is ~50 MB: hashing it would cost each process 0.1-0.3 s. (The
+    cache key uses _C.build_key, which reads the same ID from the loaded
+    image without opening the file.)"""
+    import struct
     with open(path, "rb") as f:
         head = f.read(1 << 16)
         if head[:4] == b"\x7fELF" and head[4:6] == b"\x02\x01":  # ELF64, little-endian
@@ -122,20 +129,14 @@ def extension_id(path):
 
 
 def compiler_build_hash():
-    """A hash of the extension .so (its build ID) and of the Python compiler
-    packages."""
+    """Names this build of the compiler: the extension's build id and the
+    path, size and mtime of the .py files of the language and compiler
+    packages (what the frontend compiles and what drives it)."""
     global _build_hash
     if _build_hash is None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        parts = [extension_id(_C.__file__)]
-        for sub in ("language", "compiler"):
-            d = os.path.join(root, sub)
-            for dirpath, _, files in sorted(os.walk(d)):
-                for fn in sorted(files):
-                    if fn.endswith(".py"):
-                        with open(os.path.join(dirpath, fn), "rb") as f:
-                            parts.append(fn + _C.sha256(f.read()))
-        _build_hash = _C.sha256("\n".join(parts))
+        _build_hash = _C.build_key([os.path.join(root, "language"),
+                                    os.path.join(root, "compiler")])
     return _build_hash
 
 
@@ -160,9 +161,9 @@ class ASTSource:
         self.name = fn.__name__
 
     def hash(self):
-        body = json.dumps([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
-                           sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
-                           sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
+        body = repr([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
+                     sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
+                     sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
         return _C.sha256(body)
 
     def launch_signature(self):
@@ -219,6 +220,53 @@ class KernelMetadata:
 
     def __repr__(self):
         return f"KernelMetadata({self.__dict__!r})"
+
+
+class CachedAsm(MutableMapping):
+    """CompiledKernel.asm of a disk-cache hit: {stage: text, "cubin": bytes}
+    whose texts are read from the cache entry when first asked for (a
+    launch needs none of them)."""
+
+    def __init__(self, root, key, entry):
+        self._root, self._key = root, key
+        self._names = [n for n in entry if n in STAGES or n == "cubin"]
+        self._d = {n: self._value(n, v) for n, v in entry.items()
+                   if v is not None and n in self._names}
+
+    @staticmethod
+    def _value(name, blob):
+        return blob if name == "cubin" else blob.decode()
+
+    def __getitem__(self, name):
+        if name not in self._d:
+            if name not in self._names:
+                raise KeyError(name)
+            entry = _C.cache_get(self._root, self._key, (name,))
+            if not entry or entry.get(name) is None:
+                raise KeyError(f"{name}: the cache entry {self._key[:16]}... is gone or corrupt")
+            self._d[name] = self._value(name, entry[name])
+        return self._d[name]
+
+    def __contains__(self, name):
+        return name in self._names
+
+    def __setitem__(self, name, value):
+        self._d[name] = value
+        if name not in self._names:
+            self._names.append(name)
+
+    def __delitem__(self, name):
+        self._names.remove(name)
+        self._d.pop(name, None)
+
+    def __iter__(self):
+        return iter(list(self._names))
+
+    def __len__(self):
+        return len(self._names)
+
+    def __repr__(self):
+        return f"CachedAsm({self._names!r}, read: {sorted(self._d)!r})"
 
 
 class _LaunchShell:
@@ -378,8 +426,9 @@ def compile(src, target=None, options=None, dump_after=None):
         src = IRSource(src)
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
-    key = _C.sha256(json.dumps([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
-                                sorted((k, repr(v)) for k, v in opts.items())]))
+    key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
+                          sorted((k, repr(v)) for k, v in opts.items()),
+                          [os.environ.get(v, "") for v in KEY_ENV]]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     from .. import knobs
     root = knobs.cache.dir
@@ -394,19 +443,29 @@ def compile(src, target=None, options=None, dump_after=None):
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
 
-    entry = _C.cache_get(root, key) if use_cache else None
+    # A hit reads the metadata and what loading needs (the cubin; the TTIR
+    # for the CPU, whose host code is rebuilt); the other stage texts are
+    # read if and when CompiledKernel.asm is asked for them.
+    want = ("meta", "cubin") if target.backend == "cuda" else ("meta", "ttir")
+    entry = _C.cache_get(root, key, want) if use_cache else None
     t1 = time.perf_counter()
     times["cache_read"] = (t1 - t) * 1e3
     t = t1
+    meta = None
+    if entry:
+        try:
+            meta = marshal.loads(entry["meta"])
+            if not isinstance(meta, dict):
+                raise ValueError("not a dict")
+        except (KeyError, ValueError, EOFError, TypeError):
+            entry = False
     if entry is False:
+        import warnings
         warnings.warn(f"ctriton: the cache entry {key[:16]}... for {src.name} is corrupt; "
                       "recompiling it", RuntimeWarning, stacklevel=2)
         entry = None
-    if entry is not None and "meta" in entry:
-        meta = json.loads(entry["meta"].decode())
-        asm = {k: v.decode() for k, v in entry.items() if k in STAGES}
-        if "cubin" in entry:
-            asm["cubin"] = entry["cubin"]
+    if entry is not None:
+        asm = CachedAsm(root, key, entry)
         cpu_kernel = None
         if target.backend == "cpu":
             # Host code is not cached: rebuild it from the cached TTIR.
@@ -448,11 +507,12 @@ def compile(src, target=None, options=None, dump_after=None):
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
-    blobs["meta"] = json.dumps(meta, indent=1)
+    blobs["meta"] = marshal.dumps(meta, 4)
     t = time.perf_counter()
     try:
         _C.cache_put(root, key, blobs)
     except OSError as e:
+        import warnings
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
     times["cache_write"] = (time.perf_counter() - t) * 1e3
     _dump(name, asm, False)

@@ -5,8 +5,6 @@ the offending source line and a caret under the column. ``error_message`` is
 the bare reason; ``__cause__`` is an exception holding it, as in Triton
 (whose CompilationError is raised from the error that caused it).
 """
-import linecache
-
 from ..errors import TritonError
 
 
@@ -19,6 +17,7 @@ class CompilationError(TritonError):
         text = message
         if filename is not None and lineno:
             text = f"{filename}:{lineno}:{col}: error: {message}"
+            import linecache
             src = linecache.getline(filename, lineno).rstrip("\n")
             if src:
                 caret = " " * max((col or 1) - 1, 0) + "^"

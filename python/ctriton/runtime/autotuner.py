@@ -9,7 +9,6 @@ keeps the fastest; later launches with that key reuse it. A ``Heuristics``
 computes constexpr arguments from the other arguments before launching.
 """
 import builtins
-import json
 import os
 import time
 
@@ -231,6 +230,7 @@ class Autotuner(KernelInterface):
             target = driver.active.get_current_target().key()
         except Exception:
             target = "?"
+        import json
         digest = _C.sha256(json.dumps([
             "autotune-1", compiler_build_hash(), target, self.base_fn.cache_key,
             [repr(k) for k in tuning_key], [str(c) for c in self.configs]]))
@@ -245,6 +245,7 @@ class Autotuner(KernelInterface):
     def _load(self, path):
         try:
             with open(path) as f:
+                import json
                 data = json.load(f)
             by_str = {str(c): c for c in self.configs}
 
@@ -272,6 +273,7 @@ class Autotuner(KernelInterface):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.tmp.{os.getpid()}"
             with open(tmp, "w") as f:
+                import json
                 json.dump(data, f)
             os.replace(tmp, path)
         except (OSError, TypeError, ValueError):

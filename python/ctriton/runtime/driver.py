@@ -2,10 +2,9 @@
 
 ``driver.active`` is the CUDA driver when libcuda loads and reports a
 device, the CPU driver otherwise; ``CTRITON_BACKEND=cpu|cuda`` forces one and
-``driver.set_active(d)`` switches at run time. The GPU is probed with ctypes
-once (device count, attributes); launches go through the C extension.
+``driver.set_active(d)`` switches at run time. The GPU is probed (device
+count, attributes) and launched on through the C extension.
 """
-import ctypes
 import os
 import sys
 
@@ -18,7 +17,8 @@ def _torch():
 
 
 class _CudaLib:
-    """The few CUDA driver calls used to probe devices (ctypes, lazily)."""
+    """The CUDA driver's device probe, through the extension's loader of
+    libcuda (the same library the launches use; no context is made)."""
     # CUdevice_attribute values (cuda.h)
     ATTRS = {
         "max_threads_per_block": 1, "max_shared_mem_per_block": 8, "warpSize": 10,
@@ -28,19 +28,12 @@ class _CudaLib:
     }
 
     def __init__(self):
-        path = os.environ.get("CTRITON_LIBCUDA_PATH", "libcuda.so.1")
-        self.lib = ctypes.CDLL(path)
-        if self.lib.cuInit(0) != 0:
-            raise OSError("cuInit failed")
-        n = ctypes.c_int(0)
-        if self.lib.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
+        self.count = _C.cuda_probe()  # OSError without a usable driver
+        if self.count == 0:
             raise OSError("no CUDA device")
-        self.count = n.value
 
     def attr(self, name, dev):
-        v = ctypes.c_int(0)
-        self.lib.cuDeviceGetAttribute(ctypes.byref(v), self.ATTRS[name], dev)
-        return v.value
+        return _C.cuda_attribute(dev, self.ATTRS[name])
 
 
 class CpuUtils:
@@ -159,12 +152,9 @@ class CudaDriver:
         return do_bench
 
     def _activate(self):
-        def stream():
-            t = sys.modules.get("torch")
-            if t is None:
-                return 0
-            return t._C._cuda_getCurrentRawStream(t._C._cuda_getDevice())
-        _C.set_backend(_C.BACKEND_CUDA, stream)
+        # No stream getter: the launch path reads torch's current stream
+        # itself once torch is imported (the default stream before).
+        _C.set_backend(_C.BACKEND_CUDA, None)
 
     def __repr__(self):
         return "CudaDriver()"

@@ -7,14 +7,13 @@ stripped, dedented), ``starting_line`` (1-based line of ``def`` in the file),
 ``do_not_specialize_on_alignment``, ``arg_names``, ``__name__``,
 ``__globals__`` and the marker ``_ctriton_jit = True``.
 
-Launching (``kernel[grid](*args, **kw)``) is done in C by a KernelRuntime
-(python/src/runtime.c): binding, specialization key, variant cache, packing
-and launch. It calls back ``_ct_compile`` only on a cache miss.
+Launching (``kernel[grid](*args, **kw)``, ``kernel.run(...)``) is done in C:
+JITFunction's base class is the extension's KernelRuntime
+(python/src/launch.c, specialize.c), whose ``[grid]`` and ``run`` do the
+binding, specialization key, variant cache lookup, packing and launch
+without a Python frame. It calls back ``_ct_compile`` only on a cache miss.
 """
-import ast
-import inspect
 import os
-import textwrap
 
 from .. import _C
 from .interface import KernelInterface
@@ -41,9 +40,15 @@ for _v in list(type_canonicalisation_dict.values()):
     type_canonicalisation_dict[_v] = _v
 del _b, _v
 
+# Sources are read when first needed, not at decoration, and without
+# inspect/tokenize (whose first use costs milliseconds): see
+# _function_source. inspect is the fallback.
+
+_EMPTY = object()  # no annotation / no default
+
 
 def _is_constexpr_annotation(ann):
-    if ann is inspect.Parameter.empty:
+    if ann is _EMPTY:
         return False
     if isinstance(ann, str):
         return ann.split(".")[-1] == "constexpr"
@@ -52,7 +57,7 @@ def _is_constexpr_annotation(ann):
 
 def _annotation_type(ann):
     """A type annotation (tl.int64, "i32", "*fp16") as a type string, or None."""
-    if ann is inspect.Parameter.empty or _is_constexpr_annotation(ann):
+    if ann is _EMPTY or _is_constexpr_annotation(ann):
         return None
     if isinstance(ann, str):
         s = ann.split(".")[-1]
@@ -85,26 +90,114 @@ def _tuple_arg_info(path, v, t, k, constexprs, attrs):
         elif kj == "D":
             attrs[p] = {"divisibility": 16}
 
-class _GlobalsFinder(ast.NodeVisitor):
-    """The names a function reads, and dotted names (a.b.c)."""
 
-    def __init__(self):
-        self.names = []
+def _global_names(code):
+    """The names a code object and the code nested in it (closures,
+    comprehensions) read as globals, attributes or free variables (an
+    enclosing function's, resolved like globals), sorted."""
+    names, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        names.update(c.co_freevars)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    return sorted(names)
 
-    def visit_Name(self, node):
-        self.names.append((node.id,))
 
-    def visit_Attribute(self, node):
-        chain = []
-        n = node
-        while isinstance(n, ast.Attribute):
-            chain.append(n.attr)
-            n = n.value
-        if isinstance(n, ast.Name):
-            chain.append(n.id)
-            self.names.append(tuple(reversed(chain)))
-        else:
-            self.generic_visit(node)
+_file_lines = {}  # file name -> ((size, mtime), its lines): read once while unchanged
+
+
+def _code_lines(code):
+    """The source lines holding a code object's instructions and those of
+    the code nested in it."""
+    lines = {line for _, _, line in code.co_lines() if line}
+    for c in code.co_consts:
+        if hasattr(c, "co_lines"):
+            lines |= _code_lines(c)
+    return lines
+
+
+def _def_line(block, name):
+    """The index in block (dedented lines from the first decorator on) of
+    the line `def name(`."""
+    for i, ln in enumerate(block):
+        if ln.startswith(("def ", "async def ")):
+            rest = ln.split("def ", 1)[1].lstrip()
+            if rest.startswith(name) and rest[len(name):].lstrip().startswith("("):
+                return i
+    raise ValueError(f"no 'def {name}(' line")
+
+
+def _function_source(fn):
+    """(file, src, starting_line) of fn: src is its text from the `def`
+    line through its body, dedented; starting_line the file line of `def`.
+    The lines come from the file itself, from the code object's first line
+    (the first decorator) through its last one and the lines indented under
+    the `def` that follow, less the def's indentation (no parse, no
+    tokenize); inspect reads the ones this cannot (no file, other
+    encodings)."""
+    code = fn.__code__
+    try:
+        file = code.co_filename
+        st = os.stat(file)
+        stamp = (st.st_size, st.st_mtime_ns)
+        stamp_lines = _file_lines.get(file)
+        if stamp_lines is None or stamp_lines[0] != stamp:  # as linecache.checkcache
+            with open(file, "rb") as f:
+                stamp_lines = (stamp, f.read().decode("utf-8").splitlines())
+            _file_lines[file] = stamp_lines
+        lines = stamp_lines[1]
+        first = code.co_firstlineno
+        head = lines[first - 1]
+        indent = head[:len(head) - len(head.lstrip())]
+        code_lines = _code_lines(code)
+        end = max(code_lines)  # 1-based, inclusive
+        while end < len(lines):
+            nxt = lines[end]
+            body = nxt.strip()
+            if body and not body.startswith("#") and not (nxt.startswith(indent) and
+                                                          nxt[len(indent)] in " \t"):
+                break
+            end += 1
+        # lines inside strings or brackets may sit left of the def: kept as they are
+        block = [ln[len(indent):] if ln.startswith(indent) else ln if ln.strip() else ""
+                 for ln in lines[first - 1:end]]
+        d = _def_line(block, code.co_name)
+        # trailing comments belong to the body when indented as much as its
+        # first statement (as inspect has it)
+        later = [n for n in code_lines if n > first + d]
+        body_line = block[min(later) - first] if later else ""
+        col = len(body_line) - len(body_line.lstrip())
+    except (OSError, UnicodeDecodeError, IndexError, ValueError):
+        import inspect
+        import textwrap
+        file = inspect.getsourcefile(fn) or "<unknown>"
+        lines, first = inspect.getsourcelines(fn)
+        block = textwrap.dedent("".join(lines)).splitlines()
+        d = _def_line(block, code.co_name)
+        col = 1
+    while block and (not block[-1].strip() or block[-1].lstrip().startswith("#") and
+                     len(block[-1]) - len(block[-1].lstrip()) < col):
+        block.pop()
+    return file, "\n".join(block[d:]) + "\n", first + d
+
+
+def _parameters(fn):
+    """(name, annotation, default) of each parameter of fn, from its code
+    object (inspect.signature for anything but a plain function)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__") or code.co_flags & 0x0C:  # *args, **kw
+        import inspect
+        return [(p.name, _EMPTY if p.annotation is p.empty else p.annotation,
+                 _EMPTY if p.default is p.empty else p.default)
+                for p in inspect.signature(fn).parameters.values()]
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = code.co_varnames[:n]
+    ann = getattr(fn, "__annotations__", None) or {}
+    dflt = dict(zip(names[code.co_argcount - len(fn.__defaults__ or ()):code.co_argcount],
+                    fn.__defaults__ or ()))
+    dflt.update(fn.__kwdefaults__ or {})
+    return [(a, ann.get(a, _EMPTY), dflt.get(a, _EMPTY)) for a in names]
 
 
 class JitFunctionInfo:
@@ -126,7 +219,7 @@ class MockTensor:
         return 0
 
 
-class JITFunction(KernelInterface):
+class JITFunction(_C.KernelRuntime, KernelInterface):
     _ctriton_jit = True
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
@@ -136,19 +229,9 @@ class JITFunction(KernelInterface):
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
-        self.file = inspect.getsourcefile(fn) or "<unknown>"
-        lines, first = inspect.getsourcelines(fn)
-        src = textwrap.dedent("".join(lines))
-        # strip decorators: keep from the `def` line on
-        tree = ast.parse(src)
-        fdef = tree.body[0]
-        def_line = fdef.lineno  # 1-based within src, after the decorators
-        self._src = "\n".join(src.splitlines()[def_line - 1:]) + "\n"
-        self.starting_line = first + def_line - 1
-        sig = inspect.signature(fn)
-        self.signature = sig
-        self.arg_names = list(sig.parameters)
-        self.params = list(sig.parameters.values())
+        self._source = None  # (file, src, starting_line), read on first use
+        params = _parameters(fn)
+        self.arg_names = [name for name, _, _ in params]
 
         def names(xs):
             return [self.arg_names[x] if isinstance(x, int) else x for x in (xs or [])]
@@ -159,32 +242,61 @@ class JITFunction(KernelInterface):
         self.sanitize = sanitize
         self.noinline = bool(noinline)
         self.launch_metadata = launch_metadata
-        self.constexpr_params = [p.name for p in self.params
-                                 if _is_constexpr_annotation(p.annotation)]
+        self.constexpr_params = [name for name, ann, _ in params
+                                 if _is_constexpr_annotation(ann)]
         table = []
-        for p in self.params:
-            spec = p.name not in self.do_not_specialize
-            align = spec and p.name not in self.do_not_specialize_on_alignment
-            has_default = p.default is not inspect.Parameter.empty
-            table.append((p.name, _is_constexpr_annotation(p.annotation), spec, align,
-                          _annotation_type(p.annotation), has_default,
-                          p.default if has_default else None))
-        self._rt = _C.KernelRuntime(self, table)
+        for name, ann, default in params:
+            spec = name not in self.do_not_specialize
+            align = spec and name not in self.do_not_specialize_on_alignment
+            has_default = default is not _EMPTY
+            table.append((name, _is_constexpr_annotation(ann), spec, align,
+                          _annotation_type(ann), has_default, default if has_default else None))
+        self._ct_setup(self.__name__, table)
         self._cache_key = None
 
-    # -- launching ------------------------------------------------------
-    def __getitem__(self, grid):
-        return self._rt[grid]
+    # -- source (what the frontend compiles), read on first use ----------
+    def _load_source(self):
+        if self._source is None:
+            self._source = _function_source(self.fn)
+        return self._source
 
-    def run(self, *args, grid, warmup=False, **kwargs):
-        return self._rt.run(grid, args, kwargs, warmup)
+    @property
+    def file(self):
+        return self._load_source()[0]
+
+    @property
+    def src(self):
+        """The function's source from its ``def`` line (what is compiled)."""
+        return self._load_source()[1]
+
+    @src.setter
+    def src(self, value):
+        raise AttributeError("Cannot set attribute 'src' directly. Use '_unsafe_update_src()' "
+                             "and manually clear `.hash` of all callers instead.")
+
+    @property
+    def starting_line(self):
+        return self._load_source()[2]
+
+    @property
+    def signature(self):
+        import inspect
+        return inspect.signature(self.fn)
+
+    @property
+    def params(self):
+        return list(self.signature.parameters.values())
+
+    # -- launching ------------------------------------------------------
+    # self[grid](*args, **kwargs) and self.run(*args, grid=, warmup=, **kwargs)
+    # come from _C.KernelRuntime.
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles (without launching) for these arguments; returns the
         CompiledKernel. dtypes may stand in for tensors."""
         args = tuple(self._mock(a) for a in args)
         kwargs = {k: self._mock(v) for k, v in kwargs.items()}
-        return self._rt.run(grid, args, kwargs, True)
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     @staticmethod
     def _mock(a):
@@ -199,15 +311,15 @@ class JITFunction(KernelInterface):
     def specialization(self, *args, **kwargs):
         """(key bytes, signature list, spec list) of a call: what the
         in-memory cache is keyed by."""
-        return self._rt.key(args, kwargs)
+        return self._ct_key(args, kwargs)
 
     @property
     def cache(self):
         """The compiled variants held in memory."""
-        return self._rt.variants()
+        return self._ct_variants()
 
     def clear_cache(self):
-        self._rt.clear()
+        self._ct_clear()
 
     def _ct_compile(self, bound, sigs, specs, options):
         """Called by the C runtime on a cache miss: builds the ASTSource of
@@ -284,26 +396,16 @@ class JITFunction(KernelInterface):
                 pass
         return scope
 
-    # -- source ---------------------------------------------------------
-    @property
-    def src(self):
-        """The function's source from its ``def`` line (what is compiled)."""
-        return self._src
-
-    @src.setter
-    def src(self, value):
-        raise AttributeError("Cannot set attribute 'src' directly. Use '_unsafe_update_src()' "
-                             "and manually clear `.hash` of all callers instead.")
-
     def _unsafe_update_src(self, new_src):
         """Replaces the source that is compiled (the Python function stays);
         drops the compiled variants and the cache key. Callers' keys are not
         recomputed: that is the caller's business, as in Triton."""
         if not isinstance(new_src, str):
             raise TypeError(f"_unsafe_update_src: expected a str, got {type(new_src).__name__}")
-        self._src = new_src
+        file, _, starting_line = self._load_source()
+        self._source = (file, new_src, starting_line)
         self._cache_key = None
-        self._rt.clear()
+        self._ct_clear()
 
     @property
     def hash(self):
@@ -316,30 +418,31 @@ class JITFunction(KernelInterface):
     # -- identity -------------------------------------------------------
     @property
     def cache_key(self):
-        """sha256 of the source, the noinline flag, every @jit callee's
-        cache_key and the values of the constexpr/number globals read."""
+        """sha256 of the source and its starting line, the noinline flag, and
+        of what the code reads from its globals (by the names of its code
+        object, also one and two attributes deep into modules and classes):
+        every @jit callee's cache_key and every constexpr or number."""
         if self._cache_key is None:
             self._cache_key = "pending"  # recursion guard
-            parts = [self.src, str(self.starting_line), str(self.noinline)]
-            finder = _GlobalsFinder()
-            finder.visit(ast.parse(self.src))
-            scope = self.__globals__
-            seen = set()
-            for chain in finder.names:
-                if chain in seen:
-                    continue
-                seen.add(chain)
-                obj = scope.get(chain[0], None)
-                for attr in chain[1:]:
-                    if obj is None or inspect.ismodule(obj) is False and \
-                            not hasattr(obj, "__dict__"):
-                        break
-                    obj = getattr(obj, attr, None)
-                dotted = ".".join(chain)
-                if getattr(obj, "_ctriton_jit", False) and obj is not self:
-                    parts.append(f"{dotted}:jit:{obj.cache_key}")
+            file, src, starting_line = self._load_source()
+            parts = [src, str(starting_line), str(self.noinline)]
+            names = _global_names(self.fn.__code__)
+            g = self.__globals__
+
+            def note(dotted, obj, depth):
+                if getattr(obj, "_ctriton_jit", False):
+                    if obj is not self:
+                        parts.append(f"{dotted}:jit:{obj.cache_key}")
                 elif type(obj).__name__ == "constexpr" or isinstance(obj, (bool, int, float, str)):
                     parts.append(f"{dotted}:={obj!r}")
+                elif depth < 2 and isinstance(obj, (type(os), type)):
+                    d = vars(obj)  # no properties run
+                    for a in names:
+                        if a in d:
+                            note(f"{dotted}.{a}", d[a], depth + 1)
+            for n in names:
+                if n in g:
+                    note(n, g[n], 0)
             self._cache_key = _C.sha256("\n".join(parts))
         return self._cache_key
 

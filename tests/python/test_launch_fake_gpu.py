@@ -1,0 +1,155 @@
+"""The GPU launch path without a GPU: a fake libcuda (fake_libcuda.c, built
+here with the C compiler) records what cuLaunchKernel gets, so that the
+packed parameters, grid, block and stream are checked for real. Each case
+runs in a child process (the driver is loaded once per process)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CC = shutil.which("cc") or shutil.which("gcc")
+PTXAS = shutil.which("ptxas") or (os.path.exists("/usr/local/cuda/bin/ptxas") or None)
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(tmp_path_factory):
+    if not CC:
+        pytest.skip("no C compiler for the fake driver")
+    out = str(tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so")
+    subprocess.run([CC, "-shared", "-fPIC", "-O2", "-o", out,
+                    os.path.join(HERE, "fake_libcuda.c")], check=True)
+    return out
+
+
+PRELUDE = """
+import ctypes, json, os, struct, sys
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import ctriton as triton
+import ctriton.language as tl
+
+class Rec(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint64), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                ("stream", ctypes.c_uint64), ("params", ctypes.c_uint64 * 32)]
+
+lib = ctypes.CDLL(os.environ["CTRITON_LIBCUDA_PATH"])
+lib.fake_launch.restype = ctypes.POINTER(Rec)
+
+class CudaTensor:
+    is_cuda = True
+    def __init__(self, ptr, dtype="torch.float32"):
+        self.ptr, self.dtype = ptr, dtype
+    def data_ptr(self):
+        return self.ptr
+
+def record(n):
+    r = lib.fake_launch().contents
+    return {"count": r.count, "grid": list(r.grid), "block": list(r.block),
+            "stream": r.stream, "params": list(r.params[:n])}
+"""
+
+
+def run_child(fake_cuda, body, tmp_path):
+    env = dict(os.environ, CTRITON_LIBCUDA_PATH=fake_cuda, CTRITON_BACKEND="cuda",
+               CTRITON_CACHE_DIR=str(tmp_path / "cache"), TESTS_DIR=HERE)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
+                                         env.get("PYTHONPATH", "")])
+    src = PRELUDE + textwrap.dedent(body)
+    path = tmp_path / "child.py"
+    path.write_text(src)
+    p = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_parameters_grid_and_stream(fake_cuda, tmp_path):
+    got = run_child(fake_cuda, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, scale, flag, ONE, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = (offs < n) & flag
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * scale * ONE, mask=m)
+
+        lib.fake_set_nparams(5)
+        x, y = CudaTensor(1 << 20), CudaTensor((1 << 20) + 4096)
+        out = {}
+        k[(3, 2)](x, y, 1000, 0.5, True, 1, BLOCK=128, num_warps=2)
+        out["a"] = record(5)
+        k[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](x, y, 70000, 2.0, False, 1,
+                                                        BLOCK=128, stream=77)
+        out["b"] = record(5)
+        k.run(x, y, 7, -1.0, True, 1, BLOCK=128, grid=(5,), warmup=False)
+        out["c"] = record(5)
+        k.run(x, y, 7, -1.0, True, 1, BLOCK=128, grid=(9,), warmup=True)  # no launch
+        out["d"] = record(0)
+        print(json.dumps(out))
+    """, tmp_path)
+    f32 = lambda v: __import__("struct").unpack("<I", __import__("struct").pack("<f", v))[0]
+    a, b, c, d = got["a"], got["b"], got["c"], got["d"]
+    assert a["grid"] == [3, 2, 1] and a["block"] == [64, 1, 1] and a["stream"] == 0
+    # x, y, n (i32), scale (fp32 bits), flag (u1); ONE == 1 is a constant
+    assert a["params"] == [1 << 20, (1 << 20) + 4096, 1000, f32(0.5), 1]
+    assert b["grid"] == [547, 1, 1] and b["block"] == [128, 1, 1] and b["stream"] == 77
+    assert b["params"] == [1 << 20, (1 << 20) + 4096, 70000, f32(2.0), 0]
+    assert c["grid"] == [5, 1, 1] and c["params"][2:4] == [7, f32(-1.0)]
+    assert d["count"] == c["count"] == a["count"] + 2
+
+
+def test_host_memory_rejected(fake_cuda, tmp_path):
+    got = run_child(fake_cuda, """
+        import numpy as np
+
+        @triton.jit
+        def k(x_ptr):
+            pass
+
+        class HostTensor(CudaTensor):
+            is_cuda = False
+
+        errs = []
+        for arg in (np.zeros(4, np.float32), HostTensor(4096)):
+            try:
+                k[(1,)](arg)
+            except ValueError as e:
+                errs.append(str(e))
+        print(json.dumps(errs))
+    """, tmp_path)
+    assert len(got) == 2 and "numpy array" in got[0] and "CPU tensor" in got[1]
+
+
+def test_stream_getter_and_torch(fake_cuda, tmp_path):
+    got = run_child(fake_cuda, """
+        from ctriton import _C
+
+        @triton.jit
+        def k(x_ptr):
+            pass
+
+        x = CudaTensor(4096)
+        out = []
+        triton.runtime.driver.active  # the CUDA driver, activated first
+        _C.set_backend(_C.BACKEND_CUDA, lambda: 1234)  # a driver's own stream getter
+        k[(1,)](x)
+        out.append(record(0)["stream"])
+        k[(1,)](x, stream=99)  # an explicit stream wins
+        out.append(record(0)["stream"])
+        _C.set_backend(_C.BACKEND_CUDA, None)
+        k[(1,)](x)
+        out.append(record(0)["stream"])
+        try:  # torch without a usable GPU: the default stream, no error
+            import torch  # noqa: F401
+            k[(1,)](x)
+            k[(1,)](x)
+            out.append(record(0)["stream"])
+        except ImportError:
+            out.append(0)
+        print(json.dumps(out))
+    """, tmp_path)
+    assert got == [1234, 99, 0, 0]

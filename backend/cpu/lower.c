@@ -186,8 +186,11 @@ LLVMValueRef cg_elem(Cg *cg, CgVal cv, const IrType *t, LLVMValueRef i)
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, et, cv.v, &i, 1, "");
 	LLVMValueRef x = LLVMBuildLoad2(cg->b, et, p, "");
 	set_align(x, t);
+	/* a compare, not a trunc: LLVM folds truncs of loaded bytes into
+	 * <N x i1> bitcasts of wide loads, and the x86 back end then fails on
+	 * them ("Cannot emit physreg copy instruction") */
 	if (bit)
-		x = LLVMBuildTrunc(cg->b, x, cg->t_i1, "");
+		x = LLVMBuildICmp(cg->b, LLVMIntNE, x, LLVMConstInt(cg->t_i8, 0, 0), "");
 	return x;
 }
 

@@ -192,6 +192,37 @@ def test_fma_of_integers_is_a_user_error():
     assert "internal" not in str(e.value)
 
 
+# ---- x86 code generation failed on i1 blocks read back from bytes ----------
+
+
+@triton.jit
+def mask_bytes_physreg(X0, Y0, Y1, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    offs = rm[:, None] * N + rn[None, :]
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    v1 = tl.load(X0 + offs, mask=mask, other=1)
+    if M > 1:
+        v2 = v1
+    else:
+        v2 = v1
+    v4 = tl.where(v2 <= v1, v1, v2)
+    tl.store(Y0 + offs, v2 ^ v2, mask=mask)
+    tl.store(Y1 + offs, v4 << (v2 & 3), mask=mask)
+
+
+def test_mask_bytes_do_not_break_x86_codegen():
+    """LLVM folded the byte -> i1 truncs of mask buffers into <128 x i1>
+    bitcasts of wide loads, and x86 code generation then aborted with
+    "Cannot emit physreg copy instruction" (found by the fuzzer)."""
+    x = np.arange(8, dtype=np.int32)
+    y0 = np.full(8, -1, np.int32)
+    y1 = np.zeros(8, np.int32)
+    mask_bytes_physreg[(1,)](x, y0, y1, 2, 4, BM=2, BN=16)
+    np.testing.assert_array_equal(y0, 0)
+    np.testing.assert_array_equal(y1, x << (x & 3))
+
+
 # ---- LLVM 22 drops the remainder of vectorized minnum/maxnum reductions ----
 
 

@@ -486,7 +486,6 @@ static int note_spec(PyObject *sigs, PyObject *specs, const char *tstr, int sk, 
 	return 0;
 }
 
-static int classify_tdesc(PyObject *v, int argi, Buf *key, Pack *pk, PyObject *sigs, PyObject *specs);
 
 int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObject *sigs,
 		PyObject *specs)

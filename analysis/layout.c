@@ -1031,6 +1031,176 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 	}
 }
 
+/* A loop-carried value computed in the body from values converted out of
+ * another layout (attention's row sum l = l * alpha + rowsum(p), carried in
+ * the layout its init and the epilogue gave it while alpha and the row sum
+ * live in a slice of the mma layout) converts those every iteration. The
+ * chain from the carried argument to what the body yields is retyped to the
+ * converted values' layout when that removes more conversions from the body
+ * than it adds to it; the init and the loop result are converted once,
+ * outside the loop. */
+#define CARRY_MAX 32
+
+static bool in_set(IrValue *const *set, int n, const IrValue *v)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+static bool uses_in_regions(const IrOp *op, IrValue *const *set, int n)
+{
+	for (int r = 0; r < op->nregions; r++)
+		for (const IrOp *o = op->regions[r]->first; o; o = o->next) {
+			for (int i = 0; i < o->nops; i++)
+				if (in_set(set, n, o->ops[i]))
+					return true;
+			if (uses_in_regions(o, set, n))
+				return true;
+		}
+	return false;
+}
+
+static bool retype_carried(RCtx *r, IrOp *loop, int ci)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	IrValue *arg = body->args[ci + 1];
+	if (!y || y->opc != OP_YIELD || ci >= y->nops || !is_blk(arg))
+		return false;
+	const IrType *old = arg->type;
+	IrValue *set[CARRY_MAX];
+	int n = 0;
+	set[n++] = arg;
+	/* grow the set along elementwise uses in the body, in order */
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->nregions && uses_in_regions(op, set, n))
+			return false;
+		if (op->opc == OP_YIELD || op->nres != 1 || op->res[0].type != old)
+			continue;
+		unsigned fl = ir_opinfo(op->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE))
+			continue;
+		bool uses = false;
+		for (int i = 0; i < op->nops; i++)
+			uses |= in_set(set, n, op->ops[i]);
+		if (uses) {
+			if (n == CARRY_MAX)
+				return false;
+			set[n++] = &op->res[0];
+		}
+	}
+	if (!in_set(set, n, y->ops[ci]))
+		return false;
+	/* the layout to move to: the source of a conversion feeding the set */
+	const IrLayout *to = NULL;
+	int gain = 0, cost = 0;
+	for (int k = 1; k < n; k++) {
+		IrOp *d = set[k]->def;
+		for (int i = 0; i < d->nops; i++) {
+			IrValue *v = d->ops[i];
+			if (!is_blk(v) || in_set(set, n, v))
+				continue;
+			if (v->def && v->def->opc == OP_CONVERT_LAYOUT && v->def->parent == body) {
+				const IrLayout *l = v->def->ops[0]->type->layout;
+				if (to && l != to)
+					return false;
+				to = l;
+				gain++;
+			} else if (!remat_ok(v, 0)) {
+				cost++;
+			}
+		}
+	}
+	if (!to || to->kind == LAYOUT_DOT_OP || to->kind == LAYOUT_SHARED)
+		return false;
+	/* uses of the set in the body outside it need a conversion back */
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->nres == 1 && in_set(set, n, &op->res[0]))
+			continue;
+		for (int i = 0; i < op->nops; i++) {
+			if (!in_set(set, n, op->ops[i]))
+				continue;
+			if (op->opc == OP_YIELD && i == ci)
+				continue;
+			if (op->opc == OP_CONVERT_LAYOUT && op->res[0].type->layout == to)
+				gain++;
+			else
+				cost++;
+		}
+	}
+	if (gain <= cost)
+		return false;
+
+	const IrType *nt = ir_type_with_layout(ctx, old, to);
+	/* escaping uses first (they keep seeing the old layout) */
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->nres == 1 && in_set(set, n, &op->res[0]))
+			continue;
+		for (int i = 0; i < op->nops; i++) {
+			if (!in_set(set, n, op->ops[i]) || (op->opc == OP_YIELD && i == ci) ||
+			    (op->opc == OP_CONVERT_LAYOUT && op->res[0].type->layout == to))
+				continue;
+			IrValue *v = op->ops[i];
+			IrOp *cv = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &v, 1, &old, 0, op->loc);
+			cv->res[0].id = -1;
+			ir_block_insert_before(body, op, cv);
+			ir_op_set_operand(op, i, &cv->res[0]);
+		}
+	}
+	/* the members' outside operands in the new layout */
+	for (int k = 1; k < n; k++) {
+		IrOp *d = set[k]->def;
+		for (int i = 0; i < d->nops; i++) {
+			IrValue *v = d->ops[i];
+			if (!is_blk(v) || in_set(set, n, v))
+				continue;
+			if (v->def && v->def->opc == OP_CONVERT_LAYOUT && v->def->ops[0]->type == nt) {
+				ir_op_set_operand(d, i, v->def->ops[0]);
+				continue;
+			}
+			const IrType *vt = ir_type_with_layout(ctx, v->type, to);
+			IrOp *cv = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &v, 1, &vt, 0, d->loc);
+			cv->res[0].id = -1;
+			ir_block_insert_before(body, d, cv);
+			ir_op_set_operand(d, i, &cv->res[0]);
+		}
+		set[k]->type = nt;
+	}
+	arg->type = nt;
+	/* the init converted before the loop, the result after it */
+	IrValue *init = loop->ops[3 + ci];
+	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
+	ci_op->res[0].id = -1;
+	ir_block_insert_before(loop->parent, loop, ci_op);
+	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
+	IrValue *res = &loop->res[ci];
+	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
+	co->res[0].id = -1;
+	ir_replace_all_uses(r->f, res, &co->res[0]);
+	res->type = nt;
+	if (loop->next)
+		ir_block_insert_before(loop->parent, loop->next, co);
+	else
+		ir_block_append(loop->parent, co);
+	return true;
+}
+
+static void retype_loops(RCtx *r, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			retype_loops(r, op->regions[i]);
+		if (op->opc != OP_FOR)
+			continue;
+		for (int ci = 0; ci + 3 < op->nops && ci + 1 < op->regions[0]->nargs; ci++)
+			if (retype_carried(r, op, ci))
+				r->changed = true;
+	}
+}
+
 static void dce_block(RCtx *r, IrBlock *b)
 {
 	for (IrOp *op = b->last, *prev; op; op = prev) {
@@ -1055,6 +1225,8 @@ void an_remove_converts(IrFunc *f)
 	for (int iter = 0; iter < 8 && r.changed; iter++) {
 		r.changed = false;
 		remove_in_block(&r, f->body);
+		if (!r.changed)
+			retype_loops(&r, f->body);
 	}
 	/* only ops that became dead because of conversions are expected here */
 	r.changed = true;

@@ -325,6 +325,11 @@ static bool chained_accs(IrBlock *body)
 	for (IrOp *op = body->first; op; op = op->next) {
 		if (op->opc != OP_DOT)
 			continue;
+		/* an MMA in flight past the yield reads its tiles there: they must
+		 * be pipelined slots, not shared scratch the next iteration reuses */
+		for (int i = 0; i < 2; i++)
+			if (!op->ops[i]->def || op->ops[i]->def->opc != OP_LOCAL_READ)
+				return false;
 		IrValue *c = op->ops[2];
 		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
 		    y->ops[c->index - 1] != &op->res[0] || ir_count_uses(body->func, c) != 1 ||
@@ -533,7 +538,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		 * the back edge: before the copies, wait for all but the newest MMA
 		 * group (the previous iteration's, which read the slot the copies
 		 * overwrite) and a barrier so every warpgroup has. Measured on the
-		 * H200 (tutorial 03's matmul): 1-6% faster with one warpgroup, 18%
+		 * H200 (tutorial 03's matmul): 1-6% faster with one warpgroup, 18-20%
 		 * slower with two (the barrier then holds each warpgroup to the
 		 * other's MMA), so one warpgroup only */
 		if (chained_accs(nb) && o->num_warps == 4) {

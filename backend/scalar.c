@@ -376,16 +376,24 @@ static LLVMValueRef float_rem(BeScalar *s, LLVMValueRef x, LLVMValueRef y)
 	return LLVMBuildSelect(b, inf, x, r, "");
 }
 
+/* v, allowed to fuse with its neighbours into an fma where s contracts */
+static LLVMValueRef contractable(BeScalar *s, LLVMValueRef v)
+{
+	if (s->contract && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+		LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+	return v;
+}
+
 static LLVMValueRef float_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMValueRef *a)
 {
 	LLVMBuilderRef b = s->b;
 	switch (op->opc) {
 	case OP_ADD:
-		return LLVMBuildFAdd(b, a[0], a[1], "");
+		return contractable(s, LLVMBuildFAdd(b, a[0], a[1], ""));
 	case OP_SUB:
-		return LLVMBuildFSub(b, a[0], a[1], "");
+		return contractable(s, LLVMBuildFSub(b, a[0], a[1], ""));
 	case OP_MUL:
-		return LLVMBuildFMul(b, a[0], a[1], "");
+		return contractable(s, LLVMBuildFMul(b, a[0], a[1], ""));
 	case OP_DIV:
 		return LLVMBuildFDiv(b, a[0], a[1], "");
 	case OP_REM:

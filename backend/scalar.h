@@ -34,6 +34,9 @@ typedef struct BeScalar {
 	 * loop vectorizer drops the scalar remainder of minnum/maxnum reductions
 	 * it vectorizes with NaN checks, llvm-project#209159) */
 	bool minnum_selects;
+	/* float + - * may be contracted into fused multiply-adds (nvptx: as
+	 * Triton lets ptxas do; cpu: never, each op rounds) */
+	bool contract;
 	/* the LLVM type of a scalar of IR type t */
 	LLVMTypeRef (*type)(void *user, const IrType *t);
 	/* exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil of x,

@@ -1,9 +1,11 @@
 /* elem.c: elementwise ops, register by register. The semantics of one
  * element are backend/scalar.c's (be_scalar_op, shared with the CPU); this
  * file gives it the GPU's types (f16 and bf16 as LLVM half / bfloat, run
- * natively where that gives the same result), its math (ex2/lg2.approx for
- * f32 exp/log, sqrt.approx unless rounding = "rn", libdevice for the rest)
- * and libdevice externs, and lowers addptr. Runs of equal values that axis
+ * natively where that gives the same result, and + - * contracted into fma
+ * as Triton lets ptxas do), its math (ex2/lg2.approx for f32 exp/log, exp2
+ * and sqrt/rsqrt.approx flushing subnormals as in Triton, sqrt rounded when
+ * rounding = "rn", libdevice for the rest) and libdevice externs, and lowers
+ * addptr. Runs of equal values that axis
  * info proves along the fastest dim are computed once (dedup_run).
  */
 #include <string.h>
@@ -36,10 +38,10 @@ static LLVMValueRef math(void *user, const IrOp *op, LLVMValueRef x)
 			return nv_libdevice(nv, "__nv_exp", ty, args, 1);
 		args[0] = LLVMBuildFMul(nv->b, x, fconst(f32, LOG2E), "");
 		return nv_intrinsic(nv, "llvm.nvvm.ex2.approx.f32", NULL, 0, args, 1);
-	case OP_EXP2:
+	case OP_EXP2: /* subnormal results flush to zero, as in Triton */
 		if (d)
 			return nv_libdevice(nv, "__nv_exp2", ty, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.ex2.approx.f32", NULL, 0, args, 1);
+		return nv_intrinsic(nv, "llvm.nvvm.ex2.approx.ftz.f32", NULL, 0, args, 1);
 	case OP_LOG:
 		if (d)
 			return nv_libdevice(nv, "__nv_log", ty, args, 1);
@@ -51,11 +53,11 @@ static LLVMValueRef math(void *user, const IrOp *op, LLVMValueRef x)
 	case OP_SQRT:
 		if (d || strcmp(ir_op_str(op, "rounding", ""), "rn") == 0)
 			return nv_intrinsic(nv, "llvm.sqrt", &ty, 1, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.sqrt.approx.f", NULL, 0, args, 1);
+		return nv_intrinsic(nv, "llvm.nvvm.sqrt.approx.ftz.f", NULL, 0, args, 1);
 	case OP_RSQRT:
 		if (d)
 			return nv_libdevice(nv, "__nv_rsqrt", ty, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.rsqrt.approx.f", NULL, 0, args, 1);
+		return nv_intrinsic(nv, "llvm.nvvm.rsqrt.approx.ftz.f", NULL, 0, args, 1);
 	case OP_SIN: return nv_libdevice(nv, d ? "__nv_sin" : "__nv_sinf", ty, args, 1);
 	case OP_COS: return nv_libdevice(nv, d ? "__nv_cos" : "__nv_cosf", ty, args, 1);
 	case OP_ERF: return nv_libdevice(nv, d ? "__nv_erf" : "__nv_erff", ty, args, 1);
@@ -97,6 +99,7 @@ static BeScalar sem(Nv *nv)
 			  .b = nv->b,
 			  .bf16_bits = false,
 			  .narrow_native = true,
+			  .contract = true,
 			  .type = sem_type,
 			  .math = math,
 			  .ext = sem_ext,

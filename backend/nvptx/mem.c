@@ -313,6 +313,31 @@ static void inline_asm(Nv *nv, const char *text, const char *cons, LLVMValueRef 
 	LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)n, "");
 }
 
+/* Whether register r's element of a 2-D map lies at a swizzled slot index a
+ * constant *delta away from register 0's, for every thread: neither
+ * coordinate wraps around the block, the row (the slot's row: the column
+ * when tr) moves by a multiple of the swizzle period 8 and the column by
+ * whole 128-byte rows of the swizzled tile (see swizzled_index). */
+static bool slot_delta(const NvMap *m, int r, int tr, int64_t R, int64_t C, int es, int64_t *delta)
+{
+	int64_t d[2];
+	for (int v = 0; v < 2; v++) {
+		int bd = m->dimmap[v];
+		const AnDimDist *dd = &m->dd[bd];
+		int64_t top = (int64_t)(dd->tpw - 1) * dd->lane_unit + (int64_t)(dd->wpc - 1) * dd->warp_unit;
+		int64_t o = nv_map_offset(m, r, bd), o0 = nv_map_offset(m, 0, bd);
+		if (m->bs[bd] < 2 || top + o >= m->bs[bd] || top + o0 >= m->bs[bd])
+			return false;
+		d[v] = o - o0;
+	}
+	int64_t dr = tr ? d[1] : d[0], dc = tr ? d[0] : d[1];
+	int64_t rows = tr ? C : R, cols = tr ? R : C, w = 128 / es;
+	if (dr % 8 || (cols > w ? dc % w : dc))
+		return false;
+	*delta = dr * (cols > w ? w : cols) + (cols > w ? (dc / w) * rows * w : 0);
+	return true;
+}
+
 /* async_copy: each thread copies its runs of consecutive columns (16, 8 or 4
  * bytes, within one 16-byte chunk) to the swizzled position in slot `slot`
  * (the layout write_swizzled gives a staged operand); a masked-off run
@@ -342,13 +367,25 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	char text[128];
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
+	LLVMValueRef d32_0 = NULL;
 	for (int r = 0; r < m.n; r += vec) {
-		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
-		LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
-				: nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
-		LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
-		LLVMValueRef d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
-						  LLVMInt32TypeInContext(nv->c), "");
+		/* a run whose swizzled position lies a fixed distance from the
+		 * thread's first run is addressed as that one plus a constant (one
+		 * base register and immediates instead of a swizzle per run) */
+		int64_t delta;
+		LLVMValueRef d32;
+		if (d32_0 && slot_delta(&m, r, tr, R, C, (int)eb, &delta)) {
+			d32 = LLVMBuildAdd(nv->b, d32_0, nv_i32(nv, delta * eb), "");
+		} else {
+			LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+			LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
+					      : nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
+			LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
+			d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
+					     LLVMInt32TypeInContext(nv->c), "");
+			if (r == 0)
+				d32_0 = d32;
+		}
 		LLVMValueRef src = nv_reg(nv, p, r);
 		LLVMValueRef sz = nv_i32(nv, bytes);
 		if (mask)
@@ -369,8 +406,9 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 	char text[64];
 	snprintf(text, sizeof text, "cp.async.wait_group %d;", (int)ir_op_int(op, "pending", 0));
 	inline_asm(nv, text, "~{memory}", NULL, 0);
-	if (nv->ao.arch >= 90) /* the tiles may be read by wgmma next */
-		nv_fence_async_shared(nv);
+	/* no proxy fence: the tensor cores read what cp.async wrote once the
+	 * wait and the barrier after it are done (as Triton and CUTLASS rely on);
+	 * fence.proxy.async is only needed after ordinary shared stores */
 }
 
 void nv_lower_local_read(Nv *nv, IrOp *op)

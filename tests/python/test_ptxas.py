@@ -231,3 +231,85 @@ def test_attention_p_stays_in_registers():
     assert k.n_spills == 0
     assert not _ptxas_serializes(ptx)
     assert "exp2" in ttgir and any("exp2" in ln and "#mma<version = [3, 0]" in ln for ln in ttgir.splitlines())
+
+
+def _attn_fwd(D, nw, stage):
+    import importlib
+    import sys
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    sys.path.insert(0, os.path.join(root, "bench"))
+    sys.path.insert(0, root)
+    from compile_time import attn_fwd_sig
+    at = importlib.import_module("kernels.attention")
+    sig, cx = attn_fwd_sig()
+    cx.update(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, STAGE=stage)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] != "constexpr" and n != "sm_scale"}
+    return ctriton.compile(ASTSource(at.attn_fwd, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": nw, "num_stages": 2})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
+def test_attention_loop_body_is_lean(D, nw):
+    """The attention loop as Triton compiles it: the running row statistics
+    (m_i and l_i, carried by the loop) live in the mma layout's row slice, so
+    the only layout conversion in the loop is P's (which moves no data);
+    exp2 is ex2.approx.ftz, and qk * scale - m fuses into fma; no proxy fence
+    after the cp.async waits (only ordinary shared stores need one)."""
+    k = _attn_fwd(D, nw, 1)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    body = ttgir[ttgir.index(" = for "):]
+    body = body[:body.index("\n  } loc")]
+    convs = [ln for ln in body.splitlines() if "convert_layout" in ln]
+    assert len(convs) == 1 and "#dot_op<opidx = 0" in convs[0], convs
+    assert "ex2.approx.ftz.f32" in ptx and "ex2.approx.f32" not in ptx
+    assert ptx.count("fma.rn.f32") >= 64 * 128 // (32 * nw)
+    for i, ln in enumerate(ptx.splitlines()):
+        if "cp.async.wait_group" in ln:
+            nxt = "\n".join(ptx.splitlines()[i + 1:i + 4])
+            assert "fence.proxy.async" not in nxt, nxt
+    assert k.n_spills == 0
+    assert not _ptxas_serializes(ptx)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_matmul_cp_async_addresses_share_a_base():
+    """A thread's cp.async destinations in one swizzled slot lie at fixed
+    distances from its first (rows 8 apart keep their swizzle), so the
+    copies are addressed as one base plus constants: 16 copies per
+    iteration for 128x128x64 / 4 warps, at most 2 distinct swizzles (one per
+    operand) computed in the loop."""
+    import re
+    k = _bench_matmul(90, 128, 128, 64, 4, 4)
+    ptx = k.asm["ptx"]
+    loop = ptx[ptx.index("wgmma.commit_group"):]
+    loop = loop[:loop.index(" bra ")]
+    dsts = re.findall(r"cp\.async\.cg\.shared\.global \[(%r\d+)\]", loop)
+    assert len(dsts) == 16, dsts
+    # every destination but each operand's first is `base + constant`
+    based = 0
+    for d in dsts:
+        m = re.search(r"add\.s32\s+" + re.escape(d) + r", %r\d+, -?\d+;", loop)
+        based += bool(m)
+    assert based >= 14, (based, dsts)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_inflight_mma_needs_pipelined_tiles():
+    """An MMA left in flight across the loop's back edge reads its tiles
+    during the next iteration: only when both come from the pipelined slots.
+    A B tile transposed in registers (staged in shared scratch that the next
+    iteration rewrites) makes the loop wait for its MMA instead."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_dot_gpu import dot_kernel
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
+    cx = dict(M=128, N=128, K=32, STEPS=3, ACC=True, TRANS_B=True, EPI=True)
+    sig.update({k: "constexpr" for k in cx})
+    k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": 4, "num_stages": 3})
+    assert "wgmma.mma_async" in k.asm["ptx"]
+    assert "wgmma_inflight" not in k.asm["ttgir"]
+    k2 = _bench_matmul(90, 128, 128, 32, 4, 3)
+    assert "wgmma_inflight = 1" in k2.asm["ttgir"]

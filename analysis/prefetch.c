@@ -339,6 +339,49 @@ static bool chained_accs(IrBlock *body)
 	return true;
 }
 
+/* The form of attention's loop: the last dot's result (P @ V into the
+ * output accumulator) is only yielded, and the next iteration reads it (to
+ * rescale it) only after its first dot (Q @ K^T), whose wait covers it. That
+ * last MMA may then stay in flight across the back edge, overlapping the
+ * loop's top and the next first MMA, as Triton schedules it. Its B must be a
+ * pipelined slot; an A computed in registers (P) is kept by ptxas until the
+ * MMA completes. */
+static bool last_dot_flies(IrBlock *body)
+{
+	IrOp *y = ir_block_terminator(body), *first = NULL, *last = NULL;
+	int ndots = 0;
+	for (IrOp *op = body->first; op; op = op->next)
+		if (op->opc == OP_DOT) {
+			first = first ? first : op;
+			last = op;
+			ndots++;
+		}
+	if (ndots < 2 || !y || !last->ops[1]->def || last->ops[1]->def->opc != OP_LOCAL_READ ||
+	    ir_count_uses(body->func, &last->res[0]) != 1)
+		return false;
+	int k = -1;
+	for (int i = 0; i < y->nops; i++)
+		if (y->ops[i] == &last->res[0])
+			k = i;
+	if (k < 0 || k + 1 >= body->nargs)
+		return false;
+	/* the carried accumulator: read only by ops of the body itself (not
+	 * nested regions), none of them before the first dot or the dot itself */
+	IrValue *c = body->args[k + 1];
+	bool after = false;
+	int direct = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		for (int i = 0; i < op->nops; i++)
+			if (op->ops[i] == c) {
+				if (!after || op == first)
+					return false;
+				direct++;
+			}
+		after |= op == first;
+	}
+	return direct == ir_count_uses(body->func, c);
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -538,17 +581,22 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		 * the back edge: before the copies, wait for all but the newest MMA
 		 * group (the previous iteration's, which read the slot the copies
 		 * overwrite) and a barrier so every warpgroup has. Measured on the
-		 * H200 (tutorial 03's matmul): 1-6% faster with one warpgroup, 18-20%
-		 * slower with two (the barrier then holds each warpgroup to the
-		 * other's MMA), so one warpgroup only */
-		if (chained_accs(nb) && o->num_warps == 4) {
+		 * H200 (tutorial 03's matmul): 1-6% faster with one warpgroup, 3-9%
+		 * with two (once a loop that runs no iteration skips the wait after
+		 * it: ptxas serialised the MMAs otherwise, C7515). Attention's form
+		 * (last_dot_flies) keeps its P @ V in flight into the next Q @ K^T,
+		 * as Triton does. */
+		int fly = chained_accs(nb) && (o->num_warps == 4 || o->num_warps == 8) ? 1
+			: last_dot_flies(nb)                                           ? 2
+											: 0;
+		if (fly) {
 			IrBuilder bb;
 			ir_builder_init(&bb, ctx);
 			ir_builder_before(&bb, copies_first->next);
 			bb.loc = loop->loc;
 			IrOp *bar = ir_build(&bb, OP_BARRIER, 0, NULL, 0, NULL, 0);
 			ir_op_set_int(ctx, bar, "wgmma_pending", 1);
-			ir_op_set_int(ctx, nl, "wgmma_inflight", 1);
+			ir_op_set_int(ctx, nl, "wgmma_inflight", fly);
 			copies_first = bar->prev;
 		}
 		IrOp *op = copies_first->next;

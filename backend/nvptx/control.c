@@ -133,6 +133,39 @@ static void lower_for(Nv *nv, IrOp *op)
 	int ni = op->nops - 3;
 	LLVMValueRef lb = nv_reg(nv, op->ops[0], 0), ub = nv_reg(nv, op->ops[1], 0), step = nv_reg(nv, op->ops[2], 0);
 	bool uns = nv_is_unsigned(op->ops[0]->type);
+	/* {wgmma_inflight}: a loop that runs no iteration skips the loop and
+	 * the wait after it altogether, so no path reaches that wait with the
+	 * accumulators set by anything but the MMAs (ptxas would serialise
+	 * them, C7515) */
+	int kind = (int)ir_op_int(op, "wgmma_inflight", 0);
+	IrOp *yl = ir_block_terminator(body);
+	int fk = -1; /* kind 2: the carried argument the last MMA flies into */
+	for (int i = 0; kind == 2 && yl && i < yl->nops; i++) {
+		const IrOp *d = yl->ops[i]->def;
+		if (d && d->opc == OP_DOT && an_is_wgmma(d->res[0].type))
+			fk = i;
+	}
+	if (kind == 2 && fk >= 0) {
+		/* an A staged in shared scratch would be rewritten while read */
+		const IrOp *ad = yl->ops[fk]->def->ops[0]->def;
+		if (ad && ad->opc == OP_CONVERT_LAYOUT && nv_smem_operand(ad))
+			fk = -1;
+	}
+	if (kind == 2 && fk < 0)
+		kind = 0;
+	bool fly = kind != 0;
+	const IrValue *fly_arg = nv->fly_arg;
+	LLVMValueRef *fly_regs = nv->fly_regs;
+	int fly_n = nv->fly_n;
+	bool settle_all = nv->settle_all;
+	nv->settle_all = ir_op_int(op, "wgmma_inflight", 0) && !fly;
+	LLVMBasicBlockRef entry = LLVMGetInsertBlock(nv->b), jb = NULL;
+	if (fly) {
+		LLVMBasicBlockRef gb = nv_new_bb(nv, "for.g");
+		jb = nv_new_bb(nv, "for.j");
+		LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, uns ? LLVMIntULT : LLVMIntSLT, lb, ub, ""), gb, jb);
+		LLVMPositionBuilderAtEnd(nv->b, gb);
+	}
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
 	LLVMBasicBlockRef hb = nv_new_bb(nv, "for.h"), bb = nv_new_bb(nv, "for.b"), eb = nv_new_bb(nv, "for.e");
 	LLVMBuildBr(nv->b, hb);
@@ -153,7 +186,20 @@ static void lower_for(Nv *nv, IrOp *op)
 		nv_set(nv, body->args[i + 1], np[i], phis[i]);
 		nv_set(nv, &op->res[i], np[i], phis[i]);
 	}
+	if (kind == 2) {
+		nv->fly_arg = body->args[fk + 1];
+		nv->fly_regs = nv_regbuf(nv, np[fk]);
+		for (int j = 0; j < np[fk]; j++)
+			nv->fly_regs[j] = phis[fk][j];
+		nv->fly_n = np[fk];
+	}
 	nv_lower_block(nv, body);
+	if (nv->fly_arg) /* never read: done by the end of the iteration */
+		nv_wgmma_settle(nv, 0);
+	nv->fly_arg = fly_arg;
+	nv->fly_regs = fly_regs;
+	nv->fly_n = fly_n;
+	nv->settle_all = settle_all;
 	IrOp *y = ir_block_terminator(body);
 	LLVMValueRef nx = LLVMBuildAdd(nv->b, iv, step, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(nv->b);
@@ -164,7 +210,7 @@ static void lower_for(Nv *nv, IrOp *op)
 	LLVMPositionBuilderAtEnd(nv->b, eb);
 	/* {wgmma_inflight}: the last MMA group is still running: wait for it
 	 * before anything reads the accumulators the loop yields */
-	for (int i = 0; ir_op_int(op, "wgmma_inflight", 0) && y && i < ni; i++) {
+	for (int i = 0; fly && y && i < ni; i++) {
 		const IrOp *d = y->ops[i]->def;
 		if (!d || d->opc != OP_DOT || !an_is_wgmma(d->res[0].type))
 			continue;
@@ -173,6 +219,21 @@ static void lower_for(Nv *nv, IrOp *op)
 			r[j] = phis[i][j];
 		nv_wgmma_wait_regs(nv, r, np[i]);
 		nv_set(nv, &op->res[i], np[i], r);
+	}
+	if (!fly)
+		return;
+	LLVMBasicBlockRef done = LLVMGetInsertBlock(nv->b);
+	LLVMBuildBr(nv->b, jb);
+	LLVMPositionBuilderAtEnd(nv->b, jb);
+	for (int i = 0; i < ni; i++) {
+		LLVMValueRef *out = nv_regbuf(nv, np[i]);
+		for (int j = 0; j < np[i]; j++) {
+			LLVMValueRef from[2] = {nv_reg(nv, &op->res[i], j), nv_reg(nv, op->ops[3 + i], j)};
+			LLVMBasicBlockRef bbs[2] = {done, entry};
+			out[j] = LLVMBuildPhi(nv->b, LLVMTypeOf(from[0]), "");
+			LLVMAddIncoming(out[j], from, bbs, 2);
+		}
+		nv_set(nv, &op->res[i], np[i], out);
 	}
 }
 
@@ -305,14 +366,24 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	nv_fail(nv, op, "op %s is not supported by the NVPTX backend yet", ir_opinfo(op->opc)->name);
 }
 
+static bool nv_reads(const IrOp *op, const IrValue *v)
+{
+	for (int i = 0; i < op->nops; i++)
+		if (op->ops[i] == v)
+			return true;
+	return false;
+}
+
 void nv_lower_block(Nv *nv, IrBlock *blk)
 {
 	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
 		/* barrier {wgmma_pending = 1}: all but the newest MMA group done;
 		 * the newest stays in flight past the yield (for {wgmma_inflight}) */
-		int pend = op->opc == OP_BARRIER ? (int)ir_op_int(op, "wgmma_pending", 0) : 0;
+		int pend = op->opc == OP_BARRIER && !nv->settle_all ? (int)ir_op_int(op, "wgmma_pending", 0) : 0;
 		if (nv->wg_dot && (pend || !nv_wgmma_keeps_flying(nv, op)))
 			nv_wgmma_wait(nv, pend);
+		if (nv->fly_arg && (op->nregions || nv_reads(op, nv->fly_arg)))
+			nv_wgmma_settle(nv, 0);
 		nv_lower_op(nv, op);
 	}
 	if (nv->wg_dot)

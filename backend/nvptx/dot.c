@@ -569,12 +569,25 @@ void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
 	wait_tied(nv, 0, regs, n);
 }
 
-/* The wait for the dot in flight (at most `pending` groups left). */
+/* The wait for the dot in flight (at most `pending` groups left). The
+ * previous iteration's MMA, if still flying, is older: done as well. */
 void nv_wgmma_wait(Nv *nv, int pending)
 {
 	wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
 	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
 	nv->wg_dot = NULL;
+	if (nv->fly_arg && pending <= 1)
+		nv_wgmma_settle(nv, pending);
+}
+
+/* The previous iteration's MMA is done once at most `pending` newer groups
+ * are left: its registers tied through that wait become the carried
+ * argument's values. */
+void nv_wgmma_settle(Nv *nv, int pending)
+{
+	wait_tied(nv, pending, nv->fly_regs, nv->fly_n);
+	nv_set(nv, nv->fly_arg, nv->fly_n, nv->fly_regs);
+	nv->fly_arg = NULL;
 }
 
 void nv_lower_dot(Nv *nv, IrOp *op)

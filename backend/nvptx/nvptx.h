@@ -57,6 +57,13 @@ typedef struct Nv {
 	IrOp *wg_dot;
 	LLVMValueRef *wg_acc;
 	int wg_n;
+	/* the previous iteration's last MMA, still in flight at the top of a
+	 * {wgmma_inflight = 2} loop body: the carried argument it yields into
+	 * and the registers it writes, settled at the next wait */
+	const IrValue *fly_arg;
+	LLVMValueRef *fly_regs;
+	int fly_n;
+	bool settle_all; /* {wgmma_pending} barriers wait for every group */
 	int nstr;
 } Nv;
 
@@ -115,6 +122,7 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op);
 LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
 			   LLVMValueRef eoff);
 void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
+void nv_wgmma_settle(Nv *nv, int pending); /* waits for fly_arg's MMA, sets it */
 void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n); /* wait_group 0, regs tied through */
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */

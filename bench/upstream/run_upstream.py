@@ -48,8 +48,12 @@ def _env(args):
 
 
 def _pytest(args, extra, log=None, timeout=None):
+    # the snapshot's test folder is the root: node ids are relative to it
+    # whatever folder it lies in (inside a tree with its own pytest
+    # configuration, pytest would otherwise root them there)
+    cwd = os.path.join(args.upstream, "python", "test")
     cmd = [sys.executable, "-m", "pytest", "-p", "ctriton_upstream_plugin", "--device",
-           args.device, "-p", "no:cacheprovider", "-q", "-rN"] + extra
+           args.device, "-p", "no:cacheprovider", "--rootdir", cwd, "-q", "-rN"] + extra
     out = open(log, "w") if log else subprocess.DEVNULL
     try:
         return subprocess.run(cmd, cwd=os.path.join(args.upstream, "python", "test"),

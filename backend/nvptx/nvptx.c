@@ -260,7 +260,12 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	LLVMSetAlignment(nv.smem, 1024); /* swizzled tiles: see analysis/alloc.c */
 	nv.tid = nv_intrinsic(&nv, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
 	nv.lane = LLVMBuildAnd(nv.b, nv.tid, nv_i32(&nv, warp - 1), "lane");
-	nv.warp = LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, warp), "warp");
+	/* the warp id read back from lane 0 (as Triton does): ptxas then knows
+	 * it is the same in every lane and keeps what derives from it (a
+	 * warpgroup's matrix descriptors, slot addresses) in uniform registers */
+	LLVMValueRef wargs[4] = {nv_i32(&nv, -1), LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, warp), ""), nv_i32(&nv, 0),
+				 nv_i32(&nv, 0x1f)};
+	nv.warp = nv_intrinsic(&nv, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, wargs, 4);
 	for (int i = 0; i < np; i++) {
 		LLVMValueRef p = LLVMGetParam(nv.fn, (unsigned)i);
 		nv.vals[f->body->args[i]->id].n = 1;

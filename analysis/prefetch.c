@@ -382,6 +382,8 @@ static bool last_dot_flies(IrBlock *body)
 	return direct == ir_count_uses(body->func, c);
 }
 
+static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop);
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -610,6 +612,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			op = nx;
 		}
 	}
+	nl = drop_dead_carried(f, nl);
 	/* after the loop: no copy (the zero-filling ones past the end) in flight */
 	if (nl->next) {
 		IrBuilder ab;
@@ -620,6 +623,83 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_op_set_int(ctx, wa, "pending", 0);
 	}
 	return true;
+}
+
+/* Loop-carried values that only feed their own next value (the pointers of
+ * the loads the pipeline replaced: `ptrs += BLOCK` with nothing reading
+ * ptrs) are dropped: they would cost registers and, worse, pin a layout on
+ * their init that the copies of the same tiles then inherit. */
+static bool in_chain(IrValue *const *set, int n, const IrValue *v)
+{
+	for (int k = 0; k < n; k++)
+		if (set[k] == v)
+			return true;
+	return false;
+}
+
+static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci)
+{
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	if (!y || ci >= y->nops || ir_count_uses(f, &loop->res[ci]) != 0)
+		return false;
+	IrValue *set[64];
+	int n = 0;
+	set[n++] = body->args[ci + 1];
+	for (IrOp *op = body->first; op; op = op->next) {
+		bool uses = false;
+		for (int i = 0; i < op->nops; i++)
+			for (int k = 0; k < n; k++)
+				uses |= op->ops[i] == set[k];
+		if (!uses)
+			continue;
+		if (op == y)
+			continue;
+		if (op->nregions || !(ir_opinfo(op->opc)->flags & IR_PURE) || op->nres != 1 || n == 64)
+			return false;
+		set[n++] = &op->res[0];
+	}
+	/* every member is used only by members or by the yield at ci */
+	for (int k = 0; k < n; k++) {
+		int inside = 0;
+		for (IrOp *op = body->first; op; op = op->next)
+			for (int i = 0; i < op->nops; i++) {
+				if (op->ops[i] != set[k])
+					continue;
+				bool ok = op == y && i == ci;
+				for (int m = 1; !ok && op != y && m < n; m++)
+					ok = op->nres == 1 && &op->res[0] == set[m];
+				if (!ok)
+					return false;
+				inside++;
+			}
+		if (inside != ir_count_uses(f, set[k]))
+			return false;
+	}
+	return in_chain(set, n, y->ops[ci]);
+}
+
+static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop)
+{
+	for (int ci = loop->nres - 1; ci >= 0; ci--) {
+		if (!carried_chain_dead(f, loop, ci))
+			continue;
+		loop = ir_for_drop_carried(f, loop, ci);
+		/* the chain is dead now */
+		IrBlock *body = loop->regions[0];
+		for (bool again = true; again;) {
+			again = false;
+			for (IrOp *op = body->last, *prev; op; op = prev) {
+				prev = op->prev;
+				if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || op->nres != 1 ||
+				    ir_count_uses(f, &op->res[0]) != 0)
+					continue;
+				ir_op_unlink(op);
+				again = true;
+			}
+		}
+	}
+	return loop;
 }
 
 static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)

@@ -677,6 +677,49 @@ IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
 	return nl;
 }
 
+IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)(y->nops > 0 ? y->nops : 1));
+	int ny = 0;
+	for (int k = 0; k < y->nops; k++)
+		if (k != i)
+			yv[ny++] = y->ops[k];
+	IrBuilder yb;
+	ir_builder_init(&yb, ctx);
+	ir_builder_before(&yb, y);
+	yb.loc = y->loc;
+	ir_yield(&yb, ny, yv);
+	ir_op_unlink(y);
+	for (int k = i + 1; k + 1 < body->nargs; k++) {
+		body->args[k] = body->args[k + 1];
+		body->args[k]->index = k;
+	}
+	body->nargs--;
+
+	IrValue **lo = ir_alloc(ctx, sizeof(*lo) * (size_t)loop->nops);
+	const IrType **lt = ir_alloc(ctx, sizeof(*lt) * (size_t)(loop->nres > 0 ? loop->nres : 1));
+	int no = 0, nr = 0;
+	for (int k = 0; k < loop->nops; k++)
+		if (k != 3 + i)
+			lo[no++] = loop->ops[k];
+	for (int k = 0; k < loop->nres; k++)
+		if (k != i)
+			lt[nr++] = loop->res[k].type;
+	IrOp *nl = ir_op_new(ctx, OP_FOR, no, lo, nr, lt, 1, loop->loc);
+	nl->nattrs = loop->nattrs;
+	nl->attrs = loop->attrs;
+	ir_block_insert_before(loop->parent, loop, nl);
+	ir_op_set_region(nl, 0, body);
+	for (int k = 0, j = 0; k < loop->nres; k++)
+		if (k != i)
+			ir_replace_all_uses(f, &loop->res[k], &nl->res[j++]);
+	ir_op_unlink(loop);
+	return nl;
+}
+
 IrOp *ir_block_terminator(const IrBlock *b)
 {
 	if (b->last && (ir_opinfo(b->last->opc)->flags & IR_TERM))

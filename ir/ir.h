@@ -342,6 +342,10 @@ void ir_op_set_operand(IrOp *op, int i, IrValue *v);
  * arguments of the body (ir_block_add_arg); the new results are the last n.
  * The new loop keeps loop's body, attributes and location, takes its place
  * and its results' uses; loop is unlinked. Returns the new loop. */
+/* Rebuilds the `for` op loop without its loop-carried value i (init
+ * operand 3 + i, body argument 1 + i, yield operand i, result i), which
+ * nothing may use any more but the yield; returns the new op. */
+IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i);
 IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
 			 IrValue *const *yields);
 /* Replaces every use of from by to inside f (including nested regions). */

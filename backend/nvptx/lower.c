@@ -109,7 +109,10 @@ LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r)
 {
 	NvVals *d = nv_vals(nv, v);
 	if (!d->v || d->n == 0) {
-		abort();
+		/* read before it was lowered: only after an error stopped the
+		 * lowering of the block that defines it (else an internal error) */
+		nv_fail(nv, v->def, "internal error: a value is read before it is lowered");
+		return LLVMGetUndef(nv_llty(nv, v->type));
 	}
 	return d->n == 1 ? d->v[0] : d->v[r];
 }

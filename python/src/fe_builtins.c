@@ -1052,7 +1052,16 @@ static FeVal *bi_hint(Fe *fe, PyObject *node, Call *c)
 							       : OP_MAX_CONSTANCY;
 	IrValue *r = ir_build1(&fe->b, opc, x->type, 1, &x);
 	ir_op_set_ints(fe->ctx, r->def, "values", n, vals);
-	return t_(fe, r);
+	/* Triton records the hint on x itself, so a call whose result is
+	 * dropped (`tl.multiple_of(ptrs, [16, 16])` as a statement, tutorial
+	 * 08) still tells the compiler: every name bound to x now holds the
+	 * hinted value */
+	FeScope *sc = &fe->fn->scope;
+	FeVal *hinted = t_(fe, r);
+	for (int i = 0; i < sc->n; i++)
+		if (sc->vars[i].val && fe_is_tensor(sc->vars[i].val) && sc->vars[i].val->v == x)
+			sc->vars[i].val = hinted;
+	return hinted;
 }
 
 static FeVal *bi_assume(Fe *fe, PyObject *node, Call *c)

@@ -1,0 +1,174 @@
+"""Upstream Triton tutorials 06 (fused attention), 08 (grouped GEMM) and 09
+(persistent matmul) side by side on the GPU: each tutorial's own source,
+unmodified, loaded twice into one process, once with `triton` bound to
+ctriton and once to Triton, every result checked against torch, then timed
+(medians of do_bench). The tutorials are not part of this project: point
+--tutorials at the `python/tutorials` folder of a snapshot of Triton's
+repository (see bench/upstream/README.md).
+
+    python3 bench/upstream_tutorials_gpu.py --tutorials SNAPSHOT/python/tutorials [--out FILE]
+
+Loading a tutorial runs its module-level code (tutorial 08 checks its
+kernels against torch there); the `__main__` parts (plots, proton reports)
+are not run.
+"""
+import argparse
+import os
+import re
+import sys
+
+import torch
+
+import ctriton
+
+try:
+    import triton
+except ImportError:
+    triton = None
+
+ROWS = []
+
+
+def load(path, impl):
+    """A fresh module of the tutorial at path, its `triton` imports bound to
+    impl ("ctriton" or "triton")."""
+    src = open(path).read()
+    if impl == "ctriton":
+        src = re.sub(r"^import triton\.language as tl$", "import ctriton.language as tl", src, flags=re.M)
+        src = re.sub(r"^import triton$", "import ctriton as triton", src, flags=re.M)
+        src = re.sub(r"^import triton\.(\S+) as (\w+)$", r"import ctriton.\1 as \2", src, flags=re.M)
+        src = re.sub(r"^from triton(\.\S+)? import", lambda m: f"from ctriton{m.group(1) or ''} import", src,
+                     flags=re.M)
+    name = f"tut_{os.path.basename(path)[:2]}_{impl}"
+    mod = type(sys)(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    exec(compile(src, path, "exec"), mod.__dict__)
+    return mod
+
+
+def bench(fn):
+    return ctriton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def check(name, got, want, tol=1e-2):
+    got = [got] if torch.is_tensor(got) else list(got)
+    want = [want] if torch.is_tensor(want) else list(want)
+    for g, w in zip(got, want):
+        err = ((g.float() - w.float()).norm() / w.float().norm().clamp_min(1e-30)).item()
+        if not err < tol:
+            return f"{name} rel.err {err:.2e}"
+    return None
+
+
+def row(case, times, flops, bad):
+    tf = {k: flops / (t * 1e-3) / 1e12 for k, t in times.items()}
+    ratio = times["triton"] / times["ctriton"] if "triton" in times and "ctriton" in times else None
+    cells = " | ".join(f"{k} {v:7.1f}" for k, v in tf.items())
+    note = "WRONG: " + ", ".join(bad) if bad else ""
+    print(f"{case:52s} {cells} TFLOP/s | " + (f"vs triton {ratio:.2f}x " if ratio else "") + note, flush=True)
+    ROWS.append((case, tf, ratio, note))
+
+
+def run_case(case, mods, make, ref, flops):
+    """make(mod) -> a no-argument launch returning the result."""
+    times, bad = {}, []
+    for impl, m in mods.items():
+        try:
+            f = make(m)
+            out = f()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            print(f"  {impl} {case}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            bad.append(f"{impl} failed")
+            continue
+        b = check(impl, out, ref)
+        if b:
+            bad.append(b)
+        times[impl] = bench(f)
+    row(case, times, flops, bad)
+
+
+def tutorial06(mods):
+    Z, H = 4, 32
+    for D in (64, 128):
+        for causal in (False, True):
+            for N in (1024, 4096, 16384):
+                q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+                sm = 1.3
+                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
+                flops = 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
+                ws = not causal  # the tutorial's choice on Hopper
+                run_case(f"06 attention fwd D{D} {'causal' if causal else 'full'} N{N}", mods,
+                         lambda m, q=q, k=k, v=v, c=causal, w=ws: (lambda: m.attention(q, k, v, c, sm, w)), ref,
+                         flops)
+
+
+def tutorial08(mods):
+    for N in (1024, 4096):
+        g = 4
+        A = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
+        B = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
+        ref = [a @ b for a, b in zip(A, B)]
+        run_case(f"08 grouped gemm {g} x {N}^3 fp16", mods, lambda m: (lambda: m.group_gemm_fn(A, B)), ref,
+                 2.0 * g * N ** 3)
+        BT = [b.T.contiguous() for b in B]
+        if all(hasattr(m, "group_gemm_tma_fn") and m.supports_tma() for m in mods.values()):
+            run_case(f"08 grouped gemm (TMA) {g} x {N}^3 fp16", mods,
+                     lambda m: (lambda: m.group_gemm_tma_fn(A, BT)), ref, 2.0 * g * N ** 3)
+
+
+def tutorial09(mods):
+    M = N = 8192
+    for K in (512, 4096):
+        a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+        b = torch.randn((K, N), device="cuda", dtype=torch.float16)
+        ref = a @ b
+        bt = b.T.contiguous()  # as the tutorial: B stored N x K
+        flops = 2.0 * M * N * K
+        m0 = next(iter(mods.values()))
+        run_case(f"09 matmul (naive) {M}x{N}x{K}", mods, lambda m: (lambda: m.matmul(a, bt.T)), ref, flops)
+        run_case(f"09 matmul persistent {M}x{N}x{K}", mods, lambda m: (lambda: m.matmul_persistent(a, bt.T)), ref,
+                 flops)
+        if m0.HAS_HOST_TENSOR_DESC:
+            for ws in (False, True) if m0.HAS_WARP_SPECIALIZE else (False,):
+                run_case(f"09 matmul tma ws={ws} {M}x{N}x{K}", mods,
+                         lambda m, ws=ws: (lambda: m.matmul_tma(a, bt, ws)), ref, flops)
+                run_case(f"09 matmul tma persistent ws={ws} {M}x{N}x{K}", mods,
+                         lambda m, ws=ws: (lambda: m.matmul_tma_persistent(a, bt, ws)), ref, flops)
+        if m0.HAS_TENSOR_DESC:
+            run_case(f"09 matmul descriptor persistent {M}x{N}x{K}", mods,
+                     lambda m: (lambda: m.matmul_descriptor_persistent(a, bt, False)), ref, flops)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tutorials", required=True, help="python/tutorials of a Triton snapshot")
+    ap.add_argument("--only", choices=["06", "08", "09"], action="append")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    impls = ["ctriton"] + (["triton"] if triton else [])
+    print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
+    files = {"06": "06-fused-attention.py", "08": "08-grouped-gemm.py", "09": "09-persistent-matmul.py"}
+    for key, fn in files.items():
+        if a.only and key not in a.only:
+            continue
+        mods = {}
+        for impl in impls:
+            try:
+                mods[impl] = load(os.path.join(a.tutorials, fn), impl)
+            except Exception as e:  # noqa: BLE001
+                print(f"  {impl} loading {fn}: {type(e).__name__}: {str(e)[:400]}", flush=True)
+        if mods:
+            globals()[f"tutorial{key}"](mods)
+    if a.out and ROWS:
+        with open(a.out, "w") as f:
+            f.write("| case | " + " | ".join(f"{k} TFLOP/s" for k in impls) + " | vs Triton | note |\n")
+            f.write("|---|" + "---|" * (len(impls) + 2) + "\n")
+            for case, tf, ratio, note in ROWS:
+                f.write(f"| {case} | " + " | ".join(f"{tf[k]:.1f}" if k in tf else "-" for k in impls) +
+                        f" | {f'{ratio:.2f}x' if ratio else '-'} | {note} |\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -492,11 +492,8 @@ def make(seed):
 
 BAD_WORDS = ("internal error", "invalid LLVM IR", "LLVM fatal", "LLVM ERROR", "frontend produced invalid")
 # Failures already known and tracked, counted apart until fixed (substring
-# of the message -> what it is).
-KNOWN = {
-    "PHI node operands are not the same type": "NVPTX: fp8 load with other=0.0 (masked) builds "
-                                               "a phi of i8 and half",
-}
+# of the message -> what it is). None at present.
+KNOWN = {}
 
 
 def load_kernel(src, seed, tmpdir):

@@ -189,6 +189,9 @@ LLVMValueRef cg_load_elem(Cg *cg, IrOp *op, LLVMValueRef i);
  * load, store or atomic (its active elements against the extent of the
  * argument the pointer derives from). */
 void cg_san_check(Cg *cg, IrOp *op);
+/* An assert {overflow} (the frontend's integer overflow check): fails
+ * naming the first element that overflows and its operands. */
+void cg_san_overflow(Cg *cg, IrOp *op);
 
 /* ------------------------------------------------------------------------- */
 /* Runtime side (jit.c, launch.c)                                            */
@@ -237,5 +240,7 @@ void ct_cpu_san_fail(void *wctx, const char *site, int32_t arg, uint64_t lo, uin
 		     int32_t px, int32_t py, int32_t pz);
 void ct_cpu_san_any(void *wctx, const char *site, uint64_t lo, uint64_t end, int32_t esize, int32_t px,
 		    int32_t py, int32_t pz);
+void ct_cpu_overflow_fail(void *wctx, const char *site, int32_t sym, int64_t idx, int64_t x, int64_t y, int64_t r,
+			  int32_t px, int32_t py, int32_t pz);
 
 #endif

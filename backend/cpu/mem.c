@@ -691,6 +691,10 @@ static void lower_print(Cg *cg, IrOp *op)
 
 static void lower_assert(Cg *cg, IrOp *op)
 {
+	if (ir_op_int(op, "overflow", 0)) { /* emitted under debug or the sanitizer */
+		cg_san_overflow(cg, op);
+		return;
+	}
 	if (!cg->opt.debug)
 		return;
 	const IrType *t = op->ops[0]->type;

@@ -13,6 +13,10 @@
  * time against every argument's extent. The first failure records its
  * message and leaves the program instance (as a failed assert does) before
  * the access runs, so nothing outside a tensor is read or written.
+ *
+ * The integer overflow asserts the frontend emits (assert {overflow}, under
+ * the sanitizer or debug) are lowered here too: a failure names the first
+ * element whose result does not fit, and its operands.
  */
 #include <stdio.h>
 #include <string.h>
@@ -269,6 +273,81 @@ void cg_san_check(Cg *cg, IrOp *op)
 	LLVMPositionBuilderAtEnd(cg->b, ok);
 }
 
+/* ---- integer overflow ------------------------------------------------------ */
+
+/* The i64 add/sub/mul an {overflow} assert's condition checks, as the
+ * frontend builds it: and(cmp(r, max), cmp(r, min)); NULL if not found. */
+static const IrOp *overflow_op(const IrValue *cond)
+{
+	const IrOp *a = cond->def;
+	if (!a || a->opc != OP_AND || a->nops != 2 || !a->ops[0]->def || a->ops[0]->def->opc != OP_CMP)
+		return NULL;
+	const IrOp *c = a->ops[0]->def;
+	for (int k = 0; k < c->nops; k++) {
+		const IrOp *r = c->ops[k]->def;
+		if (r && (r->opc == OP_ADD || r->opc == OP_SUB || r->opc == OP_MUL) && r->nops == 2 &&
+		    ir_scalar(r->res[0].type)->kind == TY_I64)
+			return r;
+	}
+	return NULL;
+}
+
+void cg_san_overflow(Cg *cg, IrOp *op)
+{
+	const IrValue *cv = op->ops[0];
+	const IrType *t = cv->type;
+	CgVal c = cg_get(cg, cv);
+	LLVMValueRef ok;
+	if (cg_uniform(c)) {
+		ok = c.v;
+	} else {
+		LLVMValueRef all = cg_alloca(cg, cg->t_i1);
+		LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 1, 0), all);
+		CgLoop l;
+		LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, t->numel));
+		LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+		LLVMBuildStore(cg->b, LLVMBuildAnd(cg->b, a, cg_elem(cg, c, t, i), ""), all);
+		cg_loop_end(cg, &l);
+		ok = LLVMBuildLoad2(cg->b, cg->t_i1, all, "");
+	}
+	LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ovf.bad");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ovf.ok");
+	LLVMBuildCondBr(cg->b, ok, cont, bad);
+	LLVMPositionBuilderAtEnd(cg->b, bad);
+	/* the first element that overflows (-1: a scalar), and its operands */
+	LLVMValueRef idx = cg_i64(cg, -1), at = cg_i64(cg, 0);
+	if (!cg_uniform(c)) {
+		LLVMValueRef first = cg_alloca(cg, cg->t_i64);
+		LLVMBuildStore(cg->b, cg_i64(cg, t->numel), first);
+		CgLoop l;
+		LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, t->numel));
+		LLVMValueRef f = LLVMBuildLoad2(cg->b, cg->t_i64, first, "");
+		LLVMValueRef hit = LLVMBuildAnd(cg->b, LLVMBuildNot(cg->b, cg_elem(cg, c, t, i), ""),
+						LLVMBuildICmp(cg->b, LLVMIntSGT, f, i, ""), "");
+		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, hit, i, f, ""), first);
+		cg_loop_end(cg, &l);
+		idx = at = LLVMBuildLoad2(cg->b, cg->t_i64, first, "");
+	}
+	const IrOp *r = overflow_op(cv);
+	LLVMValueRef x = cg_i64(cg, 0), y = cg_i64(cg, 0), z = cg_i64(cg, 0);
+	if (r) {
+		x = cg_elem(cg, cg_get_lazy(cg, r->ops[0]), r->ops[0]->type, at);
+		y = cg_elem(cg, cg_get_lazy(cg, r->ops[1]), r->ops[1]->type, at);
+		z = cg_elem(cg, cg_get_lazy(cg, &r->res[0]), r->res[0].type, at);
+	}
+	char sym = !r ? 0 : r->opc == OP_ADD ? '+' : r->opc == OP_SUB ? '-' : '*';
+	const char *file = op->loc.file ? op->loc.file : "<unknown>";
+	const char *site = ir_fmt(cg->ictx, "%s at %s:%d:%d", ir_op_str(op, "msg", "integer overflow"), file,
+				  op->loc.line, op->loc.col);
+	LLVMTypeRef pt[10] = {cg->t_ptr, cg->t_ptr, cg->t_i32, cg->t_i64, cg->t_i64,
+			      cg->t_i64, cg->t_i64, cg->t_i32, cg->t_i32, cg->t_i32};
+	LLVMValueRef args[10] = {cg->wctx, LLVMBuildGlobalStringPtr(cg->b, site, "ovf.site"), cg_i32(cg, sym), idx, x,
+				 y, z, cg->pid[0], cg->pid[1], cg->pid[2]};
+	cg_call_ext(cg, "ct_cpu_overflow_fail", cg->t_void, pt, 10, args, 10, false);
+	LLVMBuildUnreachable(cg->b);
+	LLVMPositionBuilderAtEnd(cg->b, cont);
+}
+
 /* ---- run time --------------------------------------------------------------- */
 
 bool be_cpu_kernel_sanitized(const BeCpuKernel *k)
@@ -338,5 +417,25 @@ void ct_cpu_san_any(void *wctx, const char *site, uint64_t lo, uint64_t end, int
 		 "of %d bytes) lie outside every tensor argument",
 		 site, l->k ? l->k->name : "?", (int)px, (int)py, (int)pz, (unsigned long long)lo,
 		 (unsigned long long)end, (int)esize);
+	san_stop(w, msg);
+}
+
+/* site is "<type> overflow detected for operation <op> at file:line:col";
+ * sym the operator ('+', '-', '*'; 0: operands unknown); idx the element
+ * (-1: a scalar). */
+void ct_cpu_overflow_fail(void *wctx, const char *site, int32_t sym, int64_t idx, int64_t x, int64_t y, int64_t r,
+			  int32_t px, int32_t py, int32_t pz)
+{
+	CpuWorker *w = wctx;
+	CpuLaunch *l = w->launch;
+	char elem[64] = "", vals[128] = "";
+	if (idx >= 0)
+		snprintf(elem, sizeof elem, ", element %lld", (long long)idx);
+	if (sym)
+		snprintf(vals, sizeof vals, ": %lld %c %lld = %lld", (long long)x, (char)sym, (long long)y,
+			 (long long)r);
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s (kernel %s, program (%d, %d, %d)%s)%s", site, l->k ? l->k->name : "?", (int)px,
+		 (int)py, (int)pz, elem, vals);
 	san_stop(w, msg);
 }

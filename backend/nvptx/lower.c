@@ -104,17 +104,18 @@ void nv_set1(Nv *nv, const IrValue *v, LLVMValueRef x)
 	nv_set(nv, v, 1, &x);
 }
 
-/* Register r of v (scalars: the one value). */
+/* Register r of v (scalars: the one value). A value not lowered (its op
+ * failed, and the ops around it still ask for it, e.g. a loop's yield) or a
+ * register it lacks is undef, with an error if none was reported yet. */
 LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r)
 {
 	NvVals *d = nv_vals(nv, v);
-	if (!d->v || d->n == 0) {
-		/* read before it was lowered: only after an error stopped the
-		 * lowering of the block that defines it (else an internal error) */
-		nv_fail(nv, v->def, "internal error: a value is read before it is lowered");
-		return LLVMGetUndef(nv_llty(nv, v->type));
-	}
-	return d->n == 1 ? d->v[0] : d->v[r];
+	if (d->v && d->n > 0 && (d->n == 1 || (r >= 0 && r < d->n)))
+		return d->n == 1 ? d->v[0] : d->v[r];
+	if (!nv->err)
+		nv_fail(nv, v->def, "internal error: %s", d->v && d->n > 0 ? "register index out of range"
+									     : "value used before it was lowered");
+	return LLVMGetUndef(d->v && d->n > 0 ? LLVMTypeOf(d->v[0]) : nv_llty(nv, v->type));
 }
 
 LLVMValueRef *nv_regbuf(Nv *nv, int n)

@@ -13,8 +13,13 @@ void nv_lower_constant(Nv *nv, IrOp *op)
 	const IrType *t = op->res[0].type;
 	LLVMTypeRef ty = nv_llty(nv, t);
 	const IrAttr *a = ir_op_attr(op, "value");
+	const IrType *st = ir_scalar(t);
 	LLVMValueRef v;
-	if (ir_is_float(ir_scalar(t)))
+	if (st->kind == TY_F8E4M3 || st->kind == TY_F8E5M2) { /* i8 bits: rounded from f32 */
+		LLVMValueRef f = LLVMConstReal(LLVMFloatTypeInContext(nv->c),
+					       a ? (a->kind == ATTR_FLOAT ? a->f : (double)a->i) : 0);
+		v = nv_cast(nv, op, ir_type(nv->ctx, TY_F32), st, f);
+	} else if (ir_is_float(st))
 		v = LLVMConstReal(ty, a ? (a->kind == ATTR_FLOAT ? a->f : (double)a->i) : 0);
 	else if (ir_is_ptr(ir_scalar(t)))
 		v = LLVMConstNull(ty);

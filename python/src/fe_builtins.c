@@ -671,6 +671,17 @@ static FeVal *bi_fma(Fe *fe, PyObject *node, Call *c)
 	return t_(fe, ir_build1(&fe->b, OP_FMA, v[0]->type, 3, v));
 }
 
+/* tl.add, tl.sub, tl.mul: the operators, with Triton's opt-out of the
+ * overflow check (sanitize_overflow=False). */
+static FeVal *bi_arith(Fe *fe, PyObject *node, Call *c)
+{
+	int check = const_bool(fe, node, c, c->a[2], "sanitize_overflow", true);
+	if (check < 0)
+		return NULL;
+	FeNode op = c->name[0] == 'a' ? N_Add : c->name[0] == 's' ? N_Sub : N_Mult;
+	return fe_arith(fe, node, op, c->a[0], c->a[1], check == 1);
+}
+
 static FeVal *bi_umulhi(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *v[2];
@@ -1209,8 +1220,14 @@ static bool combine_body(Fe *fe, PyObject *node, IrBlock *blk, int n, const IrTy
 	fe->b.loc = saved.loc;
 	IrValue **a = blk->args, *res[8];
 	switch (cb->kind) {
-	case C_ADD: res[0] = ir_binary(&fe->b, OP_ADD, a[0], a[1]); break;
-	case C_MUL: res[0] = ir_binary(&fe->b, OP_MUL, a[0], a[1]); break;
+	case C_ADD: /* Triton's sum and cumsum combine with a + b: checked */
+		fe_overflow_check(fe, OP_ADD, a[0], a[1]);
+		res[0] = ir_binary(&fe->b, OP_ADD, a[0], a[1]);
+		break;
+	case C_MUL:
+		fe_overflow_check(fe, OP_MUL, a[0], a[1]);
+		res[0] = ir_binary(&fe->b, OP_MUL, a[0], a[1]);
+		break;
 	case C_MAX: res[0] = ir_binary(&fe->b, OP_MAX, a[0], a[1]); break;
 	case C_MIN: res[0] = ir_binary(&fe->b, OP_MIN, a[0], a[1]); break;
 	case C_XOR: res[0] = ir_binary(&fe->b, OP_XOR, a[0], a[1]); break;
@@ -1677,6 +1694,9 @@ static const struct Builtin {
 	{"div_rn", "x, y", bi_div, false},
 	{"fma", "x, y, z", bi_fma, false},
 	{"umulhi", "x, y", bi_umulhi, false},
+	{"add", "x, y, sanitize_overflow=", bi_arith, false},
+	{"sub", "x, y, sanitize_overflow=", bi_arith, false},
+	{"mul", "x, y, sanitize_overflow=", bi_arith, false},
 	{"extern", "*args", bi_extern, false},
 	{"sum", "input, axis=, keep_dims=, dtype=", bi_sum, true},
 	{"max", "input, axis=, return_indices=, return_indices_tie_break_left=, keep_dims=", bi_max, true},

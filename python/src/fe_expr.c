@@ -510,7 +510,26 @@ static FeVal *fold_binop(Fe *fe, PyObject *node, FeNode op, PyObject *a, PyObjec
 	return fe_const(fe, r);
 }
 
-static FeVal *ptr_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
+void fe_overflow_check(Fe *fe, IrOpcode opc, IrValue *x, IrValue *y)
+{
+	const IrType *t = ir_scalar(x->type);
+	int bits = ir_type_bits(t);
+	if (!fe->overflow || !ir_is_int(t) || bits < 8 || bits >= 64)
+		return;
+	bool sgn = ir_is_signed(t);
+	const IrType *wt = ir_type_like(fe->ctx, x->type, ty(fe, TY_I64));
+	IrValue *r = ir_binary(&fe->b, opc, ir_cast(&fe->b, OP_CAST, x, wt), ir_cast(&fe->b, OP_CAST, y, wt));
+	int64_t hi = (int64_t)((1ull << (sgn ? bits - 1 : bits)) - 1), lo = sgn ? -hi - 1 : 0;
+	IrValue *ok = ir_binary(&fe->b, OP_AND, ir_cmp(&fe->b, "le", r, ir_const_int(&fe->b, wt, hi)),
+				ir_cmp(&fe->b, "ge", r, ir_const_int(&fe->b, wt, lo)));
+	IrOp *op = ir_build(&fe->b, OP_ASSERT, 1, &ok, 0, NULL, 0);
+	const char *name = opc == OP_ADD ? "add" : opc == OP_SUB ? "sub" : "mul";
+	ir_op_set_str(fe->ctx, op, "msg",
+		      ir_fmt(fe->ctx, "%sint%d overflow detected for operation %s", sgn ? "" : "u", bits, name));
+	ir_op_set_int(fe->ctx, op, "overflow", 1);
+}
+
+static FeVal *ptr_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b, bool check)
 {
 	bool aw, bw;
 	const IrType *at = operand_type(fe, node, a, &aw), *bt = operand_type(fe, node, b, &bw);
@@ -534,12 +553,20 @@ static FeVal *ptr_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 		ov = fe_cast(fe, node, ov, ty(fe, TY_I32), NULL, false);
 	if (!fe_broadcast_pair(fe, node, &pv, &ov))
 		return NULL;
-	if (op == N_Sub)
+	if (op == N_Sub) {
+		if (check)
+			fe_overflow_check(fe, OP_SUB, ir_const_int(&fe->b, ov->type, 0), ov);
 		ov = ir_unary(&fe->b, OP_NEG, ov);
+	}
 	return fe_tensor(fe, ir_addptr(&fe->b, pv, ov));
 }
 
 FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
+{
+	return fe_arith(fe, node, op, a, b, true);
+}
+
+FeVal *fe_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b, bool check)
 {
 	if (!a || !b)
 		return NULL;
@@ -555,7 +582,7 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 	if (!bt)
 		return NULL;
 	if (ir_is_ptr(at) || ir_is_ptr(bt))
-		return ptr_arith(fe, node, op, a, b);
+		return ptr_arith(fe, node, op, a, b, check);
 	bool divmod = op == N_Div || op == N_FloorDiv || op == N_Mod;
 	bool bitwise = op == N_BitAnd || op == N_BitOr || op == N_BitXor || op == N_LShift ||
 		       op == N_RShift;
@@ -600,6 +627,8 @@ FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b)
 			return NULL;
 		return fe_tensor(fe, fe_cast(fe, node, ir_binary(&fe->b, OP_SHR, xs, ys), t, NULL, true));
 	}
+	if (check && (opc == OP_ADD || opc == OP_SUB || opc == OP_MUL))
+		fe_overflow_check(fe, opc, x, y);
 	IrValue *r = ir_binary(&fe->b, opc, x, y);
 	if (op == N_FloorDiv && ir_is_float(t))
 		r = ir_unary(&fe->b, OP_FLOOR, r);
@@ -699,6 +728,7 @@ FeVal *fe_unop(Fe *fe, PyObject *node, FeNode op, FeVal *a)
 	case N_USub:
 		if (ir_is_ptr(e))
 			return fe_err(fe, node, IR_ERR_TYPE, "cannot negate a pointer");
+		fe_overflow_check(fe, OP_SUB, ir_const_int(&fe->b, x->type, 0), x);
 		return fe_tensor(fe, ir_unary(&fe->b, OP_NEG, x));
 	case N_Invert:
 		if (!ir_is_int(e))

@@ -269,7 +269,7 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 			idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
 			off_const = const_int_of(off[k], &oc);
 			if (idx && !(off_const && oc == 0))
-				idx = fe_binop(fe, node, N_Add, off[k], idx);
+				idx = fe_arith(fe, node, N_Add, off[k], idx, false);
 		}
 		for (int j = 0; idx && j < rank; j++)
 			if (j != (pos ? pos[k] : k)) {
@@ -279,8 +279,8 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 		if (!idx)
 			return false;
 		bool unit = k == rank - 1 || (const_int_of(st[k], &stc) && stc == 1);
-		FeVal *term = unit ? idx : fe_binop(fe, node, N_Mult, idx, st[k]);
-		p = term ? fe_binop(fe, node, N_Add, p, term) : NULL;
+		FeVal *term = unit ? idx : fe_arith(fe, node, N_Mult, idx, st[k], false);
+		p = term ? fe_arith(fe, node, N_Add, p, term, false) : NULL;
 		if (!p)
 			return false;
 		/* this dim's bounds (on the small [.., B_k, ..] shape), then the block's */

@@ -353,7 +353,7 @@ static void raise_error(Fe *fe, IrError *e)
 	}
 }
 
-static void set_module_attrs(Fe *fe, PyObject *options)
+static void set_module_attrs(Fe *fe, PyObject *options, bool *overflow, bool *cpu)
 {
 	if (!options || !PyDict_Check(options))
 		return;
@@ -369,6 +369,15 @@ static void set_module_attrs(Fe *fe, PyObject *options)
 		}
 		if (strcmp(k, "sanitize") == 0) {
 			fe->sanitize = PyObject_IsTrue(val) == 1;
+			continue;
+		}
+		if (strcmp(k, "sanitize_overflow") == 0) {
+			*overflow = val == Py_None || PyObject_IsTrue(val) != 0;
+			continue;
+		}
+		if (strcmp(k, "target") == 0) {
+			const char *ts = PyUnicode_Check(val) ? PyUnicode_AsUTF8AndSize(val, NULL) : NULL;
+			*cpu = ts && strncmp(ts, "cpu:", 4) == 0;
 			continue;
 		}
 		if (PyLong_Check(val) && !PyBool_Check(val))
@@ -612,11 +621,15 @@ PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs)
 			PyErr_SetString(PyExc_RuntimeError, "ctriton frontend: cannot import ctriton.language");
 		goto out;
 	}
-	set_module_attrs(&fe, options);
+	bool overflow = true, cpu = false;
+	set_module_attrs(&fe, options, &overflow, &cpu);
 	if (!fe.debug) {
 		PyObject *d = fe_attr(&fe, jitfn, "debug");
 		fe.debug = d && PyObject_IsTrue(d) == 1;
 	}
+	/* integer overflow checks: with debug as in Triton (sanitize_overflow,
+	 * on by default, turns them off), and under the CPU sanitizer */
+	fe.overflow = overflow && (fe.debug || (fe.sanitize && cpu));
 	PyErr_Clear();
 	compile_kernel(&fe, jitfn, sig, constexprs, attrs);
 	/* the clean-ups (CSE, DCE) are the pipeline's first passes (jit/pipeline.c),

@@ -88,6 +88,7 @@ typedef struct Fe {
 	PyObject *cls_tdesc;   /* tl.tensor_descriptor: the class of descriptor tuples */
 	bool debug;
 	bool sanitize;       /* parameters carry their source names (attr "name") */
+	bool overflow;       /* integer + - * checked for overflow (fe_expr.c) */
 	int depth;
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */
@@ -136,6 +137,14 @@ bool fe_broadcast_pair(Fe *fe, PyObject *node, IrValue **a, IrValue **b);
 const IrType *fe_block(Fe *fe, PyObject *node, const IrType *elem, int rank, const int64_t *shape);
 /* Binary operator by Python AST op kind (N_Add...) on frontend values. */
 FeVal *fe_binop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b);
+/* fe_binop; check: integer + - * get the overflow check when it is on
+ * (false: arithmetic the frontend adds itself, or sanitize_overflow=False) */
+FeVal *fe_arith(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b, bool check);
+/* Triton's sanitize_overflow, when fe->overflow is on: x opc y (OP_ADD, SUB,
+ * MUL; integers narrower than 64 bits, of one type and shape) is also
+ * computed in i64 from the operands extended by their signedness, and an
+ * assert {overflow} fails where that result lies outside the type's range. */
+void fe_overflow_check(Fe *fe, IrOpcode opc, IrValue *x, IrValue *y);
 FeVal *fe_cmpop(Fe *fe, PyObject *node, FeNode op, FeVal *a, FeVal *b);
 FeVal *fe_unop(Fe *fe, PyObject *node, FeNode op, FeVal *a);
 /* Common type of two operands (Triton's promotion; weak Python scalars). */

@@ -11,8 +11,9 @@ Each seed gives one kernel, reproducibly:
   - a *mutated* kernel: a valid one with its masks dropped, a name
     undefined, a type or shape made wrong, or a block size made odd.
 
-Every kernel is compiled for sm_80 and sm_90 (the PTX assembled by ptxas
-when it is installed) and run on the CPU backend (mutated ones with the
+Every kernel is compiled for sm_80 and sm_90, every 4th also as a debug
+build for sm_90 (integer overflow asserts; the PTX assembled by ptxas when
+it is installed) and run on the CPU backend (mutated ones with the
 sanitizer on, so that an access out of bounds is an exception and not the
 kernel's own memory corruption). A valid kernel must compile everywhere and
 match its reference; a mutated one may fail, but only with a Python
@@ -492,11 +493,8 @@ def make(seed):
 
 BAD_WORDS = ("internal error", "invalid LLVM IR", "LLVM fatal", "LLVM ERROR", "frontend produced invalid")
 # Failures already known and tracked, counted apart until fixed (substring
-# of the message -> what it is).
-KNOWN = {
-    "PHI node operands are not the same type": "NVPTX: fp8 load with other=0.0 (masked) builds "
-                                               "a phi of i8 and half",
-}
+# of the message -> what it is). None at present.
+KNOWN = {}
 
 
 def load_kernel(src, seed, tmpdir):
@@ -539,14 +537,17 @@ def run_one(seed, tmpdir, gpu=True):
         return ("rejected", f"{type(e).__name__}: {e}") if not valid else ("error", traceback.format_exc())
     cx = k["constexprs"]
     gaps = ""  # a GPU compile refused as "not supported": reported if all else is fine
-    # 1. GPU compiles (sm_80, sm_90), PTX through ptxas when present
+    # 1. GPU compiles (sm_80, sm_90; every 4th seed also a debug build for
+    # sm_90, with its overflow asserts), PTX through ptxas when present
     if gpu:
-        for arch in (80, 90):
+        for arch, debug in ((80, False), (90, False), (90, True)):
+            if debug and seed % 4:
+                continue
             try:
                 triton.compile(ASTSource(fn, signature=signature(g), constexprs=cx),
-                               target=GPUTarget("cuda", arch, 32))
+                               target=GPUTarget("cuda", arch, 32), options={"debug": debug})
             except Exception as e:
-                msg = f"sm_{arch}: {type(e).__name__}: {e}"
+                msg = f"sm_{arch}{' debug' if debug else ''}: {type(e).__name__}: {e}"
                 if any(w in msg for w in BAD_WORDS):
                     return "internal", msg
                 if valid and "not supported" in msg:

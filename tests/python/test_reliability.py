@@ -1,6 +1,9 @@
 """Reliability regressions: inputs that once killed the process or produced
 invalid LLVM IR. Each must now compile and run correctly, or raise a Python
 exception; none may crash. CPU backend, and compile-only for sm_80/sm_90."""
+import os
+import re
+import shutil
 from collections import namedtuple
 from typing import NamedTuple
 
@@ -12,9 +15,11 @@ import ctriton.language as tl
 from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler.compiler import ASTSource
 from ctriton.compiler.errors import CompilationError
-from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+from cpu_util import cpu_driver, fp8_round, fp8_table, requires_cpu  # noqa: F401
 
 pytestmark = requires_cpu
+PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else shutil.which("ptxas"))
 
 # ---- tuple arguments: more IR parameters than Python arguments ----------
 
@@ -248,3 +253,160 @@ def test_min_max_reductions_see_every_element(dtype):
     bf16 = ((bf + 0x7FFF + ((bf >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
     np.testing.assert_array_equal(r[0::2], np.minimum(xs, bf16).min(1))
     np.testing.assert_array_equal(r[1::2], np.maximum(xs, bf16).max(1))
+
+
+# ---- NVPTX: fp8 constants, loops over fp8, a failed op inside a loop -------
+
+FP8_FMT = {"fp8e5": ("e5m2", tl.float8e5), "fp8e4nv": ("e4m3", tl.float8e4nv)}
+
+
+def fp8_code(v, fmt):
+    """The fp8 code of v rounded to nearest even (saturating)."""
+    table = fp8_table(fmt)
+    r = fp8_round(np.float64(v), fmt)
+    return next(c for c in range(256) if table[c] == r and (c >= 128) == bool(np.signbit(r)))
+
+
+def gpu_compile(fn, sig, cx, arch, **opts):
+    sig = dict(sig, **{k: "constexpr" for k in cx})
+    k = triton.compile(ASTSource(fn, sig, cx), target=GPUTarget("cuda", arch, 32), options=opts)
+    assert f".target sm_{arch}" in k.asm["ptx"]
+    if PTXAS:
+        assert k.asm.get("cubin", b"")[:4] == b"\x7fELF", "ptxas produced no cubin"
+    return k
+
+
+@triton.jit
+def fp8_masked_copy(X, Y, n, OTHER: tl.constexpr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(X + offs, mask=offs < n, other=OTHER)
+    tl.store(Y + offs, x)
+
+
+@pytest.mark.parametrize("dt", sorted(FP8_FMT))
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("other", [0.0, -0.0, 1.5, -2.0, 0.1, 3e-3, 1000.0])
+def test_fp8_masked_load_other_gpu(dt, arch, other):
+    """A float constant of an fp8 type (here `other` of a masked fp8 load,
+    stored without a cast) was an LLVM half constant where the backend
+    holds fp8 as i8: "PHI node operands are not the same type as the
+    result" (found by the fuzzer). It is now the value's fp8 code, the same
+    one the CPU backend gives."""
+    fmt, f8 = FP8_FMT[dt]
+    k = gpu_compile(fp8_masked_copy, {"X": "*" + dt, "Y": "*" + dt, "n": "i32"},
+                    {"OTHER": other, "B": 128}, arch, num_warps=4)
+    # one element per thread: a branch around the load, `other` on the skip edge
+    phis = re.findall(r"phi i8 \[ %\d+, %ld \], \[ (-?\d+), %entry \]", k.asm["llir"])
+    assert [int(c) & 0xFF for c in phis] == [fp8_code(other, fmt)], k.asm["llir"]
+    x = np.full(128, 0x11, np.uint8)
+    y = np.zeros(128, np.uint8)
+    fp8_masked_copy[(1,)](triton.reinterpret(x, f8), triton.reinterpret(y, f8), 5, other, 128)
+    np.testing.assert_array_equal(y[:5], 0x11)
+    np.testing.assert_array_equal(y[5:], fp8_code(other, fmt))
+
+
+@triton.jit
+def fp8_ptr_loop(X, Y, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    ptrs = X + offs
+    acc = tl.zeros((B,), tl.float32)
+    for i in range(0, n):
+        acc += tl.load(ptrs, mask=offs < 120, other=0.0).to(tl.float32)
+        ptrs += B
+    tl.store(Y + offs, acc)
+
+
+@triton.jit
+def fp8_value_loop(X, Y, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    ptrs = X + offs
+    m = tl.load(ptrs)
+    for i in range(1, n):
+        ptrs += B
+        m = tl.maximum(m, tl.load(ptrs, mask=offs < 100, other=0.0))
+    tl.store(Y + offs, m.to(tl.float32))
+
+
+@pytest.mark.parametrize("dt", sorted(FP8_FMT))
+@pytest.mark.parametrize("fn", [fp8_ptr_loop, fp8_value_loop])
+def test_fp8_loops(dt, fn):
+    """A loop-carried pointer to fp8 (`ptrs += B`) and a loop-carried fp8
+    block, converted to f32 in the loop: sm_80 and sm_90 compile them, and
+    the CPU backend sums / maxes the rows."""
+    fmt, f8 = FP8_FMT[dt]
+    for arch in (80, 90):
+        for nw in (1, 4):
+            gpu_compile(fn, {"X": "*" + dt, "Y": "*fp32", "n": "i32"}, {"B": 128}, arch, num_warps=nw)
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 0x60, (4, 128)).astype(np.uint8)  # finite, positive
+    y = np.zeros(128, np.float32)
+    fn[(1,)](triton.reinterpret(codes, f8), y, 4, B=128)
+    vals = fp8_table(fmt)[codes]
+    if fn is fp8_value_loop:
+        vals[1:, 100:] = 0
+        want = vals.max(0)
+    else:
+        vals[:, 120:] = 0
+        want = vals.astype(np.float32).sum(0, dtype=np.float32)
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+
+
+@triton.jit
+def histogram_in_loop(X, Y, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    acc = tl.zeros((8,), tl.int32)
+    for i in range(n):
+        acc += tl.histogram(tl.load(X + i * B + offs), 8)
+    tl.store(Y + tl.arange(0, 8), acc)
+
+
+@triton.jit
+def histogram_in_while(X, Y, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    acc = tl.zeros((8,), tl.int32)
+    i = 0
+    while tl.sum(acc) < n:
+        acc += tl.histogram(tl.load(X + i * B + offs), 8)
+        i += 1
+    tl.store(Y + tl.arange(0, 8), acc)
+
+
+@pytest.mark.parametrize("fn", [histogram_in_loop, histogram_in_while])
+def test_failed_op_in_loop_is_an_error(fn):
+    """An op the NVPTX backend cannot lower, inside a loop that carries its
+    result: lowering went on to the loop's back edge and aborted the
+    process asking for the registers the op never produced. Now the op's
+    error, with its location."""
+    for arch in (80, 90):
+        with pytest.raises(CompilationError, match=r"test_reliability\.py:\d+:\d+: .*histogram"):
+            gpu_compile(fn, {"X": "*i32", "Y": "*i32", "n": "i32"}, {"B": 128}, arch)
+
+
+@pytest.mark.parametrize("arch,cfg", [(90, (128, 256, 128, 3, 8)), (90, (64, 256, 128, 4, 4)),
+                                      (80, (128, 128, 128, 4, 4))])
+def test_tutorial03_fp8_matmul_compiles_fast(arch, cfg):
+    """Tutorial 03's fp8 path as a launch specializes it (a in fp8e5, b its
+    transpose, so stride_ak = stride_bk = 1, the other strides divisible by
+    16), with the tutorial's fp8 configs: it once spent 21 s building
+    constant vectors in the load lowering, then aborted. Now well under a
+    second each here; the bound leaves room for a loaded machine."""
+    import time
+    from kernels.matmul import matmul_kernel
+    bm, bn, bk, stages, warps = cfg
+    d16 = {"divisibility": 16}
+    ints = ["M", "N", "K", "stride_am", "stride_bn", "stride_cm"]
+    sig = dict(a_ptr="*fp8e5", b_ptr="*fp8e5", c_ptr="*fp16", **{k: "i32" for k in ints})
+    cx = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+              GROUP_SIZE_M=8, ACTIVATION="")
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {k: d16 for k in ["a_ptr", "b_ptr", "c_ptr"] + ints}
+    t = time.perf_counter()
+    k = triton.compile(ASTSource(matmul_kernel, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                       options=dict(num_warps=warps, num_stages=stages))
+    dt = time.perf_counter() - t
+    assert f".target sm_{arch}" in k.asm["ptx"]
+    if PTXAS:
+        assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
+    if arch == 90:
+        assert "wgmma.mma_async" in k.asm["ptx"] and "e5m2.e5m2" in k.asm["ptx"]
+    assert dt < 10, f"{dt:.1f} s"

@@ -40,7 +40,9 @@ DEFAULT_OPTIONS = {
     "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
     "enable_fp_fusion": True, "debug": False,
     # CPU backend: bounds-check every load, store and atomic against the
-    # extent of its tensor argument (CTRITON_SANITIZE=1 turns it on)
+    # extent of its tensor argument, and integer arithmetic for overflow
+    # (CTRITON_SANITIZE=1 turns it on; sanitize_overflow=False: no overflow
+    # checks, here or with debug)
     "sanitize": False,
 }
 OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",

@@ -489,7 +489,7 @@ def _builtin(name):
 # supported by ctriton").
 _INTERNAL = ("to", "extern", "__print__")
 _LOOPS = ["range", "static_range"]
-_UNSUPPORTED = ["add", "sub", "mul", "make_block_ptr", "advance", "inline_asm_elementwise"]
+_UNSUPPORTED = ["make_block_ptr", "advance", "inline_asm_elementwise"]
 
 
 def _builtin_names():

@@ -22,10 +22,11 @@ def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: core.constexpr = N_ROUNDS_DEFA
         a2 = c2
         c0 = core.umulhi(PHILOX_ROUND_B, a2) ^ c1 ^ k0
         c2 = core.umulhi(PHILOX_ROUND_A, a0) ^ c3 ^ k1
-        c1 = PHILOX_ROUND_B * a2
-        c3 = PHILOX_ROUND_A * a0
-        k0 = k0 + PHILOX_KEY_A
-        k1 = k1 + PHILOX_KEY_B
+        # the products and key bumps wrap by design: no overflow check
+        c1 = core.mul(PHILOX_ROUND_B, a2, sanitize_overflow=False)
+        c3 = core.mul(PHILOX_ROUND_A, a0, sanitize_overflow=False)
+        k0 = core.add(k0, PHILOX_KEY_A, sanitize_overflow=False)
+        k1 = core.add(k1, PHILOX_KEY_B, sanitize_overflow=False)
     return c0, c1, c2, c3
 
 
@@ -70,12 +71,12 @@ def uint_to_uniform_float(x):
     # the top 23 (resp. 52) bits, scaled into [0, 1)
     if x.dtype == core.uint32 or x.dtype == core.int32:
         u = x.to(core.int32, bitcast=True)
-        u = core.where(u < 0, -u - 1, u)
+        u = core.where(u < 0, ~u, u)  # ~u == -u - 1, without overflow at the minimum
         return u.to(core.float32) * 4.6566127342e-10
     else:
         core.static_assert(x.dtype == core.uint64 or x.dtype == core.int64, "uint_to_uniform_float: 32- or 64-bit integers only")
         u = x.to(core.int64, bitcast=True)
-        u = core.where(u < 0, -u - 1, u)
+        u = core.where(u < 0, ~u, u)  # ~u == -u - 1, without overflow at the minimum
         return u.to(core.float32) * 1.0842020432385337e-19
 
 

@@ -457,8 +457,10 @@ def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specia
         do_not_specialize_on_alignment=None, debug=None, noinline=None, sanitize=None):
     """sanitize=True (CPU backend): every load, store and atomic is checked
     against the extent of the tensor argument its pointer derives from; the
-    first out-of-bounds access raises before it happens. Also a launch
-    option (``k[grid](..., sanitize=True)``) and CTRITON_SANITIZE=1."""
+    first out-of-bounds access raises before it happens; integer + - *
+    narrower than 64 bits are checked for overflow (as debug=True does on
+    both backends, Triton's sanitize_overflow). Also a launch option
+    (``k[grid](..., sanitize=True)``) and CTRITON_SANITIZE=1."""
     def decorator(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,

@@ -3,10 +3,14 @@
  * libcuda is never linked: the first jit_cuda_init() opens it
  * ($CTRITON_LIBCUDA_PATH, else libcuda.so.1) and resolves each entry point by
  * its CUDA 13 versioned name (cuMemAlloc_v2, cuDevicePrimaryCtxRelease_v2,
- * ...). cuda.h is used for its types and enums only. The context is the
- * device's primary context (the one torch uses), made current on the calling
- * thread. Modules load from a cubin (made by jit_ptxas in compile.c) or
- * from PTX, which the driver's JIT compiles at load.
+ * ...). cuda.h is used for its types and enums only. Each device's
+ * context is its primary context (the one torch and the CUDA runtime use),
+ * retained once per process. A module is loaded into the context of the
+ * device it is for and remembers that context; a launch or an unload makes
+ * it current on the calling thread for the call and then puts back what was
+ * current, so the thread's current device (torch's) never changes under its
+ * feet. Modules load from a cubin (made by jit_ptxas in compile.c) or from
+ * PTX, which the driver's JIT compiles at load.
  */
 #include "jit/jit.h"
 
@@ -60,6 +64,13 @@ static Driver drv;
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 static int drv_state; /* 0 not tried, 1 ready, -1 failed */
 static char drv_error[512];
+
+/* Per device, set once and read without a lock after: the retained primary
+ * context (NULL: not retained yet; retained under drv_lock) and the compute
+ * capability (0: not asked yet). The device count is asked once. */
+static CUcontext dev_ctx[JIT_CUDA_MAXDEV];
+static int dev_arch[JIT_CUDA_MAXDEV];
+static int dev_count = -1;
 
 static int seterr(char *err, int errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -126,9 +137,11 @@ static int load_driver(void)
 /* Loads the driver once per process. */
 static int driver_ready(char *err, int errlen)
 {
+	if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == 1)
+		return 0;
 	pthread_mutex_lock(&drv_lock);
 	if (drv_state == 0)
-		drv_state = load_driver() == 0 ? 1 : -1;
+		__atomic_store_n(&drv_state, load_driver() == 0 ? 1 : -1, __ATOMIC_RELEASE);
 	int st = drv_state;
 	pthread_mutex_unlock(&drv_lock);
 	return st < 0 ? seterr(err, errlen, "%s", drv_error) : 0;
@@ -205,19 +218,148 @@ int jit_cuda_props(int device, JitCudaProps *p, char *err, int errlen)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------- */
 
-
-
-int jit_cuda_load(const void *image, size_t size, bool is_cubin, const char *name, int shared, int num_warps,
-		  JitCudaKernel *k, char *err, int errlen)
+int jit_cuda_device_count(void)
 {
-	memset(k, 0, sizeof *k);
-	if (jit_cuda_init(err, errlen))
+	int n = __atomic_load_n(&dev_count, __ATOMIC_ACQUIRE);
+	if (n >= 0)
+		return n;
+	if (driver_ready(NULL, 0))
 		return -1;
-	(void)size;
-	(void)is_cubin; /* the driver recognises PTX text and cubin images alike */
-	CUdevice dev;
-	CU_CHECK(drv.p_cuCtxGetDevice(&dev), "cuCtxGetDevice");
+	if (drv.p_cuDeviceGetCount(&n) != CUDA_SUCCESS)
+		return -1;
+	n = n > JIT_CUDA_MAXDEV ? JIT_CUDA_MAXDEV : n;
+	__atomic_store_n(&dev_count, n, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* Checks that device is one of this process's devices. */
+static int check_device(int device, char *err, int errlen)
+{
+	int n = jit_cuda_device_count();
+	if (n < 0)
+		return driver_ready(err, errlen) ? -1 : seterr(err, errlen, "cuDeviceGetCount failed");
+	if (device < 0 || device >= n)
+		return seterr(err, errlen, "CUDA device %d does not exist (this process sees %d device%s)", device,
+			      n, n == 1 ? "" : "s");
+	return 0;
+}
+
+int jit_cuda_arch(int device)
+{
+	if (check_device(device, NULL, 0))
+		return -1;
+	int a = __atomic_load_n(&dev_arch[device], __ATOMIC_ACQUIRE);
+	if (a > 0)
+		return a;
+	int major = 0, minor = 0;
+	CUdevice d;
+	if (drv.p_cuDeviceGet(&d, device) != CUDA_SUCCESS ||
+	    drv.p_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
+	    drv.p_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS)
+		return -1;
+	a = major * 10 + minor;
+	__atomic_store_n(&dev_arch[device], a, __ATOMIC_RELEASE);
+	return a;
+}
+
+/* The primary context of device, retained on first use (and kept: torch and
+ * the CUDA runtime share it). */
+static int primary_ctx(int device, CUcontext *ctx, char *err, int errlen)
+{
+	if (check_device(device, err, errlen))
+		return -1;
+	CUcontext c = __atomic_load_n(&dev_ctx[device], __ATOMIC_ACQUIRE);
+	if (c) {
+		*ctx = c;
+		return 0;
+	}
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&drv_lock);
+	c = dev_ctx[device];
+	if (!c) {
+		CUdevice d;
+		r = drv.p_cuDeviceGet(&d, device);
+		if (r == CUDA_SUCCESS)
+			r = drv.p_cuDevicePrimaryCtxRetain(&c, d);
+		if (r == CUDA_SUCCESS)
+			__atomic_store_n(&dev_ctx[device], c, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&drv_lock);
+	if (r != CUDA_SUCCESS)
+		return seterr(err, errlen, "cuDevicePrimaryCtxRetain(device %d) failed: %s", device, cu_str(r));
+	*ctx = c;
+	return 0;
+}
+
+/* Makes ctx current on this thread; *prev receives what was. */
+static int enter_ctx(CUcontext ctx, CUcontext *prev, char *err, int errlen)
+{
+	CU_CHECK(drv.p_cuCtxGetCurrent(prev), "cuCtxGetCurrent");
+	if (*prev != ctx)
+		CU_CHECK(drv.p_cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	return 0;
+}
+
+/* Puts back the context enter_ctx found. */
+static void leave_ctx(CUcontext ctx, CUcontext prev)
+{
+	if (prev != ctx)
+		drv.p_cuCtxSetCurrent(prev);
+}
+
+int jit_cuda_context_device(int *device)
+{
+	*device = -1;
+	if (driver_ready(NULL, 0))
+		return -1;
+	CUcontext cur = NULL;
+	if (drv.p_cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+		return -1;
+	CUdevice d;
+	if (cur && drv.p_cuCtxGetDevice(&d) == CUDA_SUCCESS)
+		*device = (int)d;
+	return 0;
+}
+
+int jit_cuda_set_device(int device, char *err, int errlen)
+{
+	CUcontext ctx;
+	if (driver_ready(err, errlen) || primary_ctx(device, &ctx, err, errlen))
+		return -1;
+	CU_CHECK(drv.p_cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	return 0;
+}
+
+int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int errlen)
+{
+	*device = -1;
+	if (ptr == 0)
+		return 0;
+	if (driver_ready(err, errlen))
+		return -1;
+	int ordinal = -1;
+	CUresult r = drv.p_cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr);
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return seterr(err, errlen,
+			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
+			      index);
+	if (r != CUDA_SUCCESS)
+		return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+	*device = ordinal;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Modules and launches                                                      */
+/* ------------------------------------------------------------------------- */
+
+/* Loads the module into the current context (of device dev). */
+static int load_here(const void *image, CUdevice dev, const char *name, int shared, int num_warps,
+		     JitCudaKernel *k, char *err, int errlen)
+{
 	int limit = 0;
 	CU_CHECK(drv.p_cuDeviceGetAttribute(&limit, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
 		 "cuDeviceGetAttribute");
@@ -257,15 +399,63 @@ int jit_cuda_load(const void *image, size_t size, bool is_cubin, const char *nam
 	k->function = fn;
 	k->shared = shared;
 	k->num_warps = num_warps;
+	k->device = (int)dev;
+	return 0;
+}
+
+int jit_cuda_load_on(int device, const void *image, size_t size, bool is_cubin, const char *name, int shared,
+		     int num_warps, JitCudaKernel *k, char *err, int errlen)
+{
+	memset(k, 0, sizeof *k);
+	(void)size;
+	(void)is_cubin; /* the driver recognises PTX text and cubin images alike */
+	CUcontext ctx, prev;
+	if (driver_ready(err, errlen) || primary_ctx(device, &ctx, err, errlen))
+		return -1;
+	CUdevice dev;
+	CU_CHECK(drv.p_cuDeviceGet(&dev, device), "cuDeviceGet");
+	if (enter_ctx(ctx, &prev, err, errlen))
+		return -1;
+	int rc = load_here(image, dev, name, shared, num_warps, k, err, errlen);
+	leave_ctx(ctx, prev);
+	if (rc == 0) {
+		k->ctx = ctx;
+		k->device = device;
+	}
+	return rc;
+}
+
+int jit_cuda_load(const void *image, size_t size, bool is_cubin, const char *name, int shared, int num_warps,
+		  JitCudaKernel *k, char *err, int errlen)
+{
+	memset(k, 0, sizeof *k);
+	if (jit_cuda_init(err, errlen))
+		return -1;
+	(void)size;
+	(void)is_cubin;
+	CUdevice dev;
+	CU_CHECK(drv.p_cuCtxGetDevice(&dev), "cuCtxGetDevice");
+	CUcontext cur;
+	CU_CHECK(drv.p_cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+	if (load_here(image, dev, name, shared, num_warps, k, err, errlen))
+		return -1;
+	k->ctx = cur;
 	return 0;
 }
 
 void jit_cuda_unload(JitCudaKernel *k)
 {
-	if (k && k->module && drv_state == 1)
-		drv.p_cuModuleUnload((CUmodule)k->module);
-	if (k)
-		memset(k, 0, sizeof *k);
+	if (!k)
+		return;
+	if (k->module && __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == 1) {
+		CUcontext prev = NULL;
+		if (!k->ctx || enter_ctx((CUcontext)k->ctx, &prev, NULL, 0) == 0) {
+			drv.p_cuModuleUnload((CUmodule)k->module); /* an error leaves nothing to do */
+			if (k->ctx)
+				leave_ctx((CUcontext)k->ctx, prev);
+		}
+	}
+	memset(k, 0, sizeof *k);
 }
 
 int jit_cuda_launch(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params, char *err,
@@ -275,9 +465,16 @@ int jit_cuda_launch(const JitCudaKernel *k, const unsigned grid[3], uint64_t str
 		return seterr(err, errlen, "CUDA driver not initialised");
 	if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
 		return 0; /* empty grid: nothing to run */
-	CU_CHECK(drv.p_cuLaunchKernel((CUfunction)k->function, grid[0], grid[1], grid[2], 32u * (unsigned)k->num_warps, 1,
-				    1, (unsigned)k->shared, (CUstream)(uintptr_t)stream, params, NULL),
-		 "cuLaunchKernel");
+	CUcontext ctx = (CUcontext)k->ctx, prev = NULL;
+	if (ctx && enter_ctx(ctx, &prev, err, errlen))
+		return -1;
+	CUresult r = drv.p_cuLaunchKernel((CUfunction)k->function, grid[0], grid[1], grid[2],
+					  32u * (unsigned)k->num_warps, 1, 1, (unsigned)k->shared,
+					  (CUstream)(uintptr_t)stream, params, NULL);
+	if (ctx)
+		leave_ctx(ctx, prev);
+	if (r != CUDA_SUCCESS)
+		return seterr(err, errlen, "cuLaunchKernel (device %d) failed: %s", k->device, cu_str(r));
 	return 0;
 }
 

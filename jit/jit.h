@@ -267,9 +267,14 @@ typedef struct JitCudaProps {
 	int driver_version;       /* e.g. 13000 */
 } JitCudaProps;
 
+/* The most devices a process uses (ordinals above are refused). */
+#define JIT_CUDA_MAXDEV 64
+
 typedef struct JitCudaKernel {
 	void *module;    /* CUmodule */
 	void *function;  /* CUfunction */
+	void *ctx;       /* CUcontext the module was loaded into */
+	int device;      /* its device ordinal */
 	int n_regs, n_spills, max_threads;
 	int shared;      /* dynamic shared bytes passed at launch */
 	int num_warps;
@@ -288,17 +293,42 @@ int jit_cuda_attribute(int device, int attr, int *value, char *err, int errlen);
 int jit_cuda_current_device(int *device, char *err, int errlen);
 int jit_cuda_props(int device, JitCudaProps *p, char *err, int errlen);
 
+/* Devices, none of which makes a context current on the calling thread:
+ * the number of devices (at most JIT_CUDA_MAXDEV; -1 without a driver),
+ * asked once; a device's compute capability (major * 10 + minor; -1 when
+ * there is no such device), asked once per device; the device of this
+ * thread's current context (-1 when it has none); the device that holds
+ * ptr (cuPointerGetAttribute; -1 for a null pointer; an error naming
+ * argument index for host memory). */
+int jit_cuda_device_count(void);
+int jit_cuda_arch(int device);
+int jit_cuda_context_device(int *device);
+int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int errlen);
+/* Makes device's primary context current on the calling thread (what
+ * cudaSetDevice does). */
+int jit_cuda_set_device(int device, char *err, int errlen);
+
 /* Loads a module from PTX text (is_cubin false: the driver JIT-compiles it)
- * or a cubin image, looks up `name`, reads its attributes, and opts into
- * `shared` dynamic shared bytes when above 48 KB (error when above the
- * device limit). */
+ * or a cubin image into the primary context of device (made current for
+ * the load, then the thread's previous context is put back), looks up
+ * `name`, reads its attributes, and opts into `shared` dynamic shared bytes
+ * when above 48 KB (error when above the device limit). The kernel records
+ * its context and device. jit_cuda_load does the same in the calling
+ * thread's current context (made by jit_cuda_init when there is none). */
+int jit_cuda_load_on(int device, const void *image, size_t size, bool is_cubin, const char *name,
+		     int shared, int num_warps, JitCudaKernel *k, char *err, int errlen);
 int jit_cuda_load(const void *image, size_t size, bool is_cubin, const char *name, int shared,
 		  int num_warps, JitCudaKernel *k, char *err, int errlen);
+/* Unloads k's module in its context (made current for the call, then the
+ * previous one put back); driver errors are ignored. Call it with the
+ * driver alive: not from a forked child, not after interpreter exit began. */
 void jit_cuda_unload(JitCudaKernel *k);
 
 /* Launches grid[0] x grid[1] x grid[2] CTAs of 32 * num_warps threads with
- * k->shared dynamic shared bytes on stream (0: the default stream); params
- * as in backend.h (params[i] points to the i-th argument). */
+ * k->shared dynamic shared bytes on stream (0: the default stream, a stream
+ * of k's device otherwise) in k's context, made current for the launch and
+ * then the thread's previous context put back; params as in backend.h
+ * (params[i] points to the i-th argument). */
 int jit_cuda_launch(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
 		    char *err, int errlen);
 

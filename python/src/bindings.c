@@ -1,7 +1,8 @@
 /* bindings.c: the compile driver, ptxas, SHA-256, the disk cache and the
  * CUDA device probe of jit/ as functions of ctriton._C (compile_ttir,
  * ptxas, sha256, cache_get, cache_put, cache_root, cuda_probe,
- * cuda_attribute, ptxas_path, set_pkg_ptxas, libdevice_path,
+ * cuda_attribute, cuda_context_device, cuda_set_device, ptxas_path,
+ * set_pkg_ptxas, libdevice_path,
  * llvm_version). Each releases the GIL while jit/ works. build_key()
  * names the compiler build in cache keys.
  */
@@ -378,6 +379,40 @@ PyObject *py_cuda_attribute(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	return PyLong_FromLong(v);
+}
+
+/* cuda_context_device() -> the device of this thread's current context, -1
+ * when it has none (none is made). */
+PyObject *py_cuda_context_device(PyObject *self, PyObject *unused)
+{
+	int dev = -1;
+	if (jit_cuda_context_device(&dev) != 0) {
+		char err[600];
+		int n;
+		jit_cuda_probe(&n, err, sizeof err);
+		PyErr_SetString(PyExc_OSError, err);
+		return NULL;
+	}
+	return PyLong_FromLong(dev);
+}
+
+/* cuda_set_device(device): makes its primary context current on this
+ * thread. */
+PyObject *py_cuda_set_device(PyObject *self, PyObject *args)
+{
+	int dev;
+	if (!PyArg_ParseTuple(args, "i", &dev))
+		return NULL;
+	char err[600];
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = jit_cuda_set_device(dev, err, sizeof err);
+	Py_END_ALLOW_THREADS
+	if (rc != 0) {
+		PyErr_SetString(PyExc_OSError, err);
+		return NULL;
+	}
+	Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------- */

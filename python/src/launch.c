@@ -8,11 +8,23 @@
  * Objects:
  *   KernelRuntime  one per @jit function: parameter table + variant cache.
  *                  rt[grid] -> Launcher; Launcher(*args, **kw) launches.
- *   Binary         one compiled variant: the jitted CPU code or the CUDA
- *                  function, its launch metadata and parameter plan.
+ *   Binary         one compiled variant: the jitted CPU code, or the CUDA
+ *                  image and its module and function per device, loaded
+ *                  on the variant's first launch there and unloaded when
+ *                  the Binary dies; its launch metadata and parameter plan.
  * Functions: set_backend.
+ *
+ * Devices: a GPU launch runs on the device of its tensor arguments (all on
+ * one device, else a ValueError naming two of them), or, when none carries
+ * a device, on torch's current device (torch.cuda.set_device, `with
+ * torch.cuda.device(n)`) or that of the thread's current context. The
+ * device is the last part of the variant key: devices of one architecture
+ * share the CompiledKernel (one compile, one cubin) and the Binary, which
+ * holds one loaded module per device. The launch goes to torch's current
+ * stream of that device, in its primary context (jit/cuda.c).
  */
 #include <stddef.h>
+#include <unistd.h>
 
 #include "runtime.h"
 #include "structmember.h"
@@ -43,7 +55,16 @@ typedef struct Binary {
 	int backend;
 	BeCpuKernel *cpu; /* owned through the capsule below */
 	PyObject *cpu_owner;
-	JitCudaKernel cuk; /* loaded CUDA function (cuk.function NULL: none) */
+	/* CUDA: the image (a cubin, or NUL-terminated PTX) and the kernel's
+	 * name, kept for loads on further devices; cuk[d] is the module and
+	 * function loaded on device d (function NULL: not loaded), ncuk the
+	 * process's device count (the table is made on the first load and
+	 * never moves: launches read it with the GIL released). */
+	PyObject *image;
+	char *name;
+	JitCudaKernel *cuk;
+	int ncuk;
+	pid_t pid; /* the process that made it: a forked child unloads nothing */
 	int num_warps, num_ctas, shared;
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
 	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
@@ -51,9 +72,29 @@ typedef struct Binary {
 
 static PyObject *BinaryType;
 
+/* Unloads every module of b, each in its device's context: not after the
+ * interpreter began to exit (the process's end frees them, and the driver
+ * may be going) nor in a forked child (the parent's driver state is not
+ * its own). Deallocation holds the GIL. */
+static void binary_unload(Binary *b)
+{
+	if (!b->cuk)
+		return;
+	if (!py_rt.exiting && b->pid == getpid())
+		for (int d = 0; d < b->ncuk; d++)
+			if (b->cuk[d].module)
+				jit_cuda_unload(&b->cuk[d]);
+	free(b->cuk);
+	b->cuk = NULL;
+	b->ncuk = 0;
+}
+
 static void Binary_dealloc(PyObject *self)
 {
 	Binary *b = (Binary *)self;
+	binary_unload(b);
+	Py_XDECREF(b->image);
+	free(b->name);
 	Py_XDECREF(b->cpu_owner);
 	Py_XDECREF(b->sig);
 	PyTypeObject *tp = Py_TYPE(self);
@@ -63,7 +104,8 @@ static void Binary_dealloc(PyObject *self)
 }
 
 /* Binary(backend, signature, num_warps, num_ctas, shared, cpu_kernel_capsule,
- *        cuda_image, name): a launchable variant. */
+ *        cuda_image, name): a launchable variant. A CUDA image (bytes) is
+ * loaded on each device at the variant's first launch there. */
 static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
 	int backend, nw, nc, shared;
@@ -91,22 +133,15 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		b->cpu_owner = cap;
 		b->sanitize = be_cpu_kernel_sanitized(b->cpu);
 	}
+	b->pid = getpid();
 	if (backend == JIT_BACKEND_CUDA && image != Py_None) {
-		char err[4096];
-		Py_buffer view;
-		if (PyObject_GetBuffer(image, &view, PyBUF_SIMPLE) < 0)
+		if (!PyBytes_Check(image)) {
+			PyErr_SetString(PyExc_TypeError, "Binary: a CUDA image must be bytes");
 			goto fail;
-		/* PTX images are passed NUL-terminated; a cubin is an ELF file. */
-		const unsigned char *img = view.buf;
-		bool is_cubin = view.len >= 4 && img[0] == 0x7f && img[1] == 'E' && img[2] == 'L' &&
-				img[3] == 'F';
-		int rc = jit_cuda_init(err, sizeof err);
-		if (rc == 0)
-			rc = jit_cuda_load(view.buf, (size_t)view.len, is_cubin, name, shared, nw,
-					   &b->cuk, err, sizeof err);
-		PyBuffer_Release(&view);
-		if (rc != 0) {
-			PyErr_SetString(PyExc_RuntimeError, err);
+		}
+		b->image = Py_NewRef(image);
+		if (!(b->name = strdup(name))) {
+			PyErr_NoMemory();
 			goto fail;
 		}
 	}
@@ -114,6 +149,91 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 fail:
 	Py_DECREF(b);
 	return NULL;
+}
+
+/* A load's error as an exception: OutOfResources for resources (as the
+ * compiler reports them), RuntimeError otherwise. */
+static void raise_load_error(const char *err)
+{
+	if (!strncmp(err, "out of resource", 15)) {
+		PyObject *m = PyImport_ImportModule("ctriton.compiler.compiler");
+		PyObject *e = m ? PyObject_CallMethod(m, "_compilation_error", "s", err) : NULL;
+		Py_XDECREF(m);
+		if (e) {
+			PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+			Py_DECREF(e);
+			return;
+		}
+		PyErr_Clear();
+	}
+	PyErr_SetString(PyExc_RuntimeError, err);
+}
+
+/* Loads b's image on device dev (GIL held: one load per slot). */
+static const JitCudaKernel *binary_load(Binary *b, int dev)
+{
+	if (!b->image) {
+		PyErr_SetString(PyExc_RuntimeError, "kernel has no CUDA image to load");
+		return NULL;
+	}
+	if (!b->cuk) {
+		int n = jit_cuda_device_count();
+		if (n <= 0) {
+			PyErr_SetString(PyExc_RuntimeError, "no CUDA device to load the kernel on");
+			return NULL;
+		}
+		if (!(b->cuk = calloc((size_t)n, sizeof *b->cuk))) {
+			PyErr_NoMemory();
+			return NULL;
+		}
+		b->ncuk = n;
+	}
+	if (dev < 0 || dev >= b->ncuk) {
+		PyErr_Format(PyExc_ValueError, "CUDA device %d does not exist (this process sees %d device%s)", dev,
+			     b->ncuk, b->ncuk == 1 ? "" : "s");
+		return NULL;
+	}
+	/* PTX images are passed NUL-terminated; a cubin is an ELF file. */
+	const char *img = PyBytes_AsString(b->image);
+	Py_ssize_t len = PyBytes_Size(b->image);
+	bool is_cubin = len >= 4 && !memcmp(img, "\177ELF", 4);
+	char err[4096];
+	JitCudaKernel k;
+	if (jit_cuda_load_on(dev, img, (size_t)len, is_cubin, b->name, b->shared, b->num_warps, &k, err,
+			     sizeof err) != 0) {
+		raise_load_error(err);
+		return NULL;
+	}
+	b->cuk[dev] = k;
+	return &b->cuk[dev];
+}
+
+/* b's function on device dev, loaded there on first use. */
+static inline const JitCudaKernel *binary_cuda(Binary *b, int dev)
+{
+	if (dev >= 0 && dev < b->ncuk && b->cuk[dev].function)
+		return &b->cuk[dev];
+	return binary_load(b, dev);
+}
+
+/* binary.loaded() -> {device: (module, function)} of the devices it is
+ * loaded on. */
+static PyObject *Binary_loaded(PyObject *self, PyObject *unused)
+{
+	Binary *b = (Binary *)self;
+	PyObject *d = PyDict_New();
+	for (int i = 0; d && i < b->ncuk; i++) {
+		if (!b->cuk[i].function)
+			continue;
+		PyObject *k = PyLong_FromLong(i);
+		PyObject *v = Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)b->cuk[i].module,
+					    (unsigned long long)(uintptr_t)b->cuk[i].function);
+		if (!k || !v || PyDict_SetItem(d, k, v) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
 }
 
 /* Grid (tuple/list of 1..3 ints, or an int) -> g[3]. */
@@ -173,10 +293,40 @@ static int find_torch_stream(void)
 	return 0;
 }
 
-/* The stream to launch on: the driver's getter when it set one, else
- * torch's current stream when torch is imported, else 0 (the default
- * stream). Two builtin calls with torch, no Python frame. */
-static void *current_stream(void)
+/* torch cannot use CUDA here: it never will. */
+static void torch_give_up(void)
+{
+	Py_XDECREF(torch_device_fn);
+	Py_XDECREF(torch_stream_fn);
+	torch_device_fn = Py_NewRef(Py_None);
+	torch_stream_fn = Py_NewRef(Py_None);
+}
+
+/* The device of a GPU launch whose arguments carry none: torch's current
+ * device when torch is imported (one builtin call), else the device of the
+ * calling thread's current context, else 0. */
+static int current_device(void)
+{
+	if (!torch_stream_fn)
+		find_torch_stream();
+	if (torch_device_fn && torch_device_fn != Py_None) {
+		PyObject *d = PyObject_CallNoArgs(torch_device_fn);
+		long v = d ? PyLong_AsLong(d) : -1;
+		Py_XDECREF(d);
+		if (v >= 0 && !PyErr_Occurred())
+			return (int)v;
+		PyErr_Clear();
+		if (!d)
+			torch_give_up();
+	}
+	int dev = -1;
+	return jit_cuda_context_device(&dev) == 0 && dev >= 0 ? dev : 0;
+}
+
+/* The stream to launch on, on device dev: the driver's getter when it set
+ * one, else torch's current stream of dev when torch is imported (one
+ * builtin call, no Python frame), else 0 (the default stream). */
+static void *current_stream(int dev)
 {
 	PyObject *s = NULL;
 	if (py_rt.stream_fn) {
@@ -186,15 +336,11 @@ static void *current_stream(void)
 			find_torch_stream();
 		if (!torch_stream_fn || torch_stream_fn == Py_None)
 			return NULL;
-		PyObject *dev = PyObject_CallNoArgs(torch_device_fn);
-		s = dev ? PyObject_CallFunctionObjArgs(torch_stream_fn, dev, NULL) : NULL;
-		Py_XDECREF(dev);
-		if (!s) { /* torch cannot use CUDA here: it never will */
-			Py_DECREF(torch_device_fn);
-			Py_DECREF(torch_stream_fn);
-			torch_device_fn = Py_NewRef(Py_None);
-			torch_stream_fn = Py_NewRef(Py_None);
-		}
+		PyObject *d = PyLong_FromLong(dev);
+		s = d ? PyObject_CallFunctionObjArgs(torch_stream_fn, d, NULL) : NULL;
+		Py_XDECREF(d);
+		if (!s)
+			torch_give_up();
 	}
 	if (!s) {
 		PyErr_Clear();
@@ -222,24 +368,23 @@ static int san_pack(Binary *b, PyObject *const *args, Py_ssize_t n, Pack *pk, ui
 	return 0;
 }
 
-/* Launches b over grid with packed parameters. */
-static int binary_launch(Binary *b, const int g[3], Pack *pk, PyObject *stream)
+/* Launches b over grid with packed parameters, on the GPU on device dev. */
+static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject *stream)
 {
 	char err[1024];
 	if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0)
 		return 0; /* an empty grid launches nothing */
 	if (b->backend == JIT_BACKEND_CUDA) {
-		if (!b->cuk.function) {
-			PyErr_SetString(PyExc_RuntimeError, "kernel has no loaded CUDA function");
+		const JitCudaKernel *k = binary_cuda(b, dev);
+		if (!k)
 			return -1;
-		}
 		void *st = stream && stream != Py_None
 				   ? (void *)(uintptr_t)PyLong_AsUnsignedLongLong(stream)
-				   : current_stream();
+				   : current_stream(dev);
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
 		const unsigned ug[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
-		rc = jit_cuda_launch(&b->cuk, ug, (uint64_t)(uintptr_t)st, pk->params, err, sizeof err);
+		rc = jit_cuda_launch(k, ug, (uint64_t)(uintptr_t)st, pk->params, err, sizeof err);
 		Py_END_ALLOW_THREADS
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
@@ -280,11 +425,12 @@ static PyObject *Binary_launch(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	Pack pk;
-	pk.n = 0;
-	pk.on_gpu = b->backend == JIT_BACKEND_CUDA;
+	pack_init(&pk, b->backend == JIT_BACKEND_CUDA, NULL);
 	for (Py_ssize_t i = 0; i < n; i++)
 		if (py_pack_by_sig(&pk, PyTuple_GetItem(b->sig, i), PyTuple_GetItem(argt, i), (int)i) < 0)
 			return NULL;
+	if (pk.on_gpu && pk.dev < 0)
+		pk.dev = current_device();
 	uint64_t ext[2 * MAXP];
 	if (b->sanitize) {
 		PyObject *av[MAXP];
@@ -293,13 +439,15 @@ static PyObject *Binary_launch(PyObject *self, PyObject *args)
 		if (san_pack(b, av, n < MAXP ? n : MAXP, &pk, ext) < 0)
 			return NULL;
 	}
-	if (binary_launch(b, g, &pk, stream) < 0)
+	if (binary_launch(b, pk.dev, g, &pk, stream) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
 
 static PyMethodDef Binary_methods[] = {
-	{"launch", Binary_launch, METH_VARARGS, "launch(grid, args, stream=None)"},
+	{"launch", Binary_launch, METH_VARARGS,
+	 "launch(grid, args, stream=None): on the device of the tensor arguments, else the current one"},
+	{"loaded", Binary_loaded, METH_NOARGS, "loaded() -> {device: (module, function)} loaded so far"},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -351,7 +499,7 @@ typedef struct KernelRuntime {
 static PyObject *RuntimeType, *LauncherType;
 
 /* A hash of the key bytes, eight at a time. */
-static uint64_t key_hash(const char *p, size_t n)
+static inline __attribute__((always_inline)) uint64_t key_hash(const char *p, size_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 	for (; n >= 8; p += 8, n -= 8) {
@@ -629,9 +777,10 @@ static PyObject *bound_dict(KernelRuntime *rt, PyObject **slots)
 }
 
 /* The key: backend, then every argument's class, then the options and
- * whether CTRITON_SANITIZE is set. Packs
- * the parameters into pk (may be NULL) and, on the compile path, collects
- * the signature and specialization lists. */
+ * whether CTRITON_SANITIZE is set. Packs the parameters into pk (may be
+ * NULL) and, on the compile path, collects the signature and
+ * specialization lists. A GPU launch's key ends with its device:
+ * key_device. */
 static int make_key(KernelRuntime *rt, PyObject **slots, PyObject **opts, Buf *key, Pack *pk,
 		    PyObject *sigs, PyObject *specs)
 {
@@ -648,13 +797,66 @@ static int make_key(KernelRuntime *rt, PyObject **slots, PyObject **opts, Buf *k
 	return 0;
 }
 
-/* A miss: compiles through Python (JITFunction._ct_compile) and remembers
- * the variant under key. */
-static Entry *rt_compile(KernelRuntime *rt, PyObject **slots, PyObject **opts, const Buf *key,
-			 uint64_t h)
+/* Appends the device of a GPU launch (that of its tensors, else the
+ * current one) to its key: two bytes, last (rt_share relies on it). A
+ * device the process does not have is a ValueError. */
+static int key_device(Buf *key, Pack *pk)
 {
+	if (pk->dev < 0)
+		pk->dev = current_device();
+	int n = jit_cuda_device_count();
+	if (n >= 0 && pk->dev >= n) {
+		PyErr_Format(PyExc_ValueError, "CUDA device %d does not exist (this process sees %d device%s)",
+			     pk->dev, n, n == 1 ? "" : "s");
+		return -1;
+	}
+	uint16_t d = (uint16_t)pk->dev;
+	buf_put(key, &d, sizeof d);
+	return 0;
+}
+
+/* A miss on device dev: when a device of the same architecture has the
+ * variant, dev shares its CompiledKernel and Binary (its function on dev
+ * is loaded at the first launch there). */
+static Entry *rt_share(KernelRuntime *rt, const Buf *key, uint64_t h, int dev)
+{
+	int arch = jit_cuda_arch(dev), n = jit_cuda_device_count();
+	if (arch <= 0 || key->n < 2)
+		return NULL;
+	Buf k;
+	buf_init(&k);
+	buf_put(&k, key->p, key->n);
+	Entry *e = NULL;
+	for (int j = 0; j < n && !e; j++) {
+		if (j == dev || jit_cuda_arch(j) != arch)
+			continue;
+		uint16_t d = (uint16_t)j;
+		memcpy(k.p + k.n - sizeof d, &d, sizeof d);
+		e = rt_find(rt, k.p, k.n, key_hash(k.p, k.n));
+	}
+	buf_free(&k);
+	if (!e)
+		return NULL;
+	PyObject *compiled = Py_NewRef(e->compiled); /* e moves when the table grows */
+	Binary *bin = (Binary *)Py_XNewRef((PyObject *)e->bin);
+	rt_insert(rt, key->p, key->n, h, compiled, bin);
+	Py_DECREF(compiled);
+	Py_XDECREF((PyObject *)bin);
+	return rt_find(rt, key->p, key->n, h);
+}
+
+/* A miss: compiles through Python (JITFunction._ct_compile, for device dev
+ * on the GPU, -1 on the CPU) and remembers the variant under key. */
+static Entry *rt_compile(KernelRuntime *rt, PyObject **slots, PyObject **opts, const Buf *key,
+			 uint64_t h, int dev)
+{
+	if (dev >= 0) {
+		Entry *e = rt_share(rt, key, h, dev);
+		if (e)
+			return e;
+	}
 	PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *od = PyDict_New();
-	PyObject *bd = NULL, *compiled = NULL;
+	PyObject *bd = NULL, *compiled = NULL, *devo = NULL;
 	Buf k2;
 	buf_init(&k2);
 	if (!sigs || !specs || !od || make_key(rt, slots, opts, &k2, NULL, sigs, specs) < 0)
@@ -663,11 +865,13 @@ static Entry *rt_compile(KernelRuntime *rt, PyObject **slots, PyObject **opts, c
 		if (opts[i] && PyDict_SetItem(od, opt_names[i], opts[i]) < 0)
 			goto done;
 	bd = bound_dict(rt, slots);
-	if (bd)
+	devo = dev >= 0 ? PyLong_FromLong(dev) : Py_NewRef(Py_None);
+	if (bd && devo)
 		compiled = PyObject_CallMethodObjArgs((PyObject *)rt, py_rt.s_compile, bd, sigs,
-						      specs, od, NULL);
+						      specs, od, devo, NULL);
 done:
 	buf_free(&k2);
+	Py_XDECREF(devo);
 	Py_XDECREF(bd);
 	Py_XDECREF(sigs);
 	Py_XDECREF(specs);
@@ -694,18 +898,18 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int wa
 	Buf key;
 	buf_init(&key);
 	Pack pk;
-	pk.n = 0;
-	pk.on_gpu = py_rt.backend == JIT_BACKEND_CUDA;
+	pack_init(&pk, py_rt.backend == JIT_BACKEND_CUDA, rt->params);
 	PyObject *result = NULL;
 
 	/* 1. The key, packing the parameters on the way. */
-	if (make_key(rt, slots, opts, &key, &pk, NULL, NULL) < 0)
+	if (make_key(rt, slots, opts, &key, &pk, NULL, NULL) < 0 ||
+	    (pk.on_gpu && key_device(&key, &pk) < 0))
 		goto done;
 
 	/* 2. Lookup; a miss compiles through Python and remembers the variant. */
 	uint64_t h = key_hash(key.p, key.n);
 	Entry *e = rt_find(rt, key.p, key.n, h);
-	if (!e && !(e = rt_compile(rt, slots, opts, &key, h)))
+	if (!e && !(e = rt_compile(rt, slots, opts, &key, h, pk.on_gpu ? pk.dev : -1)))
 		goto done;
 	if (warmup) {
 		result = Py_NewRef(e->compiled);
@@ -749,7 +953,7 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int wa
 	uint64_t ext[2 * MAXP];
 	int rc = bin->sanitize ? san_pack(bin, slots, rt->nparams, &pk, ext) : 0;
 	if (rc == 0)
-		rc = binary_launch(bin, g, &pk, opts[OPT_STREAM]);
+		rc = binary_launch(bin, pk.dev, g, &pk, opts[OPT_STREAM]);
 	Py_DECREF((PyObject *)bin);
 	if (rc < 0)
 		Py_DECREF(compiled);
@@ -820,8 +1024,11 @@ static PyObject *Runtime_key(PyObject *self, PyObject *targs)
 		return NULL;
 	Buf key;
 	buf_init(&key);
+	Pack pk; /* packed too, for the device */
+	pack_init(&pk, py_rt.backend == JIT_BACKEND_CUDA, rt->params);
 	PyObject *sigs = PyList_New(0), *specs = PyList_New(0), *r = NULL;
-	if (sigs && specs && make_key(rt, slots, opts, &key, NULL, sigs, specs) == 0)
+	if (sigs && specs && make_key(rt, slots, opts, &key, &pk, sigs, specs) == 0 &&
+	    (!pk.on_gpu || key_device(&key, &pk) == 0))
 		r = Py_BuildValue("(y#OO)", key.p, (Py_ssize_t)key.n, sigs, specs);
 	Py_XDECREF(sigs);
 	Py_XDECREF(specs);
@@ -835,14 +1042,19 @@ static PyObject *Runtime_clear(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* rt._ct_variants() -> list of the cached CompiledKernels. */
+/* rt._ct_variants() -> list of the cached CompiledKernels, each once. */
 static PyObject *Runtime_variants(PyObject *self, PyObject *unused)
 {
 	KernelRuntime *rt = (KernelRuntime *)self;
 	PyObject *l = PyList_New(0);
-	for (size_t i = 0; l && i < rt->cap; i++)
-		if (rt->tab[i].key && PyList_Append(l, rt->tab[i].compiled) < 0)
+	for (size_t i = 0; l && i < rt->cap; i++) {
+		if (!rt->tab[i].key)
+			continue;
+		/* devices of one architecture share a CompiledKernel: list it once */
+		int seen = PySequence_Contains(l, rt->tab[i].compiled);
+		if (seen < 0 || (!seen && PyList_Append(l, rt->tab[i].compiled) < 0))
 			Py_CLEAR(l);
+	}
 	return l;
 }
 
@@ -962,10 +1174,33 @@ PyObject *py_set_backend(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* Registered with atexit: from here on, deallocated Binaries leave their
+ * modules to the process's end. */
+static PyObject *py_at_exit(PyObject *self, PyObject *unused)
+{
+	py_rt.exiting = 1;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef at_exit_def = {"_at_exit", py_at_exit, METH_NOARGS,
+				  "marks the interpreter as exiting (registered with atexit)"};
+
+static int register_at_exit(PyObject *m)
+{
+	PyObject *fn = PyCFunction_NewEx(&at_exit_def, NULL, NULL);
+	PyObject *ax = fn ? PyImport_ImportModule("atexit") : NULL;
+	PyObject *r = ax ? PyObject_CallMethod(ax, "register", "O", fn) : NULL;
+	int rc = r && PyModule_AddObjectRef(m, "_at_exit", fn) == 0 ? 0 : -1;
+	Py_XDECREF(r);
+	Py_XDECREF(ax);
+	Py_XDECREF(fn);
+	return rc;
+}
+
 /* Creates the runtime's types and interned names; called by PyInit__C. */
 int py_runtime_init(PyObject *m)
 {
-	if (py_specialize_init() < 0)
+	if (py_specialize_init() < 0 || register_at_exit(m) < 0)
 		return -1;
 	for (int i = 0; i < NOPT; i++)
 		if (!(opt_names[i] = PyUnicode_InternFromString(OPT_NAMES[i])))

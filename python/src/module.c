@@ -36,6 +36,10 @@ static PyMethodDef methods[] = {
 	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
 	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,
 	 "cuda_attribute(device, attr) -> cuDeviceGetAttribute(attr)"},
+	{"cuda_context_device", py_cuda_context_device, METH_NOARGS,
+	 "cuda_context_device() -> the device of this thread's current context, -1 when none"},
+	{"cuda_set_device", py_cuda_set_device, METH_VARARGS,
+	 "cuda_set_device(device): makes the device's primary context current on this thread"},
 	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
 	/* specialize.c */

@@ -46,5 +46,7 @@ PyObject *py_cache_root(PyObject *self, PyObject *unused);
 PyObject *py_build_key(PyObject *self, PyObject *dirs);
 PyObject *py_cuda_probe(PyObject *self, PyObject *unused);
 PyObject *py_cuda_attribute(PyObject *self, PyObject *args);
+PyObject *py_cuda_context_device(PyObject *self, PyObject *unused);
+PyObject *py_cuda_set_device(PyObject *self, PyObject *args);
 
 #endif

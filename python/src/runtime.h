@@ -25,10 +25,12 @@ enum { MAXP = 256 };
  * interned attribute names of the launch path (set by py_specialize_init). */
 typedef struct PyRtState {
 	int backend;         /* JIT_BACKEND_CPU / JIT_BACKEND_CUDA, -1: none yet */
+	int exiting;         /* the interpreter began to exit (atexit ran): no
+	                      * more driver calls from deallocators */
 	PyObject *stream_fn; /* () -> int stream handle, or NULL (default stream) */
 	PyObject *dtype_names; /* dict: dtype object -> canonical name (str) */
 	PyObject *s_data_ptr, *s_dtype, *s_is_cuda, *s_cai, *s_aif, *s_compile, *s_binary;
-	PyObject *s_cache_key, *s_value;
+	PyObject *s_cache_key, *s_value, *s_get_device;
 } PyRtState;
 extern PyRtState py_rt;
 
@@ -98,16 +100,28 @@ static inline void buf_free(Buf *b)
 		free(b->p);
 }
 
-/* Packed kernel parameters of one launch. */
+/* Packed kernel parameters of one launch, and the device its tensors are
+ * on. */
 typedef struct Pack {
 	int n;
 	uint64_t slot[MAXP];
 	void *params[MAXP];
-	int on_gpu; /* check that pointers are device memory */
+	int on_gpu;   /* check that pointers are device memory, note their device */
+	int dev;      /* the device of the pointer arguments seen so far; -1: none */
+	int dev_arg;  /* the argument that set dev */
+	const struct Param *names; /* the parameters, to name arguments in errors (or NULL) */
 } Pack;
 
+static inline void pack_init(Pack *pk, int on_gpu, const struct Param *names)
+{
+	pk->n = 0;
+	pk->on_gpu = on_gpu;
+	pk->dev = -1; /* dev_arg is set with dev */
+	pk->names = names;
+}
+
 /* Per-parameter facts of a @jit function, from its Python signature. */
-typedef struct Param {
+struct Param {
 	PyObject *name;    /* str */
 	int is_constexpr;  /* annotated tl.constexpr */
 	int specialize;    /* not in do_not_specialize */
@@ -115,7 +129,8 @@ typedef struct Param {
 	int annot;         /* ArgKind fixed by an annotation, or -1 */
 	int annot_ptr_dt;  /* for "*fp16"-style annotations: dtype code, else -1 */
 	PyObject *dflt;    /* default value or NULL */
-} Param;
+};
+typedef struct Param Param;
 
 /* Interns the attribute names above and creates the dtype table. */
 int py_specialize_init(void);
@@ -128,7 +143,10 @@ int py_kind_of_sig(const char *s);
 int py_key_constexpr(Buf *key, PyObject *v);
 /* Classifies one argument: appends its key bytes, packs its value (pk may be
  * NULL), and optionally appends its (type string, key) to sig/spec lists
- * (the compile path). Follows triton-reference 3.2. */
+ * (the compile path). Follows triton-reference 3.2. On the GPU, a pointer
+ * argument's device goes into pk->dev (a torch tensor's get_device(), else
+ * the driver's answer for its address); one on another device than those
+ * before it is a ValueError naming both. */
 int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObject *sigs,
 		PyObject *specs);
 /* Packs one argument by its compiled signature entry (a type string or a

@@ -63,13 +63,9 @@ static struct {
 	int code;
 } dt_seen[NDT_SEEN];
 
-/* The dtype code of a dtype object (memoized per object); -1 with an
- * exception set when it is not one we know. */
-static int dt_code(PyObject *dtype)
+/* dt_code of a dtype not among the first seen. */
+static __attribute__((noinline)) int dt_code_slow(PyObject *dtype)
 {
-	for (int i = 0; i < NDT_SEEN && dt_seen[i].obj; i++)
-		if (dt_seen[i].obj == dtype)
-			return dt_seen[i].code;
 	PyObject *c = PyDict_GetItem(py_rt.dtype_names, dtype); /* borrowed */
 	if (c)
 		return (int)PyLong_AsLong(c);
@@ -95,6 +91,16 @@ static int dt_code(PyObject *dtype)
 	return code;
 }
 
+/* The dtype code of a dtype object (memoized per object); -1 with an
+ * exception set when it is not one we know. */
+static inline __attribute__((always_inline)) int dt_code(PyObject *dtype)
+{
+	for (int i = 0; i < NDT_SEEN && dt_seen[i].obj; i++)
+		if (dt_seen[i].obj == dtype)
+			return dt_seen[i].code;
+	return dt_code_slow(dtype);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Argument classification                                                   */
 /* ------------------------------------------------------------------------- */
@@ -115,11 +121,13 @@ static int pack_add(Pack *pk, uint64_t bits)
 	return 0;
 }
 
-/* Kinds of tensor-like objects, memoized per Python type. */
+/* Kinds of tensor-like objects, memoized per Python type, with whether the
+ * type tells its device by get_device() (torch's tensors do). */
 enum { TK_NONE = 0, TK_TENSOR, TK_BUFFER, TK_ARRAY_IFACE, TK_CAI };
 static struct {
 	PyTypeObject *type;
 	int kind;
+	int getdev;
 } tk_cache[16];
 
 static int tensor_kind(PyObject *v)
@@ -128,9 +136,11 @@ static int tensor_kind(PyObject *v)
 	for (int i = 0; i < 16 && tk_cache[i].type; i++)
 		if (tk_cache[i].type == t)
 			return tk_cache[i].kind;
-	int kind = TK_NONE;
-	if (PyObject_HasAttr(v, py_rt.s_data_ptr) && PyObject_HasAttr(v, py_rt.s_dtype))
+	int kind = TK_NONE, gd = 0;
+	if (PyObject_HasAttr(v, py_rt.s_data_ptr) && PyObject_HasAttr(v, py_rt.s_dtype)) {
 		kind = TK_TENSOR;
+		gd = PyObject_HasAttr(v, py_rt.s_get_device);
+	}
 	else if (PyObject_HasAttr(v, py_rt.s_cai))
 		kind = TK_CAI;
 	else if (PyObject_HasAttr(v, py_rt.s_dtype) && PyObject_CheckBuffer(v))
@@ -143,9 +153,22 @@ static int tensor_kind(PyObject *v)
 			Py_INCREF((PyObject *)t);
 			tk_cache[i].type = t;
 			tk_cache[i].kind = kind;
+			tk_cache[i].getdev = gd;
 			break;
 		}
 	return kind;
+}
+
+/* Whether v's type (seen by tensor_kind) has get_device(). */
+static int tensor_getdev(PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(v);
+	for (int i = 0; i < 16 && tk_cache[i].type; i++)
+		if (tk_cache[i].type == t)
+			return tk_cache[i].getdev;
+	int gd = PyObject_HasAttr(v, py_rt.s_get_device);
+	PyErr_Clear();
+	return gd;
 }
 
 /* Reads ptr = iface["data"][0] from an (cuda_)array_interface dict. */
@@ -236,6 +259,87 @@ static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *pt
 		PyErr_Clear();
 	}
 	return iface_ptr(v, py_rt.s_aif, ptr);
+}
+
+/* Notes that argument argi is on device dev (-1: none); a second device is
+ * an error naming both arguments. */
+static int note_device(Pack *pk, int dev, int argi)
+{
+	if (dev < 0 || dev == pk->dev)
+		return 0;
+	if (pk->dev < 0) {
+		pk->dev = dev;
+		pk->dev_arg = argi;
+		return 0;
+	}
+	if (pk->names)
+		PyErr_Format(PyExc_ValueError,
+			     "Pointer argument '%U' (at %d) is on cuda:%d but argument '%U' (at %d) is on "
+			     "cuda:%d: the tensors of one launch must be on one device",
+			     pk->names[argi].name, argi, dev, pk->names[pk->dev_arg].name, pk->dev_arg,
+			     pk->dev);
+	else
+		PyErr_Format(PyExc_ValueError,
+			     "Pointer argument (at %d) is on cuda:%d but the argument at %d is on cuda:%d: "
+			     "the tensors of one launch must be on one device",
+			     argi, dev, pk->dev_arg, pk->dev);
+	return -1;
+}
+
+/* The device that holds the memory at ptr, asked of the driver. */
+static int pointer_device(uint64_t ptr, int argi, int *dev)
+{
+	char err[512];
+	if (jit_cuda_pointer_device(ptr, argi, dev, err, sizeof err) == 0)
+		return 0;
+	PyErr_SetString(strstr(err, "cannot be accessed") ? PyExc_ValueError : PyExc_RuntimeError, err);
+	return -1;
+}
+
+/* tensor_info of a GPU launch's argument, which also notes its device in
+ * pk: a torch tensor's get_device() (-1, a CPU tensor, is an error; None:
+ * not known), else the device the driver names for its address. Kept out
+ * of line: the CPU's launches never come here. */
+static __attribute__((noinline)) int gpu_tensor_info(PyObject *v, int kind, int argi, Pack *pk,
+						     uint64_t *ptr, int *dt)
+{
+	int dev = -1;
+	if (kind == TK_TENSOR && tensor_getdev(v)) {
+		PyObject *dtype = PyObject_GetAttr(v, py_rt.s_dtype);
+		if (!dtype)
+			return -1;
+		*dt = dt_code(dtype);
+		Py_DECREF(dtype);
+		if (*dt < 0)
+			return -1;
+		PyObject *p = PyObject_CallMethodObjArgs(v, py_rt.s_data_ptr, NULL);
+		if (!p)
+			return -1;
+		*ptr = PyLong_AsUnsignedLongLong(p);
+		Py_DECREF(p);
+		if (PyErr_Occurred())
+			return -1;
+		PyObject *d = PyObject_CallMethodObjArgs(v, py_rt.s_get_device, NULL);
+		if (!d)
+			return -1;
+		long dv = d == Py_None ? -2 : PyLong_AsLong(d);
+		Py_DECREF(d);
+		if (dv == -1 && PyErr_Occurred())
+			return -1;
+		if (dv == -1 && *ptr) {
+			PyErr_Format(PyExc_ValueError,
+				     "Pointer argument (at %d) cannot be accessed from the GPU "
+				     "(a CPU tensor passed to a CUDA kernel?)",
+				     argi);
+			return -1;
+		}
+		if (dv == -2 && pointer_device(*ptr, argi, &dev) < 0)
+			return -1;
+		return note_device(pk, dv >= 0 ? (int)dv : dev, argi);
+	}
+	if (tensor_info(v, kind, argi, 1, ptr, dt) < 0 || pointer_device(*ptr, argi, &dev) < 0)
+		return -1;
+	return note_device(pk, dev, argi);
 }
 
 int py_kind_of_sig(const char *s)
@@ -600,8 +704,9 @@ int py_classify(PyObject *v, const Param *p, int argi, Buf *key, Pack *pk, PyObj
 	if (tk != TK_NONE) {
 		uint64_t ptr = 0;
 		int dt = -1;
-		if (tensor_info(v, tk, argi, pk ? pk->on_gpu : py_rt.backend == JIT_BACKEND_CUDA, &ptr,
-				&dt) < 0)
+		int on_gpu = pk ? pk->on_gpu : py_rt.backend == JIT_BACKEND_CUDA;
+		if ((pk && on_gpu ? gpu_tensor_info(v, tk, argi, pk, &ptr, &dt)
+				  : tensor_info(v, tk, argi, on_gpu, &ptr, &dt)) < 0)
 			return -1;
 		if (p && p->annot_ptr_dt >= 0)
 			dt = p->annot_ptr_dt;
@@ -675,7 +780,8 @@ int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)
 			PyErr_Format(PyExc_TypeError, "argument %d: expected a tensor", argi);
 			return -1;
 		}
-		if (tensor_info(v, tk, argi, pk->on_gpu, &ptr, &dt) < 0)
+		if ((pk->on_gpu ? gpu_tensor_info(v, tk, argi, pk, &ptr, &dt)
+				: tensor_info(v, tk, argi, 0, &ptr, &dt)) < 0)
 			return -1;
 		return pack_add(pk, ptr);
 	}
@@ -867,5 +973,6 @@ int py_specialize_init(void)
 	py_rt.s_binary = PyUnicode_InternFromString("_binary");
 	py_rt.s_cache_key = PyUnicode_InternFromString("cache_key");
 	py_rt.s_value = PyUnicode_InternFromString("value");
-	return py_rt.dtype_names && py_rt.s_value ? 0 : -1;
+	py_rt.s_get_device = PyUnicode_InternFromString("get_device");
+	return py_rt.dtype_names && py_rt.s_value && py_rt.s_get_device ? 0 : -1;
 }

@@ -1,30 +1,85 @@
 /* fake_libcuda.c: a stand-in for libcuda.so.1 on a machine without a GPU,
  * for the tests and benchmarks of the GPU launch path
- * (CTRITON_LIBCUDA_PATH=<this library>). One device (compute capability
- * 9.0), every call succeeds, a module loads without looking at its image,
- * and cuLaunchKernel records what it was given: grid, block, shared memory,
- * stream and the first fake_nparams parameters, read as the 8-byte slots
- * the launch path packs. fake_launch() hands the record to ctypes.
+ * (CTRITON_LIBCUDA_PATH=<this library>).
+ *
+ * Devices: $FAKE_CUDA_ARCHS lists one compute capability per device
+ * ("90,90" is two sm_90 devices, "90,80" an sm_90 and an sm_80); one
+ * sm_90 device by default. Each device has one primary context; the
+ * current context is per thread, as in the real driver. Device memory is
+ * told apart by address: a pointer p belongs to device p >> 40 when that
+ * is a device (so every pointer below 1 << 40, and the fake's own heap,
+ * is device 0's); any other address is host memory.
+ *
+ * Modules load into the current context (none current: an error) without
+ * looking at their image; a function launches only in its module's
+ * context, and a module unloads only with that context current, else
+ * CUDA_ERROR_INVALID_CONTEXT, counted in fake_stats()->bad_calls.
+ * cuLaunchKernel records what it was given: grid, block, shared memory,
+ * stream, the device of the current context, the module and the first
+ * fake_nparams parameters, read as the 8-byte slots the launch path packs.
+ * fake_launch() and fake_stats() hand the records to ctypes.
  *
  *     cc -shared -fPIC -O2 -o libfakecuda.so fake_libcuda.c
  */
+#include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
+
+enum {
+	OK = 0,
+	ERR_INVALID_VALUE = 1,
+	ERR_OUT_OF_MEMORY = 2,
+	ERR_INVALID_DEVICE = 101,
+	ERR_INVALID_CONTEXT = 201,
+	ERR_INVALID_HANDLE = 400,
+};
+
+enum { MAXDEV = 8, MAXMOD = 4096 };
 
 typedef struct FakeLaunch {
 	uint64_t count; /* launches so far */
 	unsigned grid[3], block[3], shared;
 	uint64_t stream;
 	uint64_t params[32];
+	int device; /* of the context current at the launch */
+	int module; /* id of the launched function's module (1, 2, ...) */
 } FakeLaunch;
 
+typedef struct FakeStats {
+	int ndev;
+	int loads[MAXDEV];   /* modules loaded into each device's context */
+	int unloads[MAXDEV]; /* ... and unloaded */
+	int live[MAXDEV];    /* loaded and not unloaded */
+	int bad_calls;       /* calls in the wrong (or no) context */
+	int retains[MAXDEV]; /* cuDevicePrimaryCtxRetain calls */
+	int launches[MAXDEV];
+} FakeStats;
+
+typedef struct Ctx {
+	int device;
+} Ctx;
+
+typedef struct Mod {
+	int id;
+	Ctx *ctx;
+	int loaded;
+	int fn; /* its one function: its address is the CUfunction */
+} Mod;
+
 static FakeLaunch last;
+static FakeStats stats;
 static int nparams; /* parameters to record per launch */
-static int ctx_current;
+static int archs[MAXDEV];
+static Ctx ctxs[MAXDEV];
+static __thread Ctx *current;
+static Mod *mods[MAXMOD];
+static int nmods;
 
 FakeLaunch *fake_launch(void);
+FakeStats *fake_stats(void);
 void fake_set_nparams(int n);
 
 FakeLaunch *fake_launch(void)
@@ -32,9 +87,51 @@ FakeLaunch *fake_launch(void)
 	return &last;
 }
 
+FakeStats *fake_stats(void)
+{
+	return &stats;
+}
+
 void fake_set_nparams(int n)
 {
 	nparams = n < 0 ? 0 : n > 32 ? 32 : n;
+}
+
+/* Reads $FAKE_CUDA_ARCHS once. */
+static void setup(void)
+{
+	if (stats.ndev)
+		return;
+	const char *e = getenv("FAKE_CUDA_ARCHS");
+	if (!e || !*e)
+		e = "90";
+	while (*e && stats.ndev < MAXDEV) {
+		char *end;
+		long cc = strtol(e, &end, 10);
+		if (end == e)
+			break;
+		archs[stats.ndev] = (int)cc;
+		ctxs[stats.ndev].device = stats.ndev;
+		stats.ndev++;
+		e = *end == ',' ? end + 1 : end;
+	}
+	if (!stats.ndev) {
+		archs[0] = 90;
+		stats.ndev = 1;
+	}
+}
+
+static unsigned char heap[1 << 20];
+static size_t heap_used;
+
+/* The device that holds ptr, or -1 for host memory. */
+static int device_of(uint64_t ptr)
+{
+	setup();
+	if (ptr >= (uint64_t)(uintptr_t)heap && ptr < (uint64_t)(uintptr_t)heap + sizeof heap)
+		return 0;
+	uint64_t d = ptr >> 40;
+	return d < (uint64_t)stats.ndev ? (int)d : -1;
 }
 
 CUresult cuInit(unsigned flags);
@@ -65,45 +162,55 @@ CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
 CUresult cuInit(unsigned flags)
 {
 	(void)flags;
-	return 0;
+	setup();
+	return OK;
 }
 
 CUresult cuDriverGetVersion(int *v)
 {
 	*v = 13000;
-	return 0;
+	return OK;
 }
 
 CUresult cuGetErrorName(CUresult r, const char **s)
 {
-	(void)r;
-	*s = "CUDA_ERROR_FAKE";
-	return 0;
+	*s = r == ERR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
+	     : r == ERR_INVALID_HANDLE ? "CUDA_ERROR_INVALID_HANDLE"
+	     : r == ERR_INVALID_DEVICE ? "CUDA_ERROR_INVALID_DEVICE"
+	     : r == ERR_INVALID_VALUE  ? "CUDA_ERROR_INVALID_VALUE"
+					: "CUDA_ERROR_FAKE";
+	return OK;
 }
 
 CUresult cuGetErrorString(CUresult r, const char **s)
 {
 	(void)r;
 	*s = "fake driver";
-	return 0;
+	return OK;
 }
 
 CUresult cuDeviceGet(int *d, int ordinal)
 {
+	setup();
+	if (ordinal < 0 || ordinal >= stats.ndev)
+		return ERR_INVALID_DEVICE;
 	*d = ordinal;
-	return 0;
+	return OK;
 }
 
 CUresult cuDeviceGetCount(int *n)
 {
-	*n = 1;
-	return 0;
+	setup();
+	*n = stats.ndev;
+	return OK;
 }
 
 /* CUdevice_attribute values of cuda.h. */
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 {
-	(void)dev;
+	setup();
+	if (dev < 0 || dev >= stats.ndev)
+		return ERR_INVALID_DEVICE;
 	switch (attr) {
 	case 1: *v = 1024; break;    /* max threads per block */
 	case 8: *v = 49152; break;   /* shared memory per block */
@@ -111,66 +218,99 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 	case 12: *v = 65536; break;  /* registers per block */
 	case 16: *v = 132; break;    /* multiprocessors */
 	case 39: *v = 2048; break;   /* threads per multiprocessor */
-	case 75: *v = 9; break;      /* compute capability */
-	case 76: *v = 0; break;
+	case 75: *v = archs[dev] / 10; break; /* compute capability */
+	case 76: *v = archs[dev] % 10; break;
 	case 82: *v = 65536; break;  /* registers per multiprocessor */
-	case 97: *v = 232448; break; /* shared memory per block, opt-in */
+	case 97: *v = archs[dev] >= 90 ? 232448 : 166912; break; /* shared memory per block, opt-in */
 	default: *v = 1; break;
 	}
-	return 0;
+	return OK;
 }
 
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev)
 {
-	(void)dev;
-	*ctx = &ctx_current;
-	return 0;
+	setup();
+	if (dev < 0 || dev >= stats.ndev)
+		return ERR_INVALID_DEVICE;
+	stats.retains[dev]++;
+	*ctx = &ctxs[dev];
+	return OK;
 }
 
 CUresult cuCtxGetCurrent(void **ctx)
 {
-	*ctx = ctx_current ? &ctx_current : NULL;
-	return 0;
+	*ctx = current;
+	return OK;
 }
 
 CUresult cuCtxSetCurrent(void *ctx)
 {
-	ctx_current = ctx != NULL;
-	return 0;
+	current = ctx;
+	return OK;
 }
 
 CUresult cuCtxGetDevice(int *dev)
 {
-	*dev = 0;
-	return 0;
+	if (!current)
+		return ERR_INVALID_CONTEXT;
+	*dev = current->device;
+	return OK;
 }
 
 CUresult cuCtxSynchronize(void)
 {
-	return 0;
+	return current ? OK : ERR_INVALID_CONTEXT;
 }
-
-static int the_module, the_function;
 
 CUresult cuModuleLoadData(void **mod, const void *image)
 {
 	(void)image;
-	*mod = &the_module;
-	return 0;
+	if (!current) {
+		stats.bad_calls++;
+		return ERR_INVALID_CONTEXT;
+	}
+	if (nmods >= MAXMOD)
+		return ERR_OUT_OF_MEMORY;
+	Mod *m = calloc(1, sizeof *m);
+	m->id = ++nmods;
+	m->ctx = current;
+	m->loaded = 1;
+	mods[m->id - 1] = m;
+	stats.loads[current->device]++;
+	stats.live[current->device]++;
+	*mod = m;
+	return OK;
 }
 
 CUresult cuModuleUnload(void *mod)
 {
-	(void)mod;
-	return 0;
+	Mod *m = mod;
+	if (!m || !m->loaded)
+		return ERR_INVALID_HANDLE;
+	if (current != m->ctx) {
+		stats.bad_calls++;
+		return ERR_INVALID_CONTEXT;
+	}
+	m->loaded = 0;
+	stats.unloads[m->ctx->device]++;
+	stats.live[m->ctx->device]--;
+	return OK;
 }
 
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name)
 {
-	(void)mod;
+	Mod *m = mod;
 	(void)name;
-	*fn = &the_function;
-	return 0;
+	if (!m || !m->loaded)
+		return ERR_INVALID_HANDLE;
+	*fn = &m->fn;
+	return OK;
+}
+
+/* The module of a CUfunction (the address of its fn field). */
+static Mod *mod_of(void *fn)
+{
+	return fn ? (Mod *)((char *)fn - offsetof(Mod, fn)) : NULL;
 }
 
 /* CUfunction_attribute values of cuda.h. */
@@ -178,7 +318,7 @@ CUresult cuFuncGetAttribute(int *v, int attr, void *fn)
 {
 	(void)fn;
 	*v = attr == 0 ? 1024 : attr == 4 ? 32 : 0; /* max threads per block, registers */
-	return 0;
+	return OK;
 }
 
 CUresult cuFuncSetAttribute(void *fn, int attr, int v)
@@ -186,58 +326,73 @@ CUresult cuFuncSetAttribute(void *fn, int attr, int v)
 	(void)fn;
 	(void)attr;
 	(void)v;
-	return 0;
+	return OK;
 }
 
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned shared, void *stream, void **params, void **extra)
 {
-	(void)fn;
 	(void)extra;
+	Mod *m = mod_of(fn);
+	if (!m || !m->loaded)
+		return ERR_INVALID_HANDLE;
+	if (current != m->ctx) {
+		stats.bad_calls++;
+		return ERR_INVALID_CONTEXT;
+	}
 	last.count++;
 	last.grid[0] = gx, last.grid[1] = gy, last.grid[2] = gz;
 	last.block[0] = bx, last.block[1] = by, last.block[2] = bz;
 	last.shared = shared;
 	last.stream = (uint64_t)(uintptr_t)stream;
+	last.device = current->device;
+	last.module = m->id;
+	stats.launches[current->device]++;
 	for (int i = 0; i < nparams; i++)
 		memcpy(&last.params[i], params[i], 8);
-	return 0;
+	return OK;
 }
 
+/* CUpointer_attribute values of cuda.h. */
 CUresult cuPointerGetAttribute(void *data, int attr, uint64_t ptr)
 {
-	(void)attr;
-	(void)ptr;
-	*(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
-	return 0;
+	int dev = device_of(ptr);
+	if (attr == 2) { /* memory type */
+		*(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
+		return OK;
+	}
+	if (attr == 9) { /* device ordinal */
+		if (dev < 0)
+			return ERR_INVALID_VALUE;
+		*(int *)data = dev;
+		return OK;
+	}
+	return ERR_INVALID_VALUE;
 }
-
-static unsigned char heap[1 << 20];
-static size_t heap_used;
 
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n)
 {
 	if (heap_used + n > sizeof heap)
-		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+		return ERR_OUT_OF_MEMORY;
 	*p = (uint64_t)(uintptr_t)(heap + heap_used);
 	heap_used += (n + 255) & ~(size_t)255;
-	return 0;
+	return OK;
 }
 
 CUresult cuMemFree_v2(uint64_t p)
 {
 	(void)p;
-	return 0;
+	return OK;
 }
 
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n)
 {
 	memcpy((void *)(uintptr_t)dst, src, n);
-	return 0;
+	return OK;
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n)
 {
 	memcpy(dst, (const void *)(uintptr_t)src, n);
-	return 0;
+	return OK;
 }

@@ -307,15 +307,14 @@ class CompiledKernel:
             return
         md = self.metadata
         if md.backend == "cuda":
+            # The image is loaded on each device at the first launch there
+            # (shared memory and threads checked against that device: an
+            # OutOfResources), and unloaded when the Binary dies.
             from ..runtime.driver import driver
             active = driver.active
             if active.backend != "cuda":
                 raise RuntimeError(f"kernel {self.name} was compiled for CUDA but the active "
                                    "driver is the CPU")
-            props = active.utils.get_device_properties(active.get_current_device())
-            if md.shared > props["max_shared_mem"]:
-                from ..runtime.errors import OutOfResources
-                raise OutOfResources(md.shared, props["max_shared_mem"], "shared memory")
             image = self.asm.get("cubin")
             if image is None:  # no ptxas: the driver compiles the PTX
                 from .. import _toolkit

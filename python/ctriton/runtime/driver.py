@@ -60,10 +60,13 @@ class CpuDriver:
     def set_current_device(self, device):
         pass
 
+    def get_device_count(self):
+        return 1
+
     def get_current_stream(self, device=None):
         return 0
 
-    def get_current_target(self):
+    def get_current_target(self, device=None):
         return GPUTarget("cpu", 0, 1)
 
     def get_active_torch_device(self):
@@ -114,15 +117,26 @@ class CudaDriver:
             return False
 
     def get_current_device(self):
+        """torch's current device once torch has initialised CUDA, else the
+        device of this thread's current CUDA context, else 0. (A launch runs
+        on the device of its tensors; this one is for launches with none.)"""
         t = _torch()
         if t is not None and t.cuda.is_initialized():
             return t.cuda.current_device()
-        return 0
+        d = _C.cuda_context_device()
+        return d if d >= 0 else 0
 
     def set_current_device(self, device):
+        """torch.cuda.set_device with torch, else the device's primary
+        context made current on this thread (what cudaSetDevice does)."""
         t = _torch()
         if t is not None:
             t.cuda.set_device(device)
+        else:
+            _C.cuda_set_device(device)
+
+    def get_device_count(self):
+        return self._lib.count
 
     def get_current_stream(self, device=None):
         t = _torch()

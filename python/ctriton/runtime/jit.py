@@ -321,9 +321,10 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     def clear_cache(self):
         self._ct_clear()
 
-    def _ct_compile(self, bound, sigs, specs, options):
+    def _ct_compile(self, bound, sigs, specs, options, device=None):
         """Called by the C runtime on a cache miss: builds the ASTSource of
-        this specialization and compiles it for the active driver."""
+        this specialization and compiles it for the active driver, on the GPU
+        for the architecture of device (the launch's device)."""
         from ..compiler.compiler import ASTSource, compile
         from .driver import driver
         signature, constexprs, attrs = {}, {}, {}
@@ -347,25 +348,27 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         if opts.get("enable_fp_fusion") is None:
             opts["enable_fp_fusion"] = knobs.language.default_fp_fusion
         src = ASTSource(self, signature, constexprs, attrs)
+        active = driver.active
+        if device is None:
+            device = active.get_current_device()
         hook_args = None
         if knobs.runtime.jit_cache_hook or knobs.runtime.jit_post_compile_hook:
-            hook_args = self._hook_args(src, opts)
+            hook_args = self._hook_args(src, opts, device)
             if knobs.runtime.jit_cache_hook is not None:
                 knobs.runtime.jit_cache_hook(**hook_args, already_compiled=False)
-        k = compile(src, target=driver.active.get_current_target(), options=opts)
+        k = compile(src, target=active.get_current_target(device), options=opts)
         if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:
             knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
         return k
 
-    def _hook_args(self, src, opts):
+    def _hook_args(self, src, opts, device):
         """The keyword arguments of knobs.runtime.jit_cache_hook and
         jit_post_compile_hook for this compilation (Triton's shape)."""
         import json
         import sys
-        from .driver import driver
         compile_info = {
             "key": src.hash(), "signature": dict(src.signature),
-            "device": driver.active.get_current_device(), "constants": dict(src.constexprs),
+            "device": device, "constants": dict(src.constexprs),
             "num_warps": opts.get("num_warps"), "num_ctas": opts.get("num_ctas"),
             "num_stages": opts.get("num_stages"), "enable_fp_fusion": opts.get("enable_fp_fusion"),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),

@@ -29,6 +29,12 @@ class TensorWrapper:
     def is_cuda(self):
         return bool(getattr(self.base, "is_cuda", False))
 
+    def get_device(self):
+        """The base's device index (-1: the CPU), as torch's get_device();
+        None when the base cannot tell (the driver is asked then)."""
+        g = getattr(self.base, "get_device", None)
+        return g() if callable(g) else None
+
     def stride(self, *args):
         return self.base.stride(*args)
 

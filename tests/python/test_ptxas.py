@@ -314,3 +314,51 @@ def test_inflight_mma_needs_pipelined_tiles():
     assert "wgmma_inflight" not in k.asm["ttgir"]
     k2 = _bench_matmul(90, 128, 128, 32, 4, 3)
     assert "wgmma_inflight = 1" in k2.asm["ttgir"]
+
+
+@ctriton.jit
+def _grouped_like(ptrs, sizes, c_ptr, BM: ctriton.language.constexpr, BN: ctriton.language.constexpr,
+                  BK: ctriton.language.constexpr):
+    # tutorial 08's form: base pointers read from memory, strides unknown,
+    # `tl.multiple_of` as a statement whose result is not used
+    tl = ctriton.language
+    a_ptr = tl.load(ptrs).to(tl.pointer_type(tl.float16))
+    b_ptr = tl.load(ptrs + 1).to(tl.pointer_type(tl.float16))
+    k = tl.load(sizes)
+    lda = tl.load(sizes + 1)
+    ldb = tl.load(sizes + 2)
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * lda + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(0, tl.cdiv(k, BK)):
+        tl.multiple_of(a_ptrs, [16, 16])
+        tl.multiple_of(b_ptrs, [16, 16])
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc += tl.dot(a, b)
+        a_ptrs += BK
+        b_ptrs += BK * ldb
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_dropped_multiple_of_still_hints():
+    """`tl.multiple_of(ptrs, ...)` as a statement hints ptrs itself (as in
+    Triton): the tiles behind base pointers read from memory go through
+    16-byte cp.async into the warpgroup MMA's slots, and the loop no longer
+    carries the original pointers the copies replaced."""
+    sig = {"ptrs": "*i64", "sizes": "*i32", "c_ptr": "*fp16", "BM": "constexpr", "BN": "constexpr",
+           "BK": "constexpr"}
+    cx = {"BM": 128, "BN": 128, "BK": 64}
+    k = ctriton.compile(ASTSource(_grouped_like, sig, cx), target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": 4, "num_stages": 3})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and ", 16, " in ptx and "wgmma.mma_async" in ptx
+    loop = [ln for ln in ttgir.splitlines() if " = for " in ln and "#mma" in ln][0]
+    # acc, the two pointers the copies run ahead with, the slot index
+    assert loop.split(" = for ")[0].count("%") == 4, loop
+    assert "spt = [1, 8]" in loop
+    assert not _ptxas_serializes(ptx)

@@ -6,7 +6,7 @@ ctriton and once to Triton, every result checked against torch, then timed
 --tutorials at the `python/tutorials` folder of a snapshot of Triton's
 repository (see bench/upstream/README.md).
 
-    python3 bench/upstream_tutorials_gpu.py --tutorials SNAPSHOT/python/tutorials [--out FILE]
+    python3 bench/upstream_tutorials_gpu.py --tutorials SNAPSHOT/python/tutorials [--quick] [--out FILE]
 
 Loading a tutorial runs its module-level code (tutorial 08 checks its
 kernels against torch there); the `__main__` parts (plots, proton reports)
@@ -89,11 +89,11 @@ def run_case(case, mods, make, ref, flops):
     row(case, times, flops, bad)
 
 
-def tutorial06(mods):
+def tutorial06(mods, quick):
     Z, H = 4, 32
     for D in (64, 128):
         for causal in (False, True):
-            for N in (1024, 4096, 16384):
+            for N in (4096,) if quick else (1024, 4096, 16384):
                 q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
                 sm = 1.3
                 ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
@@ -104,8 +104,8 @@ def tutorial06(mods):
                          flops)
 
 
-def tutorial08(mods):
-    for N in (1024, 4096):
+def tutorial08(mods, quick):
+    for N in (4096,) if quick else (1024, 4096):
         g = 4
         A = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
         B = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
@@ -118,9 +118,9 @@ def tutorial08(mods):
                      lambda m: (lambda: m.group_gemm_tma_fn(A, BT)), ref, 2.0 * g * N ** 3)
 
 
-def tutorial09(mods):
+def tutorial09(mods, quick):
     M = N = 8192
-    for K in (512, 4096):
+    for K in (4096,) if quick else (512, 4096):
         a = torch.randn((M, K), device="cuda", dtype=torch.float16)
         b = torch.randn((K, N), device="cuda", dtype=torch.float16)
         ref = a @ b
@@ -145,6 +145,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tutorials", required=True, help="python/tutorials of a Triton snapshot")
     ap.add_argument("--only", choices=["06", "08", "09"], action="append")
+    ap.add_argument("--quick", action="store_true", help="one size per case")
     ap.add_argument("--out")
     a = ap.parse_args()
     impls = ["ctriton"] + (["triton"] if triton else [])
@@ -160,7 +161,7 @@ def main():
             except Exception as e:  # noqa: BLE001
                 print(f"  {impl} loading {fn}: {type(e).__name__}: {str(e)[:400]}", flush=True)
         if mods:
-            globals()[f"tutorial{key}"](mods)
+            globals()[f"tutorial{key}"](mods, a.quick)
     if a.out and ROWS:
         with open(a.out, "w") as f:
             f.write("| case | " + " | ".join(f"{k} TFLOP/s" for k in impls) + " | vs Triton | note |\n")

@@ -1645,6 +1645,13 @@ static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c)
 	return t_(fe, res);
 }
 
+/* dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc,
+ * fast_math, lhs_k_pack, rhs_k_pack, out_dtype): fe_scaled.c */
+static FeVal *bi_dot_scaled(Fe *fe, PyObject *node, Call *c)
+{
+	return fe_dot_scaled(fe, node, c->a);
+}
+
 /* ---- table ----------------------------------------------------------------- */
 
 static const struct Builtin {
@@ -1710,6 +1717,9 @@ static const struct Builtin {
 	{"cumsum", "input, axis=, reverse=, dtype=", bi_cumsum, true},
 	{"cumprod", "input, axis=, reverse=, dtype=", bi_cumsum, true},
 	{"dot", "input, other, acc=, input_precision=, allow_tf32=, max_num_imprecise_acc=, out_dtype=", bi_dot, false},
+	{"dot_scaled",
+	 "lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=, fast_math=, lhs_k_pack=, rhs_k_pack=, out_dtype=",
+	 bi_dot_scaled, false},
 	{"trans", "input, *dims", bi_trans, true},
 	{"permute", "input, *dims", bi_trans, true},
 	{"reshape", "input, *shape, can_reorder=", bi_reshape, true},

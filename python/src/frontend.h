@@ -177,6 +177,11 @@ bool fe_is_tensor_method(const char *name);
  * method), false past the end. */
 bool fe_builtin_row(int i, const char **name, const char **params, bool *method);
 
+/* ---- fe_scaled.c --------------------------------------------------------- */
+/* tl.dot_scaled with its 11 parameters bound in order (NULL: not given):
+ * the operands upcast and scaled, then a dot. */
+FeVal *fe_dot_scaled(Fe *fe, PyObject *node, FeVal **args);
+
 /* ---- fe_tdesc.c ---------------------------------------------------------- */
 /* Whether v is a tensor descriptor (a tuple of class tl.tensor_descriptor). */
 bool fe_is_tdesc(Fe *fe, const FeVal *v);

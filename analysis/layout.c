@@ -512,6 +512,12 @@ static void find_anchors(LCtx *c, IrBlock *b)
 		IrValue *p = op->ops[0];
 		if (!is_blk(p))
 			continue;
+		/* tiles loaded or copied for a dot get their own layouts
+		 * (seed_dot_loads): a column-major operand must not decide how
+		 * the rest, the result's store included, is laid out */
+		if (op->opc == OP_ASYNC_COPY ||
+		    (op->opc == OP_LOAD && op->res[0].id >= 0 && op->res[0].id < c->nvals && c->dotfeed[op->res[0].id]))
+			continue;
 		IrValue *mask = NULL;
 		if (op->opc == OP_LOAD && op->nops > 1)
 			mask = op->ops[1];

@@ -366,13 +366,14 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         jit_post_compile_hook for this compilation (Triton's shape)."""
         import json
         import sys
+        from ..compiler.compiler import extern_libs_option
         compile_info = {
             "key": src.hash(), "signature": dict(src.signature),
             "device": device, "constants": dict(src.constexprs),
             "num_warps": opts.get("num_warps"), "num_ctas": opts.get("num_ctas"),
             "num_stages": opts.get("num_stages"), "enable_fp_fusion": opts.get("enable_fp_fusion"),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
-            "extern_libs": tuple(opts.get("extern_libs") or ()),
+            "extern_libs": extern_libs_option(opts.get("extern_libs")) or (),
             "configs": [dict(src.attrs)],
             "specialization_data": json.dumps({"name": self.__name__,
                                                "signature": {k: str(v) for k, v in src.signature.items()},

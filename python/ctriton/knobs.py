@@ -221,10 +221,12 @@ class HookChain:
     def add(self, fn):
         if fn not in self.calls:
             self.calls.append(fn)
+        _launch_hooks_changed()
 
     def remove(self, fn):
         if fn in self.calls:
             self.calls.remove(fn)
+        _launch_hooks_changed()
 
     def __bool__(self):
         return bool(self.calls)
@@ -336,9 +338,14 @@ class runtime_knobs(base_knobs):
     """Launch-time settings and hooks. ``jit_cache_hook(key=..., repr=...,
     fn=..., compile=..., is_manual_warmup=..., already_compiled=...)`` runs
     before a kernel is compiled and ``jit_post_compile_hook`` after (their
-    results are not used: ctriton always compiles). The launch and
-    kernel-load hook chains are kept for programs that register hooks;
-    ctriton's C launch path does not call them."""
+    results are not used: ctriton always compiles).
+    ``launch_enter_hook(metadata)`` and ``launch_exit_hook(metadata)`` run
+    around every ``kernel[grid](...)`` launch once one is registered (a
+    HookChain's ``add``, or a callable assigned): ``metadata`` is a
+    ``LazyDict`` whose ``get()`` gives ``name``, ``function`` (None),
+    ``stream`` and what the kernel's ``@jit(launch_metadata=fn)`` returns
+    for ``fn(grid, compiled.metadata, args)``. The kernel-load hook chains
+    are kept for programs that register hooks; ctriton does not call them."""
     interpret = env_bool("TRITON_INTERPRET")
     debug = env_bool("TRITON_DEBUG")
     override_arch = env_opt_str("TRITON_OVERRIDE_ARCH")
@@ -350,6 +357,11 @@ class runtime_knobs(base_knobs):
     jit_cache_hook = None
     jit_post_compile_hook = None
     add_stages_inspection_hook = None
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in ("launch_enter_hook", "launch_exit_hook"):
+            _launch_hooks_changed()
 
 
 class language_knobs(base_knobs):
@@ -389,6 +401,25 @@ class proton_knobs(base_knobs):
     profile_buffer_size = env_int("TRITON_PROFILE_BUFFER_SIZE", 64 * 1024 * 1024)
     enable_nvtx = env_bool("TRITON_ENABLE_NVTX", True)
     enable_hw_trace = env_bool("TRITON_ENABLE_HW_TRACE")
+
+
+def _hook_set(h):
+    return h is not None and (bool(h.calls) if isinstance(h, HookChain) else True)
+
+
+def _launch_hooks_changed():
+    """Tells the C launch path whether to call the launch hooks: it calls
+    them (ctriton.runtime.jit's _launch_enter/_launch_exit) only while
+    one is registered, and launches without a Python call otherwise."""
+    rt = globals().get("runtime")
+    if rt is None:  # the module is being set up
+        return
+    from . import _C
+    if _hook_set(rt.launch_enter_hook) or _hook_set(rt.launch_exit_hook):
+        from .runtime.jit import _launch_enter, _launch_exit
+        _C.set_launch_hooks(_launch_enter, _launch_exit)
+    else:
+        _C.set_launch_hooks(None, None)
 
 
 build = build_knobs()

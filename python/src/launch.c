@@ -12,7 +12,7 @@
  *                  image and its module and function per device, loaded
  *                  on the variant's first launch there and unloaded when
  *                  the Binary dies; its launch metadata and parameter plan.
- * Functions: set_backend.
+ * Functions: set_backend, set_launch_hooks.
  *
  * Devices: a GPU launch runs on the device of its tensor arguments (all on
  * one device, else a ValueError naming two of them), or, when none carries
@@ -887,6 +887,23 @@ done:
 	return rt_find(rt, key->p, key->n, h);
 }
 
+/* The enter hook's call before a launch: enter(kernel, compiled, grid,
+ * bound args, stream or None) -> the metadata the exit hook receives. */
+static PyObject *launch_enter(KernelRuntime *rt, PyObject *compiled, const int g[3], PyObject **slots,
+			      PyObject *stream)
+{
+	PyObject *enter = Py_NewRef(py_rt.launch_enter);
+	PyObject *grid = Py_BuildValue("(iii)", g[0], g[1], g[2]);
+	PyObject *bd = grid ? bound_dict(rt, slots) : NULL;
+	PyObject *md = bd ? PyObject_CallFunctionObjArgs(enter, (PyObject *)rt, compiled, grid, bd,
+							 stream ? stream : Py_None, NULL)
+			  : NULL;
+	Py_XDECREF(bd);
+	Py_XDECREF(grid);
+	Py_DECREF(enter);
+	return md;
+}
+
 /* The launch: bind, key, look up (compile on a miss), pack, launch.
  * Returns the CompiledKernel (new reference). */
 static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int warmup)
@@ -953,8 +970,21 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int wa
 	Binary *bin = (Binary *)Py_NewRef((PyObject *)e->bin);
 	uint64_t ext[2 * MAXP];
 	int rc = bin->sanitize ? san_pack(bin, slots, rt->nparams, &pk, ext) : 0;
+	PyObject *exit_hook = NULL, *md = NULL;
+	if (rc == 0 && py_rt.launch_enter) {
+		exit_hook = Py_XNewRef(py_rt.launch_exit);
+		md = launch_enter(rt, compiled, g, slots, opts[OPT_STREAM]);
+		rc = md ? 0 : -1;
+	}
 	if (rc == 0)
 		rc = binary_launch(bin, pk.dev, g, &pk, opts[OPT_STREAM]);
+	if (rc == 0 && md && exit_hook) {
+		PyObject *r = PyObject_CallFunctionObjArgs(exit_hook, md, NULL);
+		rc = r ? 0 : -1;
+		Py_XDECREF(r);
+	}
+	Py_XDECREF(md);
+	Py_XDECREF(exit_hook);
 	Py_DECREF((PyObject *)bin);
 	if (rc < 0)
 		Py_DECREF(compiled);
@@ -1172,6 +1202,27 @@ PyObject *py_set_backend(PyObject *self, PyObject *args)
 	py_rt.backend = kind;
 	Py_XDECREF(py_rt.stream_fn);
 	py_rt.stream_fn = sf == Py_None ? NULL : Py_NewRef(sf);
+	Py_RETURN_NONE;
+}
+
+/* set_launch_hooks(enter, exit): called around every launch of a
+ * KernelRuntime (see PyRtState); (None, None) turns them off. */
+PyObject *py_set_launch_hooks(PyObject *self, PyObject *args)
+{
+	PyObject *en, *ex;
+	if (!PyArg_ParseTuple(args, "OO", &en, &ex))
+		return NULL;
+	if ((en == Py_None) != (ex == Py_None) ||
+	    (en != Py_None && (!PyCallable_Check(en) || !PyCallable_Check(ex)))) {
+		PyErr_SetString(PyExc_TypeError, "set_launch_hooks(enter, exit): two callables, or None, None");
+		return NULL;
+	}
+	Py_CLEAR(py_rt.launch_enter);
+	Py_CLEAR(py_rt.launch_exit);
+	if (en != Py_None) {
+		py_rt.launch_enter = Py_NewRef(en);
+		py_rt.launch_exit = Py_NewRef(ex);
+	}
 	Py_RETURN_NONE;
 }
 

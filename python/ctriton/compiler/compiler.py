@@ -287,6 +287,25 @@ class KernelMetadata:
         return f"KernelMetadata({self.__dict__!r})"
 
 
+class LazyDict:
+    """What the launch hooks receive (Triton's LazyDict): ``data``, and
+    ``get()``, which first merges in the results of the functions
+    ``add``ed (the kernel's launch_metadata, called only when asked)."""
+
+    def __init__(self, data):
+        self.data = data
+        self.extras = []
+
+    def get(self):
+        for func, args in self.extras:
+            self.data = self.data | func(*args)
+        self.extras.clear()
+        return self.data
+
+    def add(self, func, args):
+        self.extras.append((func, args))
+
+
 class CachedAsm(MutableMapping):
     """CompiledKernel.asm of a disk-cache hit: {stage: text, "cubin": bytes}
     whose texts are read from the cache entry when first asked for (a

@@ -457,6 +457,33 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         return f"JITFunction({self.__module__}:{self.__name__})"
 
 
+def _launch_enter(kernel, compiled, grid, args, stream):
+    """Called by the C launch path before a launch while launch hooks are
+    registered (knobs._launch_hooks_changed): the LazyDict of the launch
+    (its kernel's launch_metadata(grid, metadata, args) added), given to
+    knobs.runtime.launch_enter_hook; returned for _launch_exit."""
+    from .. import knobs
+    from ..compiler.compiler import LazyDict
+    if stream is None:
+        from .driver import driver
+        stream = driver.active.get_current_stream()
+    md = LazyDict({"name": compiled.name, "function": None, "stream": stream})
+    if getattr(kernel, "launch_metadata", None) is not None:
+        md.add(kernel.launch_metadata, (grid, compiled.metadata, args))
+    hook = knobs.runtime.launch_enter_hook
+    if hook is not None:
+        hook(md)
+    return md
+
+
+def _launch_exit(md):
+    """Called by the C launch path after a launch that _launch_enter saw."""
+    from .. import knobs
+    hook = knobs.runtime.launch_exit_hook
+    if hook is not None:
+        hook(md)
+
+
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,
         do_not_specialize_on_alignment=None, debug=None, noinline=None, sanitize=None):
     """sanitize=True (CPU backend): every load, store and atomic is checked

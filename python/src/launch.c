@@ -66,6 +66,7 @@ typedef struct Binary {
 	int ncuk;
 	pid_t pid; /* the process that made it: a forked child unloads nothing */
 	int num_warps, num_ctas, shared;
+	unsigned launch_flags; /* CUDA: JIT_LAUNCH_* (launch_pdl, launch_cooperative_grid) */
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
 	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
 } Binary;
@@ -104,21 +105,29 @@ static void Binary_dealloc(PyObject *self)
 }
 
 /* Binary(backend, signature, num_warps, num_ctas, shared, cpu_kernel_capsule,
- *        cuda_image, name): a launchable variant. A CUDA image (bytes) is
- * loaded on each device at the variant's first launch there. */
+ *        cuda_image, name, launch_flags=0): a launchable variant. A CUDA
+ * image (bytes) is loaded on each device at the variant's first launch
+ * there; launch_flags (JIT_LAUNCH_*) are the attributes of its CUDA
+ * launches (the CPU has none to set). */
 static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
 	int backend, nw, nc, shared;
+	unsigned flags = 0;
 	PyObject *sig, *cap, *image;
 	const char *name;
-	if (!PyArg_ParseTuple(args, "iOiiiOOs", &backend, &sig, &nw, &nc, &shared, &cap, &image,
-			      &name))
+	if (!PyArg_ParseTuple(args, "iOiiiOOs|I", &backend, &sig, &nw, &nc, &shared, &cap, &image,
+			      &name, &flags))
 		return NULL;
+	if (flags & ~(unsigned)(JIT_LAUNCH_PDL | JIT_LAUNCH_COOPERATIVE)) {
+		PyErr_Format(PyExc_ValueError, "Binary: unknown launch flags %#x", flags);
+		return NULL;
+	}
 	allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
 	Binary *b = (Binary *)alloc(tp, 0);
 	if (!b)
 		return NULL;
 	b->backend = backend;
+	b->launch_flags = flags;
 	b->num_warps = nw;
 	b->num_ctas = nc;
 	b->shared = shared;
@@ -384,7 +393,7 @@ static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject 
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
 		const unsigned ug[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
-		rc = jit_cuda_launch(k, ug, (uint64_t)(uintptr_t)st, pk->params, err, sizeof err);
+		rc = jit_cuda_launch_ex(k, ug, (uint64_t)(uintptr_t)st, pk->params, b->launch_flags, err, sizeof err);
 		Py_END_ALLOW_THREADS
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
@@ -1269,7 +1278,9 @@ int py_runtime_init(PyObject *m)
 	    PyModule_AddObjectRef(m, "KernelRuntime", RuntimeType) < 0 ||
 	    PyModule_AddObjectRef(m, "Launcher", LauncherType) < 0 ||
 	    PyModule_AddIntConstant(m, "BACKEND_CPU", JIT_BACKEND_CPU) < 0 ||
-	    PyModule_AddIntConstant(m, "BACKEND_CUDA", JIT_BACKEND_CUDA) < 0)
+	    PyModule_AddIntConstant(m, "BACKEND_CUDA", JIT_BACKEND_CUDA) < 0 ||
+	    PyModule_AddIntConstant(m, "LAUNCH_PDL", JIT_LAUNCH_PDL) < 0 ||
+	    PyModule_AddIntConstant(m, "LAUNCH_COOPERATIVE", JIT_LAUNCH_COOPERATIVE) < 0)
 		return -1;
 	return 0;
 }

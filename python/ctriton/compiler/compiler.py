@@ -402,8 +402,12 @@ class CompiledKernel:
                 from .. import _toolkit
                 _toolkit.warn_no_ptxas()
                 image = self.asm["ptx"].encode() + b"\0"
+            # launch_pdl / launch_cooperative_grid: launched through
+            # cuLaunchKernelEx with those attributes
+            flags = (_C.LAUNCH_PDL if getattr(md, "launch_pdl", False) else 0) | \
+                (_C.LAUNCH_COOPERATIVE if getattr(md, "launch_cooperative_grid", False) else 0)
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
-                                  md.shared, None, image, self.name)
+                                  md.shared, None, image, self.name, flags)
         else:
             if self._cpu_kernel is None:
                 raise RuntimeError(f"kernel {self.name} has no CPU code")
@@ -591,6 +595,8 @@ def compile(src, target=None, options=None, dump_after=None):
             "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
             "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
+            "launch_pdl": bool(opts.get("launch_pdl")),
+            "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = marshal.dumps(meta, 4)

@@ -13,12 +13,10 @@ manager restoring its values and environment), ``copy()``, ``reset()``,
 ``knob_descriptors`` and ``knobs``.
 """
 import contextlib
-import importlib
 import os
-import re
-import shutil
-import subprocess
-from dataclasses import dataclass
+
+# importlib, re, shutil and subprocess are imported where a knob needs them:
+# `import ctriton` reads no knob that does.
 
 propagate_env = True
 
@@ -161,20 +159,36 @@ class env_class(env_base):
         mod, sep, cls = raw.partition(":")
         if not sep or not mod or not cls:
             raise RuntimeError(f"Unable to read {self.key}: {raw!r} isn't of the form MODULE:CLASS")
+        import importlib
         c = getattr(importlib.import_module(mod), cls)
         if not any(b.__name__ == self.base_name for b in getattr(c, "__mro__", ())):
             raise RuntimeError(f"Unable to use {raw!r} from {self.key}: not of type {self.base_name!r}")
         return c
 
 
-@dataclass
 class NvidiaTool:
-    """A CUDA tool (ptxas, nvdisasm, cuobjdump) and its release (``"12.8"``)."""
-    path: str
-    version: str
+    """A CUDA tool (ptxas, nvdisasm, cuobjdump) and its release (``"12.8"``):
+    ``path`` and ``version``, compared by value (Triton's dataclass)."""
+    __slots__ = ("path", "version")
+
+    def __init__(self, path, version):
+        self.path = path
+        self.version = version
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return (self.path, self.version) == (other.path, other.version)
+
+    __hash__ = None  # as a dataclass with eq
+
+    def __repr__(self):
+        return f"NvidiaTool(path={self.path!r}, version={self.version!r})"
 
     @staticmethod
     def from_path(path):
+        import re
+        import subprocess
         if not path:
             return None
         try:
@@ -200,6 +214,7 @@ class env_nvidia_tool(env_base):
         return self.transform(getenv(self.key))
 
     def transform(self, path):
+        import shutil
         cands = [path, shutil.which(self.binary), os.path.join("/usr/local/cuda/bin", self.binary)]
         for p in cands:
             if not p:

@@ -36,6 +36,13 @@ typedef struct BeOptions {
 	bool debug;             /* emit device asserts */
 	int maxnreg;            /* 0: none */
 	bool sanitize;          /* CPU: bounds-check every load, store and atomic */
+	/* NVPTX: the bitcode libraries linked when the kernel calls into
+	 * libdevice (Triton's extern_libs), paths the caller owns for the
+	 * compilation. libdevice NULL: be_nvptx_libdevice_path's; the others
+	 * are linked after it. The CPU backend has its own math: unused. */
+	const char *libdevice;
+	const char *const *extern_libs;
+	int nextern_libs;
 } BeOptions;
 
 void be_options_default(BeOptions *o);

@@ -432,6 +432,7 @@ static const char *const load_caches[] = {"", "ca", "cg", "cs", "cv", NULL};
 static const char *const store_caches[] = {"", "ca", "cg", "cs", "cv", "wb", "wt", NULL};
 static const char *const evicts[] = {"", "evict_first", "evict_last", "evict_normal", NULL};
 static const char *const cast_roundings[] = {"rtne", "rtz", NULL};
+static const char *const gdc_kinds[] = {"wait", "launch_dependents", NULL};
 
 /* ------------------------------------------------------------------------- */
 /* Elementwise ops                                                           */
@@ -1337,6 +1338,8 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 			return fail(V, op, "operand must be i1 (a scalar or a block), got %s",
 				    ts(V, op->ops[0]->type));
 		return op->opc == OP_ASSERT ? check_opt(V, op, "msg", ATTR_STR) : NULL;
+	case OP_GDC:
+		return check_str_in(V, op, "kind", true, gdc_kinds);
 	case OP_PRINT:
 		if ((e = check_opt(V, op, "prefix", ATTR_STR)) ||
 		    (e = check_opt(V, op, "hex", ATTR_BOOL)))

@@ -10,7 +10,9 @@
  * it current on the calling thread for the call and then puts back what was
  * current, so the thread's current device (torch's) never changes under its
  * feet. Modules load from a cubin (made by jit_ptxas in compile.c) or from
- * PTX, which the driver's JIT compiles at load.
+ * PTX, which the driver's JIT compiles at load. Launches go through
+ * cuLaunchKernel, or cuLaunchKernelEx (resolved when the driver has it) for
+ * those with launch attributes (launch_pdl, launch_cooperative_grid).
  */
 #include "jit/jit.h"
 
@@ -55,6 +57,8 @@ typedef struct Driver {
 #define FIELD(f, sym, args) CUresult(*p_##f) args;
 	CU_FUNCS(FIELD)
 #undef FIELD
+	/* optional: NULL when the driver lacks it (launches with attributes fail) */
+	CUresult (*p_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
 	void *lib;
 	int version;
 	CUcontext ctx;
@@ -125,6 +129,7 @@ static int load_driver(void)
 	}
 	CU_FUNCS(LOAD)
 #undef LOAD
+	*(void **)&drv.p_cuLaunchKernelEx = dlsym(drv.lib, "cuLaunchKernelEx");
 	CUresult r = drv.p_cuInit(0);
 	if (r != CUDA_SUCCESS) {
 		snprintf(drv_error, sizeof drv_error, "CUDA driver not usable: cuInit failed: %s", cu_str(r));
@@ -461,20 +466,57 @@ void jit_cuda_unload(JitCudaKernel *k)
 int jit_cuda_launch(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params, char *err,
 		    int errlen)
 {
+	return jit_cuda_launch_ex(k, grid, stream, params, 0, err, errlen);
+}
+
+/* cuLaunchKernelEx with the launch attributes of flags (as Triton's
+ * launcher sets them). */
+static CUresult launch_with_attrs(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
+				  unsigned flags)
+{
+	CUlaunchAttribute attrs[2];
+	unsigned n = 0;
+	memset(attrs, 0, sizeof attrs);
+	if (flags & JIT_LAUNCH_PDL) {
+		attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+	}
+	if (flags & JIT_LAUNCH_COOPERATIVE) {
+		attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attrs[n++].value.cooperative = 1;
+	}
+	CUlaunchConfig cfg = {
+		.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+		.blockDimX = 32u * (unsigned)k->num_warps, .blockDimY = 1, .blockDimZ = 1,
+		.sharedMemBytes = (unsigned)k->shared, .hStream = (CUstream)(uintptr_t)stream,
+		.attrs = attrs, .numAttrs = n,
+	};
+	return drv.p_cuLaunchKernelEx(&cfg, (CUfunction)k->function, params, NULL);
+}
+
+int jit_cuda_launch_ex(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
+		       unsigned flags, char *err, int errlen)
+{
 	if (drv_state != 1)
 		return seterr(err, errlen, "CUDA driver not initialised");
 	if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
 		return 0; /* empty grid: nothing to run */
+	if (flags && !drv.p_cuLaunchKernelEx)
+		return seterr(err, errlen,
+			      "this CUDA driver has no cuLaunchKernelEx (launch_pdl and launch_cooperative_grid need "
+			      "CUDA 12 or later)");
 	CUcontext ctx = (CUcontext)k->ctx, prev = NULL;
 	if (ctx && enter_ctx(ctx, &prev, err, errlen))
 		return -1;
-	CUresult r = drv.p_cuLaunchKernel((CUfunction)k->function, grid[0], grid[1], grid[2],
-					  32u * (unsigned)k->num_warps, 1, 1, (unsigned)k->shared,
-					  (CUstream)(uintptr_t)stream, params, NULL);
+	CUresult r = flags ? launch_with_attrs(k, grid, stream, params, flags)
+			   : drv.p_cuLaunchKernel((CUfunction)k->function, grid[0], grid[1], grid[2],
+						  32u * (unsigned)k->num_warps, 1, 1, (unsigned)k->shared,
+						  (CUstream)(uintptr_t)stream, params, NULL);
 	if (ctx)
 		leave_ctx(ctx, prev);
 	if (r != CUDA_SUCCESS)
-		return seterr(err, errlen, "cuLaunchKernel (device %d) failed: %s", k->device, cu_str(r));
+		return seterr(err, errlen, "%s (device %d) failed: %s", flags ? "cuLaunchKernelEx" : "cuLaunchKernel",
+			      k->device, cu_str(r));
 	return 0;
 }
 

@@ -331,6 +331,16 @@ void jit_cuda_unload(JitCudaKernel *k);
  * (params[i] points to the i-th argument). */
 int jit_cuda_launch(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
 		    char *err, int errlen);
+/* Launch attributes of jit_cuda_launch_ex (Triton's launch options). */
+enum {
+	JIT_LAUNCH_PDL = 1 << 0,	 /* launch_pdl: programmatic stream serialization */
+	JIT_LAUNCH_COOPERATIVE = 1 << 1, /* launch_cooperative_grid */
+};
+/* jit_cuda_launch with JIT_LAUNCH_* flags: none is cuLaunchKernel; any
+ * goes through cuLaunchKernelEx with the matching launch attributes (an
+ * error when the driver has no cuLaunchKernelEx). */
+int jit_cuda_launch_ex(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
+		       unsigned flags, char *err, int errlen);
 
 /* Checks that ptr is accessible from the device (a host pointer passed to a
  * GPU kernel is an error naming argument index). 0 (null) passes. */

@@ -625,7 +625,8 @@ static void lower_op_(Cg *cg, IrOp *op)
 		}
 		return;
 	}
-	case OP_BARRIER: return;
+	case OP_BARRIER:
+	case OP_GDC: return; /* one grid at a time: nothing to wait for or release */
 	case OP_FOR: lower_for(cg, op); return;
 	case OP_IF: lower_if(cg, op); return;
 	case OP_WHILE: lower_while(cg, op); return;

@@ -1,6 +1,6 @@
 /* control.c: structured control flow (for / if / while become basic blocks
  * with one phi per register), print (vprintf) and assert (__assertfail),
- * and the op dispatch: nv_lower_op, nv_lower_block.
+ * griddepcontrol, and the op dispatch: nv_lower_op, nv_lower_block.
  */
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +104,22 @@ static void lower_assert(Nv *nv, IrOp *op)
 	LLVMBuildCall2(nv->b, fty, fn, args, 5, "");
 	LLVMBuildBr(nv->b, jb);
 	LLVMPositionBuilderAtEnd(nv->b, jb);
+}
+
+/* griddepcontrol (programmatic dependent launch): PTX on sm_90 and later,
+ * ordered with memory like a fence (the "memory" clobber keeps loads after
+ * a wait); nothing on older GPUs, which launch dependent grids only after
+ * the previous one completed. */
+static void lower_gdc(Nv *nv, IrOp *op)
+{
+	if (nv->ao.arch < 90)
+		return;
+	const char *text = strcmp(ir_op_str(op, "kind", ""), "wait") == 0 ? "griddepcontrol.wait;"
+									  : "griddepcontrol.launch_dependents;";
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), NULL, 0, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"~{memory}", 9, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(nv->b, fty, asmv, NULL, 0, "");
 }
 
 /* ------------------------------------------------------------------------- */
@@ -346,6 +362,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_PRINT: lower_print(nv, op); return;
 	case OP_ASSERT: lower_assert(nv, op); return;
 	case OP_BARRIER: nv_barrier(nv); return;
+	case OP_GDC: lower_gdc(nv, op); return;
 	case OP_ASYNC_COPY: nv_lower_async_copy(nv, op); return;
 	case OP_ASYNC_COMMIT: nv_lower_async_commit(nv, op); return;
 	case OP_ASYNC_WAIT: nv_lower_async_wait(nv, op); return;

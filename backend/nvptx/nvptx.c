@@ -3,7 +3,8 @@
  *
  *   be_nvptx_lower     TTGIR -> per-thread LLVM IR (nv_lower_block in
  *                      control.c, one file per op family), libdevice linked
- *                      in when math needs it, everything but the kernel
+ *                      in when math needs it (BeOptions.libdevice, else the
+ *                      one found; extern_libs after it), everything but the kernel
  *                      internalised, for the NVPTX target machine
  *                      (sm_<arch>, +ptx<version>);
  *   be_nvptx_optimize  LLVM O3;
@@ -15,7 +16,7 @@
  * launch with.
  */
 #include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
+#include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -104,31 +105,53 @@ void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch)
 	LLVMGetVersion(major, minor, patch);
 }
 
-static IrError *link_libdevice(Nv *nv)
+/* Links the LLVM bitcode or IR text file at path into nv's module (what:
+ * its role, for messages). */
+static IrError *link_bitcode(Nv *nv, const char *what, const char *path)
 {
 	LLVMMemoryBufferRef buf = NULL;
 	char *msg = NULL;
-	char path[4096];
-	if (!be_nvptx_libdevice_path(path, sizeof path))
-		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
-				"libdevice.10.bc not found ($CTRITON_LIBDEVICE_PATH, $TRITON_LIBDEVICE_PATH, "
-				"$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or the package's lib/)");
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot read libdevice %s: %s",
-				      path, msg ? msg : "");
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot read %s %s: %s", what, path,
+				      msg ? msg : "");
 		LLVMDisposeMessage(msg);
 		return e;
 	}
 	LLVMModuleRef dev = NULL;
-	if (LLVMParseBitcodeInContext2(nv->c, buf, &dev)) {
+	if (LLVMParseIRInContext2(nv->c, buf, &dev, &msg)) {
 		LLVMDisposeMemoryBuffer(buf);
-		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "cannot parse libdevice %s", path);
+		IrError *e = ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
+				      "cannot parse %s %s (LLVM bitcode or IR text): %s", what, path, msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		return e;
 	}
 	LLVMDisposeMemoryBuffer(buf);
 	LLVMSetTarget(dev, LLVMGetTarget(nv->m));
 	LLVMSetDataLayout(dev, LLVMGetDataLayoutStr(nv->m));
 	if (LLVMLinkModules2(nv->m, dev))
-		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "linking libdevice failed");
+		return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc, "linking %s %s failed", what, path);
+	return NULL;
+}
+
+/* Links libdevice (the options' one, else the one found) and the options'
+ * other extern libraries, as Triton links extern_libs when the module has
+ * external calls. */
+static IrError *link_libdevice(Nv *nv)
+{
+	char path[4096];
+	const char *ld = nv->opt->libdevice;
+	if (!ld) {
+		if (!be_nvptx_libdevice_path(path, sizeof path))
+			return ir_error(nv->ctx, IR_ERR_BACKEND, nv->f->loc,
+					"libdevice.10.bc not found ($CTRITON_LIBDEVICE_PATH, $TRITON_LIBDEVICE_PATH, "
+					"$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or the package's lib/)");
+		ld = path;
+	}
+	IrError *e = link_bitcode(nv, "libdevice", ld);
+	for (int i = 0; !e && i < nv->opt->nextern_libs; i++)
+		e = link_bitcode(nv, "extern library", nv->opt->extern_libs[i]);
+	if (e)
+		return e;
 	/* libdevice asks __nvvm_reflect("__CUDA_FTZ"): no flush to zero */
 	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
 	LLVMAddModuleFlag(nv->m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,

@@ -23,7 +23,6 @@ from .runtime.tensor import TensorWrapper, reinterpret  # noqa: F401
 from .runtime.driver import max_shared_mem  # noqa: F401
 from . import knobs  # noqa: F401
 from . import tools  # noqa: F401
-from .compat import use_as_triton  # noqa: F401
 
 __version__ = "0.1.0"
 # The Triton release whose API ctriton follows (what ``triton.__version__``
@@ -50,7 +49,11 @@ def next_power_of_2(n):
 
 
 def __getattr__(name):
-    if name in ("testing", "profiler"):
+    # imported when first used: `import ctriton` stays cheap
+    if name in ("testing", "profiler", "compat"):
         import importlib
         return importlib.import_module("." + name, __name__)
+    if name == "use_as_triton":
+        from .compat import use_as_triton
+        return use_as_triton
     raise AttributeError(f"module 'ctriton' has no attribute {name!r}")

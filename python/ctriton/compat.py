@@ -7,7 +7,10 @@ object, so ``triton.language is ctriton.language``. Only the top-level
 ``triton`` is a module of its own: it forwards every attribute to
 ``ctriton`` (and writes through to it) but reports the Triton release
 ctriton is compatible with as ``__version__``; ``ctriton.__version__``
-stays ctriton's own.
+stays ctriton's own. ``triton._C`` is a package of its own too: it forwards
+to ctriton's extension ``ctriton._C`` and holds ``libtriton``
+(``ctriton._libtriton``: the few names of Triton's C++ extension that
+programs call, ``nvidia.cublas.CublasLt``); ``ctriton._C`` is unchanged.
 
 ``run_main(argv)`` is ``python SCRIPT args`` / ``python -m MODULE args`` /
 ``python -c CODE args`` with ``triton`` resolved to ctriton first
@@ -24,11 +27,15 @@ import types
 
 _ALIAS = "triton"
 _TARGET = "ctriton"
+_C_ALIAS = _ALIAS + "._C"
+_LIBTRITON = _C_ALIAS + ".libtriton"
 
 
 def _target_name(fullname):
     if fullname == _ALIAS:
         return _TARGET
+    if fullname == _LIBTRITON or fullname.startswith(_LIBTRITON + "."):
+        return _TARGET + "._libtriton" + fullname[len(_LIBTRITON):]
     if fullname.startswith(_ALIAS + "."):
         return _TARGET + fullname[len(_ALIAS):]
     return None
@@ -52,13 +59,17 @@ class _TritonModule(types.ModuleType):
         object.__setattr__(self, "__spec__", spec)
 
     def __getattr__(self, name):
+        if name == "_C":  # triton._C is the alias package, not the extension
+            mod = _c_module()
+            object.__setattr__(self, "_C", mod)
+            return mod
         try:
             return getattr(object.__getattribute__(self, "_ctriton"), name)
         except AttributeError:
             raise AttributeError(f"module 'triton' has no attribute {name!r}") from None
 
     def __setattr__(self, name, value):
-        if name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") or name == "_C":
             object.__setattr__(self, name, value)
             return
         setattr(object.__getattribute__(self, "_ctriton"), name, value)
@@ -68,6 +79,41 @@ class _TritonModule(types.ModuleType):
 
     def __dir__(self):
         return sorted(set(dir(object.__getattribute__(self, "_ctriton"))) | {"__version__"})
+
+
+class _CModule(types.ModuleType):
+    """``triton._C``: a package whose attributes are those of ctriton's
+    extension, plus ``libtriton`` (imported when first asked for)."""
+
+    def __init__(self, real):
+        super().__init__(_C_ALIAS, real.__doc__)
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "__file__", getattr(real, "__file__", None))
+        object.__setattr__(self, "__path__", [])
+        spec = importlib.machinery.ModuleSpec(_C_ALIAS, _CLoader(), is_package=True)
+        spec.submodule_search_locations = []
+        object.__setattr__(self, "__spec__", spec)
+
+    def __getattr__(self, name):
+        if name == "libtriton":
+            mod = importlib.import_module(_LIBTRITON)
+            object.__setattr__(self, "libtriton", mod)
+            return mod
+        try:
+            return getattr(object.__getattribute__(self, "_real"), name)
+        except AttributeError:
+            raise AttributeError(f"module 'triton._C' has no attribute {name!r}") from None
+
+    def __dir__(self):
+        return sorted(set(dir(object.__getattribute__(self, "_real"))) | {"libtriton"})
+
+
+class _CLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        return _c_module()
+
+    def exec_module(self, module):
+        pass
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -93,6 +139,8 @@ class _AliasLoader(importlib.abc.Loader):
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
+        if fullname == _C_ALIAS:
+            return importlib.machinery.ModuleSpec(fullname, _CLoader(), is_package=True)
         real = _target_name(fullname)
         if real is None:
             return None
@@ -112,6 +160,15 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 
 _finder = _AliasFinder()
 _module = None
+_c_mod = None
+
+
+def _c_module():
+    global _c_mod
+    if _c_mod is None:
+        from . import _C
+        _c_mod = _CModule(_C)
+    return _c_mod
 
 
 def _triton_module():
@@ -140,9 +197,14 @@ def use_as_triton():
     mod = _triton_module()
     sys.modules[_ALIAS] = mod
     # Alias what is already imported, so sys.modules lookups agree.
+    sys.modules.setdefault(_C_ALIAS, _c_module())
     for name, m in list(sys.modules.items()):
-        if m is not None and name.startswith(_TARGET + "."):
-            sys.modules.setdefault(_ALIAS + name[len(_TARGET):], m)
+        if m is not None and name.startswith(_TARGET + ".") and name != _TARGET + "._C":
+            if name == _TARGET + "._libtriton" or name.startswith(_TARGET + "._libtriton."):
+                alias = _LIBTRITON + name[len(_TARGET + "._libtriton"):]
+            else:
+                alias = _ALIAS + name[len(_TARGET):]
+            sys.modules.setdefault(alias, m)
     for sub in ("language", "runtime", "compiler", "knobs", "testing", "tools"):
         importlib.import_module(f"{_ALIAS}.{sub}")
     return mod

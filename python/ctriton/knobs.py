@@ -13,12 +13,10 @@ manager restoring its values and environment), ``copy()``, ``reset()``,
 ``knob_descriptors`` and ``knobs``.
 """
 import contextlib
-import importlib
 import os
-import re
-import shutil
-import subprocess
-from dataclasses import dataclass
+
+# importlib, re, shutil and subprocess are imported where a knob needs them:
+# `import ctriton` reads no knob that does.
 
 propagate_env = True
 
@@ -161,20 +159,36 @@ class env_class(env_base):
         mod, sep, cls = raw.partition(":")
         if not sep or not mod or not cls:
             raise RuntimeError(f"Unable to read {self.key}: {raw!r} isn't of the form MODULE:CLASS")
+        import importlib
         c = getattr(importlib.import_module(mod), cls)
         if not any(b.__name__ == self.base_name for b in getattr(c, "__mro__", ())):
             raise RuntimeError(f"Unable to use {raw!r} from {self.key}: not of type {self.base_name!r}")
         return c
 
 
-@dataclass
 class NvidiaTool:
-    """A CUDA tool (ptxas, nvdisasm, cuobjdump) and its release (``"12.8"``)."""
-    path: str
-    version: str
+    """A CUDA tool (ptxas, nvdisasm, cuobjdump) and its release (``"12.8"``):
+    ``path`` and ``version``, compared by value (Triton's dataclass)."""
+    __slots__ = ("path", "version")
+
+    def __init__(self, path, version):
+        self.path = path
+        self.version = version
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return (self.path, self.version) == (other.path, other.version)
+
+    __hash__ = None  # as a dataclass with eq
+
+    def __repr__(self):
+        return f"NvidiaTool(path={self.path!r}, version={self.version!r})"
 
     @staticmethod
     def from_path(path):
+        import re
+        import subprocess
         if not path:
             return None
         try:
@@ -200,6 +214,7 @@ class env_nvidia_tool(env_base):
         return self.transform(getenv(self.key))
 
     def transform(self, path):
+        import shutil
         cands = [path, shutil.which(self.binary), os.path.join("/usr/local/cuda/bin", self.binary)]
         for p in cands:
             if not p:
@@ -221,10 +236,12 @@ class HookChain:
     def add(self, fn):
         if fn not in self.calls:
             self.calls.append(fn)
+        _launch_hooks_changed()
 
     def remove(self, fn):
         if fn in self.calls:
             self.calls.remove(fn)
+        _launch_hooks_changed()
 
     def __bool__(self):
         return bool(self.calls)
@@ -336,9 +353,14 @@ class runtime_knobs(base_knobs):
     """Launch-time settings and hooks. ``jit_cache_hook(key=..., repr=...,
     fn=..., compile=..., is_manual_warmup=..., already_compiled=...)`` runs
     before a kernel is compiled and ``jit_post_compile_hook`` after (their
-    results are not used: ctriton always compiles). The launch and
-    kernel-load hook chains are kept for programs that register hooks;
-    ctriton's C launch path does not call them."""
+    results are not used: ctriton always compiles).
+    ``launch_enter_hook(metadata)`` and ``launch_exit_hook(metadata)`` run
+    around every ``kernel[grid](...)`` launch once one is registered (a
+    HookChain's ``add``, or a callable assigned): ``metadata`` is a
+    ``LazyDict`` whose ``get()`` gives ``name``, ``function`` (None),
+    ``stream`` and what the kernel's ``@jit(launch_metadata=fn)`` returns
+    for ``fn(grid, compiled.metadata, args)``. The kernel-load hook chains
+    are kept for programs that register hooks; ctriton does not call them."""
     interpret = env_bool("TRITON_INTERPRET")
     debug = env_bool("TRITON_DEBUG")
     override_arch = env_opt_str("TRITON_OVERRIDE_ARCH")
@@ -350,6 +372,11 @@ class runtime_knobs(base_knobs):
     jit_cache_hook = None
     jit_post_compile_hook = None
     add_stages_inspection_hook = None
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in ("launch_enter_hook", "launch_exit_hook"):
+            _launch_hooks_changed()
 
 
 class language_knobs(base_knobs):
@@ -389,6 +416,25 @@ class proton_knobs(base_knobs):
     profile_buffer_size = env_int("TRITON_PROFILE_BUFFER_SIZE", 64 * 1024 * 1024)
     enable_nvtx = env_bool("TRITON_ENABLE_NVTX", True)
     enable_hw_trace = env_bool("TRITON_ENABLE_HW_TRACE")
+
+
+def _hook_set(h):
+    return h is not None and (bool(h.calls) if isinstance(h, HookChain) else True)
+
+
+def _launch_hooks_changed():
+    """Tells the C launch path whether to call the launch hooks: it calls
+    them (ctriton.runtime.jit's _launch_enter/_launch_exit) only while
+    one is registered, and launches without a Python call otherwise."""
+    rt = globals().get("runtime")
+    if rt is None:  # the module is being set up
+        return
+    from . import _C
+    if _hook_set(rt.launch_enter_hook) or _hook_set(rt.launch_exit_hook):
+        from .runtime.jit import _launch_enter, _launch_exit
+        _C.set_launch_hooks(_launch_enter, _launch_exit)
+    else:
+        _C.set_launch_hooks(None, None)
 
 
 build = build_knobs()

@@ -55,6 +55,50 @@ static long opt_int(PyObject *o, const char *k, long dflt)
 	return x;
 }
 
+enum { MAX_EXTERN_LIBS = 16 };
+
+/* The options' extern_libs (None, or (name, path) pairs: compiler.py's
+ * parse_options made them so) into opt: the "libdevice" entry's path as
+ * opt->libdevice, the others' in paths[] as opt->extern_libs. The paths
+ * live in the bytes objects appended to keep. -1 with an exception. */
+static int read_extern_libs(PyObject *o, BeOptions *opt, PyObject *keep, const char **paths)
+{
+	PyObject *libs = PyDict_GetItemString(o, "extern_libs");
+	if (!libs || libs == Py_None)
+		return 0;
+	PyObject *seq = PySequence_Tuple(libs);
+	if (!seq)
+		return -1;
+	int rc = 0;
+	for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_Size(seq); i++) {
+		PyObject *kv = PyTuple_GetItem(seq, i), *name, *path, *b = NULL;
+		if (!PyTuple_Check(kv) || PyTuple_Size(kv) != 2 ||
+		    !PyUnicode_Check(name = PyTuple_GetItem(kv, 0))) {
+			PyErr_SetString(PyExc_TypeError, "extern_libs must be (name, path) pairs");
+			rc = -1;
+			break;
+		}
+		path = PyTuple_GetItem(kv, 1);
+		if (!PyUnicode_FSConverter(path, &b) || PyList_Append(keep, b) < 0) {
+			Py_XDECREF(b);
+			rc = -1;
+			break;
+		}
+		Py_DECREF(b);
+		if (PyUnicode_CompareWithASCIIString(name, "libdevice") == 0) {
+			opt->libdevice = PyBytes_AsString(b);
+		} else if (opt->nextern_libs >= MAX_EXTERN_LIBS) {
+			PyErr_Format(PyExc_ValueError, "at most %d extern_libs besides libdevice", MAX_EXTERN_LIBS);
+			rc = -1;
+		} else {
+			paths[opt->nextern_libs++] = PyBytes_AsString(b);
+		}
+	}
+	Py_DECREF(seq);
+	opt->extern_libs = paths;
+	return rc;
+}
+
 PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 {
 	const char *ttir, *filename, *dump_after = NULL;
@@ -72,12 +116,19 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		.maxnreg = (int)opt_int(o, "maxnreg", 0),
 		.sanitize = opt_int(o, "sanitize", 0) != 0,
 	};
+	const char *libpaths[MAX_EXTERN_LIBS];
+	PyObject *keep = PyList_New(0); /* the extern_libs' paths, held while compiling */
+	if (!keep || read_extern_libs(o, &opt, keep, libpaths) < 0) {
+		Py_XDECREF(keep);
+		return NULL;
+	}
 	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp};
 	JitKernel k;
 	char *err;
 	Py_BEGIN_ALLOW_THREADS
 	err = jit_compile(ttir, filename, &opt, &t, stop_ttir ? JIT_STOP_TTIR : 0, dump_after, &k);
 	Py_END_ALLOW_THREADS
+	Py_DECREF(keep);
 	if (err) {
 		PyObject *r = Py_BuildValue("{s:s}", "error", err);
 		free(err);

@@ -1096,6 +1096,15 @@ static FeVal *bi_barrier(Fe *fe, PyObject *node, Call *c)
 	return fe_none(fe);
 }
 
+/* tl.extra.cuda.gdc_wait() / gdc_launch_dependents(): a griddepcontrol op
+ * (the backend decides what it becomes on its target). */
+static FeVal *bi_gdc(Fe *fe, PyObject *node, Call *c)
+{
+	IrOp *op = ir_build(&fe->b, OP_GDC, 0, NULL, 0, NULL, 0);
+	ir_op_set_str(fe->ctx, op, "kind", strcmp(c->name, "gdc_wait") == 0 ? "wait" : "launch_dependents");
+	return fe_none(fe);
+}
+
 static FeVal *emit_print(Fe *fe, PyObject *node, Call *c, const char *prefix, int n, FeVal **vs, bool hex)
 {
 	IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(n + 1));
@@ -1741,6 +1750,8 @@ static const struct Builtin {
 	{"max_constancy", "input, values", bi_hint, false},
 	{"assume", "cond", bi_assume, false},
 	{"debug_barrier", "", bi_barrier, false},
+	{"gdc_wait", "", bi_gdc, false},
+	{"gdc_launch_dependents", "", bi_gdc, false},
 	{"device_print", "prefix, *args, hex=", bi_device_print, false},
 	{"device_assert", "cond, msg=, mask=", bi_device_assert, false},
 	{"static_assert", "cond, msg=", bi_static_assert, false},

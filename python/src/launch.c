@@ -12,7 +12,7 @@
  *                  image and its module and function per device, loaded
  *                  on the variant's first launch there and unloaded when
  *                  the Binary dies; its launch metadata and parameter plan.
- * Functions: set_backend.
+ * Functions: set_backend, set_launch_hooks.
  *
  * Devices: a GPU launch runs on the device of its tensor arguments (all on
  * one device, else a ValueError naming two of them), or, when none carries
@@ -66,6 +66,7 @@ typedef struct Binary {
 	int ncuk;
 	pid_t pid; /* the process that made it: a forked child unloads nothing */
 	int num_warps, num_ctas, shared;
+	unsigned launch_flags; /* CUDA: JIT_LAUNCH_* (launch_pdl, launch_cooperative_grid) */
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
 	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
 } Binary;
@@ -104,21 +105,29 @@ static void Binary_dealloc(PyObject *self)
 }
 
 /* Binary(backend, signature, num_warps, num_ctas, shared, cpu_kernel_capsule,
- *        cuda_image, name): a launchable variant. A CUDA image (bytes) is
- * loaded on each device at the variant's first launch there. */
+ *        cuda_image, name, launch_flags=0): a launchable variant. A CUDA
+ * image (bytes) is loaded on each device at the variant's first launch
+ * there; launch_flags (JIT_LAUNCH_*) are the attributes of its CUDA
+ * launches (the CPU has none to set). */
 static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
 	int backend, nw, nc, shared;
+	unsigned flags = 0;
 	PyObject *sig, *cap, *image;
 	const char *name;
-	if (!PyArg_ParseTuple(args, "iOiiiOOs", &backend, &sig, &nw, &nc, &shared, &cap, &image,
-			      &name))
+	if (!PyArg_ParseTuple(args, "iOiiiOOs|I", &backend, &sig, &nw, &nc, &shared, &cap, &image,
+			      &name, &flags))
 		return NULL;
+	if (flags & ~(unsigned)(JIT_LAUNCH_PDL | JIT_LAUNCH_COOPERATIVE)) {
+		PyErr_Format(PyExc_ValueError, "Binary: unknown launch flags %#x", flags);
+		return NULL;
+	}
 	allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
 	Binary *b = (Binary *)alloc(tp, 0);
 	if (!b)
 		return NULL;
 	b->backend = backend;
+	b->launch_flags = flags;
 	b->num_warps = nw;
 	b->num_ctas = nc;
 	b->shared = shared;
@@ -384,7 +393,7 @@ static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject 
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
 		const unsigned ug[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
-		rc = jit_cuda_launch(k, ug, (uint64_t)(uintptr_t)st, pk->params, err, sizeof err);
+		rc = jit_cuda_launch_ex(k, ug, (uint64_t)(uintptr_t)st, pk->params, b->launch_flags, err, sizeof err);
 		Py_END_ALLOW_THREADS
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
@@ -479,7 +488,8 @@ static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "
 					"enable_fp_fusion", "debug", "enable_reflect_ftz",
 					"launch_cooperative_grid", "launch_pdl",
 					"default_dot_input_precision", "max_num_imprecise_acc_default",
-					"sanitize_overflow", "instrumentation_mode", "sanitize", "stream"};
+					"sanitize_overflow", "instrumentation_mode", "sanitize", "extern_libs",
+					"stream"};
 enum { NOPT = sizeof OPT_NAMES / sizeof OPT_NAMES[0], OPT_STREAM = NOPT - 1 };
 
 /* Interned: the option names, and the keywords run() takes for itself. */
@@ -886,6 +896,23 @@ done:
 	return rt_find(rt, key->p, key->n, h);
 }
 
+/* The enter hook's call before a launch: enter(kernel, compiled, grid,
+ * bound args, stream or None) -> the metadata the exit hook receives. */
+static PyObject *launch_enter(KernelRuntime *rt, PyObject *compiled, const int g[3], PyObject **slots,
+			      PyObject *stream)
+{
+	PyObject *enter = Py_NewRef(py_rt.launch_enter);
+	PyObject *grid = Py_BuildValue("(iii)", g[0], g[1], g[2]);
+	PyObject *bd = grid ? bound_dict(rt, slots) : NULL;
+	PyObject *md = bd ? PyObject_CallFunctionObjArgs(enter, (PyObject *)rt, compiled, grid, bd,
+							 stream ? stream : Py_None, NULL)
+			  : NULL;
+	Py_XDECREF(bd);
+	Py_XDECREF(grid);
+	Py_DECREF(enter);
+	return md;
+}
+
 /* The launch: bind, key, look up (compile on a miss), pack, launch.
  * Returns the CompiledKernel (new reference). */
 static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int warmup)
@@ -952,8 +979,21 @@ static PyObject *rt_run(KernelRuntime *rt, PyObject *grid, const Args *a, int wa
 	Binary *bin = (Binary *)Py_NewRef((PyObject *)e->bin);
 	uint64_t ext[2 * MAXP];
 	int rc = bin->sanitize ? san_pack(bin, slots, rt->nparams, &pk, ext) : 0;
+	PyObject *exit_hook = NULL, *md = NULL;
+	if (rc == 0 && py_rt.launch_enter) {
+		exit_hook = Py_XNewRef(py_rt.launch_exit);
+		md = launch_enter(rt, compiled, g, slots, opts[OPT_STREAM]);
+		rc = md ? 0 : -1;
+	}
 	if (rc == 0)
 		rc = binary_launch(bin, pk.dev, g, &pk, opts[OPT_STREAM]);
+	if (rc == 0 && md && exit_hook) {
+		PyObject *r = PyObject_CallFunctionObjArgs(exit_hook, md, NULL);
+		rc = r ? 0 : -1;
+		Py_XDECREF(r);
+	}
+	Py_XDECREF(md);
+	Py_XDECREF(exit_hook);
 	Py_DECREF((PyObject *)bin);
 	if (rc < 0)
 		Py_DECREF(compiled);
@@ -1174,6 +1214,27 @@ PyObject *py_set_backend(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* set_launch_hooks(enter, exit): called around every launch of a
+ * KernelRuntime (see PyRtState); (None, None) turns them off. */
+PyObject *py_set_launch_hooks(PyObject *self, PyObject *args)
+{
+	PyObject *en, *ex;
+	if (!PyArg_ParseTuple(args, "OO", &en, &ex))
+		return NULL;
+	if ((en == Py_None) != (ex == Py_None) ||
+	    (en != Py_None && (!PyCallable_Check(en) || !PyCallable_Check(ex)))) {
+		PyErr_SetString(PyExc_TypeError, "set_launch_hooks(enter, exit): two callables, or None, None");
+		return NULL;
+	}
+	Py_CLEAR(py_rt.launch_enter);
+	Py_CLEAR(py_rt.launch_exit);
+	if (en != Py_None) {
+		py_rt.launch_enter = Py_NewRef(en);
+		py_rt.launch_exit = Py_NewRef(ex);
+	}
+	Py_RETURN_NONE;
+}
+
 /* Registered with atexit: from here on, deallocated Binaries leave their
  * modules to the process's end. */
 static PyObject *py_at_exit(PyObject *self, PyObject *unused)
@@ -1217,7 +1278,9 @@ int py_runtime_init(PyObject *m)
 	    PyModule_AddObjectRef(m, "KernelRuntime", RuntimeType) < 0 ||
 	    PyModule_AddObjectRef(m, "Launcher", LauncherType) < 0 ||
 	    PyModule_AddIntConstant(m, "BACKEND_CPU", JIT_BACKEND_CPU) < 0 ||
-	    PyModule_AddIntConstant(m, "BACKEND_CUDA", JIT_BACKEND_CUDA) < 0)
+	    PyModule_AddIntConstant(m, "BACKEND_CUDA", JIT_BACKEND_CUDA) < 0 ||
+	    PyModule_AddIntConstant(m, "LAUNCH_PDL", JIT_LAUNCH_PDL) < 0 ||
+	    PyModule_AddIntConstant(m, "LAUNCH_COOPERATIVE", JIT_LAUNCH_COOPERATIVE) < 0)
 		return -1;
 	return 0;
 }

@@ -42,6 +42,8 @@ static PyMethodDef methods[] = {
 	 "cuda_set_device(device): makes the device's primary context current on this thread"},
 	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
+	{"set_launch_hooks", py_set_launch_hooks, METH_VARARGS,
+	 "set_launch_hooks(enter, exit) or (None, None): called around every kernel[grid](...) launch"},
 	/* specialize.c */
 	{"specialize", py_specialize, METH_VARARGS,
 	 "specialize(arg, specialize=True, align=True) -> (type string, key)"},

@@ -29,6 +29,7 @@ PyObject *py_builtin_table(PyObject *self, PyObject *noargs);
 /* launch.c */
 int py_runtime_init(PyObject *m);
 PyObject *py_set_backend(PyObject *self, PyObject *args);
+PyObject *py_set_launch_hooks(PyObject *self, PyObject *args);
 /* specialize.c */
 PyObject *py_specialize(PyObject *self, PyObject *args);
 /* bindings.c */

@@ -28,6 +28,11 @@ typedef struct PyRtState {
 	int exiting;         /* the interpreter began to exit (atexit ran): no
 	                      * more driver calls from deallocators */
 	PyObject *stream_fn; /* () -> int stream handle, or NULL (default stream) */
+	/* launch hooks (knobs.runtime.launch_enter_hook/exit_hook, set through
+	 * set_launch_hooks when any is registered): enter(kernel, compiled,
+	 * grid, bound args, stream) -> metadata before a launch, exit(metadata)
+	 * after it; both NULL when none is */
+	PyObject *launch_enter, *launch_exit;
 	PyObject *dtype_names; /* dict: dtype object -> canonical name (str) */
 	PyObject *s_data_ptr, *s_dtype, *s_is_cuda, *s_cai, *s_aif, *s_compile, *s_binary;
 	PyObject *s_cache_key, *s_value, *s_get_device;

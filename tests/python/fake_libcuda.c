@@ -17,6 +17,8 @@
  * cuLaunchKernel records what it was given: grid, block, shared memory,
  * stream, the device of the current context, the module and the first
  * fake_nparams parameters, read as the 8-byte slots the launch path packs.
+ * cuLaunchKernelEx records the same from its CUlaunchConfig, and that it
+ * was the call, and its launch attributes (id and first int of each value).
  * fake_launch() and fake_stats() hand the records to ctypes.
  *
  *     cc -shared -fPIC -O2 -o libfakecuda.so fake_libcuda.c
@@ -46,7 +48,28 @@ typedef struct FakeLaunch {
 	uint64_t params[32];
 	int device; /* of the context current at the launch */
 	int module; /* id of the launched function's module (1, 2, ...) */
+	int ex;     /* 1: through cuLaunchKernelEx */
+	unsigned nattrs;
+	int attr_id[4], attr_value[4]; /* its launch attributes */
 } FakeLaunch;
+
+/* cuda.h's CUlaunchAttribute and CUlaunchConfig, laid out alike. */
+typedef struct FakeLaunchAttr {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		int i;
+		void *p;
+	} value;
+} FakeLaunchAttr;
+
+typedef struct FakeLaunchConfig {
+	unsigned gx, gy, gz, bx, by, bz, shared;
+	void *stream;
+	FakeLaunchAttr *attrs;
+	unsigned nattrs;
+} FakeLaunchConfig;
 
 typedef struct FakeStats {
 	int ndev;
@@ -153,6 +176,7 @@ CUresult cuFuncGetAttribute(int *v, int attr, void *fn);
 CUresult cuFuncSetAttribute(void *fn, int attr, int v);
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+CUresult cuLaunchKernelEx(const FakeLaunchConfig *cfg, void *fn, void **params, void **extra);
 CUresult cuPointerGetAttribute(void *data, int attr, uint64_t ptr);
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n);
 CUresult cuMemFree_v2(uint64_t p);
@@ -334,6 +358,8 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 {
 	(void)extra;
 	Mod *m = mod_of(fn);
+	last.ex = 0;
+	last.nattrs = 0;
 	if (!m || !m->loaded)
 		return ERR_INVALID_HANDLE;
 	if (current != m->ctx) {
@@ -350,6 +376,23 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 	stats.launches[current->device]++;
 	for (int i = 0; i < nparams; i++)
 		memcpy(&last.params[i], params[i], 8);
+	return OK;
+}
+
+CUresult cuLaunchKernelEx(const FakeLaunchConfig *cfg, void *fn, void **params, void **extra)
+{
+	if (!cfg || (cfg->nattrs && !cfg->attrs))
+		return ERR_INVALID_VALUE;
+	CUresult r = cuLaunchKernel(fn, cfg->gx, cfg->gy, cfg->gz, cfg->bx, cfg->by, cfg->bz, cfg->shared,
+				    cfg->stream, params, extra);
+	if (r != OK)
+		return r;
+	last.ex = 1;
+	last.nattrs = cfg->nattrs;
+	for (unsigned i = 0; i < cfg->nattrs && i < 4; i++) {
+		last.attr_id[i] = cfg->attrs[i].id;
+		last.attr_value[i] = cfg->attrs[i].value.i;
+	}
 	return OK;
 }
 

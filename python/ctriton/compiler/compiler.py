@@ -10,7 +10,8 @@ runs 2-3 in one call):
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
 default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
-specialization, options, target). Entries are checksummed; a corrupt one is
+specialization, options, target; for CUDA the contents of the extern_libs
+bitcode files). Entries are checksummed; a corrupt one is
 recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr;
 an entry after:PASS (after:all for every pass) prints the form after that pass
 of the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
@@ -35,7 +36,10 @@ CACHE_FORMAT = 4
 STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
-# the others are accepted and recorded).
+# the others are accepted and recorded). extern_libs ({name: bitcode path}):
+# NVPTX links them when the kernel calls into libdevice, a "libdevice" entry
+# replacing the libdevice ctriton finds; the CPU backend accepts and ignores
+# them.
 DEFAULT_OPTIONS = {
     "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
     "enable_fp_fusion": True, "debug": False,
@@ -76,6 +80,61 @@ def _compilation_error(msg):
     return CompileError(msg)
 
 
+def extern_libs_option(v):
+    """The extern_libs option ({library name: path of its LLVM bitcode}, or
+    (name, path) pairs) as a tuple of (name, path str) pairs, None when
+    empty. A libdevice entry whose path is empty or None is dropped (the
+    libdevice ctriton finds is linked), as in Triton. TypeError for
+    anything else."""
+    if v is None:
+        return None
+    bad = TypeError(f"extern_libs must map library names to bitcode paths "
+                    f"({{'libdevice': '/path/libdevice.10.bc'}}), got {v!r}")
+    try:
+        pairs = [tuple(kv) for kv in (v.items() if isinstance(v, dict) else v)]
+    except TypeError:
+        raise bad from None
+    out = []
+    for kv in pairs:
+        if len(kv) != 2 or not isinstance(kv[0], str):
+            raise bad
+        name, path = kv
+        if path is None or path == "":
+            if name == "libdevice":
+                continue
+            raise bad
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        if not isinstance(path, str):
+            raise bad
+        out.append((name, path))
+    return tuple(out) or None
+
+
+_lib_digests = {}  # (path, size, mtime) -> sha256 of the file
+
+
+def _extern_libs_key(libs):
+    """(name, sha256 of the file) of each extern library: the cache key
+    follows their contents. OSError (naming the entry) for one that cannot
+    be read."""
+    out = []
+    for name, path in libs or ():
+        try:
+            st = os.stat(path)
+            stamp = (path, st.st_size, st.st_mtime_ns)
+            d = _lib_digests.get(stamp)
+            if d is None:
+                with open(path, "rb") as f:
+                    d = _C.sha256(f.read())
+                _lib_digests[stamp] = d
+        except OSError as e:
+            raise type(e)(e.errno, f"extern_libs[{name!r}]: cannot read the bitcode file: "
+                                   f"{e.strerror}", path) from None
+        out.append((name, d))
+    return out
+
+
 def parse_options(options, backend="cuda"):
     opts = dict(DEFAULT_OPTIONS)
     for k, v in (options or {}).items():
@@ -90,6 +149,10 @@ def parse_options(options, backend="cuda"):
     if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
         opts["sanitize"] = True
     opts["sanitize"] = bool(opts["sanitize"])
+    if "extern_libs" in opts:
+        opts["extern_libs"] = extern_libs_option(opts["extern_libs"])
+        if opts["extern_libs"] is None:
+            del opts["extern_libs"]
     nw = opts["num_warps"]
     if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
         raise ValueError(f"num_warps must be a power of 2, got {nw!r}")
@@ -224,6 +287,25 @@ class KernelMetadata:
         return f"KernelMetadata({self.__dict__!r})"
 
 
+class LazyDict:
+    """What the launch hooks receive (Triton's LazyDict): ``data``, and
+    ``get()``, which first merges in the results of the functions
+    ``add``ed (the kernel's launch_metadata, called only when asked)."""
+
+    def __init__(self, data):
+        self.data = data
+        self.extras = []
+
+    def get(self):
+        for func, args in self.extras:
+            self.data = self.data | func(*args)
+        self.extras.clear()
+        return self.data
+
+    def add(self, func, args):
+        self.extras.append((func, args))
+
+
 class CachedAsm(MutableMapping):
     """CompiledKernel.asm of a disk-cache hit: {stage: text, "cubin": bytes}
     whose texts are read from the cache entry when first asked for (a
@@ -320,8 +402,12 @@ class CompiledKernel:
                 from .. import _toolkit
                 _toolkit.warn_no_ptxas()
                 image = self.asm["ptx"].encode() + b"\0"
+            # launch_pdl / launch_cooperative_grid: launched through
+            # cuLaunchKernelEx with those attributes
+            flags = (_C.LAUNCH_PDL if getattr(md, "launch_pdl", False) else 0) | \
+                (_C.LAUNCH_COOPERATIVE if getattr(md, "launch_cooperative_grid", False) else 0)
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
-                                  md.shared, None, image, self.name)
+                                  md.shared, None, image, self.name, flags)
         else:
             if self._cpu_kernel is None:
                 raise RuntimeError(f"kernel {self.name} has no CPU code")
@@ -427,9 +513,12 @@ def compile(src, target=None, options=None, dump_after=None):
         src = IRSource(src)
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
+    # NVPTX links the extern libraries: their contents are part of the key
+    # (the CPU backend has its own math and reads none of them)
+    libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
     key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
                           sorted((k, repr(v)) for k, v in opts.items()),
-                          [os.environ.get(v, "") for v in KEY_ENV]]))
+                          [os.environ.get(v, "") for v in KEY_ENV], libs]))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     from .. import knobs
     root = knobs.cache.dir
@@ -506,6 +595,8 @@ def compile(src, target=None, options=None, dump_after=None):
             "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
             "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
+            "launch_pdl": bool(opts.get("launch_pdl")),
+            "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}
     blobs = dict(asm)
     blobs["meta"] = marshal.dumps(meta, 4)

@@ -483,11 +483,12 @@ def _builtin(name):
 
 # The builtins: every function of the frontend's table (python/src/fe_builtins.c,
 # read through _C.builtin_table) but its internal rows ("to" is a tensor
-# method only, "extern" backs libdevice, "__print__" Python's print), the
+# method only, "extern" backs libdevice, "__print__" Python's print, the gdc_*
+# rows are tl.extra.cuda's), the
 # loops the for statement lowers, and names of triton.language that ctriton
 # has no lowering for (a kernel calling one gets "tl.<name>() is not
 # supported by ctriton").
-_INTERNAL = ("to", "extern", "__print__")
+_INTERNAL = ("to", "extern", "__print__", "gdc_wait", "gdc_launch_dependents")
 _LOOPS = ["range", "static_range"]
 _UNSUPPORTED = ["make_block_ptr", "advance", "inline_asm_elementwise"]
 

@@ -6,8 +6,14 @@ call, ``activate``/``deactivate`` pause recording, ``finalize()`` writes
 ``<name>.hatchet`` (JSON: a tree of frames with ``time (ns)``, ``count`` and
 the metrics) that ``ctriton.profiler.viewer`` reads.
 
-Kernel-level records (the ``hook="triton"`` launch metadata) are not
-collected: a scope is the unit."""
+``start(..., hook="triton")`` also records every kernel launch (through
+``knobs.runtime.launch_enter_hook``/``launch_exit_hook``) as a frame named
+by its ``@jit(launch_metadata=fn)`` (``fn(grid, metadata, args)["name"]``,
+else the kernel's name) with the numeric metrics it returns (``flops16``,
+``bytes`` ...): on a GPU timed by CUDA events on the launch's stream
+(torch's; read back at ``finalize()``), on the CPU backend by the wall
+time of the launch, which runs to completion. Frames are flat (a kernel
+launched inside a scope is not nested under it)."""
 import contextlib
 import functools
 import json
@@ -26,6 +32,73 @@ class _Session:
         self.active = True
         self.frames = {}  # name -> {"time": ns, "count": n, metrics...}
         self.order = []
+        self.hooked = False  # hook="triton": kernel launches recorded
+        self.pending = []    # (name, start event, end event, metrics) to read back
+
+
+_RESERVED = ("name", "function", "stream")
+
+
+def _events():
+    """torch.cuda's Event when kernels run on the GPU, else None."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    from ..runtime.driver import driver
+    return torch.cuda.Event if driver.active.backend == "cuda" else None
+
+
+def _kernel_enter(md):
+    s = _state["session"]
+    if s is None or not s.active:
+        md._ct_prof = None
+        return
+    import numbers
+    data = md.get()
+    metrics = {k: v for k, v in data.items()
+               if k not in _RESERVED and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+    ev = _events()
+    if ev is not None:
+        start = ev(enable_timing=True)
+        start.record()
+        md._ct_prof = (s, data.get("name", "kernel"), metrics, start)
+    else:
+        md._ct_prof = (s, data.get("name", "kernel"), metrics, time.perf_counter_ns())
+
+
+def _kernel_exit(md):
+    rec = getattr(md, "_ct_prof", None)
+    if rec is None:
+        return
+    s, name, metrics, start = rec
+    if isinstance(start, int):
+        _record(name, time.perf_counter_ns() - start, metrics, s)
+        return
+    end = type(start)(enable_timing=True)
+    end.record()
+    s.pending.append((name, start, end, metrics))
+    if len(s.pending) >= 4096:
+        _drain(s)
+
+
+def _drain(s):
+    """Adds the GPU times of the recorded launches (waits for them)."""
+    for name, start, end, metrics in s.pending:
+        end.synchronize()
+        _record(name, int(start.elapsed_time(end) * 1e6), metrics, s, force=True)
+    s.pending.clear()
+
+
+def _hook(on):
+    from .. import knobs
+    rt = knobs.runtime
+    if on:
+        rt.launch_enter_hook.add(_kernel_enter)
+        rt.launch_exit_hook.add(_kernel_exit)
+    else:
+        rt.launch_enter_hook.remove(_kernel_enter)
+        rt.launch_exit_hook.remove(_kernel_exit)
 
 
 def _sync():
@@ -39,7 +112,12 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
     """Opens a profiling session (one at a time); returns its id (0)."""
     if _state["session"] is not None:
         raise RuntimeError("a profiling session is already open; finalize() it first")
-    _state["session"] = _Session(name, context, data)
+    if hook not in (None, "triton"):
+        raise ValueError(f"profiler.start: unknown hook {hook!r} (None or 'triton')")
+    s = _state["session"] = _Session(name, context, data)
+    if hook == "triton":
+        _hook(True)
+        s.hooked = True
     return 0
 
 
@@ -55,9 +133,9 @@ def deactivate(session=None, flushing=False):
         s.active = False
 
 
-def _record(name, ns, metrics):
-    s = _state["session"]
-    if s is None or not s.active:
+def _record(name, ns, metrics, s=None, force=False):
+    s = s or _state["session"]
+    if s is None or not (s.active or force):
         return
     f = s.frames.get(name)
     if f is None:
@@ -134,6 +212,9 @@ def finalize(session=None, output_format="hatchet"):
     if s is None:
         return None
     _state["session"] = None
+    if s.hooked:
+        _hook(False)
+        _drain(s)
     path = s.name if s.name.endswith(".hatchet") else f"{s.name}.hatchet"
     with open(path, "w") as f:
         json.dump(_tree(s), f, indent=1)

@@ -6,10 +6,9 @@ files, written atomically. ``get_cache_manager(key)`` gives the class set by
 ctriton's own kernel cache is the checksummed store of jit/cache.c; these
 classes serve programs that keep their own files the Triton way.
 """
-import base64
-import json
 import os
-import uuid
+
+# base64, json and uuid are imported by the methods that use them.
 
 
 class CacheManager:
@@ -61,6 +60,7 @@ class FileCacheManager(CacheManager):
         if path is None:
             return None
         with open(path) as f:
+            import json
             child_paths = json.load(f).get("child_paths", {})
         out = {}
         for name in list(child_paths):
@@ -72,6 +72,7 @@ class FileCacheManager(CacheManager):
 
     def put_group(self, filename, group):
         data = {"child_paths": {name: os.path.basename(p) for name, p in group.items()}}
+        import json
         return self.put(json.dumps(data), filename, binary=False)
 
     def put(self, data, filename, binary=True):
@@ -81,6 +82,7 @@ class FileCacheManager(CacheManager):
         if not binary:
             data = str(data)
         path = self._make_path(filename)
+        import uuid
         tmp_dir = os.path.join(self.cache_dir, f"tmp.pid_{os.getpid()}_{uuid.uuid4()}")
         os.makedirs(tmp_dir, exist_ok=True)
         tmp = os.path.join(tmp_dir, filename)
@@ -125,6 +127,7 @@ class RedisRemoteCacheBackend(RemoteCacheBackend):
 
 def _base32(key):
     # the directory name: a hex sha256 shortened the way Triton does
+    import base64
     return base64.b32encode(bytes.fromhex(key)).decode().rstrip("=")
 
 

@@ -366,13 +366,14 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         jit_post_compile_hook for this compilation (Triton's shape)."""
         import json
         import sys
+        from ..compiler.compiler import extern_libs_option
         compile_info = {
             "key": src.hash(), "signature": dict(src.signature),
             "device": device, "constants": dict(src.constexprs),
             "num_warps": opts.get("num_warps"), "num_ctas": opts.get("num_ctas"),
             "num_stages": opts.get("num_stages"), "enable_fp_fusion": opts.get("enable_fp_fusion"),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
-            "extern_libs": tuple(opts.get("extern_libs") or ()),
+            "extern_libs": extern_libs_option(opts.get("extern_libs")) or (),
             "configs": [dict(src.attrs)],
             "specialization_data": json.dumps({"name": self.__name__,
                                                "signature": {k: str(v) for k, v in src.signature.items()},
@@ -454,6 +455,33 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
 
     def __repr__(self):
         return f"JITFunction({self.__module__}:{self.__name__})"
+
+
+def _launch_enter(kernel, compiled, grid, args, stream):
+    """Called by the C launch path before a launch while launch hooks are
+    registered (knobs._launch_hooks_changed): the LazyDict of the launch
+    (its kernel's launch_metadata(grid, metadata, args) added), given to
+    knobs.runtime.launch_enter_hook; returned for _launch_exit."""
+    from .. import knobs
+    from ..compiler.compiler import LazyDict
+    if stream is None:
+        from .driver import driver
+        stream = driver.active.get_current_stream()
+    md = LazyDict({"name": compiled.name, "function": None, "stream": stream})
+    if getattr(kernel, "launch_metadata", None) is not None:
+        md.add(kernel.launch_metadata, (grid, compiled.metadata, args))
+    hook = knobs.runtime.launch_enter_hook
+    if hook is not None:
+        hook(md)
+    return md
+
+
+def _launch_exit(md):
+    """Called by the C launch path after a launch that _launch_enter saw."""
+    from .. import knobs
+    hook = knobs.runtime.launch_exit_hook
+    if hook is not None:
+        hook(md)
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,

@@ -33,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST_FILES = ["unit/language/test_core.py", "unit/language/test_standard.py",
               "unit/language/test_random.py", "unit/language/test_tuple.py"]
 SNAPSHOT_PATHS = ["python/test/unit/language", "python/test/conftest.py",
-                  "python/triton/_internal_testing.py", "python/tutorials"]
+                  "python/triton/_internal_testing.py", "python/tutorials",
+                  "third_party/nvidia/backend/lib"]  # tutorial 07's libdevice
 
 
 def _env(args):

@@ -423,6 +423,11 @@ char *ir_print_func(const IrFunc *f);
 char *ir_print_type(IrCtx *ctx, const IrType *t);
 char *ir_print_layout(IrCtx *ctx, const IrLayout *l);
 void ir_dump_op(FILE *out, const IrOp *op); /* debugging aid */
+/* The module in Triton's MLIR spelling (print_mlir.c): dialect-qualified op
+ * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form;
+ * target and threads_per_warp become module attributes. A view that is not
+ * parsed back; layouts and locations are left out. Arena string. */
+char *ir_print_mlir(const IrModule *m, const char *target, int threads_per_warp);
 
 /* ------------------------------------------------------------------------- */
 /* Parser (parse.c)                                                          */
@@ -465,5 +470,13 @@ IrError *ir_cse_scalars(IrModule *m);
  * other use and x is available at the dot (Triton's combine: `acc +=
  * tl.dot(a, b)` accumulates in place, in the accumulator's layout). */
 IrError *ir_combine_dot_add(IrModule *m);
+/* reduce_lanes.c: a reduce along the last axis in a for body whose result only accumulates
+ * into a loop-carried value (acc = acc op reduce(x), op the combiner: add,
+ * mul, min, max, and, or, xor; the last axis at least 2 * lanes long): the
+ * loop carries `lanes` partial results per row instead (x reduced as [...,
+ * A / lanes, lanes]), reduced once after the loop and combined with the
+ * initial value. lanes: a power of two. Float sums are regrouped (as any
+ * tree reduction regroups them). NULL on success. */
+IrError *ir_loop_reduce_lanes(IrModule *m, int lanes);
 
 #endif

@@ -6,7 +6,8 @@ runs 2-3 in one call):
   2. parse
   3. passes     verify, combine-dot-add, cse-scalars, dce (ttir); cuda: prefetch
                 ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
-                ptx-emit (ptx), ptxas (cubin); cpu: cpu-codegen (llir, asm, code)
+                ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir, in
+                Triton's MLIR spelling), cpu-codegen (llir, asm, code)
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
 default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,

@@ -141,6 +141,12 @@ typedef enum IrTypeKind {
 	TY_PTR = 15,
 	TY_BLOCK = 16,
 	TY_VOID = 17,
+	/* fp8 formats beyond OCP's: e4m3 with bias 15 (no inf, S.1111.111 NaN,
+	 * max 1.75), and the "fnuz" ones (no inf, no -0, NaN 0x80): e4m3 with
+	 * bias 8 (max 240), e5m2 with bias 16 (max 57344) */
+	TY_F8E4B15 = 18,
+	TY_F8E4B8 = 19,
+	TY_F8E5B16 = 20,
 	TY_KIND_COUNT_
 } IrTypeKind;
 
@@ -211,6 +217,7 @@ bool ir_is_block(const IrType *t);
 bool ir_is_int(const IrType *t);    /* scalar kind: i1..u64 (blocks: use ir_scalar) */
 bool ir_is_signed(const IrType *t); /* i8..i64 (i1 counts as unsigned) */
 bool ir_is_float(const IrType *t);  /* f16 bf16 f32 f64 fp8 */
+bool ir_is_fp8(const IrType *t);    /* the 8-bit float kinds (scalar kind) */
 bool ir_is_ptr(const IrType *t);
 int ir_type_bits(const IrType *t);  /* scalar width; pointers 64 */
 /* Textual name of a scalar kind ("i32", "f8e4m3", ...), NULL for ptr/block. */

@@ -104,6 +104,12 @@ static const char *scalar_name(IrTypeKind k)
 		return "f8E4M3FN";
 	case TY_F8E5M2:
 		return "f8E5M2";
+	case TY_F8E4B15: /* an i8 in Triton's IR */
+		return "i8";
+	case TY_F8E4B8:
+		return "f8E4M3FNUZ";
+	case TY_F8E5B16:
+		return "f8E5M2FNUZ";
 	default:
 		return "none";
 	}
@@ -389,7 +395,7 @@ static const char *cast_name(const IrType *from, const IrType *to)
 	to = ir_scalar(to);
 	bool ff = ir_is_float(from), tf = ir_is_float(to);
 	int fb = ir_type_bits(from), tb = ir_type_bits(to);
-	bool fp8 = from->kind == TY_F8E4M3 || from->kind == TY_F8E5M2 || to->kind == TY_F8E4M3 || to->kind == TY_F8E5M2;
+	bool fp8 = ir_is_fp8(from) || ir_is_fp8(to);
 	if (ff && tf)
 		return fp8 ? NULL : tb > fb ? "arith.extf" : tb < fb ? "arith.truncf" : "tt.fp_to_fp";
 	if (!ff && !tf) {

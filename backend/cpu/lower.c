@@ -34,7 +34,8 @@ LLVMTypeRef cg_sty(Cg *cg, const IrType *t)
 {
 	switch (t->kind) {
 	case TY_I1: return cg->t_i1;
-	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return cg->t_i8;
+	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: case TY_F8E4B15: case TY_F8E4B8: case TY_F8E5B16:
+		return cg->t_i8;
 	case TY_I16: case TY_U16: case TY_BF16: return cg->t_i16;
 	case TY_I32: case TY_U32: return cg->t_i32;
 	case TY_I64: case TY_U64: return cg->t_i64;
@@ -60,7 +61,7 @@ int cg_esize(const IrType *t)
 bool cg_soft_float(const IrType *t)
 {
 	t = ir_scalar(t);
-	return t->kind == TY_BF16 || t->kind == TY_F8E4M3 || t->kind == TY_F8E5M2;
+	return t->kind == TY_BF16 || ir_is_fp8(t);
 }
 
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }

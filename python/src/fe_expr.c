@@ -141,7 +141,7 @@ static const IrType *int_promote(const IrType *a, const IrType *b)
 
 static bool is_fp8(const IrType *t)
 {
-	return t->kind == TY_F8E4M3 || t->kind == TY_F8E5M2;
+	return ir_is_fp8(t);
 }
 
 /* Triton's computation type of a binary operation. */

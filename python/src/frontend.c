@@ -237,6 +237,7 @@ static const IrType *sig_type(Fe *fe, const char *s)
 		{"i32", "i32"},   {"i64", "i64"},     {"u8", "u8"},         {"u16", "u16"},
 		{"u32", "u32"},   {"u64", "u64"},     {"fp16", "f16"},      {"bf16", "bf16"},
 		{"fp32", "f32"},  {"fp64", "f64"},    {"fp8e4nv", "f8e4m3"}, {"fp8e5", "f8e5m2"},
+		{"fp8e4b15", "f8e4b15"}, {"fp8e4b8", "f8e4b8"}, {"fp8e5b16", "f8e5b16"},
 		{"f16", "f16"},   {"f32", "f32"},     {"f64", "f64"},       {"B", "i1"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)

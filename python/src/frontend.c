@@ -372,6 +372,10 @@ static void set_module_attrs(Fe *fe, PyObject *options)
 			fe->sanitize = PyObject_IsTrue(val) == 1;
 			continue;
 		}
+		if (strcmp(k, "kernel_name") == 0 && PyUnicode_Check(val)) {
+			fe->kernel_name = ir_intern(fe->ctx, PyUnicode_AsUTF8AndSize(val, NULL));
+			continue;
+		}
 		if (PyLong_Check(val) && !PyBool_Check(val))
 			ir_set_attr_int(fe->ctx, &fe->m->nattrs, &fe->m->attrs, k, PyLong_AsLongLong(val));
 	}
@@ -544,8 +548,8 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		pidx[i] = np;
 		ptys[np++] = t;
 	}
-	IrFunc *f = ir_func_new(fe->m, PyUnicode_AsUTF8AndSize(name, NULL), np, ptys, 0, NULL,
-				fe_loc(fe, fdef));
+	IrFunc *f = ir_func_new(fe->m, fe->kernel_name ? fe->kernel_name : PyUnicode_AsUTF8AndSize(name, NULL), np,
+				ptys, 0, NULL, fe_loc(fe, fdef));
 	f->is_kernel = true;
 	fe->func = f;
 	ir_builder_init(&fe->b, fe->ctx);

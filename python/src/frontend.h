@@ -88,6 +88,7 @@ typedef struct Fe {
 	PyObject *cls_tdesc;   /* tl.tensor_descriptor: the class of descriptor tuples */
 	bool debug;
 	bool sanitize;       /* parameters carry their source names (attr "name") */
+	const char *kernel_name; /* the kernel function's name when not the Python function's */
 	int depth;
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */

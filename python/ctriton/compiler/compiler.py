@@ -175,7 +175,26 @@ class ASTSource:
             out.append("constexpr" if name in self.constexprs else t)
         return out
 
+    def kernel_name(self):
+        """The name the kernel gets: the jit's repr= of this specialization
+        (Triton's SpecializationProxy: constants by argument name, the
+        signature), else the function's name."""
+        rep = getattr(self.fn, "_repr", None)
+        if rep is None:
+            return self.fn.__name__
+        import collections
+        proxy = collections.namedtuple("SpecializationProxy", ["constants", "signature"])(
+            {k: v for k, v in self.constexprs.items() if isinstance(k, str)}, self.signature)
+        name = self.fn.repr(proxy)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"the repr of {self.fn.__name__} gave {name!r}, which is not a "
+                             "valid kernel name")
+        return name
+
     def make_ttir(self, options):
+        name = self.kernel_name()
+        if name != self.fn.__name__:
+            options = dict(options, kernel_name=name)
         return _C.ast_to_ttir(self.fn, self.signature, self.constexprs, self.attrs, options)
 
 

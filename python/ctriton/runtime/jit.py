@@ -241,6 +241,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.debug = debug
         self.sanitize = sanitize
         self.noinline = bool(noinline)
+        self._repr = repr
         self.launch_metadata = launch_metadata
         self.constexpr_params = [name for name, ann, _ in params
                                  if _is_constexpr_annotation(ann)]
@@ -253,6 +254,14 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
                           _annotation_type(ann), has_default, default if has_default else None))
         self._ct_setup(self.__name__, table)
         self._cache_key = None
+
+    def repr(self, specialization):
+        """The compiled kernel's name: the function's, or what the jit's
+        ``repr=`` callable makes of the specialization (an object with
+        ``signature`` {name: type string} and ``constants`` {name: value})."""
+        if self._repr is None:
+            return self.__name__
+        return self._repr(specialization)
 
     # -- source (what the frontend compiles), read on first use ----------
     def _load_source(self):

@@ -296,9 +296,14 @@ static void typelist_push(TypeList *l, IrType *t)
 
 const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace)
 {
+	return ir_type_ptr_const(ctx, pointee, addrspace, false);
+}
+
+const IrType *ir_type_ptr_const(IrCtx *ctx, const IrType *pointee, int addrspace, bool is_const)
+{
 	for (int i = 0; i < ctx->ptrs.n; i++) {
 		IrType *t = ctx->ptrs.v[i];
-		if (t->elem == pointee && t->addrspace == addrspace)
+		if (t->elem == pointee && t->addrspace == addrspace && t->is_const == is_const)
 			return t;
 	}
 	IrType *t = ir_alloc(ctx, sizeof(IrType));
@@ -306,6 +311,7 @@ const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace)
 	t->id = ctx->ntypes++;
 	t->elem = pointee;
 	t->addrspace = addrspace;
+	t->is_const = is_const;
 	t->numel = 1;
 	typelist_push(&ctx->ptrs, t);
 	return t;

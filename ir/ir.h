@@ -190,6 +190,7 @@ struct IrType {
 	int id;                /* dense index, unique per ctx */
 	const IrType *elem;    /* ptr: pointee; block: element (scalar or ptr) */
 	int addrspace;         /* ptr: 1 global (default), 3 shared */
+	bool is_const;         /* ptr: read-only (Triton's tl.const): no store or atomic through it */
 	int rank;              /* block */
 	int64_t shape[IR_MAX_RANK];
 	int64_t numel;         /* block: product of shape; scalars: 1 */
@@ -199,6 +200,8 @@ struct IrType {
 /* Interned scalar type of kind k (not TY_PTR/TY_BLOCK). */
 const IrType *ir_type(IrCtx *ctx, IrTypeKind k);
 const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace);
+/* The pointer type with is_const set as given (printed ptr<T, const>). */
+const IrType *ir_type_ptr_const(IrCtx *ctx, const IrType *pointee, int addrspace, bool is_const);
 /* Block type; shape dims must be powers of two with numel <= IR_MAX_NUMEL,
  * elem a scalar or pointer type. Returns NULL when the shape is invalid
  * (callers report the error with a location). */

@@ -246,6 +246,17 @@ static bool ptr_check(Fe *fe, PyObject *node, Call *c, IrValue *p)
 	return true;
 }
 
+/* A store or atomic may not write through a tl.const pointer. */
+static bool writable_check(Fe *fe, PyObject *node, Call *c, IrValue *p)
+{
+	if (ir_scalar(p->type)->is_const) {
+		fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): Cannot store to a constant pointer (%s is read-only)", c->name,
+		       fe_tyname(fe, p->type));
+		return false;
+	}
+	return true;
+}
+
 static IrValue *mask_arg(Fe *fe, PyObject *node, Call *c, FeVal *m, IrValue **p)
 {
 	if (!given(m))
@@ -345,7 +356,7 @@ static FeVal *bi_load(Fe *fe, PyObject *node, Call *c)
 static FeVal *bi_store(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	if (!no_block_ptr_args(fe, node, c, c->a[3], NULL))
 		return NULL;
@@ -399,7 +410,7 @@ static bool sem_scope(Fe *fe, PyObject *node, Call *c, IrOp *op, FeVal *sem, FeV
 static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
 	const char *kind = c->name + strlen("atomic_");
@@ -428,7 +439,7 @@ static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 static FeVal *bi_atomic_cas(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
 	IrValue *cmp = fe_to_ir(fe, node, c->a[1], elem), *v = fe_to_ir(fe, node, c->a[2], elem);

@@ -1102,6 +1102,13 @@ static FeVal *ifexp(Fe *fe, PyObject *node)
 	if (!fe_is_tensor(c) || ir_is_block(c->v->type))
 		return fe_err(fe, node, IR_ERR_TYPE,
 			      "the condition of a conditional expression must be a scalar (use tl.where for blocks)");
+	/* pointers are not promoted: both sides must be the same pointer type
+	 * (a tl.const pointer is not an ordinary one) */
+	if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type &&
+	    (ir_is_ptr(ir_scalar(a->v->type)) || ir_is_ptr(ir_scalar(b->v->type))))
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "Ternary expression with dynamic condition has inconsistent types %s and %s",
+			      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
 	return fe_where(fe, node, c, a, b);
 }
 

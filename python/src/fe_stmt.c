@@ -338,7 +338,7 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 		if (fe_is_tensor(v1) && fe_is_tensor(v2)) {
 			if (v1->v->type != v2->v->type)
 				return fe_err(fe, node, IR_ERR_TYPE,
-					      "variable '%s' has type %s in the then-branch and %s in the "
+					      "Mismatched type for %s: %s in the then-branch, %s in the "
 					      "else-branch; both branches must give it the same type",
 					      nm, fe_tyname(fe, v1->v->type), fe_tyname(fe, v2->v->type));
 			t = v1->v->type;
@@ -438,6 +438,9 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 	IrBuilder saved = fe->b;
 	for (int j = 0; j < n[0]; j++) {
 		FeVal *a = flat[0][j], *b = flat[1][j];
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type)
+			return fe_err(fe, node, IR_ERR_TYPE, "Return type mismatch: %s and %s (the branches of this `if` "
+				      "return different types)", fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
 		const IrType *t = fe_is_tensor(a) ? a->v->type : fe_is_tensor(b) ? b->v->type : default_type(fe, node, a);
 		if (!t)
 			return false;

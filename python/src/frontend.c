@@ -151,8 +151,10 @@ const IrType *fe_dtype_to_ir(Fe *fe, PyObject *dt)
 		const IrType *e = fe_dtype_to_ir(fe, fe_attr(fe, dt, "element_ty"));
 		PyObject *as = fe_attr(fe, dt, "address_space");
 		int space = as ? (int)PyLong_AsLong(as) : 1;
+		PyObject *cst = fe_attr(fe, dt, "const");
+		bool is_const = cst && PyObject_IsTrue(cst) == 1;
 		PyErr_Clear();
-		return e ? ir_type_ptr(fe->ctx, e, space) : NULL;
+		return e ? ir_type_ptr_const(fe->ctx, e, space, is_const) : NULL;
 	}
 	PyObject *ir = fe_attr(fe, dt, "_ir");
 	if (!ir || !PyUnicode_Check(ir))
@@ -167,7 +169,10 @@ PyObject *fe_ir_to_dtype(Fe *fe, const IrType *t)
 		PyObject *e = fe_ir_to_dtype(fe, t->elem);
 		if (!e)
 			return NULL;
-		return fe_keep(fe, PyObject_CallFunctionObjArgs(fe->cls_ptr, e, NULL));
+		PyObject *as = PyLong_FromLong(t->addrspace);
+		PyObject *r = PyObject_CallFunctionObjArgs(fe->cls_ptr, e, as, t->is_const ? Py_True : Py_False, NULL);
+		Py_XDECREF(as);
+		return fe_keep(fe, r);
 	}
 	const char *n = ir_kind_name(t->kind);
 	if (!n)
@@ -225,10 +230,11 @@ static const IrType *sig_type(Fe *fe, const char *s)
 {
 	if (s[0] == '*') {
 		s++;
-		if (*s == 'k')
+		bool is_const = *s == 'k'; /* a tl.const argument: read-only */
+		if (is_const)
 			s++;
 		const IrType *e = sig_type(fe, s);
-		return e ? ir_type_ptr(fe->ctx, e, 1) : NULL;
+		return e ? ir_type_ptr_const(fe->ctx, e, 1, is_const) : NULL;
 	}
 	static const struct {
 		const char *sig, *ir;

@@ -41,3 +41,71 @@ def badly_named_kernel(x_ptr):
 def test_repr_must_give_an_identifier():
     with pytest.raises(ValueError, match="not a valid kernel name"):
         badly_named_kernel[(1,)](np.zeros(1, np.float32))
+
+
+@triton.jit
+def copy_kernel(src: tl.const, dst, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m) * 2, mask=m)
+
+
+def test_const_pointer_reads():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    k = copy_kernel[(1,)](x, y, 8, BLOCK=8)
+    np.testing.assert_array_equal(y, x * 2)
+    assert "%0: ptr<f32, const>" in k.asm["ttir"]     # the read-only pointer in the IR
+
+
+@triton.jit
+def write_const_kernel(src: tl.const, dst, OP: tl.constexpr):
+    if OP == "store":
+        tl.store(src, 1.0)
+    elif OP == "atomic":
+        tl.atomic_add(src + tl.arange(0, 4), 1.0)
+    elif OP == "cas":
+        tl.atomic_cas(src, 0.0, 1.0)
+    else:
+        tl.store(dst, tl.load(src))   # fine
+
+
+@pytest.mark.parametrize("op", ["store", "atomic", "cas"])
+def test_const_pointer_rejects_writes(op):
+    x = np.zeros(4, np.float32)
+    with pytest.raises(triton.CompilationError, match="Cannot store to a constant pointer"):
+        write_const_kernel[(1,)](x, x, OP=op)
+    write_const_kernel[(1,)](x, x, OP="copy")
+
+
+@triton.jit
+def pick(a, b, choose_b):
+    if choose_b:
+        return b
+    return a
+
+
+@triton.jit
+def mix_kernel(src: tl.const, dst, flag, MODE: tl.constexpr):
+    if MODE == "if":
+        if flag:
+            p = src
+        else:
+            p = dst
+    elif MODE == "ternary":
+        p = src if flag else dst
+    else:
+        p = pick(dst, src, flag)
+    tl.store(dst, tl.load(p))
+
+
+@pytest.mark.parametrize("mode,msg", [("if", "Mismatched type for p"),
+                                      ("ternary", "Ternary expression with dynamic condition has "
+                                                  "inconsistent types"),
+                                      ("call", "Return type mismatch")])
+def test_const_and_plain_pointers_do_not_merge(mode, msg):
+    # a runtime choice between a read-only and a writable pointer has no one
+    # type (Triton's errors)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(triton.CompilationError, match=msg):
+        mix_kernel[(1,)](x, x, 3, MODE=mode)

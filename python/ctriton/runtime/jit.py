@@ -55,9 +55,17 @@ def _is_constexpr_annotation(ann):
     return getattr(ann, "__name__", None) == "constexpr"
 
 
+def _is_const_annotation(ann):
+    """``x: tl.const``: a read-only pointer argument."""
+    if isinstance(ann, str):
+        return ann.split(".")[-1] == "const"
+    return isinstance(ann, type) and ann.__name__ == "const" and \
+        ann.__module__.startswith(("ctriton.language", "triton.language"))
+
+
 def _annotation_type(ann):
     """A type annotation (tl.int64, "i32", "*fp16") as a type string, or None."""
-    if ann is _EMPTY or _is_constexpr_annotation(ann):
+    if ann is _EMPTY or _is_constexpr_annotation(ann) or _is_const_annotation(ann):
         return None
     if isinstance(ann, str):
         s = ann.split(".")[-1]
@@ -245,6 +253,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.launch_metadata = launch_metadata
         self.constexpr_params = [name for name, ann, _ in params
                                  if _is_constexpr_annotation(ann)]
+        self.const_params = {name for name, ann, _ in params if _is_const_annotation(ann)}
         table = []
         for name, ann, default in params:
             spec = name not in self.do_not_specialize
@@ -337,6 +346,8 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         from .driver import driver
         signature, constexprs, attrs = {}, {}, {}
         for i, (name, t, k) in enumerate(zip(self.arg_names, sigs, specs)):
+            if name in self.const_params and isinstance(t, str) and t.startswith("*"):
+                t = "*k" + t[1:]  # Triton's spelling of a read-only pointer
             signature[name] = t
             if isinstance(t, tuple):
                 _tuple_arg_info((i,), bound[name], t, k, constexprs, attrs)

@@ -795,6 +795,11 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 {
 	if (!obj)
 		return NULL;
+	if (fe_is_const(obj) && obj->lifted) {
+		/* x = 0; x.to(...): the scalar tensor Triton's assignment makes */
+		IrValue *v = fe_to_ir(fe, node, obj, NULL);
+		return v ? fe_getattr(fe, node, fe_tensor(fe, v), name) : NULL;
+	}
 	if (fe_is_const(obj)) {
 		/* a Python number in a kernel is a scalar of Triton's type for it */
 		if (strcmp(name, "dtype") == 0 &&
@@ -802,6 +807,12 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 			const IrType *t = py_scalar_type(fe, node, obj->obj);
 			PyObject *d = t ? fe_ir_to_dtype(fe, t) : NULL;
 			return d ? fe_const(fe, d) : NULL;
+		}
+		if (strcmp(name, "type") == 0 && !PyObject_HasAttrString(obj->obj, "type")) {
+			/* a constexpr's type: tl.constexpr_type(value) */
+			PyObject *ct = fe_attr(fe, fe->tl, "constexpr_type");
+			PyObject *r = ct ? fe_keep(fe, PyObject_CallFunctionObjArgs(ct, obj->obj, NULL)) : NULL;
+			return r ? fe_const(fe, r) : fe_pyerr(fe, node, "constexpr_type");
 		}
 		PyObject *r = PyObject_GetAttrString(obj->obj, name);
 		if (!r)

@@ -179,13 +179,26 @@ static IrValue *coerce(Fe *fe, PyObject *node, const char *name, FeVal *v, const
 
 /* ---- assignment --------------------------------------------------------- */
 
-static bool assign(Fe *fe, PyObject *target, FeVal *v)
+/* v, marked lifted when it is a number (see FeVal.lifted). */
+static FeVal *lift_number(Fe *fe, FeVal *v)
+{
+	if (!fe_is_const(v) || v->lifted || !(PyLong_Check(v->obj) || PyFloat_Check(v->obj)))
+		return v;
+	FeVal *l = ir_alloc(fe->ctx, sizeof(FeVal));
+	*l = *v;
+	l->lifted = true;
+	return l;
+}
+
+/* Binds target to v; lift: a plain assignment (x = v, x += v), whose
+ * numbers act as scalar tensors. */
+static bool assign_to(Fe *fe, PyObject *target, FeVal *v, bool lift)
 {
 	FeNode k = fe_kind(fe, target);
 	if (k == N_Name) {
 		if (v->kind == V_METHOD)
 			return fe_err(fe, target, IR_ERR_SYNTAX, "cannot assign a bound tensor method");
-		fe_scope_set(fe, &fe->fn->scope, name_of(fe, target), v);
+		fe_scope_set(fe, &fe->fn->scope, name_of(fe, target), lift ? lift_number(fe, v) : v);
 		return true;
 	}
 	if (k == N_Tuple || k == N_List) {
@@ -208,7 +221,7 @@ static bool assign(Fe *fe, PyObject *target, FeVal *v)
 			return fe_err(fe, target, IR_ERR_VALUE,
 				      "cannot unpack %d values into %d names", have, (int)n);
 		for (Py_ssize_t i = 0; i < n; i++)
-			if (!assign(fe, PyList_GetItem(elts, i), items[i]))
+			if (!assign_to(fe, PyList_GetItem(elts, i), items[i], lift))
 				return false;
 		return true;
 	}
@@ -220,6 +233,11 @@ static bool assign(Fe *fe, PyObject *target, FeVal *v)
 		return fe_err(fe, target, IR_ERR_SYNTAX,
 			      "unsupported syntax: assignment to an attribute is not supported in @jit functions");
 	return fe_err(fe, target, IR_ERR_SYNTAX, "unsupported assignment target");
+}
+
+static bool assign(Fe *fe, PyObject *target, FeVal *v)
+{
+	return assign_to(fe, target, v, false);
 }
 
 static bool is_constexpr_annotation(Fe *fe, PyObject *ann)
@@ -1171,7 +1189,7 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 			return false;
 		PyObject *ts = child(fe, node, "targets");
 		for (Py_ssize_t i = 0; i < PyList_Size(ts); i++)
-			if (!assign(fe, PyList_GetItem(ts, i), v))
+			if (!assign_to(fe, PyList_GetItem(ts, i), v, true))
 				return false;
 		return true;
 	}
@@ -1185,7 +1203,7 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 			return false;
 		fe_set_loc(fe, node);
 		FeVal *r = fe_binop(fe, node, fe_kind(fe, child(fe, node, "op")), cur, rhs);
-		return r && assign(fe, t, r);
+		return r && assign_to(fe, t, r, true);
 	}
 	case N_AnnAssign: {
 		PyObject *t = child(fe, node, "target");
@@ -1195,10 +1213,17 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 		FeVal *v = fe_expr(fe, val);
 		if (!v)
 			return false;
-		if (is_constexpr_annotation(fe, child(fe, node, "annotation")) && !fe_is_const(v))
+		bool cx = is_constexpr_annotation(fe, child(fe, node, "annotation"));
+		if (cx && !fe_is_const(v))
 			return fe_err(fe, val, IR_ERR_VALUE,
 				      "a variable annotated tl.constexpr must be given a compile-time value");
-		return assign(fe, t, v);
+		if (cx && v->lifted) { /* x: tl.constexpr = y: a constexpr again */
+			FeVal *c = ir_alloc(fe->ctx, sizeof(FeVal));
+			*c = *v;
+			c->lifted = false;
+			v = c;
+		}
+		return assign_to(fe, t, v, !cx);
 	}
 	case N_Return: {
 		if (fe->fn->loop_depth > 0)

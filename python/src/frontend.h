@@ -49,6 +49,10 @@ struct FeVal {
 	FeVal *self;
 	const char *name;
 	const char *why;
+	/* V_CONST: a number bound by a plain assignment (x = 0). Triton makes
+	 * that a scalar tensor; it stays a folded constant here, but its
+	 * attributes (x.to, x.dtype, x.type) are a tensor's */
+	bool lifted;
 };
 
 typedef struct FeVar {

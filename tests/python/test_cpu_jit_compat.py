@@ -109,3 +109,27 @@ def test_const_and_plain_pointers_do_not_merge(mode, msg):
     x = np.zeros(4, np.float32)
     with pytest.raises(triton.CompilationError, match=msg):
         mix_kernel[(1,)](x, x, 3, MODE=mode)
+
+
+@triton.jit
+def lifted_kernel(out_ptr, lo, hi, K: tl.constexpr):
+    acc = 0
+    acc = acc.to(tl.int64)               # a plain assignment makes a scalar tensor (Triton)
+    tl.static_assert(acc.dtype == tl.int64)
+    for i in range(lo, hi):
+        acc += i
+    k: tl.constexpr = K
+    tl.static_assert(k.type == tl.constexpr_type(K))   # annotated: still a constexpr
+    tl.static_assert(K.type == tl.constexpr_type(K))
+    plain = K
+    tl.static_assert(plain.type == tl.int32)
+    f = 1.5
+    tl.static_assert(f.type == tl.float32)
+    offs = tl.arange(0, plain)           # and still a compile-time value where one is needed
+    tl.store(out_ptr + offs, acc + offs)
+
+
+def test_plain_assignment_gives_scalar_tensor_attributes():
+    out = np.zeros(4, np.int64)
+    lifted_kernel[(1,)](out, 2 ** 33, 2 ** 33 + 5, K=4)
+    np.testing.assert_array_equal(out, sum(range(2 ** 33, 2 ** 33 + 5)) + np.arange(4))

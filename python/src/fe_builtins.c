@@ -743,9 +743,12 @@ static FeVal *bi_trans(Fe *fe, PyObject *node, Call *c)
 		if (rank < 2)
 			return fe_err(fe, node, IR_ERR_TYPE, "tl.trans() needs a tensor of rank >= 2, got %s",
 				      fe_tyname(fe, x->type));
+		/* the last two axes swapped: an (optionally batched) 2-D transpose */
 		n = rank;
 		for (int i = 0; i < rank; i++)
-			order[i] = rank - 1 - i;
+			order[i] = i;
+		order[rank - 2] = rank - 1;
+		order[rank - 1] = rank - 2;
 	}
 	if (n != rank)
 		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): %d dims given for a tensor of rank %d", c->name, n, rank);
@@ -1557,14 +1560,72 @@ static FeVal *bi_cumsum(Fe *fe, PyObject *node, Call *c)
 /* ---- dot ---------------------------------------------------------------------- */
 
 /* dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype) */
+static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c);
+
+/* tl.dot of rank >= 4: the batch dims folded into one (a 3-D dot), the
+ * result shaped back, as Triton does. */
+static FeVal *dot_batched(Fe *fe, PyObject *node, Call *c, IrValue *a, IrValue *b)
+{
+	const IrType *at = a->type, *bt = b->type;
+	int r = at->rank;
+	int64_t batch = 1;
+	for (int i = 0; i < r - 2; i++) {
+		if (at->shape[i] != bt->shape[i])
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): %s and %s have different batch shapes",
+				      fe_tyname(fe, at), fe_tyname(fe, bt));
+		batch *= at->shape[i];
+	}
+	int64_t s3[3] = {batch, at->shape[r - 2], at->shape[r - 1]};
+	FeVal *args[7]; /* tl.dot's parameters (the table below) */
+	for (int i = 0; i < 7; i++)
+		args[i] = c->a[i];
+	Call c3 = *c;
+	c3.a = args;
+	IrValue *a3 = reshape_to(fe, node, a, 3, s3, false);
+	s3[1] = bt->shape[r - 2];
+	s3[2] = bt->shape[r - 1];
+	IrValue *b3 = a3 ? reshape_to(fe, node, b, 3, s3, false) : NULL;
+	if (!b3)
+		return NULL;
+	args[0] = fe_tensor(fe, a3);
+	args[1] = fe_tensor(fe, b3);
+	if (given(c->a[2])) {
+		IrValue *acc = tensor_arg(fe, node, c, 2, "acc");
+		if (!acc)
+			return NULL;
+		const IrType *ct = acc->type;
+		if (!ir_is_block(ct) || ct->rank != r)
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): acc has type %s, expected a rank-%d block",
+				      fe_tyname(fe, ct), r);
+		s3[1] = ct->shape[r - 2];
+		s3[2] = ct->shape[r - 1];
+		IrValue *acc3 = reshape_to(fe, node, acc, 3, s3, false);
+		if (!acc3)
+			return NULL;
+		args[2] = fe_tensor(fe, acc3);
+	}
+	FeVal *res = bi_dot(fe, node, &c3);
+	if (!res)
+		return NULL;
+	int64_t shape[IR_MAX_RANK];
+	for (int i = 0; i < r - 2; i++)
+		shape[i] = at->shape[i];
+	shape[r - 2] = at->shape[r - 2];
+	shape[r - 1] = bt->shape[r - 1];
+	IrValue *out = reshape_to(fe, node, res->v, r, shape, false);
+	return out ? t_(fe, out) : NULL;
+}
+
 static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *a = tensor_arg(fe, node, c, 0, "input"), *b = a ? tensor_arg(fe, node, c, 1, "other") : NULL;
 	if (!b)
 		return NULL;
 	const IrType *at = a->type, *bt = b->type;
+	if (ir_is_block(at) && ir_is_block(bt) && at->rank == bt->rank && at->rank >= 4)
+		return dot_batched(fe, node, c, a, b);
 	if (!ir_is_block(at) || !ir_is_block(bt) || at->rank != bt->rank || at->rank < 2 || at->rank > 3)
-		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): operands must be 2-D (or 3-D) blocks, got %s and %s",
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): operands must be blocks of one rank >= 2, got %s and %s",
 			      fe_tyname(fe, at), fe_tyname(fe, bt));
 	int r = at->rank;
 	int64_t M = at->shape[r - 2], K = at->shape[r - 1], K2 = bt->shape[r - 2], N = bt->shape[r - 1];

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "backend/cpu/cpu.h"
 
 void cg_fail(Cg *cg, const IrOp *op, const char *fmt, ...)
@@ -349,6 +351,20 @@ static void results_from_slots(Cg *cg, IrOp *op, Slot *s)
 /* Control flow                                                              */
 /* ------------------------------------------------------------------------- */
 
+/* The loop attributes of op (for / while) on its back edge br, as LLVM loop
+ * metadata: disable_licm -> llvm.licm.disable (nothing is hoisted out). */
+static void loop_metadata(Cg *cg, const IrOp *op, LLVMValueRef br)
+{
+	if (!ir_op_int(op, "disable_licm", 0))
+		return;
+	LLVMMetadataRef self = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+	LLVMMetadataRef name = LLVMMDStringInContext2(cg->ctx, "llvm.licm.disable", 17);
+	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(cg->ctx, &name, 1)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(cg->ctx, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(self, id); /* the loop id names itself */
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9), LLVMMetadataAsValue(cg->ctx, id));
+}
+
 static void lower_for(Cg *cg, IrOp *op)
 {
 	IrBlock *body = op->regions[0];
@@ -384,7 +400,7 @@ static void lower_for(Cg *cg, IrOp *op)
 		slots_write(cg, s, n, y->ops);
 	LLVMValueRef next = LLVMBuildAdd(cg->b, iv, step, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-	LLVMBuildBr(cg->b, head);
+	loop_metadata(cg, op, LLVMBuildBr(cg->b, head));
 	LLVMAddIncoming(iv, &next, &latch, 1);
 	LLVMPositionBuilderAtEnd(cg->b, exit);
 	results_from_slots(cg, op, s);
@@ -451,7 +467,7 @@ static void lower_while(Cg *cg, IrOp *op)
 		return;
 	if (y && y->nops == op->nops)
 		slots_write(cg, st, op->nops, y->ops);
-	LLVMBuildBr(cg->b, head);
+	loop_metadata(cg, op, LLVMBuildBr(cg->b, head));
 	LLVMPositionBuilderAtEnd(cg->b, exit);
 	results_from_slots(cg, op, rs);
 }

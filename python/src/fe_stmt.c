@@ -1116,7 +1116,39 @@ static bool while_stmt(Fe *fe, PyObject *node)
 	IrValue **inits = carried_inits(fe, node, &c);
 	if (!inits)
 		return false;
+	/* while tl.condition(c, disable_licm=...): the attributes go on the loop */
+	bool no_licm = false;
+	PyObject *callee = fe_kind(fe, test) == N_Call ? child(fe, test, "func") : NULL;
+	PyObject *cname = !callee ? NULL
+			  : fe_kind(fe, callee) == N_Attribute ? child(fe, callee, "attr")
+			  : fe_kind(fe, callee) == N_Name      ? child(fe, callee, "id")
+							       : NULL;
+	if (cname && PyUnicode_Check(cname) && PyUnicode_CompareWithASCIIString(cname, "condition") == 0) {
+		FeVal *fn = fe_expr(fe, callee);
+		if (!fn)
+			return false;
+		if (fe_is_const(fn) && fn->obj == fe_attr(fe, fe->tl, "condition")) {
+			PyObject *args = child(fe, test, "args"), *kws = child(fe, test, "keywords");
+			if (PyList_Size(args) != 1)
+				return fe_err(fe, test, IR_ERR_VALUE, "tl.condition() takes the condition and disable_licm=");
+			for (Py_ssize_t i = 0; i < PyList_Size(kws); i++) {
+				PyObject *k = PyList_GetItem(kws, i);
+				const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
+				FeVal *kv = kn && !strcmp(kn, "disable_licm") ? fe_expr(fe, child(fe, k, "value")) : NULL;
+				if (!kv || !fe_is_const(kv))
+					return fe_err(fe, k, IR_ERR_VALUE,
+						      "tl.condition() takes one keyword, disable_licm=, a constexpr bool");
+				int t = fe_truth(fe, k, kv);
+				if (t < 0)
+					return false;
+				no_licm = t;
+			}
+			test = PyList_GetItem(args, 0);
+		}
+	}
 	IrOp *op = ir_build(&fe->b, OP_WHILE, c.n, inits, c.n, c.tys, 2);
+	if (no_licm)
+		ir_op_set_bool(fe->ctx, op, "disable_licm", true);
 	IrBlock *before = op->regions[0], *after = op->regions[1];
 	for (int i = 0; i < c.n; i++) {
 		ir_block_add_arg(fe->ctx, before, c.tys[i])->name = c.names[i];

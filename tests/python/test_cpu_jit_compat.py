@@ -133,3 +133,23 @@ def test_plain_assignment_gives_scalar_tensor_attributes():
     out = np.zeros(4, np.int64)
     lifted_kernel[(1,)](out, 2 ** 33, 2 ** 33 + 5, K=4)
     np.testing.assert_array_equal(out, sum(range(2 ** 33, 2 ** 33 + 5)) + np.arange(4))
+
+
+@triton.jit
+def licm_kernel(x_ptr, n, NO_LICM: tl.constexpr):
+    i = 0
+    while tl.condition(i < n, disable_licm=NO_LICM):
+        tl.store(x_ptr + i, i * 3)
+        i += 1
+    for j in tl.range(n, 2 * n, disable_licm=NO_LICM):
+        tl.store(x_ptr + j, -j)
+
+
+@pytest.mark.parametrize("no_licm", [False, True])
+def test_condition_and_disable_licm(no_licm):
+    x = np.zeros(10, np.int32)
+    k = licm_kernel[(1,)](x, 5, NO_LICM=no_licm)
+    np.testing.assert_array_equal(x, np.r_[np.arange(5) * 3, -np.arange(5, 10)])
+    # the loops carry LLVM's llvm.licm.disable loop metadata through O3
+    assert ("llvm.licm.disable" in k.asm["llir"]) == no_licm
+    assert k.asm["ttir"].count("disable_licm = true") == (2 if no_licm else 0)

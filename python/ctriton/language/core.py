@@ -435,6 +435,16 @@ class const:
     """The annotation of a read-only pointer argument (``x: tl.const``)."""
 
 
+class condition:
+    """``while tl.condition(c, disable_licm=True):``: the condition of a
+    while loop with attributes for the compiler (disable_licm: keep loop
+    invariant code inside the loop). Only meaningful as a while's test."""
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = disable_licm
+
+
 _STR_TO_DTYPE = {"fp8e4nv": "fp8e4nv", "fp8e4b8": "fp8e4b8", "fp8e5": "fp8e5",
                  "fp8e5b16": "fp8e5b16", "fp8e4b15": "fp8e4b15", "fp16": "fp16",
                  "bf16": "bf16", "fp32": "fp32", "fp64": "fp64", "i1": "int1", "u1": "int1",

@@ -1278,6 +1278,48 @@ static FeVal *python_call(Fe *fe, PyObject *node, PyObject *f, int nargs, FeVal 
 	return fe_const(fe, unwrap(fe, r));
 }
 
+static FeVal *namedtuple_call(Fe *fe, PyObject *node, PyObject *cls, PyObject *fields, int n, FeVal **av,
+			      int nk, const char **kwn, FeVal **kwv)
+{
+	int nf = (int)PyTuple_Size(fields);
+	const char *cname = fe_str(fe, fe_attr(fe, cls, "__name__"));
+	if (n > nf)
+		return fe_err(fe, node, IR_ERR_TYPE, "%s() takes %d fields, got %d arguments", cname, nf, n);
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(nf + 1));
+	for (int i = 0; i < n; i++)
+		items[i] = av[i];
+	for (int k = 0; k < nk; k++) {
+		int j = 0;
+		while (j < nf && strcmp(PyUnicode_AsUTF8AndSize(PyTuple_GetItem(fields, j), NULL), kwn[k]))
+			j++;
+		if (j == nf)
+			return fe_err(fe, node, IR_ERR_TYPE, "%s() has no field '%s'", cname, kwn[k]);
+		if (items[j])
+			return fe_err(fe, node, IR_ERR_TYPE, "%s() got two values for field '%s'", cname, kwn[k]);
+		items[j] = kwv[k];
+	}
+	PyObject *defaults = fe_attr(fe, cls, "_field_defaults");
+	bool all_const = true;
+	for (int j = 0; j < nf; j++) {
+		if (!items[j]) {
+			PyObject *d = defaults && PyDict_Check(defaults)
+					      ? PyDict_GetItem(defaults, PyTuple_GetItem(fields, j))
+					      : NULL;
+			if (!d)
+				return fe_err(fe, node, IR_ERR_TYPE, "%s() is missing field '%s'", cname,
+					      PyUnicode_AsUTF8AndSize(PyTuple_GetItem(fields, j), NULL));
+			items[j] = fe_const(fe, d);
+		}
+		all_const = all_const && fe_is_const(items[j]);
+	}
+	PyErr_Clear();
+	if (all_const)
+		return python_call(fe, node, cls, nf, items, 0, NULL, NULL);
+	FeVal *t = make_tuple(fe, nf, items);
+	t->obj = cls;
+	return t;
+}
+
 FeVal *fe_call(Fe *fe, PyObject *node)
 {
 	FeVal *f = fe_expr(fe, child(fe, node, "func"));
@@ -1421,6 +1463,13 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 				return fe_builtin_call(fe, node, "abs", NULL, n, av, 0, NULL, NULL);
 			return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
 		}
+	/* a NamedTuple class: its fields from the arguments (and the class's
+	 * defaults); a constant tuple when every field is one */
+	PyObject *fields = PyType_Check(o) && PyType_IsSubtype((PyTypeObject *)o, &PyTuple_Type)
+				   ? fe_attr(fe, o, "_fields")
+				   : NULL;
+	if (fields && PyTuple_Check(fields))
+		return namedtuple_call(fe, node, o, fields, n, av, (int)nk, kwn, kwv);
 	/* ctriton.language classes (pointer_type, constexpr, block_type, dtype) and
 	 * functions marked as compile-time helpers */
 	PyObject *mod = fe_attr(fe, o, "__module__");

@@ -1,5 +1,7 @@
 """CPU: parts of Triton's @jit interface and language that Triton's own tests
 lean on: the kernel name from `repr=`, ..."""
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,71 @@ def test_condition_and_disable_licm(no_licm):
     # the loops carry LLVM's llvm.licm.disable loop metadata through O3
     assert ("llvm.licm.disable" in k.asm["llir"]) == no_licm
     assert k.asm["ttir"].count("disable_licm = true") == (2 if no_licm else 0)
+
+
+class View(NamedTuple):
+    ptr: object
+    n: object
+    scale: object = 2
+
+
+@triton.jit
+def make_view(ptr, n):
+    return View(ptr, n=n)
+
+
+@triton.jit
+def namedtuple_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    src = make_view(x_ptr, n)                  # tensors in the fields
+    dst = View(ptr=y_ptr, n=n, scale=3)
+    offs = tl.arange(0, BLOCK)
+    c = View(1, 2)                             # every field constant: a constant namedtuple
+    tl.static_assert(c.scale == 2 and c.n == 2)
+    v = tl.load(src.ptr + offs, mask=offs < src.n)
+    tl.store(dst.ptr + offs, v * src.scale * dst.scale, mask=offs < dst.n)
+
+
+def test_namedtuple_built_in_a_kernel():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    namedtuple_kernel[(1,)](x, y, 6, BLOCK=8)
+    np.testing.assert_array_equal(y, np.r_[x[:6] * 6, 0, 0])
+
+
+@triton.jit
+def bad_view_kernel(x_ptr, WHICH: tl.constexpr):
+    if WHICH == 0:
+        v = View(x_ptr)                    # n has no default
+    else:
+        v = View(x_ptr, 1, nope=3)
+    tl.store(v.ptr, 1.0)
+
+
+@pytest.mark.parametrize("which,msg", [(0, "missing field 'n'"), (1, "has no field 'nope'")])
+def test_namedtuple_field_errors(which, msg):
+    with pytest.raises(triton.CompilationError, match=msg):
+        bad_view_kernel[(1,)](np.zeros(1, np.float32), WHICH=which)
+
+
+@triton.jit
+def nested_kernel(x_ptr, t, K: tl.constexpr):
+    tl.store(x_ptr, t[0][0] + t[1][0] * K)
+
+
+def test_preload_from_the_cache_hook(monkeypatch):
+    from ctriton import knobs
+    seen = {}
+
+    def hook(*args, **kwargs):
+        seen["data"] = kwargs["compile"]["specialization_data"]
+
+    monkeypatch.setattr(knobs.runtime, "jit_cache_hook", hook)
+    nested_kernel.device_caches["cpu"][0].clear()   # so that the hook sees a compilation
+    x = np.zeros(1, np.int32)
+    k = nested_kernel[(1,)](x, ((5,), (tl.constexpr(2),)), K=10)
+    assert x[0] == 25 and seen["data"] is not None
+    assert len(nested_kernel.device_caches["cpu"][0]) == 1
+    again = nested_kernel.preload(seen["data"])
+    assert again.hash == k.hash and again.name == k.name
+    with pytest.raises(ValueError, match="not 'named_kernel'"):
+        named_kernel.preload(seen["data"])

@@ -99,6 +99,72 @@ def _tuple_arg_info(path, v, t, k, constexprs, attrs):
             attrs[p] = {"divisibility": 16}
 
 
+def _spec_encode(v):
+    """A specialization value (signature entry, constexpr, option) as JSON
+    data that _spec_decode reads back: tagged lists."""
+    import importlib
+    if v is None or isinstance(v, (bool, str)):
+        return ["v", v]
+    if isinstance(v, int):
+        return ["int", str(v)]
+    if isinstance(v, float):
+        return ["float", repr(v)]
+    if isinstance(v, tuple):
+        return ["tuple", [_spec_encode(x) for x in v],
+                None if type(v) is tuple else _spec_encode(type(v))]
+    if isinstance(v, list):
+        return ["list", [_spec_encode(x) for x in v]]
+    if isinstance(v, dict):
+        return ["dict", [[_spec_encode(k), _spec_encode(x)] for k, x in v.items()]]
+    from .. import language as tl
+    if isinstance(v, tl.constexpr):
+        return ["constexpr", _spec_encode(v.value)]
+    if isinstance(v, tl.dtype) and not isinstance(v, tl.pointer_type):
+        return ["dtype", v.name]
+    if isinstance(v, type) or isinstance(v, JITFunction) or callable(v):
+        obj = v.fn if isinstance(v, JITFunction) else v
+        mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+        try:
+            found = importlib.import_module(mod)
+            for part in qual.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError, TypeError):
+            found = None
+        if found is v:
+            return ["global", mod, qual]
+    raise TypeError(f"cannot serialize the specialization value {v!r}")
+
+
+def _spec_decode(x):
+    import importlib
+    tag = x[0]
+    if tag == "v":
+        return x[1]
+    if tag == "int":
+        return int(x[1])
+    if tag == "float":
+        return float(x[1])
+    if tag == "tuple":
+        items = tuple(_spec_decode(i) for i in x[1])
+        cls = _spec_decode(x[2]) if x[2] is not None else None
+        return cls(*items) if cls is not None else items
+    if tag == "list":
+        return [_spec_decode(i) for i in x[1]]
+    if tag == "dict":
+        return {_spec_decode(k): _spec_decode(v) for k, v in x[1]}
+    from .. import language as tl
+    if tag == "constexpr":
+        return tl.constexpr(_spec_decode(x[1]))
+    if tag == "dtype":
+        return tl.dtype(x[1])
+    if tag == "global":
+        obj = importlib.import_module(x[1])
+        for part in x[2].split("."):
+            obj = getattr(obj, part)
+        return obj
+    raise ValueError(f"bad specialization data item {x!r}")
+
+
 def _global_names(code):
     """The names a code object and the code nested in it (closures,
     comprehensions) read as globals, attributes or free variables (an
@@ -377,6 +443,62 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
         return k
 
+    def _specialization_data(self, src, opts):
+        """JSON text of this compilation's specialization (signature,
+        constexprs, attrs, options) that preload() compiles again; None when
+        a value in it cannot be named (a local class, say)."""
+        import json
+        try:
+            return json.dumps({
+                "name": self.__name__, "key": src.hash(),
+                "signature": _spec_encode(dict(src.signature)),
+                "constexprs": _spec_encode(dict(src.constexprs)),
+                "attrs": _spec_encode(dict(src.attrs)),
+                "options": _spec_encode(dict(opts))})
+        except TypeError:
+            return None
+
+    def preload(self, specialization_data):
+        """Compiles (or reads from the disk cache) the variant that a
+        jit_cache_hook saw as compile["specialization_data"]; returns its
+        CompiledKernel."""
+        import json
+        from ..compiler.compiler import ASTSource, compile
+        from .driver import driver
+        if specialization_data is None:
+            raise ValueError("no specialization data (a value in the specialization could not "
+                             "be serialized)")
+        d = json.loads(specialization_data)
+        if d.get("name") != self.__name__:
+            raise ValueError(f"the specialization data is for {d.get('name')!r}, not "
+                             f"{self.__name__!r}")
+        src = ASTSource(self, _spec_decode(d["signature"]), _spec_decode(d["constexprs"]),
+                        _spec_decode(d["attrs"]))
+        if src.hash() != d["key"]:
+            raise ValueError(f"{self.__name__} has changed since the specialization data was made")
+        return compile(src, target=driver.active.get_current_target(),
+                       options=_spec_decode(d["options"]))
+
+    @property
+    def device_caches(self):
+        """Triton's per-device caches: device_caches[device][0] is the
+        in-memory variant cache (clear() empties it). ctriton keeps one
+        cache for the active device."""
+        fn = self
+
+        class _Variants:
+            def clear(self):
+                fn._ct_clear()
+
+            def __len__(self):
+                return len(fn._ct_variants())
+
+        class _Devices:
+            def __getitem__(self, device):
+                return (_Variants(),)
+
+        return _Devices()
+
     def _hook_args(self, src, opts):
         """The keyword arguments of knobs.runtime.jit_cache_hook and
         jit_post_compile_hook for this compilation (Triton's shape)."""
@@ -391,9 +513,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "extern_libs": tuple(opts.get("extern_libs") or ()),
             "configs": [dict(src.attrs)],
-            "specialization_data": json.dumps({"name": self.__name__,
-                                               "signature": {k: str(v) for k, v in src.signature.items()},
-                                               "constexprs": {str(k): repr(v) for k, v in src.constexprs.items()}}),
+            "specialization_data": self._specialization_data(src, opts),
             "is_warmup": False,
         }
         info = JitFunctionInfo(sys.modules.get(self.__module__), self.__name__, self)

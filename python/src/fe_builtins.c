@@ -1477,8 +1477,11 @@ static FeVal *bi_reduce(Fe *fe, PyObject *node, Call *c)
 	if (keep < 0)
 		return NULL;
 	Combiner cb = {C_USER, false, c->a[2]->obj};
-	if (n == 1)
-		return reduction(fe, node, c, ins[0], c->a[1], keep, &cb, false, -1);
+	if (n == 1) {
+		FeVal *r = reduction(fe, node, c, ins[0], c->a[1], keep, &cb, false, -1);
+		/* a tuple of one input gives a tuple of one result */
+		return r && c->a[0]->kind == V_TUPLE ? fe_make_tuple(fe, 1, &r) : r;
+	}
 	if (!ir_is_block(ins[0]->type))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.reduce() needs blocks");
 	int64_t a;
@@ -1534,7 +1537,8 @@ static FeVal *bi_scan(Fe *fe, PyObject *node, Call *c)
 	if (!fe_is_const(c->a[2]) || !fe_is_jit(fe, c->a[2]->obj))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.associative_scan(): combine_fn must be a @jit function");
 	Combiner cb = {C_USER, false, c->a[2]->obj};
-	return scan_common(fe, node, c, n, ins, c->a[1], c->a[3], &cb);
+	FeVal *r = scan_common(fe, node, c, n, ins, c->a[1], c->a[3], &cb);
+	return r && n == 1 && c->a[0]->kind == V_TUPLE ? fe_make_tuple(fe, 1, &r) : r;
 }
 
 /* cumsum/cumprod(input, axis, reverse, dtype) */

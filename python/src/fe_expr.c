@@ -10,6 +10,7 @@
  * numpy-style with explicit expand_dims/broadcast/splat, then one elementwise
  * op is emitted.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend.h"
@@ -114,8 +115,13 @@ static const IrType *py_scalar_type(Fe *fe, PyObject *node, PyObject *o)
 			return ty(fe, TY_U32);
 		return ty(fe, TY_I64);
 	}
-	if (PyFloat_Check(o))
-		return ty(fe, TY_F32);
+	if (PyFloat_Check(o)) {
+		/* f32, unless the value is finite, nonzero and outside f32's normal
+		 * range (1e50, 1e-50): then f64 */
+		double d = PyFloat_AsDouble(o), a = fabs(d);
+		bool f32 = isinf(a) || isnan(d) || a == 0.0 || (a >= 0x1p-126 && a <= (2 - 0x1p-23) * 0x1p127);
+		return ty(fe, f32 ? TY_F32 : TY_F64);
+	}
 	return fe_err(fe, node, IR_ERR_TYPE, "expected a number or a tensor, got %s", fe_str(fe, o));
 }
 
@@ -1095,6 +1101,28 @@ static FeVal *compare(Fe *fe, PyObject *node)
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
 
+static bool block_has_effects(const IrBlock *b)
+{
+	for (const IrOp *op = b->first; op; op = op->next) {
+		if (ir_opinfo(op->opc)->flags & IR_SIDE)
+			return true;
+		for (int r = 0; r < op->nregions; r++)
+			if (block_has_effects(op->regions[r]))
+				return true;
+	}
+	return false;
+}
+
+static bool is_none(const FeVal *v)
+{
+	return fe_is_const(v) && v->obj == Py_None;
+}
+
+/* `a if c else b` on a runtime c. Each side is lowered into a block of its
+ * own; when neither has side effects (a load, a store, a call) both run and
+ * a select picks (with Triton's promotion), otherwise an `if` runs only the
+ * side chosen, as Triton does: then both sides must give one type (numbers
+ * take the other side's), or both None. */
 static FeVal *ifexp(Fe *fe, PyObject *node)
 {
 	FeVal *c = fe_expr(fe, child(fe, node, "test"));
@@ -1106,21 +1134,78 @@ static FeVal *ifexp(Fe *fe, PyObject *node)
 			return NULL;
 		return fe_expr(fe, child(fe, node, t ? "body" : "orelse"));
 	}
-	FeVal *a = fe_expr(fe, child(fe, node, "body"));
-	FeVal *b = a ? fe_expr(fe, child(fe, node, "orelse")) : NULL;
-	if (!b)
-		return NULL;
 	if (!fe_is_tensor(c) || ir_is_block(c->v->type))
 		return fe_err(fe, node, IR_ERR_TYPE,
 			      "the condition of a conditional expression must be a scalar (use tl.where for blocks)");
-	/* pointers are not promoted: both sides must be the same pointer type
-	 * (a tl.const pointer is not an ordinary one) */
-	if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type &&
-	    (ir_is_ptr(ir_scalar(a->v->type)) || ir_is_ptr(ir_scalar(b->v->type))))
-		return fe_err(fe, node, IR_ERR_TYPE,
-			      "Ternary expression with dynamic condition has inconsistent types %s and %s",
-			      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
-	return fe_where(fe, node, c, a, b);
+	IrBlock *blk[2] = {ir_block_new(fe->ctx), ir_block_new(fe->ctx)};
+	FeVal *v[2] = {NULL, NULL};
+	IrBuilder saved = fe->b;
+	for (int i = 0; i < 2; i++) {
+		ir_builder_at_end(&fe->b, blk[i]);
+		fe->b.loc = saved.loc;
+		v[i] = fe_expr(fe, child(fe, node, i == 0 ? "body" : "orelse"));
+		if (!v[i]) {
+			fe->b = saved;
+			return NULL;
+		}
+	}
+	fe->b = saved;
+	FeVal *a = v[0], *b = v[1];
+	if (!block_has_effects(blk[0]) && !block_has_effects(blk[1]) && !is_none(a) && !is_none(b)) {
+		for (int i = 0; i < 2; i++)
+			for (IrOp *op = blk[i]->first, *next; op; op = next) {
+				next = op->next;
+				ir_op_unlink(op);
+				ir_block_insert_before(fe->b.block, fe->b.before, op);
+			}
+		/* pointers are not promoted: both sides must be the same pointer
+		 * type (a tl.const pointer is not an ordinary one) */
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type &&
+		    (ir_is_ptr(ir_scalar(a->v->type)) || ir_is_ptr(ir_scalar(b->v->type))))
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types %s and %s",
+				      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
+		return fe_where(fe, node, c, a, b);
+	}
+	fe_set_loc(fe, node);
+	IrValue *cond = fe_to_bool(fe, node, c->v);
+	int ny = is_none(a) && is_none(b) ? 0 : 1;
+	const IrType *t = NULL;
+	if (ny) {
+		if (is_none(a) || is_none(b))
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types: one side "
+				      "gives None");
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types %s and %s",
+				      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
+		t = fe_is_tensor(a) ? a->v->type : fe_is_tensor(b) ? b->v->type : NULL;
+		if (!t) { /* two numbers: the wider (a float over an int) */
+			const IrType *ta = py_scalar_type(fe, node, a->obj), *tb = py_scalar_type(fe, node, b->obj);
+			if (!ta || !tb)
+				return fe_err(fe, node, IR_ERR_TYPE,
+					      "the sides of a conditional expression must be tensors or numbers");
+			t = ir_is_float(ta) != ir_is_float(tb) ? (ir_is_float(ta) ? ta : tb)
+			    : ir_type_bits(ta) >= ir_type_bits(tb) ? ta : tb;
+		}
+	}
+	IrValue *ys[2];
+	for (int i = 0; i < 2; i++) {
+		ir_builder_at_end(&fe->b, blk[i]);
+		fe_set_loc(fe, node);
+		if (ny && !(ys[i] = fe_to_ir(fe, node, v[i], t))) {
+			fe->b = saved;
+			return NULL;
+		}
+		ir_yield(&fe->b, ny, ys + i);
+	}
+	fe->b = saved;
+	fe_set_loc(fe, node);
+	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, ny, &t, 2);
+	ir_op_set_region(op, 0, blk[0]);
+	ir_op_set_region(op, 1, blk[1]);
+	return ny ? fe_tensor(fe, &op->res[0]) : fe_none(fe);
 }
 
 static FeVal *joinedstr(Fe *fe, PyObject *node)

@@ -510,6 +510,12 @@ static bool if_stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 	}
 	if (c->kind != V_TENSOR)
 		return fe_err(fe, node, IR_ERR_TYPE, "the condition of an `if` must be a scalar or a constexpr");
+	if (ir_is_block(c->v->type) && c->v->type->numel == 1) {
+		/* a one-element block: its element (Triton unsplats it, with a warning) */
+		c = fe_builtin_call(fe, child(fe, node, "test"), "item", c, 0, NULL, 0, NULL, NULL);
+		if (!c)
+			return false;
+	}
 	if (ir_is_block(c->v->type))
 		return fe_err(fe, child(fe, node, "test"), IR_ERR_TYPE,
 			      "the condition of an `if` must be a scalar, got %s (use tl.where for blocks)",
@@ -991,6 +997,34 @@ static bool for_stmt(Fe *fe, PyObject *node)
 		return fe_err(fe, it, IR_ERR_SYNTAX,
 			      "unsupported syntax: for loops must iterate over range(), tl.range() or "
 			      "tl.static_range()");
+	/* tl.range / tl.static_range(arg1, arg2=, step=): the bounds by keyword */
+	if (is_static || is_tl) {
+		static const char *const bound_names[3] = {"arg1", "arg2", "step"};
+		FeVal *b3[3] = {na > 0 ? a[0] : NULL, na > 1 ? a[1] : NULL, na > 2 ? a[2] : NULL};
+		bool named = false;
+		for (Py_ssize_t i = 0; i < PyList_Size(kws); i++) {
+			PyObject *k = PyList_GetItem(kws, i);
+			const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
+			for (int j = 0; j < 3; j++)
+				if (kn && strcmp(kn, bound_names[j]) == 0) {
+					if (b3[j])
+						return fe_err(fe, k, IR_ERR_VALUE, "range() got two values for '%s'", kn);
+					if (!(b3[j] = fe_expr(fe, child(fe, k, "value"))))
+						return false;
+					named = true;
+				}
+		}
+		if (named) {
+			if (!b3[0])
+				return fe_err(fe, it, IR_ERR_VALUE, "range() needs at least one argument");
+			FeVal *zero = fe_const(fe, fe_keep(fe, PyLong_FromLong(0)));
+			FeVal *one = fe_const(fe, fe_keep(fe, PyLong_FromLong(1)));
+			a[0] = b3[1] ? b3[0] : zero; /* range(n, step=s): from 0 */
+			a[1] = b3[1] ? b3[1] : b3[0];
+			a[2] = b3[2] ? b3[2] : one;
+			na = 3;
+		}
+	}
 	if (is_static)
 		return static_for(fe, node, a, na);
 	if (na < 1)
@@ -1057,6 +1091,8 @@ static bool for_stmt(Fe *fe, PyObject *node)
 		const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
 		if (!is_tl)
 			return fe_err(fe, k, IR_ERR_VALUE, "range() got an unexpected keyword argument '%s'", kn);
+		if (!strcmp(kn, "arg1") || !strcmp(kn, "arg2") || !strcmp(kn, "step"))
+			continue; /* the bounds, read above */
 		static const char *known[] = {"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
 					      "flatten", "warp_specialize", "disable_licm", NULL};
 		bool ok = false;

@@ -223,3 +223,68 @@ def test_preload_from_the_cache_hook(monkeypatch):
     assert again.hash == k.hash and again.name == k.name
     with pytest.raises(ValueError, match="not 'named_kernel'"):
         named_kernel.preload(seen["data"])
+
+
+@triton.jit
+def ternary_effects_kernel(x_ptr, y_ptr, out_ptr, flag):
+    pid = tl.program_id(0)
+    # only the side chosen runs: the other pointer may be out of bounds
+    v = tl.load(x_ptr + pid) if pid % 2 == 0 else tl.load(y_ptr + pid // 2)
+    tl.store(out_ptr + pid, v)
+    tl.atomic_add(out_ptr + 8, 1) if flag > 0 else tl.atomic_add(out_ptr + 9, 1)   # void sides
+    w = 2.5 if pid % 2 == 0 else tl.load(y_ptr + pid // 2)                          # a number side
+    tl.store(out_ptr + 10 + pid, w)
+
+
+def test_dynamic_ternary_runs_one_side():
+    x = np.arange(8, dtype=np.float32)
+    y = np.full(4, 100, np.float32)
+    out = np.zeros(18, np.float32)
+    ternary_effects_kernel[(8,)](x, y, out, 1)
+    np.testing.assert_array_equal(out[:8], [0, 100, 2, 100, 4, 100, 6, 100])
+    assert out[8] == 8 and out[9] == 0
+    np.testing.assert_array_equal(out[10:], [2.5, 100] * 4)
+
+
+@triton.jit
+def loops_and_conditions_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    acc = 0
+    for i in tl.static_range(0, N, step=7):      # the bounds by keyword
+        acc += i
+    for j in tl.range(1, 10, step=4):
+        acc += j * 1000
+    one = tl.load(x_ptr + tl.arange(0, 1))       # a one-element block as an `if` condition
+    if one > 0:
+        acc += 1000000
+    s, = tl.reduce((tl.load(x_ptr + tl.arange(0, 4)),), 0, _add)   # a tuple of one: a tuple back
+    c, = tl.associative_scan((tl.load(x_ptr + tl.arange(0, 4)),), 0, _add)
+    tl.store(out_ptr, acc)
+    tl.store(out_ptr + 1, s)
+    tl.store(out_ptr + 2 + tl.arange(0, 4), c)
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+def test_loop_bounds_keywords_unsplat_and_one_tuples():
+    x = np.array([1, 2, 3, 4], np.int32)
+    out = np.zeros(6, np.int32)
+    loops_and_conditions_kernel[(1,)](x, out, N=100)
+    assert out[0] == sum(range(0, 100, 7)) + 1000 * sum(range(1, 10, 4)) + 1000000
+    assert out[1] == 10
+    np.testing.assert_array_equal(out[2:], np.cumsum(x))
+
+
+@triton.jit
+def big_float_kernel(out_ptr):
+    val = 1e50                                   # beyond f32: an f64, as in Triton
+    tl.static_assert(val.dtype == tl.float64)
+    tl.store(out_ptr.to(tl.pointer_type(val.dtype)), val)
+
+
+def test_float_literal_beyond_f32_is_f64():
+    out = np.zeros(1, np.float64)
+    big_float_kernel[(1,)](out)
+    assert out[0] == 1e50

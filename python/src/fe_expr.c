@@ -1540,6 +1540,21 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 	if (n == 1 && nk == 0 && av[0]->kind == V_TUPLE &&
 	    (is_builtin(fe, o, "tuple") || is_builtin(fe, o, "list") || o == fe_attr(fe, fe->tl, "tuple")))
 		return av[0];
+	/* hasattr / getattr on a tensor or a tuple: what x.name would give */
+	if ((is_builtin(fe, o, "hasattr") || is_builtin(fe, o, "getattr")) && nk == 0 && n >= 2 && n <= 3 &&
+	    !fe_is_const(av[0]) && fe_is_const(av[1]) && PyUnicode_Check(av[1]->obj)) {
+		bool has = is_builtin(fe, o, "hasattr");
+		if (has && n != 2)
+			return fe_err(fe, node, IR_ERR_VALUE, "hasattr() takes 2 arguments");
+		FeVal *r = fe_getattr(fe, node, av[0], PyUnicode_AsUTF8AndSize(av[1]->obj, NULL));
+		if (!r && (has || n == 3)) {
+			ir_ctx_clear_error(fe->ctx);
+			PyErr_Clear();
+		}
+		if (has)
+			return fe_const(fe, r ? Py_True : Py_False);
+		return r ? r : n == 3 ? av[2] : NULL;
+	}
 	static const char *pure[] = {"abs", "getattr", "hasattr", "tuple", "list", "str", "round",
 				     "divmod", "pow", "sum", "any", "all", "type", "repr", NULL};
 	for (int i = 0; pure[i]; i++)

@@ -288,3 +288,22 @@ def test_float_literal_beyond_f32_is_f64():
     out = np.zeros(1, np.float64)
     big_float_kernel[(1,)](out)
     assert out[0] == 1e50
+
+
+@triton.jit
+def attr_probe_kernel(x, out_ptr):
+    r = 0
+    if (x is not None) and hasattr(x, "dtype") and isinstance(x.dtype, tl.pointer_type) and \
+            (x.dtype.element_ty == tl.int32) and (tl.load(x) > 42):
+        r = 1
+    if hasattr(x, "no_such_attribute"):
+        r += 10
+    tl.store(out_ptr, r + getattr(x, "no_such_attribute", 100))
+
+
+@pytest.mark.parametrize("arg,want", [(None, 100), (2, 100), ("big", 101), ("small", 100)])
+def test_hasattr_getattr_on_runtime_values(arg, want):
+    out = np.zeros(1, np.int32)
+    x = {"big": np.array([100000], np.int32), "small": np.array([3], np.int32)}.get(arg, arg)
+    attr_probe_kernel[(1,)](x, out)
+    assert out[0] == want

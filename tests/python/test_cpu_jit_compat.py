@@ -1,5 +1,10 @@
 """CPU: parts of Triton's @jit interface and language that Triton's own tests
-lean on: the kernel name from `repr=`, ..."""
+lean on: the kernel name from `repr=`, read-only (tl.const) pointers,
+numbers bound by plain assignment acting as scalar tensors, the
+loop attributes (tl.condition, disable_licm), namedtuples built in kernels,
+preload() of a cache hook's specialization data, runtime conditional
+expressions with side effects, keyword loop bounds, one-element `if`
+conditions, hasattr/getattr on runtime values, option errors."""
 from typing import NamedTuple
 
 import numpy as np
@@ -307,3 +312,16 @@ def test_hasattr_getattr_on_runtime_values(arg, want):
     x = {"big": np.array([100000], np.int32), "small": np.array([3], np.int32)}.get(arg, arg)
     attr_probe_kernel[(1,)](x, out)
     assert out[0] == want
+
+
+@triton.jit
+def empty_kernel(x):
+    pass
+
+
+def test_num_warps_power_of_two_error_is_both_kinds():
+    x = np.zeros(1, np.float32)
+    for kind in (ValueError, AssertionError):   # ctriton's and Triton's
+        with pytest.raises(kind, match="must be a power of 2"):
+            empty_kernel.warmup(x, grid=(1,), num_warps=3)
+    empty_kernel.warmup(x, grid=(1,), num_warps=2)

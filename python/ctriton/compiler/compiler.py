@@ -58,6 +58,11 @@ class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
 
 
+class OptionError(ValueError, AssertionError):
+    """A compile option out of range. A ValueError, and an AssertionError as
+    Triton's option checks raise."""
+
+
 def _compilation_error(msg):
     import re
     m = re.search(r"out of resources?: ([^,]+), Required: (\d+), Hardware limit: (\d+)", msg)
@@ -91,7 +96,7 @@ def parse_options(options, backend="cuda"):
     opts["sanitize"] = bool(opts["sanitize"])
     nw = opts["num_warps"]
     if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
-        raise ValueError(f"num_warps must be a power of 2, got {nw!r}")
+        raise OptionError(f"num_warps must be a power of 2, got {nw!r}")
     return opts
 
 

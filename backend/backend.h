@@ -98,6 +98,11 @@ void be_llvm_version(unsigned *major, unsigned *minor, unsigned *patch);
 
 typedef struct BeCpuKernel BeCpuKernel; /* jitted code; outlives the IR ctx */
 
+/* A reduction along a contiguous axis runs as this many lanes (vector
+ * partial results) combined at the end; the reduce-lanes pass carries as
+ * many across a loop. */
+enum { BE_CPU_REDUCE_LANES = 16 };
+
 typedef struct BeCpuResult {
 	char *name;
 	char *llir; /* LLVM IR text after O3 */

@@ -156,16 +156,36 @@ static LLVMValueRef bf16_bits(BeScalar *s, LLVMValueRef x, bool rtz)
 	return LLVMBuildTrunc(b, r, int_ty(s, 16), "");
 }
 
-/* f32 -> fp8 bits: e4m3fn (bias 7, max 448, no inf, S.1111.111 NaN) or e5m2
- * (bias 15, max 57344, IEEE specials). */
-static LLVMValueRef f32_to_f8(BeScalar *s, LLVMValueRef x, bool e5, bool rtz)
+/* An fp8 format: mantissa bits, exponent bias, the largest finite value (as
+ * f32 bits) and its code, and its specials: IEEE (e5m2: inf and NaN at the
+ * top exponent), S.1111.111 NaN and no inf (e4m3fn, e4b15), or "fnuz" (no
+ * inf, no -0, NaN 0x80: e4b8, e5b16). */
+typedef struct F8Fmt {
+	int mb, bias;
+	long long maxbits, maxcode;
+	bool ieee, fnuz;
+} F8Fmt;
+
+static F8Fmt f8_fmt(IrTypeKind k)
+{
+	switch (k) {
+	case TY_F8E5M2: return (F8Fmt){2, 15, 0x47600000, 0x7b, true, false};  /* 57344 */
+	case TY_F8E4B15: return (F8Fmt){3, 15, 0x3fe00000, 0x7e, false, false}; /* 1.75 */
+	case TY_F8E4B8: return (F8Fmt){3, 8, 0x43700000, 0x7f, false, true};    /* 240 */
+	case TY_F8E5B16: return (F8Fmt){2, 16, 0x47600000, 0x7f, false, true};  /* 57344 */
+	default: return (F8Fmt){3, 7, 0x43e00000, 0x7e, false, false};           /* e4m3fn: 448 */
+	}
+}
+
+/* f32 -> fp8 bits: rounded to nearest even (or toward zero), finite overflow
+ * and inf saturated to +-max (e5m2 under rtz keeps inf), NaN to the format's
+ * NaN; a fnuz format's -0 is 0. */
+static LLVMValueRef f32_to_f8(BeScalar *s, LLVMValueRef x, F8Fmt f, bool rtz)
 {
 	LLVMBuilderRef b = s->b;
 	LLVMTypeRef i32 = int_ty(s, 32), f32 = f32_ty(s);
-	int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, sh = 23 - mb;
-	long long maxbits = e5 ? 0x47600000 : 0x43e00000; /* 57344, 448 as f32 */
+	int mb = f.mb, bias = f.bias, sh = 23 - mb;
 	long long minnorm = (long long)(127 + 1 - bias) << 23;
-	long long maxcode = e5 ? 0x7b : 0x7e;
 	LLVMValueRef u = LLVMBuildBitCast(b, x, i32, "");
 	LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(i32, 24), ""), ci(i32, 0x80), "");
 	LLVMValueRef a = LLVMBuildAnd(b, u, ci(i32, 0x7fffffff), "");
@@ -183,21 +203,29 @@ static LLVMValueRef f32_to_f8(BeScalar *s, LLVMValueRef x, bool e5, bool rtz)
 	m = intr1(s, rtz ? "llvm.trunc" : "llvm.roundeven", m);
 	LLVMValueRef sub = LLVMBuildFPToUI(b, m, i32, "");
 	LLVMValueRef code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, a, ci(i32, minnorm), ""), norm, sub, "");
-	LLVMValueRef sat = ci(i32, maxcode);
-	if (rtz && e5)
+	LLVMValueRef sat = ci(i32, f.maxcode);
+	if (rtz && f.ieee)
 		sat = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, a, ci(i32, 0x7f800000), ""), ci(i32, 0x7c), sat,
 				      "");
-	code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, maxbits), ""), sat, code, "");
-	code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, 0x7f800000), ""), ci(i32, 0x7f), code, "");
+	code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, f.maxbits), ""), sat, code, "");
+	LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, a, ci(i32, 0x7f800000), "");
+	if (f.fnuz) {
+		/* no -0: the sign only on a nonzero code; NaN is 0x80 */
+		LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, code, ci(i32, 0), "");
+		code = LLVMBuildOr(b, code, LLVMBuildSelect(b, zero, ci(i32, 0), sign, ""), "");
+		code = LLVMBuildSelect(b, isnan, ci(i32, 0x80), code, "");
+		return LLVMBuildTrunc(b, code, int_ty(s, 8), "");
+	}
+	code = LLVMBuildSelect(b, isnan, ci(i32, 0x7f), code, "");
 	return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), int_ty(s, 8), "");
 }
 
 /* fp8 bits -> f32, exactly. */
-static LLVMValueRef f8_to_f32(BeScalar *s, LLVMValueRef x, bool e5)
+static LLVMValueRef f8_to_f32(BeScalar *s, LLVMValueRef x, F8Fmt f)
 {
 	LLVMBuilderRef b = s->b;
 	LLVMTypeRef i32 = int_ty(s, 32), f32 = f32_ty(s);
-	int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7;
+	int mb = f.mb, bias = f.bias;
 	LLVMValueRef w = LLVMBuildZExt(b, x, i32, "");
 	LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, w, ci(i32, 0x80), ""), ci(i32, 24), "");
 	LLVMValueRef mag = LLVMBuildAnd(b, w, ci(i32, 0x7f), "");
@@ -209,10 +237,16 @@ static LLVMValueRef f8_to_f32(BeScalar *s, LLVMValueRef x, bool e5)
 					LLVMConstReal(f32, 1.0 / (double)(1 << (bias - 1 + mb))), "");
 	LLVMValueRef bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(i32, 0), ""),
 					    LLVMBuildBitCast(b, sf, i32, ""), nbits, "");
-	if (e5) {
+	if (f.ieee) {
 		LLVMValueRef special = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, man, ci(i32, 0), ""),
 						       ci(i32, 0x7f800000), ci(i32, 0x7fc00000), "");
-		bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(i32, 31), ""), special, bits, "");
+		bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(i32, (1 << (7 - mb)) - 1), ""), special,
+				       bits, "");
+	} else if (f.fnuz) {
+		bits = LLVMBuildOr(b, bits, sign, "");
+		bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, ci(i32, 0x80), ""), ci(i32, 0x7fc00000), bits,
+				       "");
+		return LLVMBuildBitCast(b, bits, f32, "");
 	} else {
 		bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, ci(i32, 0x7f), ""), ci(i32, 0x7fc00000),
 				       bits, "");
@@ -232,7 +266,10 @@ LLVMValueRef be_to_f32(BeScalar *s, LLVMValueRef x, const IrType *t)
 			f32_ty(s), "");
 	case TY_F8E4M3:
 	case TY_F8E5M2:
-		return f8_to_f32(s, x, ir_scalar(t)->kind == TY_F8E5M2);
+	case TY_F8E4B15:
+	case TY_F8E4B8:
+	case TY_F8E5B16:
+		return f8_to_f32(s, x, f8_fmt(ir_scalar(t)->kind));
 	case TY_F16:
 		return LLVMBuildFPExt(b, x, f32_ty(s), "");
 	case TY_F64:
@@ -257,7 +294,10 @@ LLVMValueRef be_from_f32(BeScalar *s, LLVMValueRef x, const IrType *t, bool rtz)
 	}
 	case TY_F8E4M3:
 	case TY_F8E5M2:
-		return f32_to_f8(s, x, t->kind == TY_F8E5M2, rtz);
+	case TY_F8E4B15:
+	case TY_F8E4B8:
+	case TY_F8E5B16:
+		return f32_to_f8(s, x, f8_fmt(t->kind), rtz);
 	case TY_F64:
 		return LLVMBuildFPExt(b, x, f64_ty(s), "");
 	default:
@@ -305,7 +345,7 @@ LLVMValueRef be_scalar_cast(BeScalar *s, const IrOp *op, LLVMValueRef x, const I
 		return ir_is_signed(from) ? LLVMBuildSExt(b, x, tt, "") : LLVMBuildZExt(b, x, tt, "");
 	}
 	if (fi) { /* int -> float: rounded once (bf16, fp8: through f32) */
-		bool via = to->kind == TY_BF16 || to->kind == TY_F8E4M3 || to->kind == TY_F8E5M2;
+		bool via = to->kind == TY_BF16 || ir_is_fp8(to);
 		LLVMTypeRef rt = via ? f32_ty(s) : tt;
 		LLVMValueRef f = ir_is_signed(from) ? LLVMBuildSIToFP(b, x, rt, "") : LLVMBuildUIToFP(b, x, rt, "");
 		return via ? be_from_f32(s, f, to, rtz) : f;

@@ -257,7 +257,8 @@ static const char *const kind_names[TY_KIND_COUNT_] = {
 	[TY_I64] = "i64",   [TY_U8] = "u8",     [TY_U16] = "u16",       [TY_U32] = "u32",
 	[TY_U64] = "u64",   [TY_F16] = "f16",   [TY_BF16] = "bf16",     [TY_F32] = "f32",
 	[TY_F64] = "f64",   [TY_F8E4M3] = "f8e4m3", [TY_F8E5M2] = "f8e5m2", [TY_PTR] = NULL,
-	[TY_BLOCK] = NULL,  [TY_VOID] = "void",
+	[TY_BLOCK] = NULL,  [TY_VOID] = "void", [TY_F8E4B15] = "f8e4b15", [TY_F8E4B8] = "f8e4b8",
+	[TY_F8E5B16] = "f8e5b16",
 };
 
 const char *ir_kind_name(IrTypeKind k)
@@ -295,9 +296,14 @@ static void typelist_push(TypeList *l, IrType *t)
 
 const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace)
 {
+	return ir_type_ptr_const(ctx, pointee, addrspace, false);
+}
+
+const IrType *ir_type_ptr_const(IrCtx *ctx, const IrType *pointee, int addrspace, bool is_const)
+{
 	for (int i = 0; i < ctx->ptrs.n; i++) {
 		IrType *t = ctx->ptrs.v[i];
-		if (t->elem == pointee && t->addrspace == addrspace)
+		if (t->elem == pointee && t->addrspace == addrspace && t->is_const == is_const)
 			return t;
 	}
 	IrType *t = ir_alloc(ctx, sizeof(IrType));
@@ -305,6 +311,7 @@ const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace)
 	t->id = ctx->ntypes++;
 	t->elem = pointee;
 	t->addrspace = addrspace;
+	t->is_const = is_const;
 	t->numel = 1;
 	typelist_push(&ctx->ptrs, t);
 	return t;
@@ -426,7 +433,15 @@ bool ir_is_signed(const IrType *t)
 
 bool ir_is_float(const IrType *t)
 {
-	return t->kind >= TY_F16 && t->kind <= TY_F8E5M2;
+	return (t->kind >= TY_F16 && t->kind <= TY_F8E5M2) || ir_is_fp8(t);
+}
+
+bool ir_is_fp8(const IrType *t)
+{
+	switch (t->kind) {
+	case TY_F8E4M3: case TY_F8E5M2: case TY_F8E4B15: case TY_F8E4B8: case TY_F8E5B16: return true;
+	default: return false;
+	}
 }
 
 bool ir_is_ptr(const IrType *t)
@@ -440,7 +455,7 @@ int ir_type_bits(const IrType *t)
 		[TY_I1] = 1,   [TY_I8] = 8,   [TY_I16] = 16,  [TY_I32] = 32,    [TY_I64] = 64,
 		[TY_U8] = 8,   [TY_U16] = 16, [TY_U32] = 32,  [TY_U64] = 64,    [TY_F16] = 16,
 		[TY_BF16] = 16, [TY_F32] = 32, [TY_F64] = 64, [TY_F8E4M3] = 8, [TY_F8E5M2] = 8,
-		[TY_PTR] = 64, [TY_BLOCK] = 0, [TY_VOID] = 0,
+		[TY_PTR] = 64, [TY_BLOCK] = 0, [TY_VOID] = 0, [TY_F8E4B15] = 8, [TY_F8E4B8] = 8, [TY_F8E5B16] = 8,
 	};
 	return bits[ir_scalar(t)->kind];
 }

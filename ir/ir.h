@@ -141,6 +141,12 @@ typedef enum IrTypeKind {
 	TY_PTR = 15,
 	TY_BLOCK = 16,
 	TY_VOID = 17,
+	/* fp8 formats beyond OCP's: e4m3 with bias 15 (no inf, S.1111.111 NaN,
+	 * max 1.75), and the "fnuz" ones (no inf, no -0, NaN 0x80): e4m3 with
+	 * bias 8 (max 240), e5m2 with bias 16 (max 57344) */
+	TY_F8E4B15 = 18,
+	TY_F8E4B8 = 19,
+	TY_F8E5B16 = 20,
 	TY_KIND_COUNT_
 } IrTypeKind;
 
@@ -184,6 +190,7 @@ struct IrType {
 	int id;                /* dense index, unique per ctx */
 	const IrType *elem;    /* ptr: pointee; block: element (scalar or ptr) */
 	int addrspace;         /* ptr: 1 global (default), 3 shared */
+	bool is_const;         /* ptr: read-only (Triton's tl.const): no store or atomic through it */
 	int rank;              /* block */
 	int64_t shape[IR_MAX_RANK];
 	int64_t numel;         /* block: product of shape; scalars: 1 */
@@ -193,6 +200,8 @@ struct IrType {
 /* Interned scalar type of kind k (not TY_PTR/TY_BLOCK). */
 const IrType *ir_type(IrCtx *ctx, IrTypeKind k);
 const IrType *ir_type_ptr(IrCtx *ctx, const IrType *pointee, int addrspace);
+/* The pointer type with is_const set as given (printed ptr<T, const>). */
+const IrType *ir_type_ptr_const(IrCtx *ctx, const IrType *pointee, int addrspace, bool is_const);
 /* Block type; shape dims must be powers of two with numel <= IR_MAX_NUMEL,
  * elem a scalar or pointer type. Returns NULL when the shape is invalid
  * (callers report the error with a location). */
@@ -211,6 +220,7 @@ bool ir_is_block(const IrType *t);
 bool ir_is_int(const IrType *t);    /* scalar kind: i1..u64 (blocks: use ir_scalar) */
 bool ir_is_signed(const IrType *t); /* i8..i64 (i1 counts as unsigned) */
 bool ir_is_float(const IrType *t);  /* f16 bf16 f32 f64 fp8 */
+bool ir_is_fp8(const IrType *t);    /* the 8-bit float kinds (scalar kind) */
 bool ir_is_ptr(const IrType *t);
 int ir_type_bits(const IrType *t);  /* scalar width; pointers 64 */
 /* Textual name of a scalar kind ("i32", "f8e4m3", ...), NULL for ptr/block. */
@@ -427,6 +437,11 @@ char *ir_print_func(const IrFunc *f);
 char *ir_print_type(IrCtx *ctx, const IrType *t);
 char *ir_print_layout(IrCtx *ctx, const IrLayout *l);
 void ir_dump_op(FILE *out, const IrOp *op); /* debugging aid */
+/* The module in Triton's MLIR spelling (print_mlir.c): dialect-qualified op
+ * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form;
+ * target and threads_per_warp become module attributes. A view that is not
+ * parsed back; layouts and locations are left out. Arena string. */
+char *ir_print_mlir(const IrModule *m, const char *target, int threads_per_warp);
 
 /* ------------------------------------------------------------------------- */
 /* Parser (parse.c)                                                          */
@@ -469,5 +484,13 @@ IrError *ir_cse_scalars(IrModule *m);
  * other use and x is available at the dot (Triton's combine: `acc +=
  * tl.dot(a, b)` accumulates in place, in the accumulator's layout). */
 IrError *ir_combine_dot_add(IrModule *m);
+/* reduce_lanes.c: a reduce along the last axis in a for body whose result only accumulates
+ * into a loop-carried value (acc = acc op reduce(x), op the combiner: add,
+ * mul, min, max, and, or, xor; the last axis at least 2 * lanes long): the
+ * loop carries `lanes` partial results per row instead (x reduced as [...,
+ * A / lanes, lanes]), reduced once after the loop and combined with the
+ * initial value. lanes: a power of two. Float sums are regrouped (as any
+ * tree reduction regroups them). NULL on success. */
+IrError *ir_loop_reduce_lanes(IrModule *m, int lanes);
 
 #endif

@@ -864,11 +864,27 @@ static const IrType *parse_type_inner(Parser *p)
 		if (!pointee)
 			return NULL;
 		int as = 1;
-		if (accept(p, TK_COMMA) && !parse_int(p, &as, 0, 255))
-			return NULL;
+		bool cst = false;
+		if (accept(p, TK_COMMA)) {
+			if (at(p, TK_IDENT) && tok_is(&p->tok, "const")) {
+				advance(p);
+				cst = true;
+			} else {
+				if (!parse_int(p, &as, 0, 255))
+					return NULL;
+				if (accept(p, TK_COMMA)) {
+					if (!at(p, TK_IDENT) || !tok_is(&p->tok, "const")) {
+						perr(p, &p->tok, "expected 'const', found %s", describe(p, &p->tok));
+						return NULL;
+					}
+					advance(p);
+					cst = true;
+				}
+			}
+		}
 		if (!expect(p, TK_GT, "to close 'ptr<'"))
 			return NULL;
-		return ir_type_ptr(p->ctx, pointee, as);
+		return ir_type_ptr_const(p->ctx, pointee, as, cst);
 	}
 	if (tok_is(&t, "block"))
 		return parse_block(p, &t);

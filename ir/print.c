@@ -154,6 +154,8 @@ static void put_type(Buf *b, const IrType *t)
 		put_type(b, t->elem);
 		if (t->addrspace != 1)
 			putf(b, ", %d", t->addrspace);
+		if (t->is_const)
+			put(b, ", const");
 		put(b, ">");
 		return;
 	case TY_BLOCK:

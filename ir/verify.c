@@ -650,6 +650,8 @@ static IrError *check_memory(Verifier *V, const IrOp *op)
 	const IrType *vt;
 	if ((e = pointee(V, op, &vt)))
 		return e;
+	if (op->opc != OP_LOAD && ir_scalar(op->ops[0]->type)->is_const)
+		return fail(V, op, "cannot write memory through the read-only %s", ts(V, op->ops[0]->type));
 	switch (op->opc) {
 	case OP_LOAD:
 		if (op->res[0].type != vt)

@@ -118,6 +118,11 @@ static IrError *run_combine_dot_add(JitPipe *p)
 	return ir_combine_dot_add(p->m);
 }
 
+static IrError *run_reduce_lanes(JitPipe *p)
+{
+	return ir_loop_reduce_lanes(p->m, BE_CPU_REDUCE_LANES);
+}
+
 static IrError *run_cse_scalars(JitPipe *p)
 {
 	return ir_cse_scalars(p->m);
@@ -252,6 +257,9 @@ const JitPass jit_passes[] = {
 	 "merges identical pure ops, block-valued ones too (not in the pipeline)"},
 	{"dce", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_dce,
 	 "removes pure ops whose results are unused, whole chains at once"},
+	{"reduce-lanes", JIT_S_TTGIR, CPU, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_reduce_lanes,
+	 "a reduction that only accumulates into a for loop's carried value: the loop carries vector lanes of "
+	 "partial results, reduced once after it"},
 	{"prefetch", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_prefetch,
 	 "loads feeding a dot in a for loop: cp.async into num_stages shared slots, or issued one iteration ahead"},
 	{"axis-info", JIT_S_TTGIR, CUDA, true, true, V, JIT_F_AXIS, 0, JIT_T_TTGIR, run_axis_info,
@@ -416,8 +424,13 @@ static void record_stage(JitPipe *p)
 		out->ms[JIT_T_TTIR] += jit_now_ms() - t;
 		break;
 	case JIT_S_TTGIR:
+		/* The CPU's TTGIR is its IR after the passes it runs before code
+		 * generation (no layouts: a program instance is one thread), in
+		 * Triton's MLIR spelling, which is what readers of a kernel's TTGIR
+		 * look for. The GPU's carries layouts in ctriton's textual form,
+		 * which tools read back. */
 		free(out->ttgir);
-		out->ttgir = strdup(ir_print_module(p->m));
+		out->ttgir = strdup(p->on == JIT_ON_CPU ? ir_print_mlir(p->m, "cpu", 1) : ir_print_module(p->m));
 		out->ms[JIT_T_TTGIR] += jit_now_ms() - t;
 		break;
 	case JIT_S_LLIR:

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "backend/cpu/cpu.h"
 
 void cg_fail(Cg *cg, const IrOp *op, const char *fmt, ...)
@@ -34,7 +36,8 @@ LLVMTypeRef cg_sty(Cg *cg, const IrType *t)
 {
 	switch (t->kind) {
 	case TY_I1: return cg->t_i1;
-	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return cg->t_i8;
+	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: case TY_F8E4B15: case TY_F8E4B8: case TY_F8E5B16:
+		return cg->t_i8;
 	case TY_I16: case TY_U16: case TY_BF16: return cg->t_i16;
 	case TY_I32: case TY_U32: return cg->t_i32;
 	case TY_I64: case TY_U64: return cg->t_i64;
@@ -60,7 +63,7 @@ int cg_esize(const IrType *t)
 bool cg_soft_float(const IrType *t)
 {
 	t = ir_scalar(t);
-	return t->kind == TY_BF16 || t->kind == TY_F8E4M3 || t->kind == TY_F8E5M2;
+	return t->kind == TY_BF16 || ir_is_fp8(t);
 }
 
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
@@ -348,6 +351,20 @@ static void results_from_slots(Cg *cg, IrOp *op, Slot *s)
 /* Control flow                                                              */
 /* ------------------------------------------------------------------------- */
 
+/* The loop attributes of op (for / while) on its back edge br, as LLVM loop
+ * metadata: disable_licm -> llvm.licm.disable (nothing is hoisted out). */
+static void loop_metadata(Cg *cg, const IrOp *op, LLVMValueRef br)
+{
+	if (!ir_op_int(op, "disable_licm", 0))
+		return;
+	LLVMMetadataRef self = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+	LLVMMetadataRef name = LLVMMDStringInContext2(cg->ctx, "llvm.licm.disable", 17);
+	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(cg->ctx, &name, 1)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(cg->ctx, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(self, id); /* the loop id names itself */
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9), LLVMMetadataAsValue(cg->ctx, id));
+}
+
 static void lower_for(Cg *cg, IrOp *op)
 {
 	IrBlock *body = op->regions[0];
@@ -383,7 +400,7 @@ static void lower_for(Cg *cg, IrOp *op)
 		slots_write(cg, s, n, y->ops);
 	LLVMValueRef next = LLVMBuildAdd(cg->b, iv, step, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-	LLVMBuildBr(cg->b, head);
+	loop_metadata(cg, op, LLVMBuildBr(cg->b, head));
 	LLVMAddIncoming(iv, &next, &latch, 1);
 	LLVMPositionBuilderAtEnd(cg->b, exit);
 	results_from_slots(cg, op, s);
@@ -450,7 +467,7 @@ static void lower_while(Cg *cg, IrOp *op)
 		return;
 	if (y && y->nops == op->nops)
 		slots_write(cg, st, op->nops, y->ops);
-	LLVMBuildBr(cg->b, head);
+	loop_metadata(cg, op, LLVMBuildBr(cg->b, head));
 	LLVMPositionBuilderAtEnd(cg->b, exit);
 	results_from_slots(cg, op, rs);
 }

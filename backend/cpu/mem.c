@@ -1,7 +1,7 @@
 /* mem.c: memory and debugging ops on the CPU: masked load/store (a
  * masked-off element touches no memory; `other`, or zero, fills it),
  * atomic_rmw / atomic_cas through LLVM atomics (program instances run on
- * several threads), print through printf, and assert, which calls
+ * several threads; bf16 add as a compare-and-swap loop), print through printf, and assert, which calls
  * ct_cpu_assert_fail to record the message and leave the program instance.
  */
 #include <string.h>
@@ -90,8 +90,45 @@ static LLVMAtomicOrdering ordering(const IrOp *op, bool failure)
 	return o;
 }
 
+/* atomic_rmw add on a type the CPU computes in f32 (bf16, kept as its
+ * bits): a compare-and-swap loop on the bits, each try computing old + x in
+ * f32 and rounding back, as GPUs without a native bf16 atomic add do.
+ * Returns the old value's bits. */
+static LLVMValueRef soft_float_add(Cg *cg, const IrOp *op, LLVMValueRef p, LLVMValueRef x,
+				   const IrType *et)
+{
+	LLVMTypeRef it = cg_sty(cg, et);
+	LLVMValueRef first = LLVMBuildLoad2(cg->b, it, p, "");
+	LLVMSetAlignment(first, (unsigned)cg_esize(et));
+	LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
+	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "rmw.try");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "rmw.done");
+	LLVMBuildBr(cg->b, loop);
+	LLVMPositionBuilderAtEnd(cg->b, loop);
+	LLVMValueRef old = LLVMBuildPhi(cg->b, it, "");
+	LLVMValueRef r = LLVMBuildFAdd(cg->b, cg_to_f32(cg, old, et), cg_to_f32(cg, x, et), "");
+	LLVMValueRef nu = cg_from_f32(cg, r, et, false);
+	LLVMValueRef pair = LLVMBuildAtomicCmpXchg(cg->b, p, old, nu, ordering(op, false),
+						   ordering(op, true), 0);
+	LLVMValueRef seen = LLVMBuildExtractValue(cg->b, pair, 0, "");
+	LLVMValueRef ok = LLVMBuildExtractValue(cg->b, pair, 1, "");
+	LLVMValueRef ins[2] = {first, seen};
+	LLVMBasicBlockRef bbs[2] = {from, LLVMGetInsertBlock(cg->b)};
+	LLVMAddIncoming(old, ins, bbs, 2);
+	LLVMBuildCondBr(cg->b, ok, done, loop);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+	return old;
+}
+
 static LLVMValueRef atomic_elem(Cg *cg, const IrOp *op, LLVMValueRef *xs, const IrType *et)
 {
+	if (op->opc == OP_ATOMIC_CAS && cg_soft_float(et)) {
+		/* bits compared and swapped as they are (like the GPU's atom.cas.b16) */
+		LLVMValueRef r = LLVMBuildAtomicCmpXchg(cg->b, xs[0], xs[1], xs[2], ordering(op, false),
+							ordering(op, true), 0);
+		return LLVMBuildExtractValue(cg->b, r, 0, "");
+	}
 	if (op->opc == OP_ATOMIC_CAS) {
 		LLVMValueRef c = xs[1], v = xs[2];
 		LLVMTypeRef st = cg_sty(cg, et);
@@ -130,6 +167,13 @@ static LLVMValueRef atomic_elem(Cg *cg, const IrOp *op, LLVMValueRef *xs, const 
 	if (fl && bop != LLVMAtomicRMWBinOpXchg && bop != LLVMAtomicRMWBinOpFAdd &&
 	    bop != LLVMAtomicRMWBinOpFMax && bop != LLVMAtomicRMWBinOpFMin) {
 		cg_fail(cg, op, "atomic_rmw: '%s' on floats", kind);
+		return zero_of(cg, et);
+	}
+	if (cg_soft_float(et) && bop == LLVMAtomicRMWBinOpFAdd)
+		return soft_float_add(cg, op, xs[0], xs[1], et);
+	if (cg_soft_float(et) && bop != LLVMAtomicRMWBinOpXchg) {
+		/* the frontend allows only add on bf16 (as Triton does) */
+		cg_fail(cg, op, "atomic_rmw: '%s' on %s is not supported", kind, ir_kind_name(et->kind));
 		return zero_of(cg, et);
 	}
 	return LLVMBuildAtomicRMW(cg->b, bop, xs[0], xs[1], ordering(op, false), 0);
@@ -211,10 +255,6 @@ static bool access_init(Cg *cg, IrOp *op, Access *a)
 	const IrType *et = ir_scalar(pt)->elem;
 	if (!et || et->kind == TY_BLOCK) {
 		cg_fail(cg, op, "%s: block pointers are not supported on the CPU", ir_opinfo(opc)->name);
-		return false;
-	}
-	if ((opc == OP_ATOMIC_RMW || opc == OP_ATOMIC_CAS) && cg_soft_float(et)) {
-		cg_fail(cg, op, "%s on %s is not supported on the CPU", ir_opinfo(opc)->name, ir_kind_name(et->kind));
 		return false;
 	}
 	int maskidx = opc == OP_LOAD ? 1 : opc == OP_STORE ? 2 : opc == OP_ATOMIC_RMW ? 2 : -1;

@@ -284,7 +284,7 @@ static bool combine(Cg *cg, IrOp *op, int n, LLVMValueRef *lhs, LLVMValueRef *rh
  * j + 2W, ... (a loop over lanes that vectorizes), then the lanes combined in
  * order. The combiner must be associative and commutative, as on the GPU,
  * where the order is a tree. acc[k]: outer results per operand. */
-enum { RED_LANES = 16 };
+enum { RED_LANES = BE_CPU_REDUCE_LANES };
 
 static void reduce_lanes(Cg *cg, IrOp *op, int n, CgVal *x, const IrType **xt, LLVMValueRef *acc,
 			 const IrType **at, int64_t outer, int64_t A)

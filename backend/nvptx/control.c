@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "nvptx.h"
 
 /* ------------------------------------------------------------------------- */
@@ -143,6 +145,20 @@ static void add_incoming(Nv *nv, LLVMValueRef *phis, int n, const IrValue *v, LL
 	}
 }
 
+/* The loop attributes of op (for / while) on its back edge br, as LLVM loop
+ * metadata: disable_licm -> llvm.licm.disable (nothing is hoisted out). */
+static void loop_metadata(Nv *nv, const IrOp *op, LLVMValueRef br)
+{
+	if (!ir_op_int(op, "disable_licm", 0))
+		return;
+	LLVMMetadataRef self = LLVMTemporaryMDNode(nv->c, NULL, 0);
+	LLVMMetadataRef name = LLVMMDStringInContext2(nv->c, "llvm.licm.disable", 17);
+	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(nv->c, &name, 1)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(nv->c, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(self, id); /* the loop id names itself */
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(nv->c, "llvm.loop", 9), LLVMMetadataAsValue(nv->c, id));
+}
+
 static void lower_for(Nv *nv, IrOp *op)
 {
 	IrBlock *body = op->regions[0];
@@ -222,7 +238,7 @@ static void lower_for(Nv *nv, IrOp *op)
 	for (int i = 0; i < ni && y; i++)
 		add_incoming(nv, phis[i], np[i], y->ops[i], latch);
 	LLVMAddIncoming(iv, &nx, &latch, 1);
-	LLVMBuildBr(nv->b, hb);
+	loop_metadata(nv, op, LLVMBuildBr(nv->b, hb));
 	LLVMPositionBuilderAtEnd(nv->b, eb);
 	/* {wgmma_inflight}: the last MMA group is still running: wait for it
 	 * before anything reads the accumulators the loop yields */
@@ -311,7 +327,7 @@ static void lower_while(Nv *nv, IrOp *op)
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(nv->b);
 	for (int i = 0; i < ni && y; i++)
 		add_incoming(nv, phis[i], np[i], y->ops[i], latch);
-	LLVMBuildBr(nv->b, hb);
+	loop_metadata(nv, op, LLVMBuildBr(nv->b, hb));
 	LLVMPositionBuilderAtEnd(nv->b, eb);
 }
 

@@ -34,7 +34,8 @@ LLVMTypeRef nv_llty(Nv *nv, const IrType *t)
 	t = ir_scalar(t);
 	switch (t->kind) {
 	case TY_I1: return LLVMInt1TypeInContext(nv->c);
-	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return LLVMInt8TypeInContext(nv->c);
+	case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: case TY_F8E4B15: case TY_F8E4B8: case TY_F8E5B16:
+		return LLVMInt8TypeInContext(nv->c);
 	case TY_I16: case TY_U16: return LLVMInt16TypeInContext(nv->c);
 	case TY_I32: case TY_U32: return LLVMInt32TypeInContext(nv->c);
 	case TY_I64: case TY_U64: return LLVMInt64TypeInContext(nv->c);

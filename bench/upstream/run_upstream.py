@@ -49,15 +49,16 @@ def _env(args):
 
 
 def _pytest(args, extra, log=None, timeout=None):
-    # the snapshot's test folder is the root: node ids are relative to it
-    # whatever folder it lies in (inside a tree with its own pytest
-    # configuration, pytest would otherwise root them there)
-    cwd = os.path.join(args.upstream, "python", "test")
+    # The rootdir is pinned to the test folder: pytest would otherwise take the
+    # nearest ancestor holding a config file (any pyproject.toml), print the
+    # collected ids relative to it, and then resolve the same ids against the
+    # test folder when a chunk runs, finding nothing (exit code 5).
+    test_dir = os.path.join(os.path.abspath(args.upstream), "python", "test")
     cmd = [sys.executable, "-m", "pytest", "-p", "ctriton_upstream_plugin", "--device",
-           args.device, "-p", "no:cacheprovider", "--rootdir", cwd, "-q", "-rN"] + extra
+           args.device, "-p", "no:cacheprovider", f"--rootdir={test_dir}", "-q", "-rN"] + extra
     out = open(log, "w") if log else subprocess.DEVNULL
     try:
-        return subprocess.run(cmd, cwd=os.path.join(args.upstream, "python", "test"),
+        return subprocess.run(cmd, cwd=test_dir,
                               env=_env(args), stdout=out, stderr=subprocess.STDOUT,
                               timeout=timeout).returncode
     except subprocess.TimeoutExpired:
@@ -120,8 +121,28 @@ def cmd_run(args):
         t = time.time()
         extra = [f"@{argfile}", f"--junitxml={xml}", f"--timeout={args.timeout}",
                  "-n", str(args.workers)]
-        rc = _pytest(args, extra, os.path.join(args.work, f"{name}.log"), args.chunk_timeout)
+        log = os.path.join(args.work, f"{name}.log")
+        rc = _pytest(args, extra, log, args.chunk_timeout)
         print(f"{name}: {len(xs)} cases, rc={rc}, {time.time() - t:.0f}s", flush=True)
+        if rc not in (0, 1):
+            # 0 and 1 are "all passed" and "some failed"; anything else (2
+            # interrupted, 4 usage error, 5 nothing ran, -1 chunk timeout) means
+            # the chunk's cases did not run as they should: show why.
+            with open(log, errors="replace") as f:
+                tail = f.readlines()[-args.log_tail:]
+            print(f"{name}: unexpected exit code {rc}; the end of {log}:", flush=True)
+            sys.stdout.write("".join("    " + ln for ln in tail))
+            if rc in (4, 5):
+                # With xdist workers a node id that does not resolve leaves
+                # only "no tests ran" in the log: collecting the chunk in one
+                # process names the ids pytest could not find.
+                clog = os.path.join(args.work, f"{name}.collect.log")
+                _pytest(args, ["--collect-only", f"@{argfile}"], clog, args.chunk_timeout)
+                with open(clog, errors="replace") as f:
+                    tail = f.readlines()[-args.log_tail:]
+                print(f"{name}: the chunk collected without workers ({clog}):")
+                sys.stdout.write("".join("    " + ln for ln in tail))
+            sys.stdout.flush()
 
 
 _NORMALIZE = [
@@ -283,6 +304,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per case")
     ap.add_argument("--chunk-timeout", type=int, default=3000, help="seconds per chunk")
+    ap.add_argument("--log-tail", type=int, default=30,
+                    help="lines of a chunk's log to print when its pytest exits unexpectedly")
     ap.add_argument("--only", nargs="*", help="run only chunks whose name contains one of these")
     ap.add_argument("--force", action="store_true", help="rerun chunks that have results")
     ap.add_argument("--out", default=None, help="results file")

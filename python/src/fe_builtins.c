@@ -246,6 +246,17 @@ static bool ptr_check(Fe *fe, PyObject *node, Call *c, IrValue *p)
 	return true;
 }
 
+/* A store or atomic may not write through a tl.const pointer. */
+static bool writable_check(Fe *fe, PyObject *node, Call *c, IrValue *p)
+{
+	if (ir_scalar(p->type)->is_const) {
+		fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): Cannot store to a constant pointer (%s is read-only)", c->name,
+		       fe_tyname(fe, p->type));
+		return false;
+	}
+	return true;
+}
+
 static IrValue *mask_arg(Fe *fe, PyObject *node, Call *c, FeVal *m, IrValue **p)
 {
 	if (!given(m))
@@ -345,7 +356,7 @@ static FeVal *bi_load(Fe *fe, PyObject *node, Call *c)
 static FeVal *bi_store(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	if (!no_block_ptr_args(fe, node, c, c->a[3], NULL))
 		return NULL;
@@ -399,7 +410,7 @@ static bool sem_scope(Fe *fe, PyObject *node, Call *c, IrOp *op, FeVal *sem, FeV
 static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
 	const char *kind = c->name + strlen("atomic_");
@@ -428,7 +439,7 @@ static FeVal *bi_atomic(Fe *fe, PyObject *node, Call *c)
 static FeVal *bi_atomic_cas(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
-	if (!p || !ptr_check(fe, node, c, p))
+	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
 	IrValue *cmp = fe_to_ir(fe, node, c->a[1], elem), *v = fe_to_ir(fe, node, c->a[2], elem);
@@ -743,9 +754,12 @@ static FeVal *bi_trans(Fe *fe, PyObject *node, Call *c)
 		if (rank < 2)
 			return fe_err(fe, node, IR_ERR_TYPE, "tl.trans() needs a tensor of rank >= 2, got %s",
 				      fe_tyname(fe, x->type));
+		/* the last two axes swapped: an (optionally batched) 2-D transpose */
 		n = rank;
 		for (int i = 0; i < rank; i++)
-			order[i] = rank - 1 - i;
+			order[i] = i;
+		order[rank - 2] = rank - 1;
+		order[rank - 1] = rank - 2;
 	}
 	if (n != rank)
 		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): %d dims given for a tensor of rank %d", c->name, n, rank);
@@ -1498,8 +1512,11 @@ static FeVal *bi_reduce(Fe *fe, PyObject *node, Call *c)
 	if (keep < 0)
 		return NULL;
 	Combiner cb = {C_USER, false, c->a[2]->obj};
-	if (n == 1)
-		return reduction(fe, node, c, ins[0], c->a[1], keep, &cb, false, -1);
+	if (n == 1) {
+		FeVal *r = reduction(fe, node, c, ins[0], c->a[1], keep, &cb, false, -1);
+		/* a tuple of one input gives a tuple of one result */
+		return r && c->a[0]->kind == V_TUPLE ? fe_make_tuple(fe, 1, &r) : r;
+	}
 	if (!ir_is_block(ins[0]->type))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.reduce() needs blocks");
 	int64_t a;
@@ -1555,7 +1572,8 @@ static FeVal *bi_scan(Fe *fe, PyObject *node, Call *c)
 	if (!fe_is_const(c->a[2]) || !fe_is_jit(fe, c->a[2]->obj))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.associative_scan(): combine_fn must be a @jit function");
 	Combiner cb = {C_USER, false, c->a[2]->obj};
-	return scan_common(fe, node, c, n, ins, c->a[1], c->a[3], &cb);
+	FeVal *r = scan_common(fe, node, c, n, ins, c->a[1], c->a[3], &cb);
+	return r && n == 1 && c->a[0]->kind == V_TUPLE ? fe_make_tuple(fe, 1, &r) : r;
 }
 
 /* cumsum/cumprod(input, axis, reverse, dtype) */
@@ -1581,14 +1599,72 @@ static FeVal *bi_cumsum(Fe *fe, PyObject *node, Call *c)
 /* ---- dot ---------------------------------------------------------------------- */
 
 /* dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype) */
+static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c);
+
+/* tl.dot of rank >= 4: the batch dims folded into one (a 3-D dot), the
+ * result shaped back, as Triton does. */
+static FeVal *dot_batched(Fe *fe, PyObject *node, Call *c, IrValue *a, IrValue *b)
+{
+	const IrType *at = a->type, *bt = b->type;
+	int r = at->rank;
+	int64_t batch = 1;
+	for (int i = 0; i < r - 2; i++) {
+		if (at->shape[i] != bt->shape[i])
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): %s and %s have different batch shapes",
+				      fe_tyname(fe, at), fe_tyname(fe, bt));
+		batch *= at->shape[i];
+	}
+	int64_t s3[3] = {batch, at->shape[r - 2], at->shape[r - 1]};
+	FeVal *args[7]; /* tl.dot's parameters (the table below) */
+	for (int i = 0; i < 7; i++)
+		args[i] = c->a[i];
+	Call c3 = *c;
+	c3.a = args;
+	IrValue *a3 = reshape_to(fe, node, a, 3, s3, false);
+	s3[1] = bt->shape[r - 2];
+	s3[2] = bt->shape[r - 1];
+	IrValue *b3 = a3 ? reshape_to(fe, node, b, 3, s3, false) : NULL;
+	if (!b3)
+		return NULL;
+	args[0] = fe_tensor(fe, a3);
+	args[1] = fe_tensor(fe, b3);
+	if (given(c->a[2])) {
+		IrValue *acc = tensor_arg(fe, node, c, 2, "acc");
+		if (!acc)
+			return NULL;
+		const IrType *ct = acc->type;
+		if (!ir_is_block(ct) || ct->rank != r)
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): acc has type %s, expected a rank-%d block",
+				      fe_tyname(fe, ct), r);
+		s3[1] = ct->shape[r - 2];
+		s3[2] = ct->shape[r - 1];
+		IrValue *acc3 = reshape_to(fe, node, acc, 3, s3, false);
+		if (!acc3)
+			return NULL;
+		args[2] = fe_tensor(fe, acc3);
+	}
+	FeVal *res = bi_dot(fe, node, &c3);
+	if (!res)
+		return NULL;
+	int64_t shape[IR_MAX_RANK];
+	for (int i = 0; i < r - 2; i++)
+		shape[i] = at->shape[i];
+	shape[r - 2] = at->shape[r - 2];
+	shape[r - 1] = bt->shape[r - 1];
+	IrValue *out = reshape_to(fe, node, res->v, r, shape, false);
+	return out ? t_(fe, out) : NULL;
+}
+
 static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *a = tensor_arg(fe, node, c, 0, "input"), *b = a ? tensor_arg(fe, node, c, 1, "other") : NULL;
 	if (!b)
 		return NULL;
 	const IrType *at = a->type, *bt = b->type;
+	if (ir_is_block(at) && ir_is_block(bt) && at->rank == bt->rank && at->rank >= 4)
+		return dot_batched(fe, node, c, a, b);
 	if (!ir_is_block(at) || !ir_is_block(bt) || at->rank != bt->rank || at->rank < 2 || at->rank > 3)
-		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): operands must be 2-D (or 3-D) blocks, got %s and %s",
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): operands must be blocks of one rank >= 2, got %s and %s",
 			      fe_tyname(fe, at), fe_tyname(fe, bt));
 	int r = at->rank;
 	int64_t M = at->shape[r - 2], K = at->shape[r - 1], K2 = bt->shape[r - 2], N = bt->shape[r - 1];

@@ -10,6 +10,7 @@
  * numpy-style with explicit expand_dims/broadcast/splat, then one elementwise
  * op is emitted.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend.h"
@@ -114,8 +115,13 @@ static const IrType *py_scalar_type(Fe *fe, PyObject *node, PyObject *o)
 			return ty(fe, TY_U32);
 		return ty(fe, TY_I64);
 	}
-	if (PyFloat_Check(o))
-		return ty(fe, TY_F32);
+	if (PyFloat_Check(o)) {
+		/* f32, unless the value is finite, nonzero and outside f32's normal
+		 * range (1e50, 1e-50): then f64 */
+		double d = PyFloat_AsDouble(o), a = fabs(d);
+		bool f32 = isinf(a) || isnan(d) || a == 0.0 || (a >= 0x1p-126 && a <= (2 - 0x1p-23) * 0x1p127);
+		return ty(fe, f32 ? TY_F32 : TY_F64);
+	}
 	return fe_err(fe, node, IR_ERR_TYPE, "expected a number or a tensor, got %s", fe_str(fe, o));
 }
 
@@ -141,7 +147,7 @@ static const IrType *int_promote(const IrType *a, const IrType *b)
 
 static bool is_fp8(const IrType *t)
 {
-	return t->kind == TY_F8E4M3 || t->kind == TY_F8E5M2;
+	return ir_is_fp8(t);
 }
 
 /* Triton's computation type of a binary operation. */
@@ -825,6 +831,11 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 {
 	if (!obj)
 		return NULL;
+	if (fe_is_const(obj) && obj->lifted) {
+		/* x = 0; x.to(...): the scalar tensor Triton's assignment makes */
+		IrValue *v = fe_to_ir(fe, node, obj, NULL);
+		return v ? fe_getattr(fe, node, fe_tensor(fe, v), name) : NULL;
+	}
 	if (fe_is_const(obj)) {
 		/* a Python number in a kernel is a scalar of Triton's type for it */
 		if (strcmp(name, "dtype") == 0 &&
@@ -832,6 +843,12 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 			const IrType *t = py_scalar_type(fe, node, obj->obj);
 			PyObject *d = t ? fe_ir_to_dtype(fe, t) : NULL;
 			return d ? fe_const(fe, d) : NULL;
+		}
+		if (strcmp(name, "type") == 0 && !PyObject_HasAttrString(obj->obj, "type")) {
+			/* a constexpr's type: tl.constexpr_type(value) */
+			PyObject *ct = fe_attr(fe, fe->tl, "constexpr_type");
+			PyObject *r = ct ? fe_keep(fe, PyObject_CallFunctionObjArgs(ct, obj->obj, NULL)) : NULL;
+			return r ? fe_const(fe, r) : fe_pyerr(fe, node, "constexpr_type");
 		}
 		PyObject *r = PyObject_GetAttrString(obj->obj, name);
 		if (!r)
@@ -1114,6 +1131,28 @@ static FeVal *compare(Fe *fe, PyObject *node)
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
 
+static bool block_has_effects(const IrBlock *b)
+{
+	for (const IrOp *op = b->first; op; op = op->next) {
+		if (ir_opinfo(op->opc)->flags & IR_SIDE)
+			return true;
+		for (int r = 0; r < op->nregions; r++)
+			if (block_has_effects(op->regions[r]))
+				return true;
+	}
+	return false;
+}
+
+static bool is_none(const FeVal *v)
+{
+	return fe_is_const(v) && v->obj == Py_None;
+}
+
+/* `a if c else b` on a runtime c. Each side is lowered into a block of its
+ * own; when neither has side effects (a load, a store, a call) both run and
+ * a select picks (with Triton's promotion), otherwise an `if` runs only the
+ * side chosen, as Triton does: then both sides must give one type (numbers
+ * take the other side's), or both None. */
 static FeVal *ifexp(Fe *fe, PyObject *node)
 {
 	FeVal *c = fe_expr(fe, child(fe, node, "test"));
@@ -1125,14 +1164,78 @@ static FeVal *ifexp(Fe *fe, PyObject *node)
 			return NULL;
 		return fe_expr(fe, child(fe, node, t ? "body" : "orelse"));
 	}
-	FeVal *a = fe_expr(fe, child(fe, node, "body"));
-	FeVal *b = a ? fe_expr(fe, child(fe, node, "orelse")) : NULL;
-	if (!b)
-		return NULL;
 	if (!fe_is_tensor(c) || ir_is_block(c->v->type))
 		return fe_err(fe, node, IR_ERR_TYPE,
 			      "the condition of a conditional expression must be a scalar (use tl.where for blocks)");
-	return fe_where(fe, node, c, a, b);
+	IrBlock *blk[2] = {ir_block_new(fe->ctx), ir_block_new(fe->ctx)};
+	FeVal *v[2] = {NULL, NULL};
+	IrBuilder saved = fe->b;
+	for (int i = 0; i < 2; i++) {
+		ir_builder_at_end(&fe->b, blk[i]);
+		fe->b.loc = saved.loc;
+		v[i] = fe_expr(fe, child(fe, node, i == 0 ? "body" : "orelse"));
+		if (!v[i]) {
+			fe->b = saved;
+			return NULL;
+		}
+	}
+	fe->b = saved;
+	FeVal *a = v[0], *b = v[1];
+	if (!block_has_effects(blk[0]) && !block_has_effects(blk[1]) && !is_none(a) && !is_none(b)) {
+		for (int i = 0; i < 2; i++)
+			for (IrOp *op = blk[i]->first, *next; op; op = next) {
+				next = op->next;
+				ir_op_unlink(op);
+				ir_block_insert_before(fe->b.block, fe->b.before, op);
+			}
+		/* pointers are not promoted: both sides must be the same pointer
+		 * type (a tl.const pointer is not an ordinary one) */
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type &&
+		    (ir_is_ptr(ir_scalar(a->v->type)) || ir_is_ptr(ir_scalar(b->v->type))))
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types %s and %s",
+				      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
+		return fe_where(fe, node, c, a, b);
+	}
+	fe_set_loc(fe, node);
+	IrValue *cond = fe_to_bool(fe, node, c->v);
+	int ny = is_none(a) && is_none(b) ? 0 : 1;
+	const IrType *t = NULL;
+	if (ny) {
+		if (is_none(a) || is_none(b))
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types: one side "
+				      "gives None");
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Ternary expression with dynamic condition has inconsistent types %s and %s",
+				      fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
+		t = fe_is_tensor(a) ? a->v->type : fe_is_tensor(b) ? b->v->type : NULL;
+		if (!t) { /* two numbers: the wider (a float over an int) */
+			const IrType *ta = py_scalar_type(fe, node, a->obj), *tb = py_scalar_type(fe, node, b->obj);
+			if (!ta || !tb)
+				return fe_err(fe, node, IR_ERR_TYPE,
+					      "the sides of a conditional expression must be tensors or numbers");
+			t = ir_is_float(ta) != ir_is_float(tb) ? (ir_is_float(ta) ? ta : tb)
+			    : ir_type_bits(ta) >= ir_type_bits(tb) ? ta : tb;
+		}
+	}
+	IrValue *ys[2];
+	for (int i = 0; i < 2; i++) {
+		ir_builder_at_end(&fe->b, blk[i]);
+		fe_set_loc(fe, node);
+		if (ny && !(ys[i] = fe_to_ir(fe, node, v[i], t))) {
+			fe->b = saved;
+			return NULL;
+		}
+		ir_yield(&fe->b, ny, ys + i);
+	}
+	fe->b = saved;
+	fe_set_loc(fe, node);
+	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, ny, &t, 2);
+	ir_op_set_region(op, 0, blk[0]);
+	ir_op_set_region(op, 1, blk[1]);
+	return ny ? fe_tensor(fe, &op->res[0]) : fe_none(fe);
 }
 
 static FeVal *joinedstr(Fe *fe, PyObject *node)
@@ -1290,6 +1393,48 @@ static FeVal *python_call(Fe *fe, PyObject *node, PyObject *f, int nargs, FeVal 
 	return fe_const(fe, unwrap(fe, r));
 }
 
+static FeVal *namedtuple_call(Fe *fe, PyObject *node, PyObject *cls, PyObject *fields, int n, FeVal **av,
+			      int nk, const char **kwn, FeVal **kwv)
+{
+	int nf = (int)PyTuple_Size(fields);
+	const char *cname = fe_str(fe, fe_attr(fe, cls, "__name__"));
+	if (n > nf)
+		return fe_err(fe, node, IR_ERR_TYPE, "%s() takes %d fields, got %d arguments", cname, nf, n);
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(nf + 1));
+	for (int i = 0; i < n; i++)
+		items[i] = av[i];
+	for (int k = 0; k < nk; k++) {
+		int j = 0;
+		while (j < nf && strcmp(PyUnicode_AsUTF8AndSize(PyTuple_GetItem(fields, j), NULL), kwn[k]))
+			j++;
+		if (j == nf)
+			return fe_err(fe, node, IR_ERR_TYPE, "%s() has no field '%s'", cname, kwn[k]);
+		if (items[j])
+			return fe_err(fe, node, IR_ERR_TYPE, "%s() got two values for field '%s'", cname, kwn[k]);
+		items[j] = kwv[k];
+	}
+	PyObject *defaults = fe_attr(fe, cls, "_field_defaults");
+	bool all_const = true;
+	for (int j = 0; j < nf; j++) {
+		if (!items[j]) {
+			PyObject *d = defaults && PyDict_Check(defaults)
+					      ? PyDict_GetItem(defaults, PyTuple_GetItem(fields, j))
+					      : NULL;
+			if (!d)
+				return fe_err(fe, node, IR_ERR_TYPE, "%s() is missing field '%s'", cname,
+					      PyUnicode_AsUTF8AndSize(PyTuple_GetItem(fields, j), NULL));
+			items[j] = fe_const(fe, d);
+		}
+		all_const = all_const && fe_is_const(items[j]);
+	}
+	PyErr_Clear();
+	if (all_const)
+		return python_call(fe, node, cls, nf, items, 0, NULL, NULL);
+	FeVal *t = make_tuple(fe, nf, items);
+	t->obj = cls;
+	return t;
+}
+
 FeVal *fe_call(Fe *fe, PyObject *node)
 {
 	FeVal *f = fe_expr(fe, child(fe, node, "func"));
@@ -1425,6 +1570,21 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 	if (n == 1 && nk == 0 && av[0]->kind == V_TUPLE &&
 	    (is_builtin(fe, o, "tuple") || is_builtin(fe, o, "list") || o == fe_attr(fe, fe->tl, "tuple")))
 		return av[0];
+	/* hasattr / getattr on a tensor or a tuple: what x.name would give */
+	if ((is_builtin(fe, o, "hasattr") || is_builtin(fe, o, "getattr")) && nk == 0 && n >= 2 && n <= 3 &&
+	    !fe_is_const(av[0]) && fe_is_const(av[1]) && PyUnicode_Check(av[1]->obj)) {
+		bool has = is_builtin(fe, o, "hasattr");
+		if (has && n != 2)
+			return fe_err(fe, node, IR_ERR_VALUE, "hasattr() takes 2 arguments");
+		FeVal *r = fe_getattr(fe, node, av[0], PyUnicode_AsUTF8AndSize(av[1]->obj, NULL));
+		if (!r && (has || n == 3)) {
+			ir_ctx_clear_error(fe->ctx);
+			PyErr_Clear();
+		}
+		if (has)
+			return fe_const(fe, r ? Py_True : Py_False);
+		return r ? r : n == 3 ? av[2] : NULL;
+	}
 	static const char *pure[] = {"abs", "getattr", "hasattr", "tuple", "list", "str", "round",
 				     "divmod", "pow", "sum", "any", "all", "type", "repr", NULL};
 	for (int i = 0; pure[i]; i++)
@@ -1433,6 +1593,13 @@ FeVal *fe_call(Fe *fe, PyObject *node)
 				return fe_builtin_call(fe, node, "abs", NULL, n, av, 0, NULL, NULL);
 			return python_call(fe, node, o, n, av, (int)nk, kwn, kwv);
 		}
+	/* a NamedTuple class: its fields from the arguments (and the class's
+	 * defaults); a constant tuple when every field is one */
+	PyObject *fields = PyType_Check(o) && PyType_IsSubtype((PyTypeObject *)o, &PyTuple_Type)
+				   ? fe_attr(fe, o, "_fields")
+				   : NULL;
+	if (fields && PyTuple_Check(fields))
+		return namedtuple_call(fe, node, o, fields, n, av, (int)nk, kwn, kwv);
 	/* ctriton.language classes (pointer_type, constexpr, block_type, dtype) and
 	 * functions marked as compile-time helpers */
 	PyObject *mod = fe_attr(fe, o, "__module__");

@@ -179,13 +179,26 @@ static IrValue *coerce(Fe *fe, PyObject *node, const char *name, FeVal *v, const
 
 /* ---- assignment --------------------------------------------------------- */
 
-static bool assign(Fe *fe, PyObject *target, FeVal *v)
+/* v, marked lifted when it is a number (see FeVal.lifted). */
+static FeVal *lift_number(Fe *fe, FeVal *v)
+{
+	if (!fe_is_const(v) || v->lifted || !(PyLong_Check(v->obj) || PyFloat_Check(v->obj)))
+		return v;
+	FeVal *l = ir_alloc(fe->ctx, sizeof(FeVal));
+	*l = *v;
+	l->lifted = true;
+	return l;
+}
+
+/* Binds target to v; lift: a plain assignment (x = v, x += v), whose
+ * numbers act as scalar tensors. */
+static bool assign_to(Fe *fe, PyObject *target, FeVal *v, bool lift)
 {
 	FeNode k = fe_kind(fe, target);
 	if (k == N_Name) {
 		if (v->kind == V_METHOD)
 			return fe_err(fe, target, IR_ERR_SYNTAX, "cannot assign a bound tensor method");
-		fe_scope_set(fe, &fe->fn->scope, name_of(fe, target), v);
+		fe_scope_set(fe, &fe->fn->scope, name_of(fe, target), lift ? lift_number(fe, v) : v);
 		return true;
 	}
 	if (k == N_Tuple || k == N_List) {
@@ -208,7 +221,7 @@ static bool assign(Fe *fe, PyObject *target, FeVal *v)
 			return fe_err(fe, target, IR_ERR_VALUE,
 				      "cannot unpack %d values into %d names", have, (int)n);
 		for (Py_ssize_t i = 0; i < n; i++)
-			if (!assign(fe, PyList_GetItem(elts, i), items[i]))
+			if (!assign_to(fe, PyList_GetItem(elts, i), items[i], lift))
 				return false;
 		return true;
 	}
@@ -220,6 +233,11 @@ static bool assign(Fe *fe, PyObject *target, FeVal *v)
 		return fe_err(fe, target, IR_ERR_SYNTAX,
 			      "unsupported syntax: assignment to an attribute is not supported in @jit functions");
 	return fe_err(fe, target, IR_ERR_SYNTAX, "unsupported assignment target");
+}
+
+static bool assign(Fe *fe, PyObject *target, FeVal *v)
+{
+	return assign_to(fe, target, v, false);
 }
 
 static bool is_constexpr_annotation(Fe *fe, PyObject *ann)
@@ -338,7 +356,7 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 		if (fe_is_tensor(v1) && fe_is_tensor(v2)) {
 			if (v1->v->type != v2->v->type)
 				return fe_err(fe, node, IR_ERR_TYPE,
-					      "variable '%s' has type %s in the then-branch and %s in the "
+					      "Mismatched type for %s: %s in the then-branch, %s in the "
 					      "else-branch; both branches must give it the same type",
 					      nm, fe_tyname(fe, v1->v->type), fe_tyname(fe, v2->v->type));
 			t = v1->v->type;
@@ -438,6 +456,9 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 	IrBuilder saved = fe->b;
 	for (int j = 0; j < n[0]; j++) {
 		FeVal *a = flat[0][j], *b = flat[1][j];
+		if (fe_is_tensor(a) && fe_is_tensor(b) && a->v->type != b->v->type)
+			return fe_err(fe, node, IR_ERR_TYPE, "Return type mismatch: %s and %s (the branches of this `if` "
+				      "return different types)", fe_tyname(fe, a->v->type), fe_tyname(fe, b->v->type));
 		const IrType *t = fe_is_tensor(a) ? a->v->type : fe_is_tensor(b) ? b->v->type : default_type(fe, node, a);
 		if (!t)
 			return false;
@@ -489,6 +510,12 @@ static bool if_stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 	}
 	if (c->kind != V_TENSOR)
 		return fe_err(fe, node, IR_ERR_TYPE, "the condition of an `if` must be a scalar or a constexpr");
+	if (ir_is_block(c->v->type) && c->v->type->numel == 1) {
+		/* a one-element block: its element (Triton unsplats it, with a warning) */
+		c = fe_builtin_call(fe, child(fe, node, "test"), "item", c, 0, NULL, 0, NULL, NULL);
+		if (!c)
+			return false;
+	}
 	if (ir_is_block(c->v->type))
 		return fe_err(fe, child(fe, node, "test"), IR_ERR_TYPE,
 			      "the condition of an `if` must be a scalar, got %s (use tl.where for blocks)",
@@ -970,6 +997,34 @@ static bool for_stmt(Fe *fe, PyObject *node)
 		return fe_err(fe, it, IR_ERR_SYNTAX,
 			      "unsupported syntax: for loops must iterate over range(), tl.range() or "
 			      "tl.static_range()");
+	/* tl.range / tl.static_range(arg1, arg2=, step=): the bounds by keyword */
+	if (is_static || is_tl) {
+		static const char *const bound_names[3] = {"arg1", "arg2", "step"};
+		FeVal *b3[3] = {na > 0 ? a[0] : NULL, na > 1 ? a[1] : NULL, na > 2 ? a[2] : NULL};
+		bool named = false;
+		for (Py_ssize_t i = 0; i < PyList_Size(kws); i++) {
+			PyObject *k = PyList_GetItem(kws, i);
+			const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
+			for (int j = 0; j < 3; j++)
+				if (kn && strcmp(kn, bound_names[j]) == 0) {
+					if (b3[j])
+						return fe_err(fe, k, IR_ERR_VALUE, "range() got two values for '%s'", kn);
+					if (!(b3[j] = fe_expr(fe, child(fe, k, "value"))))
+						return false;
+					named = true;
+				}
+		}
+		if (named) {
+			if (!b3[0])
+				return fe_err(fe, it, IR_ERR_VALUE, "range() needs at least one argument");
+			FeVal *zero = fe_const(fe, fe_keep(fe, PyLong_FromLong(0)));
+			FeVal *one = fe_const(fe, fe_keep(fe, PyLong_FromLong(1)));
+			a[0] = b3[1] ? b3[0] : zero; /* range(n, step=s): from 0 */
+			a[1] = b3[1] ? b3[1] : b3[0];
+			a[2] = b3[2] ? b3[2] : one;
+			na = 3;
+		}
+	}
 	if (is_static)
 		return static_for(fe, node, a, na);
 	if (na < 1)
@@ -1036,6 +1091,8 @@ static bool for_stmt(Fe *fe, PyObject *node)
 		const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
 		if (!is_tl)
 			return fe_err(fe, k, IR_ERR_VALUE, "range() got an unexpected keyword argument '%s'", kn);
+		if (!strcmp(kn, "arg1") || !strcmp(kn, "arg2") || !strcmp(kn, "step"))
+			continue; /* the bounds, read above */
 		static const char *known[] = {"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
 					      "flatten", "warp_specialize", "disable_licm", NULL};
 		bool ok = false;
@@ -1095,7 +1152,39 @@ static bool while_stmt(Fe *fe, PyObject *node)
 	IrValue **inits = carried_inits(fe, node, &c);
 	if (!inits)
 		return false;
+	/* while tl.condition(c, disable_licm=...): the attributes go on the loop */
+	bool no_licm = false;
+	PyObject *callee = fe_kind(fe, test) == N_Call ? child(fe, test, "func") : NULL;
+	PyObject *cname = !callee ? NULL
+			  : fe_kind(fe, callee) == N_Attribute ? child(fe, callee, "attr")
+			  : fe_kind(fe, callee) == N_Name      ? child(fe, callee, "id")
+							       : NULL;
+	if (cname && PyUnicode_Check(cname) && PyUnicode_CompareWithASCIIString(cname, "condition") == 0) {
+		FeVal *fn = fe_expr(fe, callee);
+		if (!fn)
+			return false;
+		if (fe_is_const(fn) && fn->obj == fe_attr(fe, fe->tl, "condition")) {
+			PyObject *args = child(fe, test, "args"), *kws = child(fe, test, "keywords");
+			if (PyList_Size(args) != 1)
+				return fe_err(fe, test, IR_ERR_VALUE, "tl.condition() takes the condition and disable_licm=");
+			for (Py_ssize_t i = 0; i < PyList_Size(kws); i++) {
+				PyObject *k = PyList_GetItem(kws, i);
+				const char *kn = PyUnicode_AsUTF8AndSize(child(fe, k, "arg"), NULL);
+				FeVal *kv = kn && !strcmp(kn, "disable_licm") ? fe_expr(fe, child(fe, k, "value")) : NULL;
+				if (!kv || !fe_is_const(kv))
+					return fe_err(fe, k, IR_ERR_VALUE,
+						      "tl.condition() takes one keyword, disable_licm=, a constexpr bool");
+				int t = fe_truth(fe, k, kv);
+				if (t < 0)
+					return false;
+				no_licm = t;
+			}
+			test = PyList_GetItem(args, 0);
+		}
+	}
 	IrOp *op = ir_build(&fe->b, OP_WHILE, c.n, inits, c.n, c.tys, 2);
+	if (no_licm)
+		ir_op_set_bool(fe->ctx, op, "disable_licm", true);
 	IrBlock *before = op->regions[0], *after = op->regions[1];
 	for (int i = 0; i < c.n; i++) {
 		ir_block_add_arg(fe->ctx, before, c.tys[i])->name = c.names[i];
@@ -1168,7 +1257,7 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 			return false;
 		PyObject *ts = child(fe, node, "targets");
 		for (Py_ssize_t i = 0; i < PyList_Size(ts); i++)
-			if (!assign(fe, PyList_GetItem(ts, i), v))
+			if (!assign_to(fe, PyList_GetItem(ts, i), v, true))
 				return false;
 		return true;
 	}
@@ -1182,7 +1271,7 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 			return false;
 		fe_set_loc(fe, node);
 		FeVal *r = fe_binop(fe, node, fe_kind(fe, child(fe, node, "op")), cur, rhs);
-		return r && assign(fe, t, r);
+		return r && assign_to(fe, t, r, true);
 	}
 	case N_AnnAssign: {
 		PyObject *t = child(fe, node, "target");
@@ -1192,10 +1281,17 @@ static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 		FeVal *v = fe_expr(fe, val);
 		if (!v)
 			return false;
-		if (is_constexpr_annotation(fe, child(fe, node, "annotation")) && !fe_is_const(v))
+		bool cx = is_constexpr_annotation(fe, child(fe, node, "annotation"));
+		if (cx && !fe_is_const(v))
 			return fe_err(fe, val, IR_ERR_VALUE,
 				      "a variable annotated tl.constexpr must be given a compile-time value");
-		return assign(fe, t, v);
+		if (cx && v->lifted) { /* x: tl.constexpr = y: a constexpr again */
+			FeVal *c = ir_alloc(fe->ctx, sizeof(FeVal));
+			*c = *v;
+			c->lifted = false;
+			v = c;
+		}
+		return assign_to(fe, t, v, !cx);
 	}
 	case N_Return: {
 		if (fe->fn->loop_depth > 0)

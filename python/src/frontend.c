@@ -151,8 +151,10 @@ const IrType *fe_dtype_to_ir(Fe *fe, PyObject *dt)
 		const IrType *e = fe_dtype_to_ir(fe, fe_attr(fe, dt, "element_ty"));
 		PyObject *as = fe_attr(fe, dt, "address_space");
 		int space = as ? (int)PyLong_AsLong(as) : 1;
+		PyObject *cst = fe_attr(fe, dt, "const");
+		bool is_const = cst && PyObject_IsTrue(cst) == 1;
 		PyErr_Clear();
-		return e ? ir_type_ptr(fe->ctx, e, space) : NULL;
+		return e ? ir_type_ptr_const(fe->ctx, e, space, is_const) : NULL;
 	}
 	PyObject *ir = fe_attr(fe, dt, "_ir");
 	if (!ir || !PyUnicode_Check(ir))
@@ -167,7 +169,10 @@ PyObject *fe_ir_to_dtype(Fe *fe, const IrType *t)
 		PyObject *e = fe_ir_to_dtype(fe, t->elem);
 		if (!e)
 			return NULL;
-		return fe_keep(fe, PyObject_CallFunctionObjArgs(fe->cls_ptr, e, NULL));
+		PyObject *as = PyLong_FromLong(t->addrspace);
+		PyObject *r = PyObject_CallFunctionObjArgs(fe->cls_ptr, e, as, t->is_const ? Py_True : Py_False, NULL);
+		Py_XDECREF(as);
+		return fe_keep(fe, r);
 	}
 	const char *n = ir_kind_name(t->kind);
 	if (!n)
@@ -225,10 +230,11 @@ static const IrType *sig_type(Fe *fe, const char *s)
 {
 	if (s[0] == '*') {
 		s++;
-		if (*s == 'k')
+		bool is_const = *s == 'k'; /* a tl.const argument: read-only */
+		if (is_const)
 			s++;
 		const IrType *e = sig_type(fe, s);
-		return e ? ir_type_ptr(fe->ctx, e, 1) : NULL;
+		return e ? ir_type_ptr_const(fe->ctx, e, 1, is_const) : NULL;
 	}
 	static const struct {
 		const char *sig, *ir;
@@ -237,6 +243,7 @@ static const IrType *sig_type(Fe *fe, const char *s)
 		{"i32", "i32"},   {"i64", "i64"},     {"u8", "u8"},         {"u16", "u16"},
 		{"u32", "u32"},   {"u64", "u64"},     {"fp16", "f16"},      {"bf16", "bf16"},
 		{"fp32", "f32"},  {"fp64", "f64"},    {"fp8e4nv", "f8e4m3"}, {"fp8e5", "f8e5m2"},
+		{"fp8e4b15", "f8e4b15"}, {"fp8e4b8", "f8e4b8"}, {"fp8e5b16", "f8e5b16"},
 		{"f16", "f16"},   {"f32", "f32"},     {"f64", "f64"},       {"B", "i1"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -378,6 +385,10 @@ static void set_module_attrs(Fe *fe, PyObject *options, bool *overflow, bool *cp
 		if (strcmp(k, "target") == 0) {
 			const char *ts = PyUnicode_Check(val) ? PyUnicode_AsUTF8AndSize(val, NULL) : NULL;
 			*cpu = ts && strncmp(ts, "cpu:", 4) == 0;
+			continue;
+		}
+		if (strcmp(k, "kernel_name") == 0 && PyUnicode_Check(val)) {
+			fe->kernel_name = ir_intern(fe->ctx, PyUnicode_AsUTF8AndSize(val, NULL));
 			continue;
 		}
 		if (PyLong_Check(val) && !PyBool_Check(val))
@@ -552,8 +563,8 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		pidx[i] = np;
 		ptys[np++] = t;
 	}
-	IrFunc *f = ir_func_new(fe->m, PyUnicode_AsUTF8AndSize(name, NULL), np, ptys, 0, NULL,
-				fe_loc(fe, fdef));
+	IrFunc *f = ir_func_new(fe->m, fe->kernel_name ? fe->kernel_name : PyUnicode_AsUTF8AndSize(name, NULL), np,
+				ptys, 0, NULL, fe_loc(fe, fdef));
 	f->is_kernel = true;
 	fe->func = f;
 	ir_builder_init(&fe->b, fe->ctx);

@@ -49,6 +49,10 @@ struct FeVal {
 	FeVal *self;
 	const char *name;
 	const char *why;
+	/* V_CONST: a number bound by a plain assignment (x = 0). Triton makes
+	 * that a scalar tensor; it stays a folded constant here, but its
+	 * attributes (x.to, x.dtype, x.type) are a tensor's */
+	bool lifted;
 };
 
 typedef struct FeVar {
@@ -89,6 +93,7 @@ typedef struct Fe {
 	bool debug;
 	bool sanitize;       /* parameters carry their source names (attr "name") */
 	bool overflow;       /* integer + - * checked for overflow (fe_expr.c) */
+	const char *kernel_name; /* the kernel function's name when not the Python function's */
 	int depth;
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */

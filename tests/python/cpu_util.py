@@ -96,16 +96,25 @@ def round_to(x, name):
 
 # -- fp8 ------------------------------------------------------------------------
 
+# format -> (exponent bits, mantissa bits, bias)
+FP8_FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15), "e4b15": (4, 3, 15), "e4b8": (4, 3, 8),
+               "e5b16": (5, 2, 16)}
+
+
 def fp8_table(fmt):
     """All 256 values of an fp8 format as float64 (NaN where the code is NaN).
-    e4m3fn: bias 7, no infinities, S.1111.111 is NaN; e5m2: IEEE-like, bias 15."""
+    e4m3fn: bias 7, no infinities, S.1111.111 is NaN; e5m2: IEEE-like, bias 15;
+    e4b15: e4m3fn's encoding with bias 15; e4b8 / e5b16 ("fnuz"): biases 8 /
+    16, no infinities, no -0, 0x80 is NaN."""
     vals = np.empty(256, np.float64)
-    ebits, mbits, bias = (4, 3, 7) if fmt == "e4m3" else (5, 2, 15)
+    ebits, mbits, bias = FP8_FORMATS[fmt]
     for c in range(256):
         s = -1.0 if c & 0x80 else 1.0
         e = (c >> mbits) & ((1 << ebits) - 1)
         m = c & ((1 << mbits) - 1)
-        if fmt == "e4m3" and e == 15 and m == 7:
+        if fmt in ("e4m3", "e4b15") and e == 15 and m == 7:
+            vals[c] = np.nan
+        elif fmt in ("e4b8", "e5b16") and c == 0x80:
             vals[c] = np.nan
         elif fmt == "e5m2" and e == 31:
             vals[c] = np.nan if m else s * np.inf

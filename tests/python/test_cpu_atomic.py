@@ -179,3 +179,63 @@ def test_global_histogram_many_programs():
     h = np.zeros(10, np.int32)
     histogram_atomic_kernel[(triton.cdiv(n, 128),)](x, h, n, BLOCK=128)
     np.testing.assert_array_equal(h, np.bincount(x, minlength=10))
+
+
+# -- bfloat16 (held as uint16 bits; the CPU computes it in f32) ---------------
+
+@triton.jit
+def bf16_add_kernel(x_ptr, acc_ptr, old_ptr, n, SLOTS: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + pid * BLOCK + offs).to(tl.bfloat16, bitcast=True)
+    p = acc_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + offs % SLOTS
+    m = pid * BLOCK + offs < n
+    old = tl.atomic_add(p, x, mask=m)   # Triton allows only add on bf16
+    tl.static_assert(old.dtype == tl.bfloat16)
+    tl.store(old_ptr + pid * BLOCK + offs, old.to(tl.uint16, bitcast=True), mask=m)
+
+
+def test_bf16_add_contended():
+    from cpu_util import bf16_bits_to_f32, f32_to_bf16_bits
+    rng = np.random.default_rng(3)
+    slots, n = BLOCK, PROGS * BLOCK - 5   # the last program's tail is masked off
+    # small integers whose partial sums stay below 2**8: exact in bf16, so
+    # the sums do not depend on the order
+    xf = rng.integers(-3, 4, PROGS * BLOCK).astype(np.float32)
+    x = f32_to_bf16_bits(xf)
+    init = rng.integers(-8, 8, slots).astype(np.float32)
+    acc = f32_to_bf16_bits(init)
+    old = np.full(PROGS * BLOCK, 0xFFFF, np.uint16)
+    bf16_add_kernel[(PROGS,)](x, acc, old, n, SLOTS=slots, BLOCK=BLOCK)
+    slot = np.arange(n) % BLOCK % slots
+    ref = np.array([init[s] + xf[:n][slot == s].sum() for s in range(slots)], np.float32)
+    np.testing.assert_array_equal(bf16_bits_to_f32(acc), ref)
+    # the old values are each slot's successive states: {init} + {old + x}
+    # lists every state once, as {old} + {final} does
+    oldf = bf16_bits_to_f32(old[:n])
+    for s in range(slots):
+        o, v = oldf[slot == s], xf[:n][slot == s]
+        np.testing.assert_array_equal(np.sort(np.concatenate([[init[s]], o + v])),
+                                      np.sort(np.concatenate([o, [ref[s]]])))
+    assert (old[n:] == 0xFFFF).all()   # masked off: nothing stored
+
+
+@triton.jit
+def bf16_cas_kernel(x_ptr, old_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    p = x_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + offs
+    cmp = (offs % 3).to(tl.bfloat16)
+    val = (offs * 10).to(tl.bfloat16)
+    old = tl.atomic_cas(p, cmp, val)   # swaps where x == offs % 3
+    tl.store(old_ptr + offs, old.to(tl.uint16, bitcast=True))
+
+
+def test_bf16_cas_block():
+    from cpu_util import bf16_bits_to_f32, f32_to_bf16_bits
+    x0 = np.array([0, 1, 5, 0, 1, 2, 7, 1] * 4, np.float32)
+    x = f32_to_bf16_bits(x0)
+    old = np.zeros(32, np.uint16)
+    bf16_cas_kernel[(1,)](x, old, BLOCK=32)
+    offs = np.arange(32)
+    np.testing.assert_array_equal(bf16_bits_to_f32(old), x0)
+    np.testing.assert_array_equal(bf16_bits_to_f32(x), np.where(x0 == offs % 3, offs * 10, x0))

@@ -103,3 +103,34 @@ def test_dot_loop_accumulator(mode, M, K, N):
     np.testing.assert_allclose(d[0], want, rtol=1e-4, atol=1e-4)
     for i, e in enumerate(extra):
         np.testing.assert_allclose(d[i + 1], e, rtol=1e-4, atol=1e-4)
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, z_ptr, SHAPE: tl.constexpr, TRANS_B: tl.constexpr,
+                       ACC: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs).reshape(SHAPE)
+    b = tl.load(b_ptr + offs).reshape(SHAPE)
+    if TRANS_B:
+        b = tl.trans(b)          # no dims: the last two axes swap (a batched transpose)
+    if ACC:
+        z = tl.dot(a, b, acc=tl.load(c_ptr + offs).reshape(SHAPE))
+    else:
+        z = tl.dot(a, b)
+    tl.store(z_ptr + offs, z.reshape([N]))
+
+
+@pytest.mark.parametrize("batch", [(2, 2), (2, 1, 2), (4, 2, 1, 2)])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("acc", [False, True])
+def test_dot_many_batch_dims(batch, trans_b, acc):
+    shape = batch + (16, 16)
+    n = int(np.prod(shape))
+    rng = np.random.default_rng(len(batch))
+    a = rng.integers(-4, 5, shape).astype(np.float32)
+    b = rng.integers(-4, 5, shape).astype(np.float32)
+    c = rng.integers(-4, 5, shape).astype(np.float32)
+    z = np.zeros(shape, np.float32)
+    batched_dot_kernel[(1,)](a, b, c, z, SHAPE=list(shape), TRANS_B=trans_b, ACC=acc, N=n)
+    ref = a @ (np.swapaxes(b, -1, -2) if trans_b else b) + (c if acc else 0)
+    np.testing.assert_array_equal(z, ref)

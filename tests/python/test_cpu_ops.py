@@ -575,11 +575,15 @@ def fp8_decode_kernel(c_ptr, z_ptr, F8: tl.constexpr, OUT: tl.constexpr, BLOCK: 
     tl.store(z_ptr + offs, c.to(OUT))
 
 
-@pytest.mark.parametrize("fmt,f8", [("e4m3", "float8e4nv"), ("e5m2", "float8e5")])
+FP8 = [("e4m3", "float8e4nv"), ("e5m2", "float8e5"), ("e4b15", "float8e4b15"),
+       ("e4b8", "float8e4b8"), ("e5b16", "float8e5b16")]
+
+
+@pytest.mark.parametrize("fmt,f8", FP8)
 @pytest.mark.parametrize("src", ["float32", "float16"])
 def test_fp8_roundtrip(fmt, f8, src):
     rng = np.random.default_rng(9)
-    hi = 440.0 if fmt == "e4m3" else (50000.0 if src == "float32" else 50000.0)
+    hi = {"e4m3": 440.0, "e4b15": 1.7, "e4b8": 230.0}.get(fmt, 50000.0)
     table = fp8_table(fmt)
     vals = np.concatenate([
         rng.uniform(-hi, hi, 64), rng.uniform(-2, 2, 64), rng.uniform(-0.02, 0.02, 64),
@@ -595,7 +599,7 @@ def test_fp8_roundtrip(fmt, f8, src):
     np.testing.assert_array_equal(table[codes], z.astype(np.float64))
 
 
-@pytest.mark.parametrize("fmt,f8", [("e4m3", "float8e4nv"), ("e5m2", "float8e5")])
+@pytest.mark.parametrize("fmt,f8", FP8)
 @pytest.mark.parametrize("out", ["float32", "float16", "bfloat16"])
 def test_fp8_decode_all_codes(fmt, f8, out):
     codes = np.arange(256, dtype=np.uint8)
@@ -612,6 +616,56 @@ def test_fp8_decode_all_codes(fmt, f8, out):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(table))
     ok = ~np.isnan(table)
     np.testing.assert_array_equal(got[ok], table[ok])
+
+
+@triton.jit
+def fp8_specials_kernel(x_ptr, codes_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(codes_ptr + offs, tl.load(x_ptr + offs).to(codes_ptr.dtype.element_ty))
+
+
+@pytest.mark.parametrize("fmt,f8", FP8[2:])
+def test_fp8_extra_formats_specials(fmt, f8):
+    # finite overflow and infinities saturate to +-max (no format here has
+    # inf), NaN gives the format's NaN, and the fnuz formats have no -0
+    table = fp8_table(fmt)
+    top = np.nanmax(table)
+    x = np.array([top * 4, -top * 4, np.inf, -np.inf, np.nan, -0.0, 0.0, top], np.float32)
+    x = np.resize(x, 16)
+    codes = np.zeros(16, np.uint8)
+    fp8_specials_kernel[(1,)](x, triton.reinterpret(codes, getattr(tl, f8)), BLOCK=16)
+    v = table[codes[:8]]
+    np.testing.assert_array_equal(v[[0, 1, 2, 3, 7]], [top, -top, top, -top, top])
+    assert np.isnan(v[4])
+    if fmt in ("e4b8", "e5b16"):
+        assert codes[4] == 0x80 and codes[5] == 0 and codes[6] == 0
+    else:
+        assert codes[4] & 0x7F == 0x7F and codes[5] == 0x80 and codes[6] == 0
+
+
+@triton.jit
+def fp8_abs_kernel(x_ptr, z_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(z_ptr + offs, tl.abs(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("fmt,f8", FP8)
+def test_fp8_abs_every_code(fmt, f8):
+    # fp8 arguments passed as reinterpreted byte arrays: the signature type
+    # (*fp8e4b15, ...) reaches the kernel
+    codes = np.arange(256, dtype=np.uint8)
+    out = np.zeros(256, np.uint8)
+    dt = getattr(tl, f8)
+    k = fp8_abs_kernel[(1,)](triton.reinterpret(codes, dt), triton.reinterpret(out, dt), BLOCK=256)
+    assert k.metadata.sig.split(",")[0] == "*" + TL_SIG[f8]
+    table = fp8_table(fmt)
+    ok = np.isfinite(table)   # (e5m2's infinities: abs rounds back through a saturating cast)
+    np.testing.assert_array_equal(table[out][ok], np.abs(table[ok]))
+    assert np.isnan(table[out][np.isnan(table)]).all()
+
+
+TL_SIG = {"float8e4nv": "f8e4m3", "float8e5": "f8e5m2", "float8e4b15": "f8e4b15",
+          "float8e4b8": "f8e4b8", "float8e5b16": "f8e5b16"}
 
 
 def test_bf16_rounding_from_f32():

@@ -64,7 +64,8 @@ def test_signature_and_attrs():
     text = ttir(K.bcast, {"X": "*kfp16", "OUT": "*bf16"}, {"M": 16, "N": 16},
                 {"num_warps": 8, "num_ctas": 1}, {"X": {"divisibility": 16}})
     assert text.startswith("module {num_ctas = 1, num_warps = 8}")
-    assert "%0: ptr<f16> {divisibility = 16}, %1: ptr<bf16>)" in text
+    # "*k": a tl.const (read-only) pointer
+    assert "%0: ptr<f16, const> {divisibility = 16}, %1: ptr<bf16>)" in text
 
 
 def test_constexpr_tuple_keys():

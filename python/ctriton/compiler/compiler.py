@@ -6,7 +6,8 @@ runs 2-3 in one call):
   2. parse
   3. passes     verify, combine-dot-add, cse-scalars, dce (ttir); cuda: prefetch
                 ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
-                ptx-emit (ptx), ptxas (cubin); cpu: cpu-codegen (llir, asm, code)
+                ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir, in
+                Triton's MLIR spelling), cpu-codegen (llir, asm, code)
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
 default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
@@ -61,6 +62,11 @@ KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")
 
 class CompileError(RuntimeError):
     """A failure after the frontend (IR parse/verify, backend, ptxas)."""
+
+
+class OptionError(ValueError, AssertionError):
+    """A compile option out of range. A ValueError, and an AssertionError as
+    Triton's option checks raise."""
 
 
 def _compilation_error(msg):
@@ -155,7 +161,7 @@ def parse_options(options, backend="cuda"):
             del opts["extern_libs"]
     nw = opts["num_warps"]
     if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
-        raise ValueError(f"num_warps must be a power of 2, got {nw!r}")
+        raise OptionError(f"num_warps must be a power of 2, got {nw!r}")
     return opts
 
 
@@ -239,7 +245,26 @@ class ASTSource:
             out.append("constexpr" if name in self.constexprs else t)
         return out
 
+    def kernel_name(self):
+        """The name the kernel gets: the jit's repr= of this specialization
+        (Triton's SpecializationProxy: constants by argument name, the
+        signature), else the function's name."""
+        rep = getattr(self.fn, "_repr", None)
+        if rep is None:
+            return self.fn.__name__
+        import collections
+        proxy = collections.namedtuple("SpecializationProxy", ["constants", "signature"])(
+            {k: v for k, v in self.constexprs.items() if isinstance(k, str)}, self.signature)
+        name = self.fn.repr(proxy)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"the repr of {self.fn.__name__} gave {name!r}, which is not a "
+                             "valid kernel name")
+        return name
+
     def make_ttir(self, options):
+        name = self.kernel_name()
+        if name != self.fn.__name__:
+            options = dict(options, kernel_name=name)
         return _C.ast_to_ttir(self.fn, self.signature, self.constexprs, self.attrs, options)
 
 

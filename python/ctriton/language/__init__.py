@@ -9,7 +9,7 @@ from . import core
 from .core import *  # noqa: F401,F403
 from .core import (TRITON_MAX_TENSOR_NUMEL, PropagateNan, _BUILTINS, block_type, constexpr,  # noqa: F401
                    dtype, pointer_type, tensor, tuple_type, pi32_t, void, str_to_ty, tuple,
-                   constexpr_type, const)
+                   constexpr_type, const, condition)
 from .core import (tensor_descriptor, tensor_descriptor_base, tensor_descriptor_type,  # noqa: F401
                    tensor_descriptor_base_type, make_tensor_descriptor, load_tensor_descriptor,
                    store_tensor_descriptor)
@@ -30,7 +30,7 @@ __all__ = sorted(set(_BUILTINS) | {
     "float8e4b15", "float8e4b8", "float8e5b16", "cdiv", "sigmoid", "softmax", "swizzle2d",
     "interleave", "flip", "sort", "topk", "bitonic_merge", "math", "extra", "philox", "philox_impl", "randint", "randint4x", "rand",
     "rand4x", "randn", "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal",
-    "str_to_ty", "tuple", "tuple_type", "constexpr_type", "const",
+    "str_to_ty", "tuple", "tuple_type", "constexpr_type", "const", "condition",
     "tensor_descriptor", "tensor_descriptor_base", "tensor_descriptor_type",
     "tensor_descriptor_base_type", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor",

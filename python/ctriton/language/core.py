@@ -42,13 +42,13 @@ def _unwrap(x):
 
 
 # name -> (IR type name, bits, mantissa bits, exponent bias); ints have no
-# mantissa. fp8e4b15/fp8e4b8/fp8e5b16 have no IR type in ctriton.
+# mantissa.
 _DTYPES = {
     "int1": ("i1", 1), "int8": ("i8", 8), "int16": ("i16", 16), "int32": ("i32", 32),
     "int64": ("i64", 64), "uint8": ("u8", 8), "uint16": ("u16", 16), "uint32": ("u32", 32),
     "uint64": ("u64", 64),
-    "fp8e4b15": (None, 8, 3, 15), "fp8e4nv": ("f8e4m3", 8, 3, 7), "fp8e4b8": (None, 8, 3, 8),
-    "fp8e5": ("f8e5m2", 8, 2, 15), "fp8e5b16": (None, 8, 2, 16), "fp16": ("f16", 16, 10, 15),
+    "fp8e4b15": ("f8e4b15", 8, 3, 15), "fp8e4nv": ("f8e4m3", 8, 3, 7),
+    "fp8e4b8": ("f8e4b8", 8, 3, 8), "fp8e5": ("f8e5m2", 8, 2, 15), "fp8e5b16": ("f8e5b16", 8, 2, 16), "fp16": ("f16", 16, 10, 15),
     "bf16": ("bf16", 16, 7, 127), "fp32": ("f32", 32, 23, 127), "fp64": ("f64", 64, 52, 1023),
     "void": (None, 0),
 }
@@ -358,7 +358,7 @@ pi32_t = pointer_type(int32)
 # IR type name -> dtype (read by the C frontend for `x.dtype`).
 _IR_TO_DTYPE = {d._ir: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                     uint64, float16, bfloat16, float32, float64,
-                                    float8e4nv, float8e5)}
+                                    float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16)}
 
 
 class tensor:
@@ -433,6 +433,16 @@ class tuple(_builtins.tuple):  # noqa: A001
 
 class const:
     """The annotation of a read-only pointer argument (``x: tl.const``)."""
+
+
+class condition:
+    """``while tl.condition(c, disable_licm=True):``: the condition of a
+    while loop with attributes for the compiler (disable_licm: keep loop
+    invariant code inside the loop). Only meaningful as a while's test."""
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = disable_licm
 
 
 _STR_TO_DTYPE = {"fp8e4nv": "fp8e4nv", "fp8e4b8": "fp8e4b8", "fp8e5": "fp8e5",

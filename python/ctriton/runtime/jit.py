@@ -55,9 +55,17 @@ def _is_constexpr_annotation(ann):
     return getattr(ann, "__name__", None) == "constexpr"
 
 
+def _is_const_annotation(ann):
+    """``x: tl.const``: a read-only pointer argument."""
+    if isinstance(ann, str):
+        return ann.split(".")[-1] == "const"
+    return isinstance(ann, type) and ann.__name__ == "const" and \
+        ann.__module__.startswith(("ctriton.language", "triton.language"))
+
+
 def _annotation_type(ann):
     """A type annotation (tl.int64, "i32", "*fp16") as a type string, or None."""
-    if ann is _EMPTY or _is_constexpr_annotation(ann):
+    if ann is _EMPTY or _is_constexpr_annotation(ann) or _is_const_annotation(ann):
         return None
     if isinstance(ann, str):
         s = ann.split(".")[-1]
@@ -89,6 +97,72 @@ def _tuple_arg_info(path, v, t, k, constexprs, attrs):
             constexprs[p] = vj
         elif kj == "D":
             attrs[p] = {"divisibility": 16}
+
+
+def _spec_encode(v):
+    """A specialization value (signature entry, constexpr, option) as JSON
+    data that _spec_decode reads back: tagged lists."""
+    import importlib
+    if v is None or isinstance(v, (bool, str)):
+        return ["v", v]
+    if isinstance(v, int):
+        return ["int", str(v)]
+    if isinstance(v, float):
+        return ["float", repr(v)]
+    if isinstance(v, tuple):
+        return ["tuple", [_spec_encode(x) for x in v],
+                None if type(v) is tuple else _spec_encode(type(v))]
+    if isinstance(v, list):
+        return ["list", [_spec_encode(x) for x in v]]
+    if isinstance(v, dict):
+        return ["dict", [[_spec_encode(k), _spec_encode(x)] for k, x in v.items()]]
+    from .. import language as tl
+    if isinstance(v, tl.constexpr):
+        return ["constexpr", _spec_encode(v.value)]
+    if isinstance(v, tl.dtype) and not isinstance(v, tl.pointer_type):
+        return ["dtype", v.name]
+    if isinstance(v, type) or isinstance(v, JITFunction) or callable(v):
+        obj = v.fn if isinstance(v, JITFunction) else v
+        mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+        try:
+            found = importlib.import_module(mod)
+            for part in qual.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError, TypeError):
+            found = None
+        if found is v:
+            return ["global", mod, qual]
+    raise TypeError(f"cannot serialize the specialization value {v!r}")
+
+
+def _spec_decode(x):
+    import importlib
+    tag = x[0]
+    if tag == "v":
+        return x[1]
+    if tag == "int":
+        return int(x[1])
+    if tag == "float":
+        return float(x[1])
+    if tag == "tuple":
+        items = tuple(_spec_decode(i) for i in x[1])
+        cls = _spec_decode(x[2]) if x[2] is not None else None
+        return cls(*items) if cls is not None else items
+    if tag == "list":
+        return [_spec_decode(i) for i in x[1]]
+    if tag == "dict":
+        return {_spec_decode(k): _spec_decode(v) for k, v in x[1]}
+    from .. import language as tl
+    if tag == "constexpr":
+        return tl.constexpr(_spec_decode(x[1]))
+    if tag == "dtype":
+        return tl.dtype(x[1])
+    if tag == "global":
+        obj = importlib.import_module(x[1])
+        for part in x[2].split("."):
+            obj = getattr(obj, part)
+        return obj
+    raise ValueError(f"bad specialization data item {x!r}")
 
 
 def _global_names(code):
@@ -241,9 +315,11 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         self.debug = debug
         self.sanitize = sanitize
         self.noinline = bool(noinline)
+        self._repr = repr
         self.launch_metadata = launch_metadata
         self.constexpr_params = [name for name, ann, _ in params
                                  if _is_constexpr_annotation(ann)]
+        self.const_params = {name for name, ann, _ in params if _is_const_annotation(ann)}
         table = []
         for name, ann, default in params:
             spec = name not in self.do_not_specialize
@@ -253,6 +329,14 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
                           _annotation_type(ann), has_default, default if has_default else None))
         self._ct_setup(self.__name__, table)
         self._cache_key = None
+
+    def repr(self, specialization):
+        """The compiled kernel's name: the function's, or what the jit's
+        ``repr=`` callable makes of the specialization (an object with
+        ``signature`` {name: type string} and ``constants`` {name: value})."""
+        if self._repr is None:
+            return self.__name__
+        return self._repr(specialization)
 
     # -- source (what the frontend compiles), read on first use ----------
     def _load_source(self):
@@ -329,6 +413,8 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         from .driver import driver
         signature, constexprs, attrs = {}, {}, {}
         for i, (name, t, k) in enumerate(zip(self.arg_names, sigs, specs)):
+            if name in self.const_params and isinstance(t, str) and t.startswith("*"):
+                t = "*k" + t[1:]  # Triton's spelling of a read-only pointer
             signature[name] = t
             if isinstance(t, tuple):
                 _tuple_arg_info((i,), bound[name], t, k, constexprs, attrs)
@@ -361,6 +447,62 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
         return k
 
+    def _specialization_data(self, src, opts):
+        """JSON text of this compilation's specialization (signature,
+        constexprs, attrs, options) that preload() compiles again; None when
+        a value in it cannot be named (a local class, say)."""
+        import json
+        try:
+            return json.dumps({
+                "name": self.__name__, "key": src.hash(),
+                "signature": _spec_encode(dict(src.signature)),
+                "constexprs": _spec_encode(dict(src.constexprs)),
+                "attrs": _spec_encode(dict(src.attrs)),
+                "options": _spec_encode(dict(opts))})
+        except TypeError:
+            return None
+
+    def preload(self, specialization_data):
+        """Compiles (or reads from the disk cache) the variant that a
+        jit_cache_hook saw as compile["specialization_data"]; returns its
+        CompiledKernel."""
+        import json
+        from ..compiler.compiler import ASTSource, compile
+        from .driver import driver
+        if specialization_data is None:
+            raise ValueError("no specialization data (a value in the specialization could not "
+                             "be serialized)")
+        d = json.loads(specialization_data)
+        if d.get("name") != self.__name__:
+            raise ValueError(f"the specialization data is for {d.get('name')!r}, not "
+                             f"{self.__name__!r}")
+        src = ASTSource(self, _spec_decode(d["signature"]), _spec_decode(d["constexprs"]),
+                        _spec_decode(d["attrs"]))
+        if src.hash() != d["key"]:
+            raise ValueError(f"{self.__name__} has changed since the specialization data was made")
+        return compile(src, target=driver.active.get_current_target(),
+                       options=_spec_decode(d["options"]))
+
+    @property
+    def device_caches(self):
+        """Triton's per-device caches: device_caches[device][0] is the
+        in-memory variant cache (clear() empties it). ctriton keeps one
+        cache for the active device."""
+        fn = self
+
+        class _Variants:
+            def clear(self):
+                fn._ct_clear()
+
+            def __len__(self):
+                return len(fn._ct_variants())
+
+        class _Devices:
+            def __getitem__(self, device):
+                return (_Variants(),)
+
+        return _Devices()
+
     def _hook_args(self, src, opts, device):
         """The keyword arguments of knobs.runtime.jit_cache_hook and
         jit_post_compile_hook for this compilation (Triton's shape)."""
@@ -375,9 +517,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "extern_libs": extern_libs_option(opts.get("extern_libs")) or (),
             "configs": [dict(src.attrs)],
-            "specialization_data": json.dumps({"name": self.__name__,
-                                               "signature": {k: str(v) for k, v in src.signature.items()},
-                                               "constexprs": {str(k): repr(v) for k, v in src.constexprs.items()}}),
+            "specialization_data": self._specialization_data(src, opts),
             "is_warmup": False,
         }
         info = JitFunctionInfo(sys.modules.get(self.__module__), self.__name__, self)

@@ -1,4 +1,4 @@
-# expect: has type f32 in the then-branch and i32
+# expect: Mismatched type for y: f32 in the then-branch, i32 in the else-branch
 # at: 11:5
 import ctriton as triton
 import ctriton.language as tl

@@ -322,6 +322,8 @@ static int helper_const(Buf *b, int level, const IrType *t, bool ones, bool fl)
 
 static const char *binary_name(const IrOp *op)
 {
+	if (op->nops < 2)
+		return NULL;
 	bool fl = is_float_v(op->ops[0]), sg = is_signed_v(op->ops[0]);
 	bool all = !strcmp(ir_op_str(op, "propagate_nan", "none"), "all");
 	switch (op->opc) {
@@ -358,6 +360,8 @@ static const char *binary_name(const IrOp *op)
 
 static const char *unary_name(const IrOp *op)
 {
+	if (op->nops < 1)
+		return NULL;
 	switch (op->opc) {
 	case OP_EXP:
 		return "math.exp";

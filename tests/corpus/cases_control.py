@@ -283,6 +283,24 @@ add("barrier", barrier_kernel,
     ["barrier"], cx=dict(BLOCK=128), grid=(4,))
 
 
+@triton.jit
+def gdc_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    # programmatic dependent launch: wait for the grids this one depends on,
+    # then let dependents start (no-ops without a PDL launch, and before sm_90)
+    tl.extra.cuda.gdc_wait()
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.extra.cuda.gdc_launch_dependents()
+    tl.store(o_ptr + offs, x + 1)
+
+
+add("griddepcontrol", gdc_kernel,
+    lambda rng: [rng.integers(-100, 100, 128).astype(np.int32), np.zeros(128, np.int32)],
+    lambda a: {1: (a[0] + 1).astype(np.int32)},
+    ["griddepcontrol"], cx=dict(BLOCK=128),
+    ptx={"sm90": ["griddepcontrol.wait", "griddepcontrol.launch_dependents"]})
+
+
 # -- debugging -----------------------------------------------------------------------------------------
 
 @triton.jit

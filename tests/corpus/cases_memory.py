@@ -308,9 +308,7 @@ def _bf16_atomic_ref(a):
 
 
 add("atomic-add-bfloat16-relaxed-scope_gpu", bf16_atomic_kernel, _bf16_atomic_args, _bf16_atomic_ref,
-    ["atomic_rmw", "bitcast"], cx=dict(BLOCK=64),
-    xfail={"cpu": "the CPU backend rejects atomic_rmw on bf16 ('atomic_rmw on bf16 is not supported "
-                  "on the CPU'); Triton supports bf16 atomic_add"})
+    ["atomic_rmw", "bitcast"], cx=dict(BLOCK=64))
 
 
 @triton.jit

@@ -924,6 +924,10 @@ static void assign_op(LCtx *c, IrOp *op)
 	for (int i = 0; i < op->nres; i++)
 		if (is_blk(&op->res[i]))
 			set_layout(c, &op->res[i], want_of(c, &op->res[i]));
+	/* gather reads its index register by register with the result's
+	 * elements: the index in the result's layout */
+	if (op->opc == OP_GATHER && op->nops > 1 && is_blk(&op->res[0]))
+		convert_operand(c, op, 1, op->res[0].type->layout);
 }
 
 static void assign_block(LCtx *c, IrBlock *b)

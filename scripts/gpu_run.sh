@@ -86,7 +86,7 @@ remote_env() {
     python3 -m pip install -q --no-index --no-deps --upgrade --target "$ct" "$whl" >&2 \
       || { rm -rf "$ct"; python3 -m zipfile -e "$whl" "$ct"; }  # no pip: a wheel is a zip
     rm -rf "$run" && mkdir -p "$run"
-    cp -r tests tutorials bench kernels "$run/"
+    cp -r tests tutorials bench kernels ir "$run/"  # ir/: ops.def, read by tests/corpus
     export PYTHONPATH="$ct:$run/tests/python:$run${PYTHONPATH:+:$PYTHONPATH}"
     RUN_DIR=$run
     return

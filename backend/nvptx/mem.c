@@ -261,12 +261,24 @@ void nv_lower_atomic(Nv *nv, IrOp *op)
 		}
 		LLVMValueRef old;
 		if (cas) {
-			LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(nv->b, nv_reg(nv, p, r), nv_reg(nv, op->ops[1], r),
-									 nv_reg(nv, op->ops[2], r), ord,
+			/* floats compare and swap their bits (cmpxchg takes integers) */
+			LLVMValueRef cv = nv_reg(nv, op->ops[1], r), nvv = nv_reg(nv, op->ops[2], r);
+			LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(cv));
+			bool fbits = k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind || k == LLVMFloatTypeKind ||
+				     k == LLVMDoubleTypeKind;
+			LLVMTypeRef bits = fbits ? LLVMIntTypeInContext(nv->c, (unsigned)ir_type_bits(ir_scalar(op->ops[1]->type)))
+					      : NULL;
+			if (fbits) {
+				cv = LLVMBuildBitCast(nv->b, cv, bits, "");
+				nvv = LLVMBuildBitCast(nv->b, nvv, bits, "");
+			}
+			LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(nv->b, nv_reg(nv, p, r), cv, nvv, ord,
 									 ord == LLVMAtomicOrderingAcquireRelease ? LLVMAtomicOrderingAcquire
 									 : ord == LLVMAtomicOrderingRelease ? LLVMAtomicOrderingMonotonic : ord,
 									 ss);
 			old = LLVMBuildExtractValue(nv->b, x, 0, "");
+			if (fbits)
+				old = LLVMBuildBitCast(nv->b, old, LLVMTypeOf(nv_reg(nv, op->ops[1], r)), "");
 		} else {
 			old = LLVMBuildAtomicRMWSyncScope(nv->b, bop, nv_reg(nv, p, r), nv_reg(nv, op->ops[1], r), ord, ss);
 		}

@@ -240,13 +240,13 @@ def _cas(dt, sem, scope, xfail=None):
         cx=dict(SEM=sem, SCOPE=scope, BLOCK=64), xfail=xfail)
 
 
-_FLOAT_CAS = ("NVPTX lowering emits cmpxchg on float operands: invalid LLVM IR "
-              "('cmpxchg operand must have integer or pointer type')")
 _cas("int16", "acq_rel", "gpu")
 _cas("int32", "acq_rel", "gpu")
 _cas("int64", "acquire", "cta")
 _cas("uint32", "relaxed", "sys")
-_cas("float32", "release", "gpu", xfail={b: _FLOAT_CAS for b in ("sm80", "sm90", "gpu")})
+_cas("float32", "release", "gpu")   # floats swap their bits
+_cas("float16", "acq_rel", "gpu")
+_cas("float64", "relaxed", "cta")
 
 
 @triton.jit

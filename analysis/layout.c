@@ -928,6 +928,9 @@ static void assign_op(LCtx *c, IrOp *op)
 	 * elements: the index in the result's layout */
 	if (op->opc == OP_GATHER && op->nops > 1 && is_blk(&op->res[0]))
 		convert_operand(c, op, 1, op->res[0].type->layout);
+	/* histogram reads its mask register by register with its input */
+	if (op->opc == OP_HISTOGRAM && op->nops > 1 && is_blk(op->ops[0]))
+		convert_operand(c, op, 1, op->ops[0]->type->layout);
 }
 
 static void assign_block(LCtx *c, IrBlock *b)

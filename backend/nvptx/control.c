@@ -367,6 +367,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_CAT:
 	case OP_JOIN: nv_lower_two(nv, op); return;
 	case OP_GATHER: nv_lower_gather(nv, op); return;
+	case OP_HISTOGRAM: nv_lower_histogram(nv, op); return;
 	case OP_LOAD: nv_lower_load(nv, op); return;
 	case OP_STORE: nv_lower_store(nv, op); return;
 	case OP_ATOMIC_RMW:

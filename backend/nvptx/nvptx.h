@@ -115,6 +115,7 @@ void nv_lower_split(Nv *nv, IrOp *op);
 void nv_lower_convert(Nv *nv, IrOp *op);
 void nv_lower_two(Nv *nv, IrOp *op); /* cat, join */
 void nv_lower_gather(Nv *nv, IrOp *op);
+void nv_lower_histogram(Nv *nv, IrOp *op);
 
 /* dot.c: dot operand staging (swizzled scratch, ldmatrix), mma.sync, FMA dot */
 bool nv_ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */

@@ -1,7 +1,8 @@
 /* shape.c: sources and shape ops: constant, make_range, splat, broadcast,
  * expand_dims and hints (same registers), and the ops that move elements
  * between threads through shared scratch: convert_layout, reshape, trans,
- * split, cat, join, gather. The source is written row-major, then after a
+ * split, cat, join, gather (and histogram: counts added to shared bins
+ * with shared-memory atomics). The source is written row-major, then after a
  * barrier read in the destination layout (skipped when both layouts
  * distribute registers identically). A conversion to a 16-bit #dot_op
  * layout goes through the ldmatrix staging of dot.c.
@@ -222,4 +223,58 @@ void nv_lower_gather(Nv *nv, IrOp *op)
 		out[r] = nv_smem_load(nv, st, off, lin);
 	}
 	nv_set(nv, &op->res[0], m.n, out);
+}
+
+/* histogram: the bins zeroed in shared scratch, every owned element in
+ * [0, bins) (and its mask) adds one to its bin with a shared-memory atomic
+ * (an element out of range or masked off adds zero to bin 0: no branch),
+ * then the bins are read in the result's layout. */
+void nv_lower_histogram(Nv *nv, IrOp *op)
+{
+	int64_t off = nv_scratch_off(op);
+	const IrValue *x = op->ops[0], *mask = op->nops > 1 ? op->ops[1] : NULL;
+	const IrType *xt = x->type, *rt = op->res[0].type, *xe = ir_scalar(xt);
+	int64_t bins = rt->numel;
+	LLVMBuilderRef B = nv->b;
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c), i64 = LLVMInt64TypeInContext(nv->c);
+	int64_t nthreads = (int64_t)nv->ao.num_warps * 32;
+	for (int64_t b0 = 0; b0 < bins; b0 += nthreads) {
+		LLVMValueRef idx = LLVMBuildAdd(B, nv->tid, nv_i32(nv, (int)b0), "");
+		if (b0 + nthreads > bins) { /* the last round: threads past the bins store nothing */
+			LLVMBasicBlockRef zb = nv_new_bb(nv, "hist.zero"), jb = nv_new_bb(nv, "hist.zero.end");
+			LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, idx, nv_i32(nv, (int)bins), ""), zb, jb);
+			LLVMPositionBuilderAtEnd(B, zb);
+			nv_smem_store(nv, rt, off, idx, LLVMConstInt(i32, 0, 0));
+			LLVMBuildBr(B, jb);
+			LLVMPositionBuilderAtEnd(B, jb);
+		} else {
+			nv_smem_store(nv, rt, off, idx, LLVMConstInt(i32, 0, 0));
+		}
+	}
+	nv_barrier(nv);
+	NvMap m;
+	nv_map_init(nv, xt, &m);
+	LLVMValueRef owner = ir_is_block(xt) ? nv_map_owner(nv, &m) : NULL;
+	unsigned block = LLVMGetSyncScopeID(nv->c, "block", 5);
+	for (int r = 0; r < m.n; r++) {
+		LLVMValueRef v = nv_reg(nv, x, r);
+		if (ir_type_bits(xe) < 64)
+			v = ir_is_signed(xe) ? LLVMBuildSExt(B, v, i64, "") : LLVMBuildZExt(B, v, i64, "");
+		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, v, LLVMConstInt(i64, (unsigned long long)bins, 0), "");
+		if (mask)
+			ok = LLVMBuildAnd(B, ok, nv_reg(nv, mask, r), "");
+		if (owner)
+			ok = LLVMBuildAnd(B, ok, owner, "");
+		LLVMValueRef bin = LLVMBuildSelect(B, ok, LLVMBuildTrunc(B, v, i32, ""), nv_i32(nv, 0), "");
+		LLVMValueRef p = nv_smem_addr(nv, off, bin, 4);
+		LLVMBuildAtomicRMWSyncScope(B, LLVMAtomicRMWBinOpAdd, p, LLVMBuildZExt(B, ok, i32, ""),
+					    LLVMAtomicOrderingMonotonic, block);
+	}
+	nv_barrier(nv);
+	NvMap mr;
+	nv_map_init(nv, rt, &mr);
+	LLVMValueRef *out = nv_regbuf(nv, mr.n);
+	for (int r = 0; r < mr.n; r++)
+		out[r] = nv_smem_load(nv, rt, off, nv_map_lin(nv, &mr, rt, r));
+	nv_set(nv, &op->res[0], mr.n, out);
 }

@@ -362,3 +362,40 @@ def test_dropped_multiple_of_still_hints():
     assert loop.split(" = for ")[0].count("%") == 4, loop
     assert "spt = [1, 8]" in loop
     assert not _ptxas_serializes(ptx)
+
+
+@ctriton.jit
+def _gather_feeding_mma(X, O, M: ctriton.language.constexpr, K: ctriton.language.constexpr):
+    tl = ctriton.language
+    rm = tl.arange(0, M)
+    s = tl.load(X + rm[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    idx = (tl.arange(0, K) >> 5)[None, :] + tl.zeros((M, K), tl.int32)
+    g = tl.gather(s, idx, 1)                   # wanted in the mma layout by the dot
+    a = g.to(tl.float16)
+    b = tl.load(X + tl.arange(0, K)[:, None] * 64 + tl.arange(0, 64)[None, :]).to(tl.float16)
+    tl.store(O + rm[:, None] * 64 + tl.arange(0, 64)[None, :], tl.dot(a, b))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_gather_index_in_result_layout():
+    """gather is lowered register by register over its result and its index:
+    when the result takes another layout (here the mma layout the dot wants
+    for A, as dot_scaled's scales do), the index is converted to it."""
+    import re
+    k = ctriton.compile(ASTSource(_gather_feeding_mma, {"X": "*fp32", "O": "*fp32", "M": "constexpr",
+                                                        "K": "constexpr"}, {"M": 128, "K": 64}),
+                        target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    ttgir = k.asm["ttgir"]
+    g = [ln for ln in ttgir.splitlines() if " = gather " in ln][0]
+    res_layout = g.split(" : ")[-1].split(", ", 1)[1]
+    idx = re.search(r"gather %\d+, (%\d+)", g).group(1)
+    d = [ln for ln in ttgir.splitlines() if ln.strip().startswith(idx + " = ")][0]
+    assert d.split(" : ")[-1].split(", ", 1)[1] == res_layout, (g, d)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_warp_id_read_from_lane_zero():
+    """The warp id comes from lane 0 (shfl.sync.idx), so ptxas keeps the
+    warpgroup's matrix descriptors in uniform registers."""
+    k = _bench_matmul(90, 128, 256, 64, 8, 3)
+    assert "shfl.sync.idx.b32" in k.asm["ptx"]

@@ -1,7 +1,8 @@
 /* jit.h: the runtime half of ctriton in C, the one interface of jit/: the
  * compile driver, SHA-256, the on-disk cache, and the CUDA driver (loaded
- * with dlopen at first use) with the GPU launcher. The Python bindings
- * (python/src/runtime.c) call these; nothing here knows about Python.
+ * with dlopen at first use) with the GPU launcher. The Python extension's
+ * launch path and bindings (python/src/) call these; nothing here knows
+ * about Python.
  *
  * Sections follow the source files: sha256.c, cache.c, pipeline.c,
  * compile.c, cuda.c.

@@ -5,7 +5,7 @@
 #include "py.h"
 
 static PyMethodDef methods[] = {
-	/* frontend.c */
+	/* python/frontend/frontend.c */
 	{"ast_to_ttir", (PyCFunction)(void (*)(void))py_ast_to_ttir, METH_VARARGS | METH_KEYWORDS,
 	 "ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> TTIR text"},
 	{"builtin_table", py_builtin_table, METH_NOARGS,

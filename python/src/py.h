@@ -1,26 +1,17 @@
 /* py.h: the interface between the files of ctriton's C extension
  * (ctriton._C, built with the stable ABI so that one build imports in every
- * CPython >= 3.11). Each section names the file that implements it; module.c
- * registers every function below in the module's method table.
+ * CPython >= 3.11: python/pyabi.h). Each section names the file that
+ * implements it; module.c registers every function below in the module's
+ * method table.
  */
 #ifndef CTRITON_PY_H
 #define CTRITON_PY_H
 
-#define Py_LIMITED_API 0x030B0000
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "python/pyabi.h"
 
-/* ---- frontend.c (+ builtins.c): the Python AST compiled to TTIR ---------
- * _C.ast_to_ttir(jitfn, signature, constexprs, attrs, options) -> str
- *   jitfn: a @jit function object (see ctriton/runtime/jit.py: .fn, .src,
- *   .starting_line, .noinline, .__name__, ._ctriton_jit); signature: dict
- *   name -> type string ("*fp32", "i32", "constexpr", ...); constexprs: dict
- *   name -> value; attrs: dict name -> {"divisibility": 16}; options: dict
- *   (num_warps, debug, ...). Returns the module's TTIR text; raises
- *   ctriton.CompilationError with file:line:col, the source line and a caret.
- */
-PyObject *py_ast_to_ttir(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *py_builtin_table(PyObject *self, PyObject *noargs);
+/* ---- the frontend (python/frontend/): the Python AST compiled to TTIR ---
+ * _C.ast_to_ttir and _C.builtin_table, declared in its interface. */
+#include "python/frontend/frontend.h"
 
 /* ---- the launch path: specialize.c, launch.c, bindings.c (their private
  * interface is runtime.h) -------------------------------------------------

@@ -1,5 +1,5 @@
 """ctriton.language's builtin stubs are made from the frontend's own table
-(python/src/fe_builtins.c, read through _C.builtin_table): the two cannot
+(python/frontend/fe_builtins.c, read through _C.builtin_table): the two cannot
 drift apart, and the few names kept by hand in core.py (loops, unsupported
 names, internal rows) are checked against the table here."""
 import pytest

@@ -491,7 +491,7 @@ def _builtin(name):
     return stub
 
 
-# The builtins: every function of the frontend's table (python/src/fe_builtins.c,
+# The builtins: every function of the frontend's table (python/frontend/fe_builtins.c,
 # read through _C.builtin_table) but its internal rows ("to" is a tensor
 # method only, "extern" backs libdevice, "__print__" Python's print, the gdc_*
 # rows are tl.extra.cuda's), the

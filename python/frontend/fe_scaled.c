@@ -36,7 +36,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 typedef enum Fmt { F_E2M1, F_E4M3, F_E5M2, F_BF16, F_FP16 } Fmt;
 

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 /* ---- values ------------------------------------------------------------- */
 

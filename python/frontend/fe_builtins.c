@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
 

@@ -1,6 +1,7 @@
-/* frontend.h: private interface between the frontend's files (frontend.c,
- * fe_expr.c, fe_stmt.c, fe_builtins.c, fe_tdesc.c), which compile a @jit function's
- * Python AST into TTIR.
+/* fe.h: private interface between the frontend's files (frontend.c,
+ * fe_expr.c, fe_stmt.c, fe_builtins.c, fe_scaled.c, fe_tdesc.c), which
+ * compile a @jit function's Python AST into TTIR. Its entry points are in
+ * frontend.h.
  *
  * The walker reads the AST produced by Python's `ast` module through the
  * (limited) Python C API. Every Python object it touches is kept alive by one
@@ -14,12 +15,12 @@
  * only). Errors are IrError values; functions return NULL (or false) after
  * recording one with fe_err.
  */
-#ifndef CTRITON_FRONTEND_H
-#define CTRITON_FRONTEND_H
+#ifndef CTRITON_FE_H
+#define CTRITON_FE_H
 
-#include "py.h"
+#include "python/frontend/frontend.h"
 
-#include "../../ir/ir.h"
+#include "ir/ir.h"
 
 /* AST node kinds the walker knows; fe_kind maps a node to one. */
 #define FE_NODES(X) X(Module) X(FunctionDef) X(arguments) X(arg) X(Return) X(Assign) X(AugAssign) X(AnnAssign) X(For) X(While) X(If) X(Expr) X(Pass) X(Assert) X(Break) X(Continue) X(With) X(Try) X(Raise) X(Global) X(Nonlocal) X(Import) X(ImportFrom) X(Delete) X(AsyncFunctionDef) X(ClassDef) X(Lambda) X(BoolOp) X(BinOp) X(UnaryOp) X(IfExp) X(Compare) X(Call) X(Constant) X(Attribute) X(Subscript) X(Name) X(Tuple) X(List) X(Slice) X(Starred) X(JoinedStr) X(FormattedValue) X(ListComp) X(Dict) X(Set) X(GeneratorExp) X(DictComp) X(SetComp) X(NamedExpr) X(Await) X(Yield) X(YieldFrom) X(Match) X(And) X(Or) X(Add) X(Sub) X(Mult) X(Div) X(FloorDiv) X(Mod) X(Pow) X(LShift) X(RShift) X(BitOr) X(BitXor) X(BitAnd) X(MatMult) X(Invert) X(Not) X(UAdd) X(USub) X(Eq) X(NotEq) X(Lt) X(LtE) X(Gt) X(GtE) X(Is) X(IsNot) X(In) X(NotIn) X(keyword) X(Load) X(Store)

@@ -13,7 +13,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 PyObject *fe_keep(Fe *fe, PyObject *o)
 {

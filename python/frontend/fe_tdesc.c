@@ -31,7 +31,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 enum { TD_BASE, TD_SHAPE, TD_STRIDES, TD_SPEC, TD_NITEMS };
 #define TD_MAX_RANK 5

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "frontend.h"
+#include "python/frontend/fe.h"
 
 FeVal *fe_where(Fe *fe, PyObject *node, FeVal *c, FeVal *a, FeVal *b);
 static bool stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip);

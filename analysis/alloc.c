@@ -45,7 +45,10 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 {
 	switch (op->opc) {
 	case OP_CONVERT_LAYOUT:
-		if (an_same_registers(op->ops[0]->type, op->res[0].type))
+		/* a warpgroup MMA operand read from shared memory is staged even
+		 * when its registers would not move (a tf32 or fp8 A computed in
+		 * the accumulator's layout) */
+		if (an_same_registers(op->ops[0]->type, op->res[0].type) && !an_wgmma_smem_operand(op))
 			return 0;
 		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
 	case OP_TRANS:

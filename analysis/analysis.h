@@ -4,6 +4,9 @@
  *
  * Passes (the pass table in jit/pipeline.c runs them in this order and
  * states what each requires, keeps and breaks; see README.md):
+ *   dotsplit.c an_split_dots     tf32x3 / bf16x3 / bf16x6 dots as several
+ *                                tensor-core dots; fp8 dots off warpgroup
+ *                                MMA upcast to f16 (arch >= 80)
  *   prefetch.c an_prefetch_dot_loads  loads feeding dot issued one iteration
  *                                ahead (num_stages >= 2, arch >= 80)
  *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
@@ -101,6 +104,9 @@ bool an_is_wgmma(const IrType *t);
  * layout) leaves its tile in shared memory for the warpgroup MMA to read
  * by descriptor: always for B; for A unless it is computed in registers
  * that already hold its fragments (an mma result, see an_same_registers). */
+/* mma.sync (sm_80+) takes this dot's element types: f16 -> f32/f16,
+ * bf16 -> f32, f32 as tf32 -> f32, i8 -> i32. */
+bool an_mma_v2_types(const IrOp *dot);
 bool an_wgmma_smem_operand(const IrOp *op);
 /* Whether such a B tile is stored transposed ([N][K]) and read K-major: a
  * cp.async slot filled down the columns, or any staged B whose elements are
@@ -150,6 +156,12 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
  * load whose only use is a dot operand is issued one iteration ahead (the
  * first before the loop, the next at the top of the body, both masked off
  * past the end) and carried. On TTIR, before axis info. */
+/* dotsplit.c: dots of input_precision tf32x3, bf16x3 and bf16x6 rewritten
+ * into tf32 / bf16 dots and elementwise ops, fp8 dots that warpgroup MMA
+ * does not take given f16 operands; nothing below arch 80. Returns how
+ * many dots changed. */
+int an_split_dots(IrFunc *f, const AnGpuOptions *o);
+
 void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */

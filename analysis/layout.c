@@ -178,9 +178,12 @@ static void blocked_strides(const IrLayout *b, int d, int *ls, int *ws)
 /* mma v2 rows (role 0: M of the accumulator and of A), columns (role 1: N
  * of the accumulator and of B) and the K dim of A and B (role 2). Rows: lane
  * group g = lane / 4 and g + 8, warp tiles of 16; columns: 2t, 2t + 1 for
- * t = lane % 4, warp tiles of 8; K: 2t, 2t + 1, then + 8 per step. Warps
- * are numbered M-fastest. */
-static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd)
+ * t = lane % 4, warp tiles of 8; K: kw consecutive elements (the k_width:
+ * one 32-bit register's worth) at kw t, then + 4 kw: for 16-bit types 2t,
+ * 2t + 1, 2t + 8, 2t + 9 per 16-wide step (m16n8k16), for tf32 t, t + 4
+ * (m16n8k8), for 8-bit types 4t..4t + 3, 4t + 16..4t + 19 (m16n8k32).
+ * Warps are numbered M-fastest. */
+static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd, int kw)
 {
 	int wm = mma->warps_per_cta[0], wn = mma->warps_per_cta[1];
 	switch (role) {
@@ -197,8 +200,8 @@ static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd)
 				  .lane_unit = 1, .wpc = wn, .warp_stride = wm, .warp_unit = 8};
 		break;
 	default: /* K */
-		*dd = (AnDimDist){.spt = 2, .estride = 1, .tile = 8, .tpw = 4, .lane_stride = 1,
-				  .lane_unit = 2, .wpc = 1, .warp_stride = 1, .warp_unit = 0};
+		*dd = (AnDimDist){.spt = kw, .estride = 1, .tile = 4 * kw, .tpw = 4, .lane_stride = 1,
+				  .lane_unit = kw, .wpc = 1, .warp_stride = 1, .warp_unit = 0};
 		break;
 	}
 	if (S >= dd->tile) {
@@ -234,7 +237,7 @@ bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist 
 	case LAYOUT_MMA:
 		if ((b->version_major != 2 && b->version_major != 3) || b->rank != 2)
 			return false;
-		mma_dim(b, d, base_shape[d], dd);
+		mma_dim(b, d, base_shape[d], dd, 2);
 		return true;
 	case LAYOUT_DOT_OP: {
 		const IrLayout *p = b->parent;
@@ -242,7 +245,7 @@ bool an_dim_dist(const IrLayout *b, const int64_t *base_shape, int d, AnDimDist 
 		    p->rank != 2)
 			return false;
 		int role = b->opidx == 0 ? (d == 0 ? 0 : 2) : (d == 0 ? 2 : 3);
-		mma_dim(p, role, base_shape[d], dd);
+		mma_dim(p, role, base_shape[d], dd, b->k_width == 1 || b->k_width == 4 ? b->k_width : 2);
 		return true;
 	}
 	default:
@@ -342,7 +345,7 @@ static bool wgmma_types(const IrOp *dot)
 	if (a != b)
 		return false;
 	if (a == TY_F16 || a == TY_BF16)
-		return c == TY_F32;
+		return c == TY_F32; /* an f16 accumulator: mma.sync */
 	if (a == TY_F32) {
 		const IrAttr *ip = ir_find_attr(dot->nattrs, dot->attrs, "input_precision");
 		return c == TY_F32 && (!ip || (ip->kind == ATTR_STR && !strcmp(ip->s, "tf32")));
@@ -378,6 +381,28 @@ static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K,
 	return ir_layout(ctx, &l);
 }
 
+/* The element types of a dot that mma.sync takes: f16 (-> f32 or f16),
+ * bf16 (-> f32), f32 as tf32 (-> f32; input_precision "tf32"), i8 (-> i32).
+ * fp8 dots off warpgroup MMA are upcast to f16 before (an_split_dots). */
+bool an_mma_v2_types(const IrOp *dot)
+{
+	IrTypeKind a = ir_scalar(dot->ops[0]->type)->kind, b = ir_scalar(dot->ops[1]->type)->kind;
+	IrTypeKind c = ir_scalar(dot->res[0].type)->kind;
+	if (a != b)
+		return false;
+	if (a == TY_F16)
+		return c == TY_F32 || c == TY_F16;
+	if (a == TY_BF16)
+		return c == TY_F32;
+	if (a == TY_I8)
+		return c == TY_I32;
+	if (a == TY_F32) {
+		const IrAttr *ip = ir_find_attr(dot->nattrs, dot->attrs, "input_precision");
+		return c == TY_F32 && (!ip || (ip->kind == ATTR_STR && !strcmp(ip->s, "tf32")));
+	}
+	return false;
+}
+
 const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOptions *o)
 {
 	if (o->arch < 80 || dot->opc != OP_DOT)
@@ -385,7 +410,6 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 	const IrType *at = dot->ops[0]->type, *bt = dot->ops[1]->type, *ct = dot->res[0].type;
 	if (!ir_is_block(at) || at->rank != 2 || bt->rank != 2 || ct->rank != 2)
 		return NULL;
-	IrTypeKind ak = ir_scalar(at)->kind, bk = ir_scalar(bt)->kind;
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	if (wgmma_types(dot)) {
 		/* K in whole instructions: 32 bytes of A's elements each */
@@ -394,13 +418,17 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 		if (v3)
 			return v3;
 	}
-	if (ak != bk || (ak != TY_F16 && ak != TY_BF16) || ir_scalar(ct)->kind != TY_F32)
+	if (!an_mma_v2_types(dot))
 		return NULL;
-	if (M < 16 || N < 8 || K < 16)
+	/* K in whole instructions: 16 for 16-bit types, 8 for tf32, 32 for int8 */
+	int64_t kstep = 256 / ir_type_bits(ir_scalar(at));
+	if (M < 16 || N < 8 || K % kstep)
 		return NULL;
 	/* warps doubled along the dim with more 16x8 instruction tiles left per
 	 * warp (M at a tie), so each warp's tile is near square: fewer fragment
-	 * registers and fewer ldmatrix per mma than a tall strip */
+	 * registers and fewer ldmatrix per mma than a tall strip; warps beyond
+	 * the tiles (a 16 x 16 dot with 4 warps) repeat the work of the first
+	 * ones (the layout's warps wrap around) */
 	int wm = 1, wn = 1;
 	while (wm * wn < o->num_warps) {
 		int64_t rm = M / (16 * (int64_t)wm), rn = N / (8 * (int64_t)wn);
@@ -409,7 +437,7 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 		else if (rn >= 2)
 			wn *= 2;
 		else
-			return NULL;
+			break;
 	}
 	IrLayout l;
 	memset(&l, 0, sizeof l);

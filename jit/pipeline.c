@@ -138,6 +138,13 @@ static IrError *run_dce(JitPipe *p)
 	return ir_dce(p->m);
 }
 
+static IrError *run_split_dots(JitPipe *p)
+{
+	for (int i = 0; i < p->m->nfuncs; i++)
+		an_split_dots(p->m->funcs[i], &p->ao);
+	return NULL;
+}
+
 static IrError *run_prefetch(JitPipe *p)
 {
 	const IrAttr *ns = ir_find_attr(p->m->nattrs, p->m->attrs, "num_stages");
@@ -260,6 +267,9 @@ const JitPass jit_passes[] = {
 	{"reduce-lanes", JIT_S_TTGIR, CPU, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_reduce_lanes,
 	 "a reduction that only accumulates into a for loop's carried value: the loop carries vector lanes of "
 	 "partial results, reduced once after it"},
+	{"split-dots", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_split_dots,
+	 "tf32x3 / bf16x3 / bf16x6 dots as several tf32 / bf16 tensor-core dots; fp8 dots that warpgroup MMA "
+	 "cannot take upcast to f16 for mma.sync"},
 	{"prefetch", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_prefetch,
 	 "loads feeding a dot in a for loop: cp.async into num_stages shared slots, or issued one iteration ahead"},
 	{"axis-info", JIT_S_TTGIR, CUDA, true, true, V, JIT_F_AXIS, 0, JIT_T_TTGIR, run_axis_info,

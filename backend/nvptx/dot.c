@@ -263,14 +263,30 @@ static LLVMValueRef reg2(Nv *nv, const IrValue *v, const NvMap *m, int j0, int j
 	return nv_reg(nv, v, nv_map_reg(m, j));
 }
 
+/* n elements of 32 / n bits each in one 32-bit register, the first in the
+ * low bits (an f32 as its bits, for tf32). */
+static LLVMValueRef pack_n(Nv *nv, LLVMValueRef *x, int n)
+{
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	if (n == 1)
+		return LLVMBuildBitCast(nv->b, x[0], i32, "");
+	LLVMValueRef v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(x[0]), (unsigned)n));
+	for (int e = 0; e < n; e++)
+		v = LLVMBuildInsertElement(nv->b, v, x[e], nv_i32(nv, e), "");
+	return LLVMBuildBitCast(nv->b, v, i32, "");
+}
+
 /* dot on tensor cores: A and B arrive in dot_op layouts, the accumulator in
  * the mma layout (see an_dim_dist), so each thread already holds exactly the
- * fragments of its warp's mma.sync.m16n8k16 instructions. Per 16 x 8 tile of
- * the warp (mi, ni) and 16-wide K step ki, with per-dim register indices:
- *   A: a0..a7 = (2mi + h, 4ki + q) for (h, q) = (0,0) (0,1) (1,0) (1,1)
- *                (0,2) (0,3) (1,2) (1,3), packed in pairs;
- *   B: b0..b3 = (4ki + q, ni) for q = 0..3, packed in pairs;
- *   C: c0..c3 = (2mi + h, 2ni + e) for (h, e) = (0,0) (0,1) (1,0) (1,1). */
+ * fragments of its warp's mma.sync instructions: m16n8k16 for f16/bf16,
+ * m16n8k8 for tf32, m16n8k32 for int8 (kw = 32 / element bits elements of A
+ * or B per 32-bit register). Per 16 x 8 tile of the warp (mi, ni) and K step
+ * ki, with per-dim register indices:
+ *   A: a[h + 2q] = (2mi + h, 2kw ki + kw q + e), e < kw, h, q in {0, 1};
+ *   B: b[q] = (2kw ki + kw q + e, ni);
+ *   C: c0..c3 = (2mi + h, 2ni + e) for (h, e) = (0,0) (0,1) (1,0) (1,1),
+ *      f32 or s32 registers, or two f16x2 (c0c1, c2c3) for an f16
+ *      accumulator. */
 static void lower_dot_mma(Nv *nv, IrOp *op)
 {
 	const IrValue *A = op->ops[0], *B = op->ops[1], *C = op->ops[2];
@@ -278,43 +294,79 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	nv_map_init(NULL, A->type, &ma);
 	nv_map_init(NULL, B->type, &mb);
 	nv_map_init(NULL, C->type, &mc);
-	int nm = mc.nd[0] / 2, nn = mc.nd[1] / 2, nk = (int)(A->type->shape[1] / 16);
-	bool bf = ir_scalar(A->type)->kind == TY_BF16;
-	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c), i32 = LLVMInt32TypeInContext(nv->c);
-	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, (LLVMTypeRef[]){f32, f32, f32, f32}, 4, 0);
-	LLVMTypeRef pty[10] = {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32};
-	LLVMTypeRef fty = LLVMFunctionType(rty, pty, 10, 0);
-	char text[160];
-	snprintf(text, sizeof text,
-		 "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
-		 "{$10,$11,$12,$13};",
-		 bf ? "bf16" : "f16", bf ? "bf16" : "f16");
-	const char *cons = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+	IrTypeKind ak = ir_scalar(A->type)->kind, ck = ir_scalar(C->type)->kind;
+	int kw = 32 / ir_type_bits(ir_scalar(A->type));
+	int nm = mc.nd[0] / 2, nn = mc.nd[1] / 2, nk = (int)(A->type->shape[1] / (8 * kw));
+	bool h16 = ck == TY_F16, isint = ak == TY_I8;
+	int nd = h16 ? 2 : 4; /* accumulator registers per instruction */
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMTypeRef dt = h16 || isint ? i32 : LLVMFloatTypeInContext(nv->c);
+	LLVMTypeRef rt[4] = {dt, dt, dt, dt}, pty[14];
+	for (int i = 0; i < 6; i++)
+		pty[i] = i32;
+	for (int i = 0; i < nd; i++)
+		pty[6 + i] = dt;
+	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nd, 0);
+	LLVMTypeRef fty = LLVMFunctionType(rty, pty, (unsigned)(6 + nd), 0);
+	const char *shape = kw == 1 ? "m16n8k8" : kw == 2 ? "m16n8k16" : "m16n8k32";
+	const char *ty = ak == TY_BF16 ? "bf16" : ak == TY_F16 ? "f16" : ak == TY_F32 ? "tf32" : "s8";
+	char text[192];
+	if (h16)
+		snprintf(text, sizeof text,
+			 "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {$0,$1}, {$2,$3,$4,$5}, {$6,$7}, {$8,$9};");
+	else
+		snprintf(text, sizeof text,
+			 "mma.sync.aligned.%s.row.col%s.%s.%s.%s.%s {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
+			 "{$10,$11,$12,$13};",
+			 shape, isint ? ".satfinite" : "", isint ? "s32" : "f32", ty, ty, isint ? "s32" : "f32");
+	const char *cons = h16 ? "=r,=r,r,r,r,r,r,r,0,1" : isint ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
+								 : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 0, 0,
 					     LLVMInlineAsmDialectATT, 0);
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
-	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
+	LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2);
 	for (int ki = 0; ki < nk; ki++)
 		for (int mi = 0; mi < nm; mi++) {
-			LLVMValueRef a[4];
-			for (int i = 0; i < 4; i++)
-				a[i] = pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
-					     reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+			LLVMValueRef a[4], x[4];
+			for (int i = 0; i < 4; i++) {
+				for (int e = 0; e < kw; e++)
+					x[e] = reg2(nv, A, &ma, 2 * mi + i % 2, 2 * kw * ki + kw * (i / 2) + e);
+				a[i] = pack_n(nv, x, kw);
+			}
 			for (int ni = 0; ni < nn; ni++) {
-				LLVMValueRef b0 = pack2(nv, reg2(nv, B, &mb, 4 * ki, ni), reg2(nv, B, &mb, 4 * ki + 1, ni));
-				LLVMValueRef b1 = pack2(nv, reg2(nv, B, &mb, 4 * ki + 2, ni), reg2(nv, B, &mb, 4 * ki + 3, ni));
+				LLVMValueRef b[2];
+				for (int q = 0; q < 2; q++) {
+					for (int e = 0; e < kw; e++)
+						x[e] = reg2(nv, B, &mb, 2 * kw * ki + kw * q + e, ni);
+					b[q] = pack_n(nv, x, kw);
+				}
 				int cr[4];
 				for (int i = 0; i < 4; i++) {
 					int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * ni + i % 2};
 					cr[i] = nv_map_reg(&mc, j);
 				}
-				LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b0, b1,
-							 acc[cr[0]], acc[cr[1]], acc[cr[2]], acc[cr[3]]};
-				LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, 10, "");
-				for (int i = 0; i < 4; i++)
-					acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+				LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+				if (h16) {
+					args[6] = pack_n(nv, (LLVMValueRef[]){acc[cr[0]], acc[cr[1]]}, 2);
+					args[7] = pack_n(nv, (LLVMValueRef[]){acc[cr[2]], acc[cr[3]]}, 2);
+				} else {
+					for (int i = 0; i < 4; i++)
+						args[6 + i] = acc[cr[i]];
+				}
+				LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)(6 + nd), "");
+				if (h16) {
+					for (int i = 0; i < 2; i++) {
+						LLVMValueRef v = LLVMBuildBitCast(nv->b, LLVMBuildExtractValue(nv->b, d, (unsigned)i, ""),
+										  h2, "");
+						acc[cr[2 * i]] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 0), "");
+						acc[cr[2 * i + 1]] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 1), "");
+					}
+				} else {
+					for (int i = 0; i < 4; i++)
+						acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+				}
 			}
 		}
 	nv_set(nv, &op->res[0], mc.n, acc);
@@ -590,6 +642,56 @@ void nv_wgmma_settle(Nv *nv, int pending)
 	nv->fly_arg = NULL;
 }
 
+/* A 3-D (batched) dot on the FMA path: A [Bt][M][K] and B [Bt][K][N]
+ * through scratch, row-major, then per accumulator register a K loop over
+ * its batch's row of A and column of B. */
+static void lower_dot_fma_batched(Nv *nv, IrOp *op)
+{
+	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
+	int64_t M = at->shape[1], K = at->shape[2], N = bt->shape[2];
+	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(at->numel * nv_esize(at));
+	nv_write_block(nv, op->ops[0], offa);
+	nv_write_block(nv, op->ops[1], offb);
+	nv_barrier(nv);
+	NvMap m;
+	nv_map_init(nv, ct, &m);
+	LLVMTypeRef cty = nv_llty(nv, ct), i32 = LLVMInt32TypeInContext(nv->c);
+	bool fl = ir_is_float(ir_scalar(ct));
+	LLVMValueRef *arow = nv_regbuf(nv, m.n), *bcol = nv_regbuf(nv, m.n);
+	for (int r = 0; r < m.n; r++) {
+		LLVMValueRef bi = nv_map_coord(nv, &m, r, 0), mi = nv_map_coord(nv, &m, r, 1);
+		LLVMValueRef ni = nv_map_coord(nv, &m, r, 2);
+		arow[r] = LLVMBuildMul(nv->b, LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, M), ""), mi, ""),
+				       nv_i32(nv, K), "");
+		bcol[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, K * N), ""), ni, "");
+	}
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
+	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot3.k"), eb = nv_new_bb(nv, "dot3.end");
+	LLVMBuildBr(nv->b, hb);
+	LLVMPositionBuilderAtEnd(nv->b, hb);
+	LLVMValueRef kv = LLVMBuildPhi(nv->b, i32, "");
+	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
+	for (int r = 0; r < m.n; r++)
+		phis[r] = LLVMBuildPhi(nv->b, cty, "");
+	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
+	for (int r = 0; r < m.n; r++) {
+		LLVMValueRef a = nv_cast(nv, op, at, ct, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, arow[r], kv, "")));
+		LLVMValueRef b = nv_cast(nv, op, bt, ct, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, bcol[r], kN, "")));
+		if (fl)
+			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
+		else
+			nxt[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), phis[r], "");
+	}
+	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, 1), "");
+	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
+	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
+	for (int r = 0; r < m.n; r++)
+		LLVMAddIncoming(phis[r], (LLVMValueRef[]){nv_reg(nv, op->ops[2], r), nxt[r]},
+				(LLVMBasicBlockRef[]){pre, hb}, 2);
+	LLVMPositionBuilderAtEnd(nv->b, eb);
+	nv_set(nv, &op->res[0], m.n, nxt);
+}
+
 void nv_lower_dot(Nv *nv, IrOp *op)
 {
 	if (an_is_wgmma(op->res[0].type)) {
@@ -601,6 +703,10 @@ void nv_lower_dot(Nv *nv, IrOp *op)
 		return;
 	}
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
+	if (at->rank == 3) {
+		lower_dot_fma_batched(nv, op);
+		return;
+	}
 	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
 	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(M * K * nv_esize(at));
 	nv_write_block(nv, op->ops[0], offa);

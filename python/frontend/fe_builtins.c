@@ -1671,10 +1671,14 @@ static FeVal *bi_dot(Fe *fe, PyObject *node, Call *c)
 	if (K != K2 || (r == 3 && at->shape[0] != bt->shape[0]))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): shapes %s and %s do not match (inner dimensions %lld vs %lld)",
 			      fe_tyname(fe, at), fe_tyname(fe, bt), (long long)K, (long long)K2);
-	if (M < 16 || N < 16 || K < 16)
-		return fe_err(fe, node, IR_ERR_VALUE, "tl.dot(): every dimension must be at least 16, got M=%lld N=%lld K=%lld",
-			      (long long)M, (long long)N, (long long)K);
 	const IrType *ae = at->elem, *be = bt->elem;
+	/* as Triton on NVIDIA GPUs: any M and N (small ones padded to the
+	 * instruction or on FMAs), K a whole MMA step: 16, or 32 for 8-bit types */
+	int64_t kmin = ir_type_bits(ae) == 8 ? 32 : 16;
+	if (K < kmin)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "tl.dot(): K must be at least %lld for %s operands (M >= 1, N >= 1), got M=%lld N=%lld K=%lld",
+			      (long long)kmin, fe_tyname(fe, ae), (long long)M, (long long)N, (long long)K);
 	if (ae != be && !(ir_type_bits(ae) == 8 && ir_type_bits(be) == 8 && ir_is_float(ae) && ir_is_float(be)))
 		return fe_err(fe, node, IR_ERR_TYPE, "tl.dot(): both operands must have the same element type, got %s and %s",
 			      fe_tyname(fe, ae), fe_tyname(fe, be));

@@ -295,27 +295,26 @@ def _no_mma(why, archs=("sm80", "sm90"), form="mma"):
 
 
 _dot("dot-fp16-64x64x32", 64, 64, 32, "float16", ptx={"sm80": MMA, "sm90": ["wgmma.mma_async"]})
-_dot("dot-fp16-16x16x16", 16, 16, 16, "float16",
-     gaps=_no_mma("a 16x16 tile with 4 warps; Triton uses mma.sync m16n8k16"))
+_dot("dot-fp16-16x16x16", 16, 16, 16, "float16", ptx={"sm80": MMA, "sm90": MMA})  # 4 warps, 2 tiles: warps repeat
 _dot("dot-fp16-acc-32x16x64", 32, 16, 64, "float16", mode="acc", ptx={"sm80": MMA, "sm90": MMA})
 _dot("dot-fp16-out-fp16", 32, 32, 32, "float16", mode="out_fp16", out=np.float16, tol=(1e-2, 5e-2),
-     gaps=_no_mma("an fp16 accumulator; Triton uses mma.sync with f16 accumulators"))
+     ptx={b: ["mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"] for b in ("sm80", "sm90")})
 _dot("dot-bf16-32x32x32", 32, 32, 32, "bfloat16", travel="float32",
      model=lambda v: bf16_round(v.astype(np.float32)),
      ptx={b: ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"] for b in ("sm80", "sm90")})
 _dot("dot-tf32-32x32x32", 32, 32, 32, "float32", prec="tf32", tol=(5e-3, 5e-3),
-     gaps=_no_mma("input_precision='tf32' computes in full fp32; Triton uses tf32 mma", form="tf32"))
+     ptx={b: ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"] for b in ("sm80", "sm90")})
 _dot("dot-fp32-ieee-32x32x16", 32, 32, 16, "float32", prec="ieee", tol=(1e-5, 1e-5))
 _F64_DOT = ("tl.dot of fp64 operands gets an f32 accumulator and result (Triton: f64), so the "
             "product is computed in fp32")
 _dot("dot-fp64-16x16x16", 16, 16, 16, "float64", out=np.float64, tol=(1e-12, 1e-12),
      ttir_re=[r"= dot .* : block<16x16xf64>"], xfail={b: _F64_DOT for b in ("cpu", "sm80", "sm90", "gpu")})
 _dot("dot-int8-32x32x32", 32, 32, 32, "int8", mode="int", out=np.int32,
-     gaps=_no_mma("int8 operands; Triton uses mma.sync s8.s8.s32", form="s8.s8.s32"))
+     ptx={b: ["mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"] for b in ("sm80", "sm90")})
 _dot("dot-fp8e5-32x32x32", 32, 32, 32, "e5m2", travel="float32", model=lambda v: fp8_round(v, "e5m2"),
-     gaps=_no_mma("fp8e5 operands; Triton upcasts them to fp16 for mma.sync"))
+     ptx={"sm80": MMA, "sm90": MMA})  # upcast to fp16 (split-dots), as Triton
 _dot("dot-fp8e4nv-64x64x32", 64, 64, 32, "e4m3", travel="float32", model=lambda v: fp8_round(v, "e4m3"),
-     ptx={"sm90": ["wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"]})   # sm_80: FMAs
+     ptx={"sm80": MMA, "sm90": ["wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"]})
 
 
 @triton.jit

@@ -1,4 +1,4 @@
-# expect: every dimension must be at least 16
+# expect: K must be at least 16 for f16 operands
 # at: 12:9
 import ctriton as triton
 import ctriton.language as tl

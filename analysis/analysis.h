@@ -104,6 +104,11 @@ bool an_is_wgmma(const IrType *t);
  * layout) leaves its tile in shared memory for the warpgroup MMA to read
  * by descriptor: always for B; for A unless it is computed in registers
  * that already hold its fragments (an mma result, see an_same_registers). */
+/* The row pitch in elements of convert_layout op's exchange through
+ * scratch (the source written row-major, read back in the result's
+ * layout): the row length, padded for MMA accumulators (alloc.c). */
+int64_t an_exchange_pitch(const IrOp *op);
+
 /* mma.sync (sm_80+) takes this dot's element types: f16 -> f32/f16,
  * bf16 -> f32, f32 as tf32 -> f32, i8 -> i32. */
 bool an_mma_v2_types(const IrOp *dot);

@@ -133,6 +133,25 @@ static void lower_exchange(Nv *nv, IrOp *op, IndexFn fn)
 	}
 }
 
+/* convert_layout through scratch rows pitch elements apart (see
+ * an_exchange_pitch) */
+static void lower_exchange_pitched(Nv *nv, IrOp *op, int64_t pitch)
+{
+	int64_t off = nv_scratch_off(op);
+	const IrValue *v = op->ops[0];
+	NvMap a;
+	nv_map_init(nv, v->type, &a);
+	for (int r = 0; r < a.n; r++)
+		nv_smem_store(nv, v->type, off, nv_map_lin_pitch(nv, &a, v->type, r, pitch), nv_reg(nv, v, r));
+	nv_barrier(nv);
+	NvMap m;
+	nv_map_init(nv, op->res[0].type, &m);
+	LLVMValueRef *out = nv_regbuf(nv, m.n);
+	for (int r = 0; r < m.n; r++)
+		out[r] = nv_smem_load(nv, v->type, off, nv_map_lin_pitch(nv, &m, op->res[0].type, r, pitch));
+	nv_set(nv, &op->res[0], m.n, out);
+}
+
 void nv_lower_reshape(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_same); }
 void nv_lower_trans(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_trans); }
 void nv_lower_split(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_split); }
@@ -159,6 +178,12 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		same = a.bs[d] == b.bs[d];
 	if (same) { /* same distribution, e.g. slice vs. expanded parent */
 		nv_lower_identity(nv, op);
+		return;
+	}
+	int64_t pitch = an_exchange_pitch(op);
+	const IrType *st = op->ops[0]->type;
+	if (ir_is_block(st) && st->rank >= 2 && pitch != st->shape[st->rank - 1]) {
+		lower_exchange_pitched(nv, op, pitch);
 		return;
 	}
 	lower_exchange(nv, op, idx_same);

@@ -80,7 +80,8 @@ def test_dot_tensor_cores(form, arch):
 
 
 def test_dot_fma_before_sm80():
-    """Before sm_80 (and for 32-bit operands) dot stays on the FMA path."""
+    """Before sm_80 dot stays on the FMA path; from sm_80 f32 operands (default
+    precision tf32) take mma.sync m16n8k8 tf32, as in Triton."""
     from test_dot_gpu import dot_kernel
     cx = dict(M=64, N=64, K=32, STEPS=1, ACC=False, TRANS_B=False, EPI=False)
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
@@ -88,8 +89,10 @@ def test_dot_fma_before_sm80():
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 75, 32))
     assert "#mma" not in k.asm["ttgir"] and "mma.sync" not in k.asm["ptx"]
     sig.update({"a_ptr": "*fp32", "b_ptr": "*fp32"})
-    k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 80, 32))
+    k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 75, 32))
     assert "#mma" not in k.asm["ttgir"] and "mma.sync" not in k.asm["ptx"]
+    k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 80, 32))
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in k.asm["ptx"]
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")

@@ -7,6 +7,7 @@
  * needs; the backend lays the data out inside that range:
  *   convert_layout, trans, reshape, split, gather: the source block,
  *       row-major, one element each (i1 as one byte, pointers 8 bytes);
+ *       an MMA accumulator's rows padded (an_exchange_pitch);
  *   cat, join: the two operands one after the other (each 16-byte aligned);
  *   reduce across W warps: per input (16-byte aligned segments) the partial
  *       results [result element][warp along the axis];

@@ -279,8 +279,19 @@ bool an_same_registers(const IrType *a, const IrType *b)
 	int ma[IR_MAX_RANK], mb[IR_MAX_RANK];
 	const IrLayout *la = an_unslice(a->layout, a->rank, a->shape, sa, ma);
 	const IrLayout *lb = an_unslice(b->layout, b->rank, b->shape, sb, mb);
-	if (la == lb)
-		return true;
+	if (la == lb) {
+		/* one parent: the same registers when the dims sit where they did
+		 * (slices of different dims of a 1 x 32 block are not) */
+		bool same = true;
+		for (int i = 0; i < la->rank; i++)
+			same = same && sa[i] == sb[i];
+		for (int i = 0; i < a->rank; i++)
+			same = same && (a->shape[i] == 1 || ma[i] == mb[i]);
+		if (same)
+			return true;
+		if (la->rank != a->rank)
+			return false;
+	}
 	if (la->rank != a->rank || lb->rank != b->rank) /* slices: only of one parent */
 		return false;
 	int oa[IR_MAX_RANK], ob[IR_MAX_RANK];

@@ -174,3 +174,37 @@ def test_dot_form_gpu(case):
 def test_dot_form_cpu(case):
     pytest.importorskip("torch")
     run_case(*case, device="cpu")
+
+
+@triton.jit
+def dot3d_kernel(q_ptr, k_ptr, o_ptr, stride_qb, stride_qm, stride_kb, stride_kk, stride_ob, stride_om,
+                 BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    offs_b = tl.arange(0, BLOCK_B)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    q = tl.load(q_ptr + offs_b[:, None, None] * stride_qb + offs_m[None, :, None] * stride_qm + offs_k[None, None, :])
+    k = tl.load(k_ptr + offs_b[:, None, None] * stride_kb + offs_k[None, :, None] * stride_kk + offs_n[None, None, :])
+    o = tl.dot(q, k)
+    tl.store(o_ptr + offs_b[:, None, None] * stride_ob + offs_m[None, :, None] * stride_om + offs_n[None, None, :], o)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("dt,B,nw", [("i8", 1, 4), ("fp32", 2, 2), ("fp16", 8, 4)])
+def test_dot3d_index_slices_exchange(dt, B, nw):
+    """offs_k broadcast along dim 1 of K's pointers and along dim 2 of Q's
+    comes from one 1-D range: its two slice layouts (of one parent, different
+    dims) hold different registers, so the conversion between them goes
+    through scratch. Taken as free, the K loads read another thread's offset
+    (misaligned vector loads on the H200) or a register it lacks."""
+    sig = {"q_ptr": "*" + dt, "k_ptr": "*" + dt, "o_ptr": "*" + ("i32" if dt == "i8" else "fp32")}
+    sig.update({s: "i32" for s in ("stride_qb", "stride_qm", "stride_kb", "stride_kk", "stride_ob", "stride_om")})
+    cx = {"BLOCK_B": B, "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {k: {"divisibility": 16} for k in sig if sig[k] != "constexpr"}
+    k = triton.compile(ASTSource(dot3d_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": nw})
+    for line in k.asm["ttgir"].splitlines():
+        m = re.search(r"convert_layout .*: block<1x32xi32, #slice<dim = (\d)", line)
+        if m:
+            assert "scratch_offset" in line, line

@@ -7,10 +7,13 @@ predicated by the mask; float max / min are integer atomics on the bits; bf16
 add before sm_90 is a relaxed compare-and-swap loop between fences. The old
 value reaches every thread holding a copy of its element: by shuffle when
 the copies share a warp, through shared scratch when they do not, and not at
-all when nothing uses it. The GPU runs of these kernels: test_atomics_gpu.py."""
+all when nothing uses it. Histogram increments its shared bins with a
+predicated `red.shared.add.u32 [bin], 1`, and `asm["sass"]` disassembles the
+cubin when asked for. The GPU runs of these kernels: test_atomics_gpu.py."""
 import os
 import re
 import shutil
+import stat
 
 import numpy as np
 import pytest
@@ -313,3 +316,127 @@ def test_float_minmax_cpu(dt, is_max):
     z, old = z0.copy(), np.zeros_like(z0)
     minmax_kernel[(1,)](z, x, old, is_max, BLOCK=16)
     minmax_check(z0, x, z, old, is_max)
+
+
+# -- histogram ------------------------------------------------------------------------------------
+
+HIST = [[2048, 2], [1024, 8], [1024, 128], [256, 512], [32, 512], [8, 512], [8, 2]]
+
+
+@triton.jit
+def histogram_kernel(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    # Triton's test_histogram
+    offset1 = tl.arange(0, M)
+    offset2 = tl.arange(0, N)
+    x = tl.load(x_ptr + offset1)
+    z = tl.histogram(x, N)
+    bias = tl.full([M, N], 1, dtype=tl.int32)
+    biased = z + bias  # noqa: F841
+    tl.store(z_ptr + offset2, z)
+
+
+@triton.jit
+def histogram_mask_kernel(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    offset1 = tl.arange(0, 2 * M)
+    offset2 = tl.arange(0, N)
+    mask = offset1 < M
+    x = tl.load(x_ptr + offset1)
+    z = tl.histogram(x, N, mask)
+    tl.store(z_ptr + offset2, z)
+
+
+HIST_SIG = {"x_ptr": "*i32", "z_ptr": "*i32"}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("M,N", HIST)
+def test_histogram_increments(M, N, masked, arch):
+    """Each bin increment is `@p red.shared.add.u32 [bin], 1`: masked-off,
+    out-of-range and copied elements are predicated off, never added as 0."""
+    k = compile_for(histogram_mask_kernel if masked else histogram_kernel, HIST_SIG, dict(M=M, N=N), arch)
+    ptx = k.asm["ptx"]
+    incs = re.findall(r"@%p\d+ red\.shared\.add\.u32 \[%r\d+\], 1;", ptx)
+    assert incs and "atom.shared" not in ptx
+    assert len(re.findall(r"red\.shared", ptx)) == len(incs)
+
+
+@requires_cpu
+@pytest.mark.parametrize("M,N", HIST)
+def test_histogram_cpu(M, N):
+    rng = np.random.default_rng(17)
+    x = rng.integers(0, N, M).astype(np.int32)
+    z = np.zeros(N, np.int32)
+    histogram_kernel[(1,)](x, z, M=M, N=N)
+    np.testing.assert_array_equal(z, np.bincount(x, minlength=N))
+    z = np.zeros(N, np.int32)
+    histogram_mask_kernel[(1,)](np.concatenate([x, x]), z, M=M, N=N)
+    np.testing.assert_array_equal(z, np.bincount(x, minlength=N))
+
+
+def have_disassembler():
+    from ctriton import _toolkit
+    return _toolkit.disassembler_path() is not None
+
+
+@needs_ptxas
+@pytest.mark.skipif(not have_disassembler(), reason="no cuobjdump / nvdisasm")
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("M,N", HIST)
+def test_histogram_sass(M, N, arch):
+    """Triton's test_histogram check: ptxas turns the predicated increments
+    of the constant 1 into warp-aggregated ATOMS.POPC.INC."""
+    k = compile_for(histogram_kernel, HIST_SIG, dict(M=M, N=N), arch)
+    assert "ATOMS.POPC.INC" in k.asm["sass"]
+
+
+def fake_tool(tmp_path, name="cuobjdump"):
+    """A stand-in disassembler that records its arguments and prints them."""
+    log = tmp_path / f"{name}.log"
+    p = tmp_path / name
+    p.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\necho \"FAKE SASS $@\"\n")
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return str(p), log
+
+
+@needs_ptxas
+def test_sass_lazy_and_found_like_ptxas(tmp_path, monkeypatch):
+    """asm["sass"] runs the disassembler when first asked for (a compile
+    never does), once, on the cubin: cuobjdump -sass FILE, or nvdisasm FILE;
+    the same on a disk-cache hit."""
+    tool, log = fake_tool(tmp_path)
+    monkeypatch.setenv("CTRITON_CUOBJDUMP_PATH", tool)
+    k = compile_for(histogram_kernel, HIST_SIG, dict(M=8, N=2))
+    assert not log.exists()
+    assert "sass" not in k.asm
+    s = k.asm["sass"]
+    assert s.startswith("FAKE SASS -sass ") and s.strip().endswith(".cubin")
+    assert k.asm["sass"] is s and len(log.read_text().splitlines()) == 1
+    assert not os.path.exists(s.split()[-1])   # the temporary cubin is gone
+    hit = compile_for(histogram_kernel, HIST_SIG, dict(M=8, N=2))
+    assert hit.asm["sass"].startswith("FAKE SASS -sass ")
+    monkeypatch.delenv("CTRITON_CUOBJDUMP_PATH")
+    tool, log = fake_tool(tmp_path, "nvdisasm")
+    monkeypatch.setenv("CTRITON_NVDISASM_PATH", tool)
+    k = compile_for(histogram_kernel, HIST_SIG, dict(M=8, N=4))
+    from ctriton import _toolkit
+    if _toolkit._find_disassembler()[0] == "nvdisasm":   # no cuobjdump found before it
+        assert k.asm["sass"].startswith("FAKE SASS /")
+
+
+@needs_ptxas
+def test_sass_without_disassembler(monkeypatch):
+    from ctriton import _toolkit
+    monkeypatch.setattr(_toolkit, "_find_disassembler", lambda: None)
+    k = compile_for(histogram_kernel, HIST_SIG, dict(M=8, N=2))
+    with pytest.raises(RuntimeError, match="needs a CUDA disassembler.*cuobjdump.*nvdisasm"):
+        k.asm["sass"]
+
+
+@requires_cpu
+def test_sass_cpu_kernel_has_none():
+    x, z = np.zeros(8, np.int32), np.zeros(2, np.int32)
+    h = histogram_kernel[(1,)](x, z, M=8, N=2)
+    with pytest.raises(KeyError):
+        h.asm["sass"]

@@ -1,14 +1,15 @@
 """The atomics of test_atomics.py on the GPU, against torch / numpy (the
 cases of Triton's language tests test_atomic_rmw, test_atomic_cas,
-and test_tensor_atomic_use_result, plus float max / min
+test_tensor_atomic_use_result and test_histogram, plus float max / min
 with NaN and -0.0, old values of a reduced block's copies and paired f16
 adds). Marked `gpu`: skipped where no CUDA device is active."""
 import numpy as np
 import pytest
 
 import ctriton.language as tl
-from test_atomics import (BITS, RMW, SEMS, minmax_case, minmax_check, minmax_kernel, rmw_forms,
-                          rmw_scalar_kernel, serialized_add, use_result_kernel)
+from test_atomics import (BITS, HIST, RMW, SEMS, have_disassembler, histogram_kernel, minmax_case,
+                          minmax_check, minmax_kernel, rmw_forms, rmw_scalar_kernel, serialized_add,
+                          use_result_kernel)
 
 pytestmark = pytest.mark.gpu
 
@@ -98,6 +99,16 @@ def test_float_minmax(torch, dt, is_max):
     old = torch.zeros_like(z)
     minmax_kernel[(1,)](z, xt, old, is_max, BLOCK=16)
     minmax_check(z0, x, z.cpu().numpy(), old.cpu().numpy(), is_max)
+
+
+@pytest.mark.parametrize("M,N", HIST)
+def test_histogram(torch, M, N):
+    x = torch.randint(0, N, (M,), device="cuda", dtype=torch.int32)
+    z = torch.empty(N, dtype=torch.int32, device="cuda")
+    h = histogram_kernel[(1,)](x, z, M=M, N=N)
+    assert (torch.histc(x.float(), bins=N, min=0, max=N - 1) == z).all()
+    if have_disassembler():
+        assert "ATOMS.POPC.INC" in h.asm["sass"]
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (8, 2), (32, 32), (64, 64)])

@@ -2,9 +2,10 @@
  *
  * Some ops exchange data between threads through shared memory while they
  * run: convert_layout, reductions across warps, scans, dot (FMA path),
- * trans/reshape/cat/join/split/gather/histogram, and atomics on a scalar
- * pointer (the old value is broadcast). an_scratch_bytes() says how much each
- * needs; the backend lays the data out inside that range:
+ * trans/reshape/cat/join/split/gather/histogram, and atomics whose old
+ * value goes to other threads (a scalar's, or a block's with copies).
+ * an_scratch_bytes() says how much each needs; the backend lays the data
+ * out inside that range:
  *   convert_layout, trans, reshape, split, gather: the source block,
  *       row-major, one element each (i1 as one byte, pointers 8 bytes);
  *       an MMA accumulator's rows padded (an_exchange_pitch);
@@ -15,7 +16,9 @@
  *   dot on the FMA path: A (M x K) then B (K x N), row-major, each in its
  *       element type (on tensor cores the conversions to the dot_op
  *       layouts stage the operands, row-major, and dot needs none);
- *   histogram: the bins as i32; scalar atomics: 8 bytes.
+ *   histogram: the bins as i32; atomics whose old value is used: 8 bytes
+ *       for a scalar, the block row-major when its layout has copies of
+ *       elements in other warps (an_atomic_scratch).
  * A buffer lives only while its op runs (but the staged B tile of a
  * warpgroup dot lives until the dot, which reads it by descriptor), so allocation by liveness puts the
  * buffers of different ops on top of each other; the first-fit allocator
@@ -60,6 +63,21 @@ int64_t an_exchange_pitch(const IrOp *op)
 	    (n * elem_bytes(t)) % 128 == 0)
 		return n + 8;
 	return n;
+}
+
+/* An atomic whose old value is used hands it from the thread that did the
+ * atomic to the threads holding copies: a scalar atomic (done by thread 0)
+ * through 8 bytes, a block whose layout has copies in other warps through
+ * the block row-major (copies within a warp are shuffled, no scratch). */
+int64_t an_atomic_scratch(const IrOp *op)
+{
+	const IrType *t = op->res[0].type;
+	IrFunc *f = op->parent ? op->parent->func : NULL;
+	if (f && ir_count_uses(f, &op->res[0]) == 0)
+		return 0;
+	if (!ir_is_block(t))
+		return 8;
+	return an_copies(t, NULL) == AN_COPIES_WARPS ? numel(t) * elem_bytes(t) : 0;
 }
 
 int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
@@ -121,7 +139,7 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 	}
 	case OP_ATOMIC_RMW:
 	case OP_ATOMIC_CAS:
-		return ir_is_block(op->ops[0]->type) ? 0 : 8;
+		return an_atomic_scratch(op);
 	default:
 		return 0;
 	}

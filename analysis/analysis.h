@@ -146,6 +146,15 @@ bool an_same_registers(const IrType *a, const IrType *b);
 /* Register order of a base layout: order[0] is the dim whose registers are
  * consecutive (blocked: its order; mma and dot_op: the last dim first). */
 void an_reg_order(const IrLayout *b, int *order);
+/* Where the layout of block type t gives several threads a copy of one
+ * element (a dim whose threads wrap around the shape, e.g. a [4, 1] block
+ * over 128 threads): AN_COPIES_NONE; AN_COPIES_LANES when the copies of
+ * every element lie in one warp, *lane_mask then holds the lane-id bits
+ * that tell the copies apart (the owner, which has them all zero, is lane &
+ * ~*lane_mask); AN_COPIES_WARPS when copies lie in other warps. lane_mask
+ * may be NULL. */
+typedef enum AnCopies { AN_COPIES_NONE, AN_COPIES_LANES, AN_COPIES_WARPS } AnCopies;
+AnCopies an_copies(const IrType *t, unsigned *lane_mask);
 
 /* The mma layout a `dot` gets on tensor cores (mma.sync m16n8k16, arch >= 80,
  * f16 or bf16 operands, f32 accumulator, M and N covered by the warps), or
@@ -179,6 +188,9 @@ void an_remove_converts(IrFunc *f);
 /* Bytes of shared scratch op needs while it runs (0 for most ops). The
  * backend lays its data out inside that range as documented in alloc.c. */
 int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o);
+/* The scratch bytes of an atomic_rmw / atomic_cas: 0 unless its old value is
+ * used and held by threads that did not do the atomic (see alloc.c). */
+int64_t an_atomic_scratch(const IrOp *op);
 /* Gives every op with scratch a "scratch_offset" attribute (byte offset in the
  * dynamic shared block; buffers whose live ranges overlap never overlap) and
  * returns the total bytes. */

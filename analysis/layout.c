@@ -311,6 +311,34 @@ void an_reg_order(const IrLayout *b, int *order)
 		order[i] = b->kind == LAYOUT_BLOCKED ? b->order[i] : b->rank - 1 - i;
 }
 
+/* A dim of size S whose threads span a tile larger than S wraps around: the
+ * threads past S hold copies. Within one warp (wpc = 1 along it), lane
+ * coordinate lc and lc mod distinct_lanes hold the same elements, so the
+ * copies differ in the lane bits above distinct_lanes (powers of two); with
+ * several warps along it, whole warps are copies. */
+AnCopies an_copies(const IrType *t, unsigned *lane_mask)
+{
+	unsigned lm = 0;
+	if (lane_mask)
+		*lane_mask = 0;
+	if (!ir_is_block(t) || !t->layout)
+		return AN_COPIES_NONE;
+	int64_t bs[IR_MAX_RANK];
+	int map[IR_MAX_RANK];
+	const IrLayout *b = an_unslice(t->layout, t->rank, t->shape, bs, map);
+	for (int d = 0; d < b->rank; d++) {
+		AnDimDist dd;
+		if (!an_dim_dist(b, bs, d, &dd) || dd.tile <= bs[d])
+			continue;
+		if (dd.wpc > 1)
+			return AN_COPIES_WARPS;
+		lm |= (unsigned)dd.lane_stride * (unsigned)(dd.tpw - dd.distinct_lanes);
+	}
+	if (lane_mask)
+		*lane_mask = lm;
+	return lm ? AN_COPIES_LANES : AN_COPIES_NONE;
+}
+
 bool an_is_wgmma(const IrType *t)
 {
 	const IrLayout *l = ir_is_block(t) ? t->layout : NULL;

@@ -8,6 +8,7 @@
  * the analysis.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +125,15 @@ LLVMValueRef *nv_regbuf(Nv *nv, int n)
 	return ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(n > 0 ? n : 1));
 }
 
+LLVMValueRef nv_and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return LLVMBuildAnd(nv->b, a, b, "");
+}
+
 LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name)
 {
 	return LLVMAppendBasicBlockInContext(nv->c, nv->fn, name);
@@ -132,6 +142,45 @@ LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name)
 void nv_barrier(Nv *nv)
 {
 	nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){nv_i32(nv, 0)}, 1);
+}
+
+/* A warp shuffle of v (any scalar type: narrower values widened to 32 bits,
+ * 64-bit ones moved as two halves) over the whole warp: mode "bfly" (b is
+ * the lane mask to xor) or "idx" (b is the source lane). */
+LLVMValueRef nv_shfl(Nv *nv, const char *mode, LLVMValueRef v, LLVMValueRef b)
+{
+	LLVMTypeRef ty = LLVMTypeOf(v), i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMTypeKind k = LLVMGetTypeKind(ty);
+	unsigned bits = k == LLVMFloatTypeKind                             ? 32
+			: k == LLVMDoubleTypeKind                          ? 64
+			: k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind ? 16
+			: k == LLVMPointerTypeKind                         ? 64
+									   : LLVMGetIntTypeWidth(ty);
+	LLVMTypeRef ity = LLVMIntTypeInContext(nv->c, bits);
+	LLVMValueRef x =
+		k == LLVMPointerTypeKind ? LLVMBuildPtrToInt(nv->b, v, ity, "") : LLVMBuildBitCast(nv->b, v, ity, "");
+	char name[48];
+	snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.i32", mode);
+	LLVMValueRef res;
+	LLVMValueRef full = LLVMConstInt(i32, 0xffffffffu, 0);
+	if (bits <= 32) {
+		LLVMValueRef w = bits < 32 ? LLVMBuildZExt(nv->b, x, i32, "") : x;
+		LLVMValueRef a[4] = {full, w, b, nv_i32(nv, 0x1f)};
+		res = nv_intrinsic(nv, name, NULL, 0, a, 4);
+		if (bits < 32)
+			res = LLVMBuildTrunc(nv->b, res, ity, "");
+	} else {
+		LLVMValueRef lo = LLVMBuildTrunc(nv->b, x, i32, "");
+		LLVMValueRef hi = LLVMBuildTrunc(nv->b, LLVMBuildLShr(nv->b, x, LLVMConstInt(ity, 32, 0), ""), i32, "");
+		LLVMValueRef a[4] = {full, lo, b, nv_i32(nv, 0x1f)};
+		lo = nv_intrinsic(nv, name, NULL, 0, a, 4);
+		a[1] = hi;
+		hi = nv_intrinsic(nv, name, NULL, 0, a, 4);
+		res = LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, lo, ity, ""),
+				  LLVMBuildShl(nv->b, LLVMBuildZExt(nv->b, hi, ity, ""), LLVMConstInt(ity, 32, 0), ""),
+				  "");
+	}
+	return k == LLVMPointerTypeKind ? LLVMBuildIntToPtr(nv->b, res, ty, "") : LLVMBuildBitCast(nv->b, res, ty, "");
 }
 
 /* ------------------------------------------------------------------------- */

@@ -2,11 +2,9 @@
  * to 128 bits where axis info proves contiguity, alignment and mask
  * constancy (a masked load of whole 32-bit words is one predicated
  * ld.global in inline asm; other masked accesses branch around the access);
- * replicated elements are stored by their owning thread only. Atomics with
- * the op's ordering and sync scope (a scalar atomic by thread 0, its old
- * value broadcast through scratch). async_copy / commit / wait (cp.async
- * into the swizzled slots of a multi-buffered tile) and local_read (ldmatrix
- * out of a slot).
+ * replicated elements are stored by their owning thread only (atomics:
+ * atomic.c). async_copy / commit / wait (cp.async into the swizzled slots of
+ * a multi-buffered tile) and local_read (ldmatrix out of a slot).
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +15,10 @@
 /* Memory                                                                    */
 /* ------------------------------------------------------------------------- */
 
-/* Vector width for the access through pointer block p with layout map m. */
-static int access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m)
+/* Vector width for the access through pointer block p with layout map m:
+ * consecutive registers of consecutive, aligned addresses (and one mask
+ * value), up to the registers of a thread along its fastest dim. */
+int nv_access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m)
 {
 	if (!m->b)
 		return 1;
@@ -39,15 +39,6 @@ static int access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap
 	if (ir_scalar(ir_scalar(p->type)->elem)->kind == TY_I1)
 		v = 1;
 	return v < 1 ? 1 : v;
-}
-
-static LLVMValueRef and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	return LLVMBuildAnd(nv->b, a, b, "");
 }
 
 /* A masked global load of nw 32-bit words as one predicated PTX load:
@@ -111,7 +102,7 @@ void nv_lower_load(Nv *nv, IrOp *op)
 	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, et);
 	NvMap m;
 	nv_map_init(NULL, p->type, &m);
-	int vec = ir_is_block(p->type) ? access_vec(nv, p, mask, &m) : 1;
+	int vec = ir_is_block(p->type) ? nv_access_vec(nv, p, mask, &m) : 1;
 	LLVMTypeRef vty = vec > 1 ? LLVMVectorType(ety, (unsigned)vec) : ety;
 	int n = m.n;
 	LLVMValueRef *out = nv_regbuf(nv, n);
@@ -176,7 +167,7 @@ void nv_lower_store(Nv *nv, IrOp *op)
 	LLVMTypeRef ety = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, et);
 	NvMap m;
 	nv_map_init(nv, p->type, &m);
-	int vec = ir_is_block(p->type) ? access_vec(nv, p, mask, &m) : 1;
+	int vec = ir_is_block(p->type) ? nv_access_vec(nv, p, mask, &m) : 1;
 	LLVMTypeRef vty = vec > 1 ? LLVMVectorType(ety, (unsigned)vec) : ety;
 	LLVMValueRef owner = nv_map_owner(nv, &m);
 	for (int r = 0; r < m.n; r += vec) {
@@ -187,7 +178,7 @@ void nv_lower_store(Nv *nv, IrOp *op)
 				x = LLVMBuildZExt(nv->b, x, ety, "");
 			val = vec > 1 ? LLVMBuildInsertElement(nv->b, val, x, nv_i32(nv, i), "") : x;
 		}
-		LLVMValueRef pred = and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
+		LLVMValueRef pred = nv_and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
 		LLVMBasicBlockRef jb = NULL;
 		if (pred) {
 			LLVMBasicBlockRef sb = nv_new_bb(nv, "st");
@@ -202,112 +193,6 @@ void nv_lower_store(Nv *nv, IrOp *op)
 			LLVMPositionBuilderAtEnd(nv->b, jb);
 		}
 	}
-}
-
-static LLVMAtomicOrdering ordering(const IrOp *op)
-{
-	const char *s = ir_op_str(op, "sem", "acq_rel");
-	if (!strcmp(s, "relaxed")) return LLVMAtomicOrderingMonotonic;
-	if (!strcmp(s, "acquire")) return LLVMAtomicOrderingAcquire;
-	if (!strcmp(s, "release")) return LLVMAtomicOrderingRelease;
-	return LLVMAtomicOrderingAcquireRelease;
-}
-
-static unsigned syncscope(Nv *nv, const IrOp *op)
-{
-	const char *s = ir_op_str(op, "scope", "gpu");
-	const char *n = !strcmp(s, "cta") ? "block" : !strcmp(s, "sys") ? "" : "device";
-	return LLVMGetSyncScopeID(nv->c, n, strlen(n));
-}
-
-void nv_lower_atomic(Nv *nv, IrOp *op)
-{
-	IrValue *p = op->ops[0];
-	bool cas = op->opc == OP_ATOMIC_CAS;
-	IrValue *mask = !cas && op->nops > 2 ? op->ops[2] : NULL;
-	const IrType *et = ir_scalar(op->res[0].type);
-	LLVMTypeRef ety = nv_llty(nv, et);
-	bool fl = ir_is_float(et);
-	LLVMAtomicRMWBinOp bop = LLVMAtomicRMWBinOpAdd;
-	if (!cas) {
-		const char *k = ir_op_str(op, "kind", "add");
-		bool s = ir_is_signed(et);
-		if (!strcmp(k, "add")) bop = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
-		else if (!strcmp(k, "max")) bop = fl ? LLVMAtomicRMWBinOpFMax : s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax;
-		else if (!strcmp(k, "min")) bop = fl ? LLVMAtomicRMWBinOpFMin : s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin;
-		else if (!strcmp(k, "and")) bop = LLVMAtomicRMWBinOpAnd;
-		else if (!strcmp(k, "or")) bop = LLVMAtomicRMWBinOpOr;
-		else if (!strcmp(k, "xor")) bop = LLVMAtomicRMWBinOpXor;
-		else if (!strcmp(k, "xchg")) bop = LLVMAtomicRMWBinOpXchg;
-		else {
-			nv_fail(nv, op, "unknown atomic kind %s", k);
-			return;
-		}
-	}
-	NvMap m;
-	nv_map_init(nv, p->type, &m);
-	LLVMValueRef owner = nv_map_owner(nv, &m);
-	LLVMAtomicOrdering ord = ordering(op);
-	unsigned ss = syncscope(nv, op);
-	LLVMValueRef *out = nv_regbuf(nv, m.n);
-	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef pred = and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
-		LLVMBasicBlockRef cur = LLVMGetInsertBlock(nv->b), ab = NULL, jb = NULL;
-		if (pred) {
-			ab = nv_new_bb(nv, "atom");
-			jb = nv_new_bb(nv, "atom.end");
-			LLVMBuildCondBr(nv->b, pred, ab, jb);
-			LLVMPositionBuilderAtEnd(nv->b, ab);
-		}
-		LLVMValueRef old;
-		if (cas) {
-			/* floats compare and swap their bits (cmpxchg takes integers) */
-			LLVMValueRef cv = nv_reg(nv, op->ops[1], r), nvv = nv_reg(nv, op->ops[2], r);
-			LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(cv));
-			bool fbits = k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind || k == LLVMFloatTypeKind ||
-				     k == LLVMDoubleTypeKind;
-			LLVMTypeRef bits = fbits ? LLVMIntTypeInContext(nv->c, (unsigned)ir_type_bits(ir_scalar(op->ops[1]->type)))
-					      : NULL;
-			if (fbits) {
-				cv = LLVMBuildBitCast(nv->b, cv, bits, "");
-				nvv = LLVMBuildBitCast(nv->b, nvv, bits, "");
-			}
-			LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(nv->b, nv_reg(nv, p, r), cv, nvv, ord,
-									 ord == LLVMAtomicOrderingAcquireRelease ? LLVMAtomicOrderingAcquire
-									 : ord == LLVMAtomicOrderingRelease ? LLVMAtomicOrderingMonotonic : ord,
-									 ss);
-			old = LLVMBuildExtractValue(nv->b, x, 0, "");
-			if (fbits)
-				old = LLVMBuildBitCast(nv->b, old, LLVMTypeOf(nv_reg(nv, op->ops[1], r)), "");
-		} else {
-			old = LLVMBuildAtomicRMWSyncScope(nv->b, bop, nv_reg(nv, p, r), nv_reg(nv, op->ops[1], r), ord, ss);
-		}
-		if (pred) {
-			LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
-			LLVMBuildBr(nv->b, jb);
-			LLVMPositionBuilderAtEnd(nv->b, jb);
-			LLVMValueRef phi = LLVMBuildPhi(nv->b, ety, "");
-			LLVMValueRef iv[2] = {old, LLVMGetUndef(ety)};
-			LLVMBasicBlockRef ib[2] = {end, cur};
-			LLVMAddIncoming(phi, iv, ib, 2);
-			old = phi;
-		}
-		(void)ab;
-		out[r] = old;
-	}
-	if (!ir_is_block(p->type)) {
-		/* thread 0 did it: broadcast the old value */
-		int64_t off = nv_scratch_off(op);
-		LLVMBasicBlockRef sb = nv_new_bb(nv, "bc"), jb = nv_new_bb(nv, "bc.end");
-		LLVMBuildCondBr(nv->b, owner, sb, jb);
-		LLVMPositionBuilderAtEnd(nv->b, sb);
-		nv_smem_store(nv, op->res[0].type, off, nv_i32(nv, 0), out[0]);
-		LLVMBuildBr(nv->b, jb);
-		LLVMPositionBuilderAtEnd(nv->b, jb);
-		nv_barrier(nv);
-		out[0] = nv_smem_load(nv, op->res[0].type, off, nv_i32(nv, 0));
-	}
-	nv_set(nv, &op->res[0], m.n, out);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -365,7 +250,7 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	nv_map_init(nv, t, &m);
 	/* transposed: the slot holds the tile as [C][R] (runs down the columns) */
 	int tr = (int)ir_op_int(op, "transposed", 0), cd = tr ? 0 : 1;
-	int vec = access_vec(nv, p, mask, &m);
+	int vec = nv_access_vec(nv, p, mask, &m);
 	if (m.brank != 2 || m.dimmap[cd] != cd || m.order[0] != cd)
 		vec = 1;
 	while (vec > 1 && (vec * eb > 16 || m.nd[cd] % vec))

@@ -90,8 +90,10 @@ void nv_set(Nv *nv, const IrValue *v, int n, LLVMValueRef *regs); /* copies regs
 void nv_set1(Nv *nv, const IrValue *v, LLVMValueRef x);
 LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r); /* register r of v (scalars: the one value) */
 LLVMValueRef *nv_regbuf(Nv *nv, int n);
+LLVMValueRef nv_and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b); /* NULL: true */
 LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name);
 void nv_barrier(Nv *nv);
+LLVMValueRef nv_shfl(Nv *nv, const char *mode, LLVMValueRef v, LLVMValueRef b); /* "bfly" / "idx", whole warp */
 int64_t nv_esize(const IrType *t); /* bytes of one element in scratch (i1: 1) */
 LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize);
 void nv_smem_store(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v);
@@ -134,13 +136,16 @@ void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core re
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
 void nv_lower_dot(Nv *nv, IrOp *op);
 
-/* mem.c: loads, stores, atomics, cp.async, local_read */
+/* mem.c: loads, stores, cp.async, local_read */
+int nv_access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m);
 void nv_lower_async_copy(Nv *nv, IrOp *op);
 void nv_lower_async_commit(Nv *nv, IrOp *op);
 void nv_lower_async_wait(Nv *nv, IrOp *op);
 void nv_lower_local_read(Nv *nv, IrOp *op);
 void nv_lower_load(Nv *nv, IrOp *op);
 void nv_lower_store(Nv *nv, IrOp *op);
+
+/* atomic.c: atomic_rmw, atomic_cas */
 void nv_lower_atomic(Nv *nv, IrOp *op);
 
 /* reduce.c: reductions, scans */

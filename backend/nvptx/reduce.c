@@ -21,35 +21,6 @@ static void combine(Nv *nv, IrBlock *rb, int k, LLVMValueRef *acc, LLVMValueRef 
 		acc[i] = nv_reg(nv, term->ops[i], 0);
 }
 
-static LLVMValueRef shfl_bfly(Nv *nv, LLVMValueRef v, int off)
-{
-	LLVMTypeRef ty = LLVMTypeOf(v), i32 = LLVMInt32TypeInContext(nv->c);
-	LLVMTypeKind k = LLVMGetTypeKind(ty);
-	unsigned bits = k == LLVMFloatTypeKind ? 32 : k == LLVMDoubleTypeKind ? 64 : k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind ? 16
-		       : k == LLVMPointerTypeKind ? 64 : LLVMGetIntTypeWidth(ty);
-	LLVMTypeRef ity = LLVMIntTypeInContext(nv->c, bits);
-	LLVMValueRef x = k == LLVMPointerTypeKind ? LLVMBuildPtrToInt(nv->b, v, ity, "") : LLVMBuildBitCast(nv->b, v, ity, "");
-	LLVMValueRef res;
-	LLVMValueRef full = LLVMConstInt(i32, 0xffffffffu, 0);
-	if (bits <= 32) {
-		LLVMValueRef w = bits < 32 ? LLVMBuildZExt(nv->b, x, i32, "") : x;
-		LLVMValueRef a[4] = {full, w, nv_i32(nv, off), nv_i32(nv, 0x1f)};
-		res = nv_intrinsic(nv, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
-		if (bits < 32)
-			res = LLVMBuildTrunc(nv->b, res, ity, "");
-	} else {
-		LLVMValueRef lo = LLVMBuildTrunc(nv->b, x, i32, "");
-		LLVMValueRef hi = LLVMBuildTrunc(nv->b, LLVMBuildLShr(nv->b, x, LLVMConstInt(ity, 32, 0), ""), i32, "");
-		LLVMValueRef a[4] = {full, lo, nv_i32(nv, off), nv_i32(nv, 0x1f)};
-		lo = nv_intrinsic(nv, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
-		a[1] = hi;
-		hi = nv_intrinsic(nv, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
-		res = LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, lo, ity, ""),
-				  LLVMBuildShl(nv->b, LLVMBuildZExt(nv->b, hi, ity, ""), LLVMConstInt(ity, 32, 0), ""), "");
-	}
-	return k == LLVMPointerTypeKind ? LLVMBuildIntToPtr(nv->b, res, ty, "") : LLVMBuildBitCast(nv->b, res, ty, "");
-}
-
 #define MAXK 8
 
 void nv_lower_reduce(Nv *nv, IrOp *op)
@@ -99,7 +70,7 @@ void nv_lower_reduce(Nv *nv, IrOp *op)
 			LLVMValueRef a[MAXK], x[MAXK];
 			for (int i = 0; i < k; i++) {
 				a[i] = acc[i][rr];
-				x[i] = shfl_bfly(nv, a[i], off * mi.lane_stride[d]);
+				x[i] = nv_shfl(nv, "bfly", a[i], nv_i32(nv, off * mi.lane_stride[d]));
 			}
 			combine(nv, rb, k, a, x);
 			for (int i = 0; i < k; i++)

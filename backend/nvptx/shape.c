@@ -252,8 +252,10 @@ void nv_lower_gather(Nv *nv, IrOp *op)
 
 /* histogram: the bins zeroed in shared scratch, every owned element in
  * [0, bins) (and its mask) adds one to its bin with a shared-memory atomic
- * (an element out of range or masked off adds zero to bin 0: no branch),
- * then the bins are read in the result's layout. */
+ * predicated by those conditions (`@p red.shared.add.u32 [bin], 1`: an
+ * element out of range, masked off or a copy of another thread's does
+ * nothing; the constant 1 lets ptxas count a warp's equal bins at once,
+ * ATOMS.POPC.INC), then the bins are read in the result's layout. */
 void nv_lower_histogram(Nv *nv, IrOp *op)
 {
 	int64_t off = nv_scratch_off(op);
@@ -280,7 +282,11 @@ void nv_lower_histogram(Nv *nv, IrOp *op)
 	NvMap m;
 	nv_map_init(nv, xt, &m);
 	LLVMValueRef owner = ir_is_block(xt) ? nv_map_owner(nv, &m) : NULL;
-	unsigned block = LLVMGetSyncScopeID(nv->c, "block", 5);
+	LLVMTypeRef at[2] = {LLVMInt1TypeInContext(nv->c), i32};
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), at, 2, 0);
+	static const char inc[] = "@$0 red.shared.add.u32 [$1], 1;", cons[] = "b,r,~{memory}";
+	LLVMValueRef incf = LLVMGetInlineAsm(fty, (char *)inc, sizeof inc - 1, (char *)cons, sizeof cons - 1, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef v = nv_reg(nv, x, r);
 		if (ir_type_bits(xe) < 64)
@@ -290,10 +296,9 @@ void nv_lower_histogram(Nv *nv, IrOp *op)
 			ok = LLVMBuildAnd(B, ok, nv_reg(nv, mask, r), "");
 		if (owner)
 			ok = LLVMBuildAnd(B, ok, owner, "");
-		LLVMValueRef bin = LLVMBuildSelect(B, ok, LLVMBuildTrunc(B, v, i32, ""), nv_i32(nv, 0), "");
-		LLVMValueRef p = nv_smem_addr(nv, off, bin, 4);
-		LLVMBuildAtomicRMWSyncScope(B, LLVMAtomicRMWBinOpAdd, p, LLVMBuildZExt(B, ok, i32, ""),
-					    LLVMAtomicOrderingMonotonic, block);
+		LLVMValueRef p = nv_smem_addr(nv, off, LLVMBuildTrunc(B, v, i32, ""), 4);
+		LLVMValueRef args[2] = {ok, LLVMBuildTrunc(B, LLVMBuildPtrToInt(B, p, i64, ""), i32, "")};
+		LLVMBuildCall2(B, fty, incf, args, 2, "");
 	}
 	nv_barrier(nv);
 	NvMap mr;

@@ -279,6 +279,7 @@ def gather_info():
     info["ptxas"] = (f"{ptxas} ({_ptxas_version(ptxas)})" if ptxas else
                      "not found: PTX is handed to the CUDA driver")
     info["libdevice"] = _toolkit.libdevice_path() or "not found (GPU math functions fail)"
+    info["disassembler"] = _toolkit.disassembler_path() or "not found (asm['sass'] fails)"
     root = cache_root()
     kernels, tuned, _ = scan_cache(root)
     info["cache"] = (f"{root} ({len(kernels)} kernels, "
@@ -289,7 +290,8 @@ def gather_info():
 def cmd_info(argv):
     ap = argparse.ArgumentParser(
         prog=f"{PROG} info", description="What this ctriton runs with: its version, the "
-        "backend and device, the CUDA driver, ptxas, libdevice, LLVM and the cache directory.")
+        "backend and device, the CUDA driver, ptxas, libdevice, the SASS disassembler, LLVM and "
+        "the cache directory.")
     ap.add_argument("--json", action="store_true", help="a JSON object instead")
     a = ap.parse_args(argv)
     info = gather_info()

@@ -2,7 +2,8 @@
 `other` value, scalar pointers, cache and eviction modifiers, volatile) and
 atomics: every read-modify-write kind and compare-and-swap, with their
 sem / scope, masked, uncontended (the returned old values are checked) and
-contended across programs (the final memory is checked), and a spin lock."""
+contended across programs (the final memory is checked), a spin lock, and
+old values used by the threads holding copies of their elements."""
 import numpy as np
 
 import ctriton as triton
@@ -144,8 +145,11 @@ def _rmw(kind, dt, sem, scope, tol=None, xfail=None):
         with np.errstate(over="ignore"):
             return {0: NP_RMW[kind](a[0], a[1]).astype(dt), 2: a[0]}
 
+    # the order and scope in Triton's spelling: atom.global.<scope>.<sem>.<op>
+    form = f"atom.global.{scope}.{sem}."
     add(f"atomic-{kind}-{dt}-{sem}-scope_{scope}", rmw_kernel, args, ref, ["atomic_rmw"],
-        cx=dict(KIND=kind, SEM=sem, SCOPE=scope, BLOCK=ABLOCK), grid=(2,), tol=tol, xfail=xfail)
+        cx=dict(KIND=kind, SEM=sem, SCOPE=scope, BLOCK=ABLOCK), grid=(2,), tol=tol, xfail=xfail,
+        ptx={"sm80": [form], "sm90": [form]})
 
 
 _rmw("add", "int32", "acq_rel", "gpu")
@@ -236,8 +240,9 @@ def _cas(dt, sem, scope, xfail=None):
     def ref(a):
         return {0: np.where(a[0] == a[1], a[2], a[0]), 3: a[0]}
 
+    form = f"atom.global.{sem}.{scope}.cas.b{np.dtype(dt).itemsize * 8}"   # CAS: <sem>.<scope>
     add(f"atomic-cas-{dt}-{sem}-scope_{scope}", cas_kernel, args, ref, ["atomic_cas"],
-        cx=dict(SEM=sem, SCOPE=scope, BLOCK=64), xfail=xfail)
+        cx=dict(SEM=sem, SCOPE=scope, BLOCK=64), xfail=xfail, ptx={"sm80": [form], "sm90": [form]})
 
 
 _cas("int16", "acq_rel", "gpu")
@@ -274,6 +279,41 @@ def _lock_args(rng):
 # the log records which program took each turn, in the scheduler's order: compared sorted
 add("atomic-cas-spin-lock", cas_lock_kernel, _lock_args, _lock_ref,
     ["atomic_cas", "atomic_rmw", "while", "condition", "for"], cx=dict(N_ITER=4), grid=(16,), sort=(2,))
+
+
+@triton.jit
+def old_copies_kernel(index_ptr, out_ptr, SIZE: tl.constexpr, OP: tl.constexpr):
+    # a [SIZE, 1] atomic whose old values, broadcast against [1, SIZE], index a
+    # store: every thread holding a copy of an element needs its old value
+    rows = tl.arange(0, SIZE)[:, None]
+    if OP == "add":
+        old = tl.atomic_add(index_ptr + rows, rows, sem="relaxed")
+    else:
+        old = tl.atomic_cas(index_ptr + rows, tl.zeros_like(rows), rows + 100, sem="relaxed")
+    tl.store(out_ptr + (old % SIZE) * SIZE + tl.arange(0, SIZE)[None, :], old + 1)
+
+
+def _old_copies(size, op, warps):
+    def args(rng):
+        return [rng.permutation(size).astype(np.int32) + (0 if op == "add" else 1), np.zeros((size, size), np.int32)]
+
+    def ref(a):
+        idx = a[0]
+        new = idx + np.arange(size) if op == "add" else idx
+        out = np.zeros((size, size), np.int32)
+        out[idx % size] = (idx + 1)[:, None]
+        return {0: new.astype(np.int32), 1: out}
+
+    add(f"atomic-{op}-old-value-copies-{size}x1-{warps}w", old_copies_kernel, args, ref,
+        ["atomic_rmw" if op == "add" else "atomic_cas", "broadcast", "expand_dims"],
+        cx=dict(SIZE=size, OP=op), options=dict(num_warps=warps))
+
+
+# copies in other warps get the old values through scratch (4x1 over 4 warps),
+# copies in the same warp by shuffle (the others); test_atomics.py checks how
+for _size, _warps in ((4, 4), (16, 1), (16, 4)):
+    for _op in ("add", "cas"):
+        _old_copies(_size, _op, _warps)
 
 
 @triton.jit

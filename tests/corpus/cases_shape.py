@@ -163,7 +163,7 @@ for masked in (False, True):
         lambda rng: [rng.integers(-4, 20, 256).astype(np.int32), np.zeros(16, np.int32), 200],
         lambda a, masked=masked: {1: _hist_ref(a[0][:200] if masked else a[0], 16)},
         ["histogram"], cx=dict(N=256, BINS=16, MASKED=masked),
-        ptx={"sm80": ["atom.shared.add"], "sm90": ["atom.shared.add"]})
+        ptx={b: ["red.shared.add.u32", "], 1;"] for b in ("sm80", "sm90")})
 # fewer values than threads (4 warps over 64: each value held by two
 # threads, counted once) and more bins than values
 add("histogram-replicated", histogram_kernel,

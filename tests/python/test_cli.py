@@ -150,6 +150,9 @@ def test_info(cache_dir):
     assert info["cache"].startswith(str(cache_dir))
     p = _C.ptxas_path()
     assert info["ptxas"].startswith(p) if p else "not found" in info["ptxas"]
+    from ctriton import _toolkit
+    d = _toolkit.disassembler_path()
+    assert info["disassembler"] == d if d else "not found" in info["disassembler"]
     r = ctriton_cmd("info", env={"CTRITON_BACKEND": "cpu"})
     assert r.returncode == 0 and "llvm:" in r.stdout and "ptxas:" in r.stdout
 

@@ -331,6 +331,28 @@ class LazyDict:
         self.extras.append((func, args))
 
 
+def _sass(asm):
+    """asm["sass"], made from asm["cubin"] when first asked for."""
+    if asm.get("cubin") is None:
+        if "ptx" in asm:
+            raise RuntimeError("ctriton: asm['sass'] needs the kernel's cubin, and there is none: ptxas "
+                               "was not found when it was compiled")
+        raise KeyError("sass")
+    from .. import _toolkit
+    return _toolkit.sass(asm["cubin"])
+
+
+class AsmDict(dict):
+    """CompiledKernel.asm of a fresh compile: {stage: text, "cubin": bytes};
+    "sass" (CUDA) is disassembled from the cubin when first asked for."""
+
+    def __missing__(self, name):
+        if name != "sass":
+            raise KeyError(name)
+        self["sass"] = text = _sass(self)
+        return text
+
+
 class CachedAsm(MutableMapping):
     """CompiledKernel.asm of a disk-cache hit: {stage: text, "cubin": bytes}
     whose texts are read from the cache entry when first asked for (a
@@ -348,6 +370,9 @@ class CachedAsm(MutableMapping):
 
     def __getitem__(self, name):
         if name not in self._d:
+            if name == "sass" and name not in self._names:
+                self["sass"] = _sass(self)
+                return self._d["sass"]
             if name not in self._names:
                 raise KeyError(name)
             entry = _C.cache_get(self._root, self._key, (name,))
@@ -610,7 +635,7 @@ def compile(src, target=None, options=None, dump_after=None):
     times.update(r.get("times", {}))
     if "error" in r:
         raise _compilation_error(r["error"])
-    asm = {s: r[s] for s in STAGES if s in r}
+    asm = AsmDict((s, r[s]) for s in STAGES if s in r)
     if "cubin" in r:
         asm["cubin"] = r["cubin"]
     name = r.get("name") or src.name

@@ -33,6 +33,7 @@ typedef struct BeOptions {
 	int num_ctas;           /* 1 */
 	int num_stages;         /* 3 */
 	bool enable_fp_fusion;  /* true: allow a*b+c -> fma */
+	bool enable_reflect_ftz; /* NVPTX, true: the approximate ex2 / sqrt / rsqrt flush subnormals (Triton's default) */
 	bool debug;             /* emit device asserts */
 	int maxnreg;            /* 0: none */
 	bool sanitize;          /* CPU: bounds-check every load, store and atomic */

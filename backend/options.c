@@ -11,4 +11,5 @@ void be_options_default(BeOptions *o)
 	o->num_ctas = 1;
 	o->num_stages = 3;
 	o->enable_fp_fusion = true;
+	o->enable_reflect_ftz = true;
 }

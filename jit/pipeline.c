@@ -440,6 +440,12 @@ static void record_stage(JitPipe *p)
 		 * look for. The GPU's carries layouts in ctriton's textual form,
 		 * which tools read back. */
 		free(out->ttgir);
+		if (p->on == JIT_ON_CUDA) { /* the target, as Triton's ttg.target = "cuda:90" */
+			char tgt[32];
+			snprintf(tgt, sizeof tgt, "cuda:%d", p->target.arch);
+			IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
+			ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
+		}
 		out->ttgir = strdup(p->on == JIT_ON_CPU ? ir_print_mlir(p->m, "cpu", 1) : ir_print_module(p->m));
 		out->ms[JIT_T_TTGIR] += jit_now_ms() - t;
 		break;

@@ -41,7 +41,8 @@ static LLVMValueRef math(void *user, const IrOp *op, LLVMValueRef x)
 	case OP_EXP2: /* subnormal results flush to zero, as in Triton */
 		if (d)
 			return nv_libdevice(nv, "__nv_exp2", ty, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.ex2.approx.ftz.f32", NULL, 0, args, 1);
+		return nv_intrinsic(nv, nv->opt->enable_reflect_ftz ? "llvm.nvvm.ex2.approx.ftz.f32" : "llvm.nvvm.ex2.approx.f32",
+				    NULL, 0, args, 1);
 	case OP_LOG:
 		if (d)
 			return nv_libdevice(nv, "__nv_log", ty, args, 1);
@@ -53,11 +54,13 @@ static LLVMValueRef math(void *user, const IrOp *op, LLVMValueRef x)
 	case OP_SQRT:
 		if (d || strcmp(ir_op_str(op, "rounding", ""), "rn") == 0)
 			return nv_intrinsic(nv, "llvm.sqrt", &ty, 1, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.sqrt.approx.ftz.f", NULL, 0, args, 1);
+		return nv_intrinsic(nv, nv->opt->enable_reflect_ftz ? "llvm.nvvm.sqrt.approx.ftz.f" : "llvm.nvvm.sqrt.approx.f",
+				    NULL, 0, args, 1);
 	case OP_RSQRT:
 		if (d)
 			return nv_libdevice(nv, "__nv_rsqrt", ty, args, 1);
-		return nv_intrinsic(nv, "llvm.nvvm.rsqrt.approx.ftz.f", NULL, 0, args, 1);
+		return nv_intrinsic(nv, nv->opt->enable_reflect_ftz ? "llvm.nvvm.rsqrt.approx.ftz.f" : "llvm.nvvm.rsqrt.approx.f",
+				    NULL, 0, args, 1);
 	case OP_SIN: return nv_libdevice(nv, d ? "__nv_sin" : "__nv_sinf", ty, args, 1);
 	case OP_COS: return nv_libdevice(nv, d ? "__nv_cos" : "__nv_cosf", ty, args, 1);
 	case OP_ERF: return nv_libdevice(nv, d ? "__nv_erf" : "__nv_erff", ty, args, 1);
@@ -99,7 +102,7 @@ static BeScalar sem(Nv *nv)
 			  .b = nv->b,
 			  .bf16_bits = false,
 			  .narrow_native = true,
-			  .contract = true,
+			  .contract = nv->opt->enable_fp_fusion,
 			  .type = sem_type,
 			  .math = math,
 			  .ext = sem_ext,

@@ -112,6 +112,7 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		.num_ctas = (int)opt_int(o, "num_ctas", 1),
 		.num_stages = (int)opt_int(o, "num_stages", 3),
 		.enable_fp_fusion = opt_int(o, "enable_fp_fusion", 1) != 0,
+		.enable_reflect_ftz = opt_int(o, "enable_reflect_ftz", 1) != 0,
 		.debug = opt_int(o, "debug", 0) != 0,
 		.maxnreg = (int)opt_int(o, "maxnreg", 0),
 		.sanitize = opt_int(o, "sanitize", 0) != 0,

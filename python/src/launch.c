@@ -489,7 +489,7 @@ static const char *const OPT_NAMES[] = {"num_warps", "num_stages", "num_ctas", "
 					"launch_cooperative_grid", "launch_pdl",
 					"default_dot_input_precision", "max_num_imprecise_acc_default",
 					"sanitize_overflow", "instrumentation_mode", "sanitize", "extern_libs",
-					"stream"};
+					"arch", "stream"};
 enum { NOPT = sizeof OPT_NAMES / sizeof OPT_NAMES[0], OPT_STREAM = NOPT - 1 };
 
 /* Interned: the option names, and the keywords run() takes for itself. */

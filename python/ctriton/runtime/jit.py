@@ -274,6 +274,17 @@ def _parameters(fn):
     return [(a, ann.get(a, _EMPTY), dflt.get(a, _EMPTY)) for a in names]
 
 
+
+def _override_target(target, arch):
+    """The CUDA target for an `arch=` launch option or TRITON_OVERRIDE_ARCH:
+    "sm80", "sm_90a", "90" (the compute capability x 10)."""
+    import re
+    from ..backends.compiler import GPUTarget
+    m = re.fullmatch(r"(?:sm_?)?(\d+)a?", str(arch).strip())
+    if not m:
+        raise ValueError(f"arch {arch!r}: expected a CUDA architecture such as 'sm90'")
+    return GPUTarget(target.backend, int(m.group(1)), target.warp_size)
+
 class JitFunctionInfo:
     """What a jit hook is told about the function: module, name, JITFunction."""
 
@@ -442,7 +453,11 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             hook_args = self._hook_args(src, opts, device)
             if knobs.runtime.jit_cache_hook is not None:
                 knobs.runtime.jit_cache_hook(**hook_args, already_compiled=False)
-        k = compile(src, target=active.get_current_target(device), options=opts)
+        target = active.get_current_target(device)
+        arch = opts.pop("arch", None) or knobs.runtime.override_arch
+        if arch and target.backend == "cuda":
+            target = _override_target(target, arch)
+        k = compile(src, target=target, options=opts)
         if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:
             knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)
         return k

@@ -1,0 +1,78 @@
+"""Compile options that shape the PTX, as Triton's: enable_fp_fusion (a*b+c
+as fma or not), enable_reflect_ftz (the approximate ex2 flushing subnormals
+or not), and the target architecture from the `arch=` launch option or
+TRITON_OVERRIDE_ARCH (named in the TTGIR as `cuda:NN`). Compiled for CUDA
+without a GPU: the driver is asked for nothing but the target."""
+import re
+
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+from ctriton.backends.compiler import GPUTarget
+from ctriton.compiler import ASTSource
+
+
+@triton.jit
+def mul_add(data):
+    ptrs = data + tl.arange(0, 128)
+    tl.store(ptrs, tl.load(ptrs) * 1.5 + 1.0)
+
+
+@triton.jit
+def exp2(data):
+    ptrs = data + tl.arange(0, 128)
+    tl.store(ptrs, tl.math.exp2(tl.load(ptrs)))
+
+
+def ptx_of(fn, arch=90, **opts):
+    k = triton.compile(ASTSource(fn, {"data": "*fp32"}, {}, {"data": {"divisibility": 16}}),
+                       target=GPUTarget("cuda", arch, 32), options=opts)
+    return k
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_enable_fp_fusion(fusion):
+    ptx = ptx_of(mul_add, enable_fp_fusion=fusion).asm["ptx"]
+    assert (re.search(r"(mad|fma)\.r[nzmp]\.(ftz\.)?f32", ptx) is not None) == fusion
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_enable_reflect_ftz(ftz):
+    ptx = ptx_of(exp2, enable_reflect_ftz=ftz).asm["ptx"]
+    assert ("ex2.approx.ftz.f32" in ptx) == ftz
+    assert "ex2.approx" in ptx
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_ttgir_names_the_target(arch):
+    assert re.search(r'target = "cuda:(\d+)"', ptx_of(mul_add, arch=arch).asm["ttgir"]).group(1) == str(arch)
+
+
+def test_override_target_parsing():
+    from ctriton.runtime.jit import _override_target
+    t = GPUTarget("cuda", 90, 32)
+    assert [_override_target(t, a).arch for a in ("sm80", "sm_90a", "75")] == [80, 90, 75]
+    with pytest.raises(ValueError, match="CUDA architecture"):
+        _override_target(t, "gfx942")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("how", ["option", "knob"])
+def test_arch_override_on_the_gpu(how, monkeypatch):
+    import torch
+    from ctriton import knobs
+
+    @triton.jit
+    def simple(data, out):
+        tl.store(out + tl.arange(0, 128), tl.load(data + tl.arange(0, 128)) * 1.5 + 1.0)
+
+    data = torch.randn(128, device="cuda")
+    out = torch.empty_like(data)
+    if how == "knob":
+        monkeypatch.setattr(knobs.runtime, "override_arch", "sm80")
+        h = simple.warmup(data, out, grid=(1,))
+    else:
+        h = simple.warmup(data, out, arch="sm80", grid=(1,))
+    assert re.search(r"cuda:(\d+)", h.asm["ttgir"]).group(1) == "80"
+    assert ".target sm_80" in h.asm["ptx"]

@@ -127,6 +127,7 @@ static bool split_dot(IrFunc *f, IrOp *dot, const AnGpuOptions *o)
 		const IrType *h = ir_type(f->module->ctx, TY_F16);
 		ir_op_set_operand(dot, 0, ir_cast(&b, OP_CAST, a, ir_type_like(b.ctx, a->type, h)));
 		ir_op_set_operand(dot, 1, ir_cast(&b, OP_CAST, bv, ir_type_like(b.ctx, bv->type, h)));
+		ir_op_set_int(b.ctx, dot, "from_fp8", 1); /* max_num_imprecise_acc still applies */
 		return true;
 	} else {
 		return false;

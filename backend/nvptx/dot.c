@@ -327,7 +327,26 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
 	LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2);
-	for (int ki = 0; ki < nk; ki++)
+	/* max_num_imprecise_acc of an fp8 dot (upcast to f16 here): partial sums
+	 * over every mnia elements of K added to the accumulator, as the
+	 * warpgroup path does (lower_dot_wgmma) */
+	int64_t mnia = ir_op_int(op, "max_num_imprecise_acc", 0);
+	bool split = mnia > 0 && ir_op_int(op, "from_fp8", 0) && !h16 && !isint;
+	int gs = split ? (int)(mnia / (8 * kw) > 0 ? mnia / (8 * kw) : 1) : nk;
+	LLVMValueRef *sum = acc;
+	for (int ki = 0; ki < nk; ki++) {
+		if (split && ki % gs == 0) {
+			if (ki > 0)
+				for (int r = 0; r < mc.n; r++) {
+					sum[r] = LLVMBuildFAdd(nv->b, sum[r], acc[r], "");
+					LLVMSetFastMathFlags(sum[r], LLVMFastMathAllowContract);
+				}
+			else
+				sum = nv_regbuf(nv, mc.n), memcpy(sum, acc, sizeof(LLVMValueRef) * (size_t)mc.n);
+			acc = nv_regbuf(nv, mc.n);
+			for (int r = 0; r < mc.n; r++)
+				acc[r] = LLVMConstReal(LLVMFloatTypeInContext(nv->c), 0.0);
+		}
 		for (int mi = 0; mi < nm; mi++) {
 			LLVMValueRef a[4], x[4];
 			for (int i = 0; i < 4; i++) {
@@ -369,6 +388,14 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 				}
 			}
 		}
+	}
+	if (split) {
+		for (int r = 0; r < mc.n; r++) {
+			sum[r] = LLVMBuildFAdd(nv->b, sum[r], acc[r], "");
+			LLVMSetFastMathFlags(sum[r], LLVMFastMathAllowContract);
+		}
+		acc = sum;
+	}
 	nv_set(nv, &op->res[0], mc.n, acc);
 }
 
@@ -422,6 +449,7 @@ static const char *wgmma_type(IrTypeKind k)
 }
 
 static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n);
+static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n);
 
 /* One inline asm statement; operands: nout "=f" outputs tied to the first
  * nout inputs, then the rest. */
@@ -535,37 +563,63 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	u += sprintf(cons + u, asmem ? "l,l,r" : "r,r,r,r,l,r");
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, ",%d", i);
-	for (int mi = 0; mi < nm; mi++)
-		for (int b = 0; b < nb; b++) {
-			for (int c = 0; c < in / 8; c++)
-				for (int i = 0; i < 4; i++) {
-					int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * (b * in / 8 + c) + i % 2};
-					cr[4 * c + i] = nv_map_reg(&mc, j);
+	/* max_num_imprecise_acc (fp8): the tensor cores accumulate fp8 products
+	 * with fewer mantissa bits; every mnia elements of K the partial sum
+	 * (a fresh accumulator: the group's first MMA does not read it) is
+	 * waited for and added to the f32 accumulator, as Triton does on Hopper */
+	int64_t mnia = ir_op_int(op, "max_num_imprecise_acc", 0);
+	bool split = mnia > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2);
+	int gs = split ? (int)(mnia / 32 > 0 ? mnia / 32 : 1) : nk; /* K steps per group */
+	LLVMValueRef *part = split ? nv_regbuf(nv, mc.n) : acc;
+	for (int g0 = 0; g0 < nk; g0 += gs) {
+		if (g0 > 0)
+			asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
+		for (int mi = 0; mi < nm; mi++)
+			for (int b = 0; b < nb; b++) {
+				for (int c = 0; c < in / 8; c++)
+					for (int i = 0; i < 4; i++) {
+						int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * (b * in / 8 + c) + i % 2};
+						cr[4 * c + i] = nv_map_reg(&mc, j);
+					}
+				for (int ki = g0; ki < nk && ki < g0 + gs; ki++) {
+					int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
+					if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
+						int64_t off = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
+						args[0] = desc_at(nv, abase, off, desc_kmajor_bits(rb));
+					} else {
+						for (int i = 0; i < 4; i++)
+							args[i] = apk[(mi * nk + ki) * 4 + i];
+					}
+					if (bkm) /* rows n of b's block, like A */
+						args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
+								   desc_kmajor_bits(rb));
+					else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
+						args[na] = desc_at(nv, bbase,
+								   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
+								   desc_b_bits(K, N));
+					/* scale-d 0: D = A B, the partial sum's start */
+					args[na + 1] = nv_i32(nv, split && ki == g0 ? 0 : 1);
+					for (int i = 0; i < nacc; i++)
+						args[na + 2 + i] = split && ki == g0 ? acc[cr[i]] : part[cr[i]];
+					LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + na + 2);
+					for (int i = 0; i < nacc; i++)
+						part[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 				}
-			for (int ki = 0; ki < nk; ki++) {
-				int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
-				if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
-					int64_t off = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
-					args[0] = desc_at(nv, abase, off, desc_kmajor_bits(rb));
-				} else {
-					for (int i = 0; i < 4; i++)
-						args[i] = apk[(mi * nk + ki) * 4 + i];
-				}
-				if (bkm) /* rows n of b's block, like A */
-					args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
-							   desc_kmajor_bits(rb));
-				else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
-					args[na] = desc_at(nv, bbase,
-							   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
-							   desc_b_bits(K, N));
-				args[na + 1] = nv_i32(nv, 1);
-				for (int i = 0; i < nacc; i++)
-					args[na + 2 + i] = acc[cr[i]];
-				LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + na + 2);
-				for (int i = 0; i < nacc; i++)
-					acc[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+			}
+		if (split) {
+			asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL,
+				 0);
+			wait_tied(nv, 0, part, mc.n);
+			for (int r = 0; r < mc.n; r++) { /* add.f32: nothing to contract it with */
+				acc[r] = LLVMBuildFAdd(nv->b, acc[r], part[r], "");
+				LLVMSetFastMathFlags(acc[r], LLVMFastMathAllowContract);
 			}
 		}
+	}
+	if (split) { /* done: nothing in flight */
+		nv_set(nv, &op->res[0], mc.n, acc);
+		return;
+	}
 	/* in flight: the copies of the next tiles (address arithmetic, cp.async)
 	 * may be issued before the wait */
 	asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);

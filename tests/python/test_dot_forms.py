@@ -208,3 +208,54 @@ def test_dot3d_index_slices_exchange(dt, B, nw):
         m = re.search(r"convert_layout .*: block<1x32xi32, #slice<dim = (\d)", line)
         if m:
             assert "scratch_offset" in line, line
+
+
+@triton.jit
+def imprecise_kernel(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, MNIA: tl.constexpr):
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc=acc, max_num_imprecise_acc=MNIA)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+
+
+IMPRECISE = [(128, 256, 128, 32), (128, 256, 128, 128), (64, 64, 64, 32), (64, 64, 64, 64)]
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("cfg", IMPRECISE, ids=lambda c: "x".join(map(str, c)))
+def test_max_num_imprecise_acc_adds(cfg):
+    """fp8 dots with max_num_imprecise_acc add a partial sum to the f32
+    accumulator every mnia elements of K: one add.f32 per accumulator
+    register and group, on warpgroup MMA and on mma.sync (upcast) alike."""
+    BM, BN, BK, mnia = cfg
+    sig = {"a_ptr": "*fp8e5", "b_ptr": "*fp8e5", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
+           "stride_bk": "i32", "stride_cm": "i32"}
+    cx = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK, "MNIA": mnia}
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {k: {"divisibility": 16} for k in sig if sig[k] != "constexpr"}
+    k = triton.compile(ASTSource(imprecise_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 8, "num_stages": 3})
+    assert k.asm["ptx"].count("add.f32") == BM * BN // (32 * 8) * (BK // mnia)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", IMPRECISE, ids=lambda c: "x".join(map(str, c)))
+def test_max_num_imprecise_acc_gpu(cfg):
+    import torch
+    BM, BN, BK, mnia = cfg
+    K = 256
+    a = torch.randint(20, 40, (BM, K), dtype=torch.uint8).view(torch.float8_e5m2).cuda()
+    b = torch.randint(20, 40, (K, BN), dtype=torch.uint8).view(torch.float8_e5m2).cuda()
+    c = torch.empty((BM, BN), dtype=torch.float32, device="cuda")
+    imprecise_kernel[(1,)](a, b, c, K, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                           MNIA=mnia, num_warps=8, num_stages=3)
+    ref = a.float() @ b.float()
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)

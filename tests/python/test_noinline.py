@@ -618,3 +618,23 @@ def test_recursive_ttir_is_an_error(tmp_path):
     path.write_text(RECURSIVE_TTIR)
     with pytest.raises(CompilationError, match=r"rec\.py:6:1: recursive call of @f"):
         triton.compile(str(path), target=GPUTarget("cuda", 80, 32))
+
+
+@triton.jit(noinline=True)
+def _zero(X):
+    tl.store(X, 0)
+
+
+@triton.jit
+def maxnreg_kernel(X):
+    _zero(X)
+    tl.store(X, 1)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_maxnreg_on_the_entry_only(arch):
+    """The maxnreg option limits the kernel (.entry), not its .func callees
+    (which ptxas allocates within the caller's budget)."""
+    ptx = gpu_compile(maxnreg_kernel, {"X": "*i32"}, arch, maxnreg=42).asm["ptx"]
+    assert re.search(r"\.visible \.entry [^{;]*\.maxnreg 42", ptx)
+    assert not re.search(r"\.func [^{;]*\.maxnreg", ptx)

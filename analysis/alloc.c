@@ -19,6 +19,8 @@
  *   histogram: the bins as i32; atomics whose old value is used: 8 bytes
  *       for a scalar, the block row-major when its layout has copies of
  *       elements in other warps (an_atomic_scratch).
+ *   call: the callee's own allocation (its "shared" total), from the base
+ *       the call passes (see call.c).
  * A buffer lives only while its op runs (but the staged B tile of a
  * warpgroup dot lives until the dot, which reads it by descriptor), so allocation by liveness puts the
  * buffers of different ops on top of each other; the first-fit allocator
@@ -28,7 +30,10 @@
  * Barriers: each scratch user writes, waits at a barrier, then reads. Before
  * it writes, another barrier is needed if some earlier scratch user may still
  * be reading; an_insert_barriers tracks that ("dirty") through structured
- * control flow (a loop body that uses scratch is dirty on entry).
+ * control flow (a loop body that uses scratch is dirty on entry). A call
+ * of a function that uses shared memory counts as a scratch user: a
+ * barrier before it when something may still be reading, dirty after it;
+ * the callee itself starts clean.
  */
 #include "analysis.h"
 
@@ -140,6 +145,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 	case OP_ATOMIC_RMW:
 	case OP_ATOMIC_CAS:
 		return an_atomic_scratch(op);
+	case OP_CALL:
+		return an_func_shared(an_callee(op));
 	default:
 		return 0;
 	}
@@ -306,6 +313,9 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 			set_tile_offset(f->module->ctx, f->body, ir_op_int(a.bufs[i].op, "buffer", 0),
 					a.bufs[i].offset);
 	free(a.bufs);
+	/* a called function's total: its caller's scratch for the call */
+	if (!f->is_kernel && (total > 0 || ir_find_attr(f->nattrs, f->attrs, "shared")))
+		ir_set_attr_int(f->module->ctx, &f->nattrs, &f->attrs, "shared", total);
 	return total;
 }
 
@@ -313,13 +323,9 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 
 static bool uses_scratch(IrBlock *b, const AnGpuOptions *o)
 {
-	for (IrOp *op = b->first; op; op = op->next) {
-		if (an_scratch_bytes(op, o) > 0 || op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ)
+	for (IrOp *op = b->first; op; op = op->next)
+		if (an_uses_shared(op, o))
 			return true;
-		for (int r = 0; r < op->nregions; r++)
-			if (uses_scratch(op->regions[r], o))
-				return true;
-	}
 	return false;
 }
 
@@ -355,6 +361,19 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 		}
 		if (op->opc == OP_LOCAL_READ || op->opc == OP_ASYNC_WAIT) {
 			dirty = true;
+			continue;
+		}
+		/* a callee using shared memory starts clean: its first writer may
+		 * overwrite what the caller's readers before it still read, and
+		 * its last readers may still read when it returns */
+		if (op->opc == OP_CALL) {
+			if (an_uses_shared(op, o)) {
+				if (dirty) {
+					IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
+					ir_block_insert_before(b, op, bar);
+				}
+				dirty = true;
+			}
 			continue;
 		}
 		if (an_scratch_bytes(op, o) > 0) {

@@ -1,6 +1,8 @@
 /* analysis.h: analyses and GPU-level transforms over ctriton's IR, the one
  * interface of the analysis/ folder. Everything here works on one function
- * (the kernel) and allocates from its module's IrCtx.
+ * (the kernel, or a noinline function it calls: the pass table runs each
+ * pass on every function an_call_order lists) and allocates from its
+ * module's IrCtx.
  *
  * Passes (the pass table in jit/pipeline.c runs them in this order and
  * states what each requires, keeps and breaks; see README.md):
@@ -64,6 +66,12 @@ const AnAxisInfo *an_axis_get(const AnAxis *a, const IrValue *v);
  * is ptr and mask is mask (may be NULL), along dim: bounded by contiguity,
  * alignment, mask constancy and 128 bits. 1 for scalars. */
 int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim);
+/* For every call in f, meets what a (f's axis info) knows of each argument
+ * into the callee's parameter attributes ("divisibility"; for blocks also
+ * "contiguity" and "constancy", per dim), which an_axis_info of the callee
+ * starts from. Run on the callers before their callees (an_call_order,
+ * walked backwards) so that every call site is met in. */
+void an_axis_seed_callees(IrFunc *f, const AnAxis *a);
 
 /* ------------------------------------------------------------------------- */
 /* Layouts (layout.c)                                                        */
@@ -182,6 +190,27 @@ void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
 void an_remove_converts(IrFunc *f);
 
 /* ------------------------------------------------------------------------- */
+/* Calls of noinline functions (call.c)                                      */
+/* ------------------------------------------------------------------------- */
+
+/* The function a `call` op names, or NULL. */
+IrFunc *an_callee(const IrOp *call);
+/* The functions the kernel reaches through calls, the kernel included,
+ * callees before their callers (*funcs in the arena, *n of them). A call
+ * of an unknown function or a recursive call is an error (then *n = 0). */
+IrError *an_call_order(IrFunc *kernel, IrFunc ***funcs, int *n);
+/* The type a value of type t has where it crosses a call (argument,
+ * parameter, result): a block gets the canonical blocked layout of its
+ * shape, element type and the number of warps (see call.c); scalars as is. */
+const IrType *an_call_type(IrCtx *ctx, const IrType *t, const AnGpuOptions *o);
+/* The shared bytes function f needs below the base its caller passes (its
+ * "shared" attribute, set by an_allocate_shared; 0 when none). */
+int64_t an_func_shared(const IrFunc *f);
+/* Whether op (or an op nested in it, or a function it calls) uses shared
+ * memory; before allocation too. */
+bool an_uses_shared(const IrOp *op, const AnGpuOptions *o);
+
+/* ------------------------------------------------------------------------- */
 /* Shared memory and barriers (alloc.c)                                      */
 /* ------------------------------------------------------------------------- */
 
@@ -192,8 +221,11 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o);
  * used and held by threads that did not do the atomic (see alloc.c). */
 int64_t an_atomic_scratch(const IrOp *op);
 /* Gives every op with scratch a "scratch_offset" attribute (byte offset in the
- * dynamic shared block; buffers whose live ranges overlap never overlap) and
- * returns the total bytes. */
+ * dynamic shared block, or, in a called function, from the base its caller
+ * passes; buffers whose live ranges overlap never overlap) and returns the
+ * total bytes. A call is a scratch user of its callee's total, so callees
+ * are allocated first; a called function keeps its total as its "shared"
+ * attribute. */
 int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o);
 /* Inserts `barrier` ops before scratch users that may overwrite shared memory
  * another scratch user may still read (each scratch user itself puts one

@@ -1,7 +1,10 @@
 /* axis.c: axis info, a forward dataflow over the IR that tells, per value
  * and per dim, how long the runs of contiguous (+1) and of equal elements
  * are, and the largest power of two dividing every element. Sources are
- * make_range, constants, the "divisibility" attribute of parameters and the
+ * make_range, constants, the "divisibility" attribute of parameters (and,
+ * for the block parameters of a called function, the "contiguity",
+ * "divisibility" and "constancy" its call sites agree on:
+ * an_axis_seed_callees) and the
  * multiple_of / max_contiguous / max_constancy hints; the rules for
  * splat/broadcast/expand_dims/add/sub/mul/addptr/cmp/select follow the usual
  * gcd arithmetic. Values carried by `for` loops are met with what the body
@@ -453,6 +456,8 @@ static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b)
 	}
 }
 
+static AnAxisInfo param_info(const IrFunc *f, int i);
+
 AnAxis *an_axis_info(IrFunc *f)
 {
 	IrCtx *ctx = f->module->ctx;
@@ -461,13 +466,90 @@ AnAxis *an_axis_info(IrFunc *f)
 	a->info = ir_alloc(ctx, sizeof(AnAxisInfo) * (size_t)(a->n + 1));
 	a->unknown = conservative(ir_type(ctx, TY_I32));
 	IrBlock *body = f->body;
-	for (int i = 0; i < body->nargs; i++) {
-		IrValue *p = body->args[i];
-		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
-		a->info[p->id] = uniform(p->type, d && d->i > 0 ? floor_pow2(d->i) : 1);
-	}
+	for (int i = 0; i < body->nargs; i++)
+		a->info[body->args[i]->id] = param_info(f, i);
 	visit_block(a, f, body);
 	return a;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Parameters of called functions                                            */
+/* ------------------------------------------------------------------------- */
+
+static const IrAttr *param_attr(const IrFunc *f, int i, const char *name, IrAttrKind kind, int n)
+{
+	const IrAttr *a = f->params ? ir_find_attr(f->params[i].nattrs, f->params[i].attrs, name) : NULL;
+	return a && a->kind == kind && (kind != ATTR_INTS || a->n == n) ? a : NULL;
+}
+
+/* What parameter i of f is known to be: a scalar (a kernel's pointer or
+ * integer, a callee's scalar) is one value, divisible by its
+ * "divisibility"; a block parameter of a callee has per-dim "contiguity",
+ * "divisibility" and "constancy" (an_axis_seed_callees), else nothing. */
+static AnAxisInfo param_info(const IrFunc *f, int i)
+{
+	const IrType *t = f->body->args[i]->type;
+	if (!ir_is_block(t)) {
+		const IrAttr *d = param_attr(f, i, "divisibility", ATTR_INT, 0);
+		return uniform(t, d && d->i > 0 ? floor_pow2(d->i) : 1);
+	}
+	AnAxisInfo r = conservative(t);
+	const IrAttr *c = param_attr(f, i, "contiguity", ATTR_INTS, t->rank);
+	const IrAttr *d = param_attr(f, i, "divisibility", ATTR_INTS, t->rank);
+	const IrAttr *k = param_attr(f, i, "constancy", ATTR_INTS, t->rank);
+	if (!c || !d || !k)
+		return r;
+	for (int j = 0; j < t->rank; j++) {
+		r.contig[j] = c->ints[j] >= 1 && c->ints[j] <= t->shape[j] ? floor_pow2(c->ints[j]) : 1;
+		r.div[j] = d->ints[j] >= 1 ? floor_pow2(d->ints[j]) : 1;
+		r.constancy[j] = k->ints[j] >= 1 && k->ints[j] <= t->shape[j] ? floor_pow2(k->ints[j]) : 1;
+	}
+	return r;
+}
+
+static void seed_param(IrCtx *ctx, IrFunc *g, int i, const AnAxisInfo *x)
+{
+	const IrType *t = g->body->args[i]->type;
+	IrParam *p = &g->params[i];
+	if (!ir_is_block(t)) {
+		const IrAttr *d = param_attr(g, i, "divisibility", ATTR_INT, 0);
+		int64_t v = d ? gcd64(d->i, x->div[0]) : x->div[0];
+		ir_set_attr_int(ctx, &p->nattrs, &p->attrs, "divisibility", v < 1 ? 1 : v);
+		return;
+	}
+	AnAxisInfo m = *x;
+	if (param_attr(g, i, "contiguity", ATTR_INTS, t->rank)) {
+		AnAxisInfo old = param_info(g, i);
+		join_into(&m, &old, step_of(t));
+	}
+	static const char *const names[3] = {"contiguity", "divisibility", "constancy"};
+	for (int q = 0; q < 3; q++) {
+		const int64_t *from = q == 0 ? m.contig : q == 1 ? m.div : m.constancy;
+		IrAttr a = {.name = names[q], .kind = ATTR_INTS, .n = t->rank};
+		a.ints = ir_alloc(ctx, sizeof(int64_t) * (size_t)t->rank);
+		memcpy(a.ints, from, sizeof(int64_t) * (size_t)t->rank);
+		ir_set_attr(ctx, &p->nattrs, &p->attrs, &a);
+	}
+}
+
+static void seed_block(IrCtx *ctx, const AnAxis *a, IrBlock *b)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			seed_block(ctx, a, op->regions[r]);
+		IrFunc *g = op->opc == OP_CALL ? an_callee(op) : NULL;
+		if (!g || g->body->nargs != op->nops)
+			continue;
+		if (!g->params)
+			g->params = ir_alloc(ctx, sizeof(IrParam) * (size_t)(g->body->nargs + 1));
+		for (int i = 0; i < op->nops; i++)
+			seed_param(ctx, g, i, an_axis_get(a, op->ops[i]));
+	}
+}
+
+void an_axis_seed_callees(IrFunc *f, const AnAxis *a)
+{
+	seed_block(f->module->ctx, a, f->body);
 }
 
 int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim)

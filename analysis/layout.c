@@ -24,6 +24,10 @@
  * A dot that fits the tensor cores (an_dot_mma_layout) takes an mma v2
  * accumulator and dot_op operands; its accumulator's want is the mma layout,
  * which a `for` passes on to the accumulator's init.
+ * Blocks that cross a call (arguments, a called function's parameters and
+ * results) have the canonical layout of an_call_type (call.c): call
+ * operands and returned values are converted to it, call results and
+ * parameters are born in it.
  */
 #include "analysis.h"
 
@@ -631,6 +635,13 @@ static void wants_block(LCtx *c, IrBlock *b)
 				if (is_blk(op->ops[i]))
 					set_want(c, op->ops[i], default_layout(c, op->ops[i]->type));
 			break;
+		case OP_CALL:
+		case OP_RETURN:
+			/* blocks cross calls in their canonical layout (call.c) */
+			for (int i = 0; i < op->nops; i++)
+				if (is_blk(op->ops[i]))
+					set_want(c, op->ops[i], an_call_type(c->ctx, op->ops[i]->type, c->o)->layout);
+			break;
 		case OP_EXPAND_DIMS: {
 			const IrLayout *t = target(c, &op->res[0]);
 			if (is_blk(op->ops[0]))
@@ -902,6 +913,21 @@ static void assign_op(LCtx *c, IrOp *op)
 		if (!res->type->layout)
 			set_layout(c, res, want_of(c, res));
 		return;
+	case OP_CALL:
+		/* arguments and results in their canonical layouts, which the
+		 * callee's parameters and results have as well */
+		for (int i = 0; i < op->nops; i++)
+			if (is_blk(op->ops[i]))
+				convert_operand(c, op, i, an_call_type(c->ctx, op->ops[i]->type, c->o)->layout);
+		for (int i = 0; i < op->nres; i++)
+			if (is_blk(&op->res[i]))
+				set_layout(c, &op->res[i], an_call_type(c->ctx, op->res[i].type, c->o)->layout);
+		return;
+	case OP_RETURN:
+		for (int i = 0; i < op->nops && i < c->f->nres; i++)
+			if (is_blk(op->ops[i]))
+				convert_operand(c, op, i, c->f->restys[i]->layout);
+		return;
 	case OP_FOR: {
 		IrBlock *body = op->regions[0];
 		for (int i = 3; i < op->nops; i++) {
@@ -1014,6 +1040,14 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o)
 	c.f = f;
 	c.ax = a;
 	c.o = o;
+	/* a called function: its parameters and results in their canonical
+	 * layouts, as its call sites pass and take them */
+	if (!f->is_kernel) {
+		for (int i = 0; i < f->body->nargs; i++)
+			f->body->args[i]->type = an_call_type(c.ctx, f->body->args[i]->type, o);
+		for (int i = 0; i < f->nres; i++)
+			f->restys[i] = an_call_type(c.ctx, f->restys[i], o);
+	}
 	c.nvals = an_number_values(f);
 	c.want = ir_alloc(c.ctx, sizeof(*c.want) * (size_t)(c.nvals + 1));
 	c.dotfeed = ir_alloc(c.ctx, sizeof(*c.dotfeed) * (size_t)(c.nvals + 1));

@@ -108,9 +108,23 @@ static IrError *run_verify(JitPipe *p)
 		p->out->name = strdup(p->kernel->name);
 		p->out->sig = kernel_sig(p->kernel);
 	}
-	if (p->on == JIT_ON_CUDA)
-		return be_nvptx_check_options(p->m, &p->opt);
+	if (p->on == JIT_ON_CUDA) {
+		IrFunc **fs;
+		int n;
+		e = an_call_order(p->kernel, &fs, &n);
+		return e ? e : be_nvptx_check_options(p->m, &p->opt);
+	}
 	return NULL;
+}
+
+/* The functions the GPU passes run on: the kernel and the noinline
+ * functions it calls, callees first (an_call_order). */
+static IrFunc **gpu_funcs(JitPipe *p, int *n)
+{
+	IrFunc **fs;
+	if (an_call_order(p->kernel, &fs, n))
+		*n = 0; /* the verifier reported it */
+	return fs;
 }
 
 static IrError *run_combine_dot_add(JitPipe *p)
@@ -148,35 +162,70 @@ static IrError *run_split_dots(JitPipe *p)
 static IrError *run_prefetch(JitPipe *p)
 {
 	const IrAttr *ns = ir_find_attr(p->m->nattrs, p->m->attrs, "num_stages");
-	an_prefetch_dot_loads(p->kernel, &p->ao, ns && ns->kind == ATTR_INT ? (int)ns->i : 1);
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		an_prefetch_dot_loads(fs[i], &p->ao, ns && ns->kind == ATTR_INT ? (int)ns->i : 1);
 	return NULL;
 }
 
+/* Callers before callees: each call site's facts seed its callee's
+ * parameters. The kernel's facts stay in p->ax (the kernel is analysed
+ * first, so analysing the callees does not renumber its values). */
 static IrError *run_axis_info(JitPipe *p)
 {
-	p->ax = an_axis_info(p->kernel);
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	p->ax = NULL;
+	for (int i = n - 1; i >= 0; i--) {
+		AnAxis *ax = an_axis_info(fs[i]);
+		an_axis_seed_callees(fs[i], ax);
+		if (fs[i] == p->kernel)
+			p->ax = ax;
+	}
+	if (!p->ax)
+		p->ax = an_axis_info(p->kernel);
 	return NULL;
 }
 
 static IrError *run_assign_layouts(JitPipe *p)
 {
-	return an_assign_layouts(p->kernel, p->ax, &p->ao);
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++) {
+		IrError *e = an_assign_layouts(fs[i], fs[i] == p->kernel ? p->ax : an_axis_info(fs[i]), &p->ao);
+		if (e)
+			return e;
+	}
+	return NULL;
 }
 
 static IrError *run_remove_converts(JitPipe *p)
 {
-	an_remove_converts(p->kernel);
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		an_remove_converts(fs[i]);
 	return NULL;
 }
 
 static IrError *run_insert_barriers(JitPipe *p)
 {
-	an_insert_barriers(p->kernel, &p->ao);
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		an_insert_barriers(fs[i], &p->ao);
 	return NULL;
 }
 
+/* Callees first: a call is a scratch user of its callee's total. */
 static IrError *run_allocate_shared(JitPipe *p)
 {
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		if (fs[i] != p->kernel)
+			an_allocate_shared(fs[i], &p->ao);
 	p->shared = an_allocate_shared(p->kernel, &p->ao);
 	p->out->shared = (int)p->shared;
 	if (p->on == JIT_ON_CUDA)

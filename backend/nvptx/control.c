@@ -1,6 +1,8 @@
 /* control.c: structured control flow (for / if / while become basic blocks
- * with one phi per register), print (vprintf) and assert (__assertfail),
- * griddepcontrol, and the op dispatch: nv_lower_op, nv_lower_block.
+ * with one phi per register), calls of noinline functions and returns (the
+ * registers of the arguments in, one register or a struct of them out),
+ * print (vprintf) and assert (__assertfail), griddepcontrol, and the op
+ * dispatch: nv_lower_op, nv_lower_block.
  */
 #include <stdio.h>
 #include <string.h>
@@ -332,6 +334,110 @@ static void lower_while(Nv *nv, IrOp *op)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Calls of noinline functions                                               */
+/* ------------------------------------------------------------------------- */
+
+/* The registers of a list of IR types, in order: every register of each
+ * (a block's in its layout's register order, a scalar's one). */
+static int regs_of(Nv *nv, int n, const IrType *const *tys, LLVMTypeRef *out)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		int nr = nv_map_nregs(nv, tys[i]);
+		for (int r = 0; r < nr; r++) {
+			if (out)
+				out[k] = nv_llty(nv, tys[i]);
+			k++;
+		}
+	}
+	return k;
+}
+
+static LLVMTypeRef result_type(Nv *nv, const IrFunc *g)
+{
+	int n = regs_of(nv, g->nres, g->restys, NULL);
+	if (n == 0)
+		return LLVMVoidTypeInContext(nv->c);
+	LLVMTypeRef *tys = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
+	regs_of(nv, g->nres, g->restys, tys);
+	return n == 1 ? tys[0] : LLVMStructTypeInContext(nv->c, tys, (unsigned)n, 0);
+}
+
+LLVMTypeRef nv_callee_type(Nv *nv, const IrFunc *g)
+{
+	int np = g->body->nargs;
+	const IrType **pt = ir_alloc(nv->ctx, sizeof(IrType *) * (size_t)(np + 1));
+	for (int i = 0; i < np; i++)
+		pt[i] = g->body->args[i]->type;
+	int n = regs_of(nv, np, pt, NULL);
+	LLVMTypeRef *tys = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)(n + 2));
+	regs_of(nv, np, pt, tys);
+	if (an_func_shared(g) > 0)
+		tys[n++] = LLVMPointerTypeInContext(nv->c, 3);
+	return LLVMFunctionType(result_type(nv, g), tys, (unsigned)n, 0);
+}
+
+/* call: this thread's registers of every argument, then (when the callee
+ * uses shared memory) the base of the callee's scratch, the call's
+ * scratch_offset in the caller's; the results come back as one register,
+ * or a struct of all of them in order. */
+static void lower_call(Nv *nv, IrOp *op)
+{
+	IrFunc *g = an_callee(op);
+	LLVMValueRef fn = g ? LLVMGetNamedFunction(nv->m, g->name) : NULL;
+	if (!fn) {
+		nv_fail(nv, op, "call of unknown function @%s", ir_op_str(op, "callee", "?"));
+		return;
+	}
+	LLVMTypeRef fty = LLVMGlobalGetValueType(fn);
+	unsigned np = LLVMCountParamTypes(fty);
+	LLVMValueRef *args = nv_regbuf(nv, (int)np + 1);
+	unsigned k = 0;
+	for (int i = 0; i < op->nops; i++) {
+		int n = nv_map_nregs(nv, op->ops[i]->type);
+		for (int r = 0; r < n && k < np; r++)
+			args[k++] = nv_reg(nv, op->ops[i], r);
+	}
+	if (an_func_shared(g) > 0 && k < np) {
+		LLVMValueRef off = nv_i32(nv, nv_scratch_off(op));
+		args[k++] = LLVMBuildGEP2(nv->b, LLVMInt8TypeInContext(nv->c), nv->smem, &off, 1, "");
+	}
+	if (k != np) {
+		nv_fail(nv, op, "internal error: call of @%s passes %u registers, it takes %u", g->name, k, np);
+		return;
+	}
+	LLVMValueRef call = LLVMBuildCall2(nv->b, fty, fn, args, np, "");
+	int total = regs_of(nv, op->nres, (const IrType **)g->restys, NULL), at = 0;
+	for (int i = 0; i < op->nres; i++) {
+		int n = nv_map_nregs(nv, op->res[i].type);
+		LLVMValueRef *regs = nv_regbuf(nv, n);
+		for (int r = 0; r < n; r++, at++)
+			regs[r] = total == 1 ? call : LLVMBuildExtractValue(nv->b, call, (unsigned)at, "");
+		nv_set(nv, &op->res[i], n, regs);
+	}
+}
+
+void nv_lower_return(Nv *nv, IrOp *op)
+{
+	int n = op ? regs_of(nv, nv->f->nres, nv->f->restys, NULL) : 0;
+	if (nv->f->is_kernel || n == 0) {
+		LLVMBuildRetVoid(nv->b);
+		return;
+	}
+	LLVMTypeRef rt = result_type(nv, nv->f);
+	LLVMValueRef ret = n == 1 ? NULL : LLVMGetUndef(rt);
+	int at = 0;
+	for (int i = 0; i < op->nops; i++) {
+		int nr = nv_map_nregs(nv, op->ops[i]->type);
+		for (int r = 0; r < nr; r++, at++) {
+			LLVMValueRef x = nv_reg(nv, op->ops[i], r);
+			ret = n == 1 ? x : LLVMBuildInsertValue(nv->b, ret, x, (unsigned)at, "");
+		}
+	}
+	LLVMBuildRet(nv->b, ret);
+}
+
+/* ------------------------------------------------------------------------- */
 
 void nv_lower_op(Nv *nv, IrOp *op)
 {
@@ -389,7 +495,8 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_WHILE: lower_while(nv, op); return;
 	case OP_YIELD:
 	case OP_CONDITION: return;
-	case OP_RETURN: LLVMBuildRetVoid(nv->b); return;
+	case OP_CALL: lower_call(nv, op); return;
+	case OP_RETURN: nv_lower_return(nv, op); return;
 	default:
 		break;
 	}

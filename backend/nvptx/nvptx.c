@@ -11,9 +11,16 @@
  *   be_nvptx_emit      PTX text.
  *
  * The kernel uses LLVM's PTX kernel calling convention, "nvvm.maxntid" =
- * 32 * num_warps, and reads all shared memory from one external dynamic
- * shared array (`ct_smem`); the shared allocation's total is the size to
- * launch with.
+ * 32 * num_warps ("nvvm.maxnreg" with the maxnreg option), and reads all
+ * shared memory from one external dynamic shared array (`ct_smem`); the
+ * shared allocation's total is the size to launch with. The noinline
+ * functions it reaches become PTX .func device functions, lowered one
+ * after the other into the same module (declared first, so calls can name
+ * them): each takes the registers its thread holds of every argument (in
+ * the register order of the argument's layout, canonical at calls: see
+ * analysis/call.c), then, when it uses shared memory, a pointer to the
+ * scratch its caller reserved for the call; it returns one register, or a
+ * struct of all its results' registers. LLVM's noinline keeps it a call.
  */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/IRReader.h>
@@ -205,6 +212,113 @@ IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared)
 	return NULL;
 }
 
+/* The kernel: PTX kernel calling convention, one parameter per IR
+ * parameter (scalars and pointers), nvvm.maxntid = 32 x num_warps. */
+static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
+{
+	IrCtx *ctx = nv->ctx;
+	int np = f->body->nargs;
+	LLVMTypeRef *ptys = ir_alloc(ctx, sizeof(LLVMTypeRef) * (size_t)(np + 1));
+	for (int i = 0; i < np; i++)
+		ptys[i] = nv_llty(nv, f->body->args[i]->type);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), ptys, (unsigned)np, 0);
+	LLVMValueRef fn = LLVMAddFunction(nv->m, f->name, fty);
+	LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+	char ntid[16];
+	snprintf(ntid, sizeof ntid, "%d", nv->opt->num_warps * warp);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(nv->c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
+	if (nv->opt->maxnreg > 0) { /* the kernel's own: a .func has none */
+		char nreg[16];
+		snprintf(nreg, sizeof nreg, "%d", nv->opt->maxnreg);
+		LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+					LLVMCreateStringAttribute(nv->c, "nvvm.maxnreg", 12, nreg, (unsigned)strlen(nreg)));
+	}
+	for (int i = 0; i < np; i++) {
+		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
+		if (ir_is_ptr(f->body->args[i]->type) && d && d->i >= 16) {
+			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
+			LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(nv->c, ak, 16));
+		}
+	}
+	return fn;
+}
+
+static void add_fn_attr(Nv *nv, LLVMValueRef fn, const char *name)
+{
+	unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(nv->c, k, 0));
+}
+
+/* A noinline function: a PTX .func (internal, LLVM's noinline; convergent,
+ * since it may hold barriers) of the signature nv_callee_type gives. */
+static LLVMValueRef declare_callee(Nv *nv, IrFunc *g)
+{
+	LLVMValueRef fn = LLVMAddFunction(nv->m, g->name, nv_callee_type(nv, g));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	add_fn_attr(nv, fn, "noinline");
+	add_fn_attr(nv, fn, "convergent");
+	add_fn_attr(nv, fn, "nounwind");
+	if (an_func_shared(g) > 0) {
+		unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
+		unsigned last = LLVMCountParams(fn);
+		LLVMAddAttributeAtIndex(fn, last, LLVMCreateEnumAttribute(nv->c, ak, an_func_shared(g) >= 1024 ? 1024 : 16));
+	}
+	return fn;
+}
+
+/* Lowers the body of f into fn with the module-wide state of *mod (its
+ * context, module, target, shared array); what the lowering leaves for the
+ * module (an error, libdevice use, the string counter) goes back to it. */
+static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
+{
+	IrCtx *ctx = mod->ctx;
+	Nv nv;
+	memset(&nv, 0, sizeof nv);
+	nv.ctx = ctx;
+	nv.f = f;
+	nv.opt = mod->opt;
+	nv.ao = mod->ao;
+	nv.c = mod->c;
+	nv.m = mod->m;
+	nv.b = mod->b;
+	nv.fn = fn;
+	nv.smem = mod->smem;
+	nv.nstr = mod->nstr;
+	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
+	nv.nvals = an_number_values(f);
+	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
+	LLVMPositionBuilderAtEnd(nv.b, LLVMAppendBasicBlockInContext(nv.c, fn, "entry"));
+	nv.tid = nv_intrinsic(&nv, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	nv.lane = LLVMBuildAnd(nv.b, nv.tid, nv_i32(&nv, nv.ao.warp_size - 1), "lane");
+	/* the warp id read back from lane 0 (as Triton does): ptxas then knows
+	 * it is the same in every lane and keeps what derives from it (a
+	 * warpgroup's matrix descriptors, slot addresses) in uniform registers */
+	LLVMValueRef wargs[4] = {nv_i32(&nv, -1), LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, nv.ao.warp_size), ""),
+				 nv_i32(&nv, 0), nv_i32(&nv, 0x1f)};
+	nv.warp = nv_intrinsic(&nv, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, wargs, 4);
+	unsigned k = 0;
+	for (int i = 0; i < f->body->nargs; i++) {
+		const IrValue *a = f->body->args[i];
+		int n = f->is_kernel ? 1 : nv_map_nregs(&nv, a->type);
+		LLVMValueRef *regs = nv_regbuf(&nv, n);
+		for (int r = 0; r < n; r++)
+			regs[r] = LLVMGetParam(fn, k++);
+		nv_set(&nv, a, n, regs);
+	}
+	if (!f->is_kernel && an_func_shared(f) > 0)
+		nv.smem = LLVMGetParam(fn, k++); /* this call's scratch */
+	nv_lower_block(&nv, f->body);
+	if (!nv.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(nv.b)))
+		nv_lower_return(&nv, NULL);
+	/* the shuffle is convergent, so LLVM keeps it even when unused */
+	if (!LLVMGetFirstUse(nv.warp))
+		LLVMInstructionEraseFromParent(nv.warp);
+	mod->err = nv.err;
+	mod->need_libdevice |= nv.need_libdevice;
+	mod->nstr = nv.nstr;
+}
+
 IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeNvModule **out)
 {
 	*out = NULL;
@@ -229,9 +343,6 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	nv.f = f;
 	nv.opt = opt;
 	nv.ao = (AnGpuOptions){opt->num_warps, warp, arch};
-	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
-	nv.nvals = an_number_values(f);
-	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
 	nv.c = LLVMContextCreate();
 	BeNvModule *nm = calloc(1, sizeof *nm);
 	if (!nm)
@@ -257,47 +368,26 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	LLVMSetModuleDataLayout(nv.m, td);
 	LLVMDisposeTargetData(td);
 
-	int np = f->body->nargs;
-	LLVMTypeRef *ptys = ir_alloc(ctx, sizeof(LLVMTypeRef) * (size_t)(np + 1));
-	for (int i = 0; i < np; i++)
-		ptys[i] = nv_llty(&nv, f->body->args[i]->type);
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv.c), ptys, (unsigned)np, 0);
-	nv.fn = LLVMAddFunction(nv.m, f->name, fty);
-	LLVMSetFunctionCallConv(nv.fn, LLVMPTXKernelCallConv);
-	char ntid[16];
-	snprintf(ntid, sizeof ntid, "%d", opt->num_warps * warp);
-	LLVMAddAttributeAtIndex(nv.fn, LLVMAttributeFunctionIndex,
-				LLVMCreateStringAttribute(nv.c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
-	for (int i = 0; i < np; i++) {
-		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
-		if (ir_is_ptr(f->body->args[i]->type) && d && d->i >= 16) {
-			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
-			LLVMAddAttributeAtIndex(nv.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(nv.c, ak, 16));
-		}
+	IrFunc **fs;
+	int nf;
+	err = an_call_order(f, &fs, &nf);
+	if (err) {
+		LLVMDisposeTargetMachine(tm);
+		LLVMContextDispose(nv.c);
+		free(nm);
+		return err;
 	}
-	nv.b = LLVMCreateBuilderInContext(nv.c);
-	LLVMPositionBuilderAtEnd(nv.b, LLVMAppendBasicBlockInContext(nv.c, nv.fn, "entry"));
 	LLVMTypeRef smty = LLVMArrayType2(LLVMInt8TypeInContext(nv.c), 0);
 	nv.smem = LLVMAddGlobalInAddressSpace(nv.m, smty, "ct_smem", 3);
 	LLVMSetLinkage(nv.smem, LLVMExternalLinkage);
 	LLVMSetAlignment(nv.smem, 1024); /* swizzled tiles: see analysis/alloc.c */
-	nv.tid = nv_intrinsic(&nv, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
-	nv.lane = LLVMBuildAnd(nv.b, nv.tid, nv_i32(&nv, warp - 1), "lane");
-	/* the warp id read back from lane 0 (as Triton does): ptxas then knows
-	 * it is the same in every lane and keeps what derives from it (a
-	 * warpgroup's matrix descriptors, slot addresses) in uniform registers */
-	LLVMValueRef wargs[4] = {nv_i32(&nv, -1), LLVMBuildUDiv(nv.b, nv.tid, nv_i32(&nv, warp), ""), nv_i32(&nv, 0),
-				 nv_i32(&nv, 0x1f)};
-	nv.warp = nv_intrinsic(&nv, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, wargs, 4);
-	for (int i = 0; i < np; i++) {
-		LLVMValueRef p = LLVMGetParam(nv.fn, (unsigned)i);
-		nv.vals[f->body->args[i]->id].n = 1;
-		nv.vals[f->body->args[i]->id].v = ir_alloc(ctx, sizeof(LLVMValueRef));
-		nv.vals[f->body->args[i]->id].v[0] = p;
-	}
-	nv_lower_block(&nv, f->body);
-	if (!nv.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(nv.b)))
-		LLVMBuildRetVoid(nv.b);
+	LLVMValueRef *fns = ir_alloc(ctx, sizeof(LLVMValueRef) * (size_t)(nf + 1));
+	for (int i = 0; i < nf; i++)
+		fns[i] = fs[i] == f ? declare_kernel(&nv, f, warp) : declare_callee(&nv, fs[i]);
+	nv.b = LLVMCreateBuilderInContext(nv.c);
+	for (int i = 0; i < nf && !nv.err; i++)
+		lower_func(&nv, fs[i], fns[i]);
+	nv.fn = fns[nf - 1]; /* the kernel, last of the call order */
 	LLVMDisposeBuilder(nv.b);
 	if (!nv.err && LLVMVerifyModule(nv.m, LLVMReturnStatusAction, &msg)) {
 		nv.err = ir_error(ctx, IR_ERR_INTERNAL, f->loc, "invalid LLVM IR from the NVPTX lowering: %s", msg);

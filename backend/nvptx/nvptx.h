@@ -152,7 +152,12 @@ void nv_lower_atomic(Nv *nv, IrOp *op);
 void nv_lower_reduce(Nv *nv, IrOp *op);
 void nv_lower_scan(Nv *nv, IrOp *op);
 
-/* control.c: for / if / while, print, assert, the op dispatch */
+/* control.c: for / if / while, calls, print, assert, the op dispatch */
+/* The LLVM signature of noinline function g: the registers of each
+ * parameter in order, then a shared base pointer when g uses shared
+ * memory; void, one register, or a struct of all result registers. */
+LLVMTypeRef nv_callee_type(Nv *nv, const IrFunc *g);
+void nv_lower_return(Nv *nv, IrOp *op); /* op NULL: the end of a body without one */
 void nv_lower_op(Nv *nv, IrOp *op);
 void nv_lower_block(Nv *nv, IrBlock *blk);
 

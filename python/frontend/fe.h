@@ -81,6 +81,17 @@ typedef struct FeFn {
 	PyObject *call_node; /* the caller's Call node (inlined callees) */
 } FeFn;
 
+/* A @jit(noinline=True) function lowered for one binding of its parameters
+ * (fe_stmt.c): later calls with equal bindings call the same IR function. */
+typedef struct FeNoinline {
+	PyObject *jitfn; /* NULL: not to be shared */
+	int np;
+	FeVal **bound;   /* the parameters' bindings at the first call */
+	IrFunc *f;       /* NULL while its body is being lowered */
+	bool tuple;      /* it returns a tuple */
+	struct FeNoinline *next;
+} FeNoinline;
+
 typedef struct Fe {
 	IrCtx *ctx;
 	IrModule *m;
@@ -99,6 +110,7 @@ typedef struct Fe {
 	FeFn *fn;
 	IrFunc *func;        /* IR function being built */
 	int nnoinline;
+	FeNoinline *noinlines; /* the noinline functions lowered so far */
 	struct FeTdLoad *tdloads; /* descriptor loads (fe_tdesc.c) */
 	int ntdloads, captdloads;
 } Fe;

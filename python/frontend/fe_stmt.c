@@ -1468,23 +1468,54 @@ FeVal *fe_call_jit_values(Fe *fe, PyObject *node, PyObject *jitfn, int n, FeVal 
 	return fe_inline_call(fe, node, jitfn, n, args, 0, NULL, NULL);
 }
 
-/* A @jit(noinline=True) callee: its own IR function (tensor arguments become
- * parameters, constexprs fold) and a `call` op. */
-static FeVal *noinline_call(Fe *fe, PyObject *node, PyObject *jitfn, PyObject *fdef, int np,
-			    const char **pnames, FeVal **bound)
+/* Whether two bindings of a parameter give one specialization of a callee:
+ * tensors of one type, or equal constants of one Python type. */
+static bool same_binding(const FeVal *a, const FeVal *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == V_TENSOR)
+		return a->v->type == b->v->type;
+	if (a->kind != V_CONST || a->lifted != b->lifted || Py_TYPE(a->obj) != Py_TYPE(b->obj))
+		return false;
+	if (a->obj == b->obj)
+		return true;
+	int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
+	if (eq < 0)
+		PyErr_Clear();
+	return eq == 1;
+}
+
+/* The function lowered earlier for jitfn with these bindings, or NULL. */
+static FeNoinline *find_noinline(Fe *fe, PyObject *jitfn, int np, FeVal **bound)
+{
+	for (FeNoinline *e = fe->noinlines; e; e = e->next) {
+		if (e->jitfn != jitfn || e->np != np)
+			continue;
+		bool same = true;
+		for (int i = 0; i < np && same; i++)
+			same = same_binding(e->bound[i], bound[i]);
+		if (same)
+			return e;
+	}
+	return NULL;
+}
+
+/* The IR function of a @jit(noinline=True) callee bound so: its tensor
+ * arguments become parameters, its constexprs fold into the body. NULL
+ * after an error. */
+static FeNoinline *lower_noinline(Fe *fe, PyObject *jitfn, PyObject *fdef, int np, const char **pnames,
+				  FeVal **bound, int nt, const IrType **ptys)
 {
 	const char *base = fe_str(fe, fe_attr(fe, jitfn, "__name__"));
-	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(np + 1));
-	IrValue **cargs = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(np + 1));
-	int nt = 0;
-	for (int i = 0; i < np; i++) {
-		if (bound[i]->kind == V_TUPLE || bound[i]->kind == V_METHOD)
-			return fe_err(fe, node, IR_ERR_VALUE, "noinline functions take tensors and constexprs only");
-		if (fe_is_tensor(bound[i])) {
-			ptys[nt] = bound[i]->v->type;
-			cargs[nt++] = bound[i]->v;
-		}
-	}
+	FeNoinline *e = ir_alloc(fe->ctx, sizeof *e);
+	e->jitfn = jitfn;
+	e->np = np;
+	e->bound = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(np + 1));
+	for (int i = 0; i < np; i++)
+		e->bound[i] = bound[i];
+	e->next = fe->noinlines;
+	fe->noinlines = e; /* e->f stays NULL while the body is lowered */
 	char *name = ir_fmt(fe->ctx, "%s_%d", base, fe->nnoinline++);
 	IrFunc *f = ir_func_new(fe->m, name, nt, ptys, 0, NULL, ir_loc(fe->ctx, NULL, 0, 0));
 	f->noinline = true;
@@ -1534,11 +1565,50 @@ static FeVal *noinline_call(Fe *fe, PyObject *node, PyObject *jitfn, PyObject *f
 	f->nres = nr;
 	f->restys = rt;
 	fe->b = saved;
-	IrOp *call = ir_build(&fe->b, OP_CALL, nt, cargs, nr, rt, 0);
+	e->tuple = r->kind == V_TUPLE;
+	e->f = f;
+	return e;
+}
+
+/* A call of a @jit(noinline=True) callee: a `call` op of the IR function
+ * for its specialization (the tensor arguments' types and the constexprs'
+ * values, as Triton mangles it), lowered at its first call. */
+static FeVal *noinline_call(Fe *fe, PyObject *node, PyObject *jitfn, PyObject *fdef, int np,
+			    const char **pnames, FeVal **bound)
+{
+	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(np + 1));
+	IrValue **cargs = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(np + 1));
+	int nt = 0;
+	bool keyed = true;
+	for (int i = 0; i < np; i++) {
+		if (bound[i]->kind == V_TUPLE || bound[i]->kind == V_METHOD)
+			return fe_err(fe, node, IR_ERR_VALUE, "noinline functions take tensors and constexprs only");
+		keyed &= bound[i]->kind == V_TENSOR || bound[i]->kind == V_CONST;
+		if (fe_is_tensor(bound[i])) {
+			ptys[nt] = bound[i]->v->type;
+			cargs[nt++] = bound[i]->v;
+		}
+	}
+	FeNoinline *e = keyed ? find_noinline(fe, jitfn, np, bound) : NULL;
+	if (e && !e->f)
+		return fe_err(fe, node, IR_ERR_VALUE, "recursive call of noinline function %s() (not supported)",
+			      fe_str(fe, fe_attr(fe, jitfn, "__name__")));
+	if (!e) {
+		if (fe->depth > 64)
+			return fe_err(fe, node, IR_ERR_VALUE, "@jit calls nested too deeply (recursion?)");
+		e = lower_noinline(fe, jitfn, fdef, np, pnames, bound, nt, ptys);
+		if (!e)
+			return NULL;
+		if (!keyed)
+			e->jitfn = NULL; /* never found again */
+	}
+	IrFunc *f = e->f;
+	int nr = f->nres;
+	IrOp *call = ir_build(&fe->b, OP_CALL, nt, cargs, nr, f->restys, 0);
 	ir_op_set_sym(fe->ctx, call, "callee", f->name);
 	if (nr == 0)
 		return fe_none(fe);
-	if (r->kind != V_TUPLE)
+	if (!e->tuple)
 		return fe_tensor(fe, &call->res[0]);
 	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)nr);
 	for (int i = 0; i < nr; i++)

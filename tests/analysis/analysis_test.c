@@ -375,6 +375,85 @@ static void test_cmp_constancy_rules(void)
 	ir_ctx_free(ctx);
 }
 
+/* Calls: the call order (callees first, recursion an error), the canonical
+ * call layout, the seeded parameters, and a callee's shared bytes as the
+ * call's scratch in the kernel. */
+static void test_calls(void)
+{
+	const char *text =
+		"module {num_warps = 4}\n\n"
+		"func kernel @k(%0: ptr<f32> {divisibility = 16}) loc(\"t.ttir\":1:1) {\n"
+		"  %1 = make_range {end = 1024, start = 0} : block<1024xi32> loc(2:1)\n"
+		"  %2 = splat %0 : block<1024xptr<f32>> loc(3:1)\n"
+		"  %3 = addptr %2, %1 : block<1024xptr<f32>> loc(4:1)\n"
+		"  %4 = load %3 : block<1024xf32> loc(5:1)\n"
+		"  %5 = call %4, %0 {callee = @f} : f32 loc(6:1)\n"
+		"  store %0, %5 loc(7:1)\n"
+		"  return loc(8:1)\n"
+		"}\n\n"
+		"func noinline @f(%0: block<1024xf32>, %1: ptr<f32>) -> (f32) loc(\"t.ttir\":9:1) {\n"
+		"  %2 = call %0 {callee = @g} : f32 loc(10:1)\n"
+		"  return %2 loc(11:1)\n"
+		"}\n\n"
+		"func noinline @g(%0: block<1024xf32>) -> (f32) loc(\"t.ttir\":12:1) {\n"
+		"  %1 = reduce %0 {axis = 0} : f32 {\n"
+		"  ^(%2: f32, %3: f32):\n"
+		"    %4 = add %2, %3 : f32 loc(13:1)\n"
+		"    yield %4 loc(13:1)\n"
+		"  } loc(13:1)\n"
+		"  return %1 loc(14:1)\n"
+		"}\n";
+	IrCtx *ctx = ir_ctx_new();
+	IrError *err = NULL;
+	IrModule *m = ir_parse(ctx, "t.ttir", text, &err);
+	CHECK(m != NULL, "parse: %s", err ? err->msg : "");
+	if (!m) {
+		ir_ctx_free(ctx);
+		return;
+	}
+	IrFunc *k = ir_module_find(m, "k"), *f = ir_module_find(m, "f"), *g = ir_module_find(m, "g");
+	IrFunc **fs;
+	int n;
+	CHECK(an_call_order(k, &fs, &n) == NULL && n == 3 && fs[0] == g && fs[1] == f && fs[2] == k,
+	      "call order: callees first (n %d)", n);
+	AnGpuOptions o = {4, 32, 80};
+	const IrLayout *l = an_call_type(ctx, g->body->args[0]->type, &o)->layout;
+	CHECK(l && l->kind == LAYOUT_BLOCKED && l->size_per_thread[0] == 4 && l->threads_per_warp[0] == 32 &&
+	      l->warps_per_cta[0] == 4, "canonical layout of block<1024xf32>: 4 per thread");
+	int64_t shared = 0;
+	CHECK(gpu_passes(m, 4, 80, &shared) == NULL, "pipeline");
+	CHECK(an_func_shared(g) == 16 && an_func_shared(f) == 16, "callee shared %lld, %lld",
+	      (long long)an_func_shared(g), (long long)an_func_shared(f));
+	CHECK(shared == 16, "kernel shared %lld", (long long)shared);
+	IrOp *call = find_op(k, OP_CALL, 0);
+	CHECK(call && ir_op_int(call, "scratch_offset", -1) == 0, "the call's scratch");
+	CHECK(find_op(k, OP_CONVERT_LAYOUT, 0) == NULL, "the contiguous load is in the canonical layout already");
+	const IrAttr *d = ir_find_attr(f->params[1].nattrs, f->params[1].attrs, "divisibility");
+	CHECK(d && d->i == 16, "the pointer's divisibility reached @f");
+	d = ir_find_attr(g->params[0].nattrs, g->params[0].attrs, "contiguity");
+	CHECK(d && d->kind == ATTR_INTS && d->n == 1 && d->ints[0] == 1, "a loaded block is not contiguous");
+	ir_ctx_free(ctx);
+
+	const char *rec =
+		"func kernel @k(%0: f32) loc(\"r.ttir\":1:1) {\n"
+		"  %1 = call %0 {callee = @h} : f32 loc(2:1)\n"
+		"  return loc(3:1)\n"
+		"}\n\n"
+		"func noinline @h(%0: f32) -> (f32) loc(\"r.ttir\":4:1) {\n"
+		"  %1 = call %0 {callee = @h} : f32 loc(5:1)\n"
+		"  return %1 loc(6:1)\n"
+		"}\n";
+	ctx = ir_ctx_new();
+	m = ir_parse(ctx, "r.ttir", rec, &err);
+	CHECK(m != NULL, "parse: %s", err ? err->msg : "");
+	if (m) {
+		IrError *e = an_call_order(ir_module_find(m, "k"), &fs, &n);
+		CHECK(e && e->loc.line == 5 && strstr(e->msg, "recursive call of @h"), "recursion: %s",
+		      e ? e->msg : "no error");
+	}
+	ir_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_vector_add_axis();
@@ -385,6 +464,7 @@ int main(void)
 	test_blocked_helper();
 	test_reduce_store_no_conversion();
 	test_mma_fragments();
+	test_calls();
 	test_golden("vector_add");
 	test_golden("softmax_row");
 	test_golden("reduce2d");

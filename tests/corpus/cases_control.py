@@ -193,20 +193,16 @@ def inlined_call_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, _inlined(_inlined(tl.load(x_ptr + offs), 3.0), -1.0))
 
 
-_GPUS = ("sm80", "sm90", "gpu")
-_NO_CALL_BLOCK = ("noinline calls with block arguments do not compile for the GPU: assign-layouts "
-                  "leaves invalid IR ('call' argument 0 must be block<32xf32>: the callee's "
-                  "parameters get no layout)")
-_NO_CALL_SCALAR = "noinline calls do not compile for the GPU: 'op call is not supported by the NVPTX backend yet'"
+_CALL_PTX = {b: [".func ", "call.uni"] for b in ("sm80", "sm90")}  # a device function, really called
 add("call-noinline-block-args", call_kernel,
     lambda rng: [rng.uniform(-1, 1, BLOCK).astype(np.float32), rng.uniform(-1, 1, BLOCK).astype(np.float32)]
     + [np.zeros(BLOCK, np.float32) for _ in range(3)],
     lambda a: {2: (a[0] * 2 + 1) * 3 - a[1], 3: (a[0] + 1) * (a[0] - 1), 4: a[1] * 3 - a[0]},
-    ["call", "return"], cx=dict(BLOCK=BLOCK), tol=(1e-6, 1e-6), xfail={b: _NO_CALL_BLOCK for b in _GPUS})
+    ["call", "return"], cx=dict(BLOCK=BLOCK), tol=(1e-6, 1e-6), ptx=_CALL_PTX)
 add("call-noinline-scalar-args", scalar_call_kernel,
     lambda rng: [rng.uniform(-1, 1, 8).astype(np.float32), np.zeros(8, np.float32)],
     lambda a: {1: (a[0] * 3 - 1.5 + 1) * (a[0] * 3 - 1.5 - 1)},
-    ["call", "return"], grid=(8,), tol=(1e-6, 1e-6), xfail={b: _NO_CALL_SCALAR for b in _GPUS})
+    ["call", "return"], grid=(8,), tol=(1e-6, 1e-6), ptx=_CALL_PTX)
 add("call-inlined", inlined_call_kernel,
     lambda rng: [rng.uniform(-1, 1, BLOCK).astype(np.float32), np.zeros(BLOCK, np.float32)],
     lambda a: {1: (a[0] * 3 + 1) * -1 + 1}, ["mul", "add", "return"], cx=dict(BLOCK=BLOCK), tol=(1e-6, 1e-6))

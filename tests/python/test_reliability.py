@@ -351,38 +351,64 @@ def test_fp8_loops(dt, fn):
     np.testing.assert_array_equal(y, want.astype(np.float32))
 
 
-@triton.jit(noinline=True)
-def _scaled(x, k):
-    return x * k
+def _reduce9(x, acc, out):
+    """A reduction of 9 inputs (the frontend takes 4, the NVPTX lowering
+    8), its last result added to acc as out."""
+    res = ", ".join(f"%r{i}" for i in range(9))
+    args = ", ".join(f"%a{i}: i32" for i in range(9)) + ", " + ", ".join(f"%b{i}: i32" for i in range(9))
+    adds = "".join(f"      %s{i} = add %a{i}, %b{i} : i32 loc(4:1)\n" for i in range(9))
+    return (f"    {res} = reduce {', '.join([x] * 9)} {{axis = 0}} : {', '.join(['i32'] * 9)} {{\n"
+            f"    ^({args}):\n{adds}      yield {', '.join(f'%s{i}' for i in range(9))} loc(4:1)\n"
+            f"    }} loc(4:1)\n    {out} = add {acc}, %r8 : i32 loc(5:1)\n")
 
 
-@triton.jit
-def call_in_loop(X, Y, n, B: tl.constexpr):
-    acc = 0
-    for i in range(n):
-        acc += _scaled(tl.load(X + i), 3)
-    tl.store(Y, acc)
+_LOOP_HEAD = """module {num_warps = 4}
+
+func kernel @k(%x: ptr<i32>, %y: ptr<i32>, %n: i32) loc("loop.py":1:1) {
+  %r = make_range {end = 128, start = 0} : block<128xi32> loc(2:1)
+  %p = splat %x : block<128xptr<i32>> loc(2:1)
+  %q = addptr %p, %r : block<128xptr<i32>> loc(2:1)
+  %c0 = constant {value = 0} : i32 loc(2:1)
+  %c1 = constant {value = 1} : i32 loc(2:1)
+"""
+
+REDUCE9_IN_LOOP = _LOOP_HEAD + """  %out = for %c0, %n, %c1, %c0 : i32 {
+  ^(%i: i32, %acc: i32):
+    %v = load %q : block<128xi32> loc(3:1)
+""" + _reduce9("%v", "%acc", "%next") + """    yield %next loc(6:1)
+  } loc(6:1)
+  store %y, %out loc(7:1)
+  return
+}
+"""
+
+REDUCE9_IN_WHILE = _LOOP_HEAD + """  %out = while %c0 : i32 {
+  ^(%w: i32):
+    %go = cmp %w, %n {pred = "lt"} : i1 loc(3:1)
+    condition %go, %w loc(3:1)
+  } {
+  ^(%acc: i32):
+    %v = load %q : block<128xi32> loc(3:1)
+""" + _reduce9("%v", "%acc", "%next") + """    yield %next loc(6:1)
+  } loc(6:1)
+  store %y, %out loc(7:1)
+  return
+}
+"""
 
 
-@triton.jit
-def call_in_while(X, Y, n, B: tl.constexpr):
-    acc = 0
-    i = 0
-    while acc < n:
-        acc += _scaled(tl.load(X + i), 3)
-        i += 1
-    tl.store(Y, acc)
-
-
-@pytest.mark.parametrize("fn", [call_in_loop, call_in_while])
-def test_failed_op_in_loop_is_an_error(fn):
-    """An op the NVPTX backend cannot lower (a noinline call), inside a loop
-    that carries its result: lowering went on to the loop's back edge and
-    aborted the process asking for the registers the op never produced. Now
-    the op's error, with its location."""
+@pytest.mark.parametrize("text", [REDUCE9_IN_LOOP, REDUCE9_IN_WHILE], ids=["for", "while"])
+def test_failed_op_in_loop_is_an_error(text, tmp_path):
+    """An op the NVPTX backend cannot lower (a reduction of more inputs
+    than it takes), inside a loop that carries its result: lowering went
+    on to the loop's back edge and aborted the process asking for the
+    registers the op never produced. Now the op's error, with its
+    location."""
+    path = tmp_path / "loop.ttir"
+    path.write_text(text)
     for arch in (80, 90):
-        with pytest.raises(CompilationError, match=r"test_reliability\.py:\d+:\d+: .*call"):
-            gpu_compile(fn, {"X": "*i32", "Y": "*i32", "n": "i32"}, {"B": 128}, arch)
+        with pytest.raises(CompilationError, match=r"loop\.py:4:1: reduce: too many inputs"):
+            triton.compile(str(path), target=GPUTarget("cuda", arch, 32))
 
 
 @pytest.mark.parametrize("arch,cfg", [(90, (128, 256, 128, 3, 8)), (90, (64, 256, 128, 4, 4)),

@@ -44,6 +44,8 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M: tl.constexpr, N: tl.constexpr, K: 
 @pytest.mark.parametrize("shape", [(16, 16, 16), (32, 16, 64)])
 def test_dot(dt, out, mode, shape):
     M, N, K = shape
+    if dt == "int8" and K < 32:
+        K = 32  # 8-bit operands need K >= 32, as in Triton on NVIDIA GPUs
     rng = np.random.default_rng(M + N + K)
     if dt == "int8":
         a = rng.integers(-8, 8, (M, K)).astype(dt)
@@ -340,3 +342,16 @@ def test_cat_dims(dim):
     o = np.zeros(ref.shape, np.int32)
     cat_3d_kernel[(1,)](x, o, dim)
     np.testing.assert_array_equal(o, ref)
+
+
+def test_dot_k_too_small_for_8_bit():
+    """tl.dot takes any M and N but K >= 16 (32 for 8-bit operands), as
+    Triton on NVIDIA GPUs; the CPU backend says the same."""
+    a = np.ones((16, 16), np.int8)
+    with pytest.raises(triton.CompilationError, match="K must be at least 32 for i8 operands"):
+        dot_kernel[(1,)](a, a, np.zeros((16, 16), np.int32), np.zeros((16, 16), np.int32), 16, 16, 16, "plain",
+                         TL["int32"])
+    x = np.ones((2, 16), np.float16)
+    d = np.zeros((2, 4), np.float32)
+    dot_kernel[(1,)](x, np.ones((16, 4), np.float16), d, d, 2, 4, 16, "plain", TL["float32"])
+    np.testing.assert_array_equal(d, np.full((2, 4), 16.0, np.float32))

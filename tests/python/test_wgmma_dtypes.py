@@ -66,12 +66,14 @@ def test_wgmma_form(types, b_col, stages):
     assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
 
 
-def test_ieee_and_tf32x3_stay_exact():
-    """f32 with input_precision ieee (or tf32x3) keeps full precision: no
-    tensor cores (the FMA path)."""
-    for prec in ("ieee", "tf32x3"):
-        k = compile_dot("fp32", "fp32", "fp32", prec, False, 1)
-        assert "wgmma" not in k.asm["ptx"] and "#mma" not in k.asm["ttgir"]
+def test_ieee_stays_exact_tf32x3_splits():
+    """f32 with input_precision ieee keeps full precision: no tensor cores
+    (the FMA path); tf32x3 runs as three tf32 warpgroup MMAs (split-dots)."""
+    k = compile_dot("fp32", "fp32", "fp32", "ieee", False, 1)
+    assert "wgmma" not in k.asm["ptx"] and "#mma" not in k.asm["ttgir"]
+    k = compile_dot("fp32", "fp32", "fp32", "tf32x3", False, 1)
+    assert k.asm["ttgir"].count("input_precision = \"tf32\"") == 3
+    assert "wgmma.mma_async.sync.aligned" in k.asm["ptx"] and ".tf32.tf32" in k.asm["ptx"]
 
 
 TORCH_DT = {"fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",

@@ -180,6 +180,8 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 	int rank = r.rank;
 	int64_t c;
 	switch (op->opc) {
+	case OP_INLINE_ASM: /* nothing known of what the asm computes */
+		return r;
 	case OP_CONSTANT:
 		if (const_value(op, &c))
 			return uniform(t, pow2_div(c));

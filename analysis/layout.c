@@ -689,7 +689,8 @@ static void wants_block(LCtx *c, IrBlock *b)
 			if ((fl & IR_ELEM) || op->opc == OP_LOAD || op->opc == OP_BROADCAST ||
 			    op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
 			    op->opc == OP_MAX_CONSTANCY || op->opc == OP_CONVERT_LAYOUT) {
-				if (op->nres != 1 || !is_blk(&op->res[0]))
+				/* an inline asm's results share one layout: the first one's wish */
+				if ((op->nres != 1 && op->opc != OP_INLINE_ASM) || op->nres < 1 || !is_blk(&op->res[0]))
 					break;
 				const IrLayout *t = op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
 								       : target(c, &op->res[0]);

@@ -871,6 +871,60 @@ const char *ir_op_str(const IrOp *op, const char *name, const char *dflt)
 	return dflt;
 }
 
+bool ir_op_pure(const IrOp *op)
+{
+	if (ir_opinfo(op->opc)->flags & IR_PURE)
+		return true;
+	return op->opc == OP_INLINE_ASM && ir_op_int(op, "pure", 0) != 0;
+}
+
+int ir_asm_per_reg(const IrType *t, int64_t pack)
+{
+	int bits = ir_type_bits(t);
+	int64_t k = bits > 0 && bits < 32 ? 32 / bits : 1;
+	if (k > pack)
+		k = pack;
+	int64_t p = 1;
+	while (p * 2 <= k)
+		p *= 2;
+	while (p > 1 && pack % p)
+		p /= 2;
+	return (int)p;
+}
+
+bool ir_asm_constraint_counts(const char *cons, int *nout, int *nin)
+{
+	*nout = *nin = 0;
+	const char *s = cons;
+	for (;;) {
+		/* one entry: up to the next comma outside braces */
+		char first = 0;
+		int len = 0, depth = 0;
+		bool indirect = false;
+		for (; *s && (*s != ',' || depth); s++) {
+			if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+				continue;
+			if (*s == '{')
+				depth++;
+			else if (*s == '}' && depth)
+				depth--;
+			if (*s == '*')
+				indirect = true;
+			if (!len++)
+				first = *s;
+		}
+		if (!len || indirect)
+			return false;
+		if (first == '=')
+			++*nout;
+		else if (first != '~')
+			++*nin;
+		if (!*s)
+			return true;
+		s++;
+	}
+}
+
 /* ------------------------------------------------------------------------- */
 /* Builder                                                                   */
 /* ------------------------------------------------------------------------- */

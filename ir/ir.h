@@ -379,6 +379,18 @@ const IrAttr *ir_op_attr(const IrOp *op, const char *name);
 int64_t ir_op_int(const IrOp *op, const char *name, int64_t dflt);   /* int or bool */
 double ir_op_float(const IrOp *op, const char *name, double dflt);   /* float or int */
 const char *ir_op_str(const IrOp *op, const char *name, const char *dflt); /* str or sym */
+/* Whether op has no side effect, so CSE / DCE may merge or drop it: its row
+ * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}. */
+bool ir_op_pure(const IrOp *op);
+/* elementwise_inline_asm: how many elements of type t (its scalar) share
+ * one 32-bit asm register when an invocation takes pack elements: the
+ * largest power of two <= min(32 / bits, pack) that divides pack (1 for 32-
+ * and 64-bit types and pointers). */
+int ir_asm_per_reg(const IrType *t, int64_t pack);
+/* elementwise_inline_asm: the number of output and input entries of an LLVM
+ * constraint string (comma-separated; "=..." outputs, "~{...}" clobbers not
+ * counted, whitespace ignored); false when an entry is empty or indirect ('*'). */
+bool ir_asm_constraint_counts(const char *cons, int *nout, int *nin);
 
 /* Walks every op of f in program order (parents before nested ops). */
 typedef void (*IrWalkFn)(IrOp *op, void *user);
@@ -468,7 +480,7 @@ IrError *ir_verify_func(IrFunc *f);
 /* Passes (passes.c)                                                         */
 /* ------------------------------------------------------------------------- */
 
-/* Removes pure ops (IR_PURE) whose results are unused, including chains of
+/* Removes pure ops (ir_op_pure) whose results are unused, including chains of
  * them and those inside regions. NULL on success. */
 IrError *ir_dce(IrModule *m);
 /* Merges each pure op without regions into an earlier identical one that

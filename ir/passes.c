@@ -1,7 +1,8 @@
 /* passes.c: small clean-up passes on the IR, the first passes of the compile
  * pipeline (jit/pipeline.c) on any TTIR.
  *
- * ir_dce removes pure ops (IR_PURE in ops.def) whose results are unused. It
+ * ir_dce removes pure ops (ir_op_pure: IR_PURE in ops.def, or an inline asm
+ * marked pure) whose results are unused. It
  * numbers every value, counts uses once, then walks each block from its end:
  * an op's nested regions are cleaned before the op is judged, and removing an
  * op releases its operands (and those of the ops in its regions), so a whole
@@ -83,7 +84,7 @@ static void dce_block(IrBlock *b, int *uses)
 		prev = op->prev;
 		for (int r = 0; r < op->nregions; r++)
 			dce_block(op->regions[r], uses);
-		if ((ir_opinfo(op->opc)->flags & IR_PURE) && unused(op, uses)) {
+		if (ir_op_pure(op) && unused(op, uses)) {
 			count_uses_op(op, uses, -1);
 			ir_op_unlink(op);
 		}
@@ -227,7 +228,7 @@ static void cse_block(Cse *c, IrBlock *b)
 		}
 		for (int r = 0; r < op->nregions; r++)
 			cse_block(c, op->regions[r]);
-		if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions > 0 || op->nres == 0)
+		if (!ir_op_pure(op) || op->nregions > 0 || op->nres == 0)
 			continue;
 		bool block = false;
 		for (int i = 0; i < op->nres; i++)

@@ -741,6 +741,17 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		     ir_op_str(op, "symbol", ""));
 		put_fn_type(b, op);
 		break;
+	case OP_INLINE_ASM:
+		put(b, "tt.elementwise_inline_asm ");
+		put_values(b, op->ops, 0, op->nops);
+		put(b, " {asm_string = ");
+		put_str(b, ir_op_str(op, "asm", ""));
+		put(b, ", constraints = ");
+		put_str(b, ir_op_str(op, "constraints", ""));
+		putf(b, ", packed_element = %lld : i32, pure = %s}", (long long)ir_op_int(op, "pack", 1),
+		     ir_op_int(op, "pure", 0) ? "true" : "false");
+		put_fn_type(b, op);
+		break;
 	case OP_ADDPTR:
 		put(b, "tt.addptr ");
 		put_values(b, op->ops, 0, 2);

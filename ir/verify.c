@@ -593,6 +593,46 @@ static IrError *check_elementwise(Verifier *V, const IrOp *op)
 			return e;
 		break;
 	}
+	case OP_INLINE_ASM: {
+		const IrAttr *a;
+		int64_t pack;
+		if ((e = get_attr(V, op, "asm", ATTR_STR, true, &a)) ||
+		    (e = get_attr(V, op, "constraints", ATTR_STR, true, &a)) ||
+		    (e = get_attr(V, op, "pure", ATTR_BOOL, true, &a)) || (e = get_int(V, op, "pack", &pack)))
+			return e;
+		if (op->nres < 1)
+			return fail(V, op, "needs at least one result");
+		if (pack < 1 || pack > 64)
+			return fail(V, op, "pack must be between 1 and 64, got %lld", (long long)pack);
+		int want_out = 0, want_in = 0, nout, nin;
+		for (int i = 0; i < op->nres; i++) {
+			const IrType *t = op->res[i].type;
+			if (!same_shape(t, r))
+				return fail(V, op, "results must have one shape, got %s (result 0) and %s (result %d)",
+					    ts(V, r), ts(V, t), i);
+			if ((!is_num_t(t) && !is_ptr_t(t)) || ir_scalar(t)->kind == TY_I1)
+				return fail(V, op, "result %d must be integers, floats or pointers (not i1), got %s", i,
+					    ts(V, t));
+			want_out += (int)(pack / ir_asm_per_reg(t, pack));
+		}
+		for (int i = 0; i < op->nops; i++) {
+			const IrType *t = op->ops[i]->type;
+			if ((!is_num_t(t) && !is_ptr_t(t)) || ir_scalar(t)->kind == TY_I1)
+				return fail(V, op, "operand %d must be integers, floats or pointers (not i1), got %s", i,
+					    ts(V, t));
+			want_in += (int)(pack / ir_asm_per_reg(t, pack));
+		}
+		const char *cons = ir_op_str(op, "constraints", "");
+		if (!ir_asm_constraint_counts(cons, &nout, &nin))
+			return fail(V, op, "constraints \"%s\": every entry must be a non-empty direct (register or "
+				    "immediate) constraint", cons);
+		if (nout != want_out || nin != want_in)
+			return fail(V, op,
+				    "constraints \"%s\" name %d outputs and %d inputs; with pack = %lld the asm takes %d "
+				    "output and %d input registers (elements narrower than 32 bits share a register)",
+				    cons, nout, nin, (long long)pack, want_out, want_in);
+		break;
+	}
 	case OP_ADDPTR: {
 		const IrType *p = op->ops[0]->type, *off = op->ops[1]->type;
 		if (!is_ptr_t(p))

@@ -658,6 +658,10 @@ static void lower_op_(Cg *cg, IrOp *op)
 	case OP_REDUCE: cg_lower_reduce(cg, op, false); return;
 	case OP_SCAN: cg_lower_reduce(cg, op, true); return;
 	case OP_DOT: cg_lower_dot(cg, op); return;
+	case OP_INLINE_ASM:
+		cg_fail(cg, op, "tl.inline_asm_elementwise: inline PTX runs only on NVIDIA GPUs (the kernel "
+			"was compiled for the CPU backend)");
+		return;
 	case OP_MAKE_RANGE:
 	case OP_BROADCAST:
 	case OP_EXPAND_DIMS:

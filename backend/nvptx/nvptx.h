@@ -107,6 +107,9 @@ bool nv_is_unsigned(const IrType *t);
 LLVMValueRef nv_cast(Nv *nv, IrOp *op, const IrType *from, const IrType *to, LLVMValueRef x);
 void nv_lower_elementwise(Nv *nv, IrOp *op);
 
+/* asm.c: elementwise_inline_asm, one LLVM inline asm per pack of registers */
+void nv_lower_inline_asm(Nv *nv, IrOp *op);
+
 /* shape.c: sources, shape ops, layout exchanges through scratch */
 void nv_lower_constant(Nv *nv, IrOp *op);
 void nv_lower_make_range(Nv *nv, IrOp *op);

@@ -722,6 +722,132 @@ static FeVal *bi_extern(Fe *fe, PyObject *node, Call *c)
 	return t_(fe, r);
 }
 
+/* The items of a constant or runtime tuple/list argument (NULL + error
+ * otherwise); *n their count. */
+static FeVal **seq_items(Fe *fe, PyObject *node, Call *c, FeVal *v, const char *pname, int *n)
+{
+	if (v && v->kind == V_TUPLE) {
+		*n = v->n;
+		return v->items;
+	}
+	if (v && fe_is_const(v) && (PyTuple_Check(v->obj) || PyList_Check(v->obj))) {
+		PyObject *seq = v->obj;
+		Py_ssize_t len = PySequence_Size(seq);
+		FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(len ? len : 1));
+		for (Py_ssize_t i = 0; i < len; i++) {
+			PyObject *o = fe_keep(fe, PySequence_GetItem(seq, i));
+			if (!o)
+				return fe_pyerr(fe, node, pname);
+			items[i] = fe_const(fe, o);
+		}
+		*n = (int)len;
+		return items;
+	}
+	return fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): argument '%s' must be a list or tuple", c->name, pname);
+}
+
+/* tl.inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+ * the arguments (Python scalars become tensors, no type promotion) are
+ * broadcast to one shape; one result per dtype (a tuple when dtype is a
+ * sequence). */
+static FeVal *bi_inline_asm(Fe *fe, PyObject *node, Call *c)
+{
+	const char *asm_text = const_str(fe, node, c, c->a[0], "asm");
+	const char *cons = asm_text ? const_str(fe, node, c, c->a[1], "constraints") : NULL;
+	if (!cons)
+		return NULL;
+	int pure = const_bool(fe, node, c, c->a[4], "is_pure", false);
+	if (pure < 0)
+		return NULL;
+	if (!given(c->a[4]))
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): argument 'is_pure' is required", c->name);
+	int64_t pack;
+	if (!const_int(fe, node, c, c->a[5], "pack", &pack))
+		return NULL;
+	if (pack < 1 || pack > 64)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): pack must be between 1 and 64, got %lld", c->name,
+			      (long long)pack);
+	/* dtype: one type, or a sequence of types (the result is then a tuple) */
+	FeVal *dv = c->a[3];
+	bool multi = dv && (dv->kind == V_TUPLE ||
+			    (fe_is_const(dv) && (PyTuple_Check(dv->obj) || PyList_Check(dv->obj))));
+	int nres = 1;
+	FeVal **dts = &c->a[3];
+	if (multi && !(dts = seq_items(fe, node, c, dv, "dtype", &nres)))
+		return NULL;
+	if (nres < 1)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): dtype must name at least one result type", c->name);
+	const IrType **rts = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)nres);
+	for (int i = 0; i < nres; i++) {
+		if (!(rts[i] = dtype_arg(fe, node, c, dts[i], "dtype")))
+			return NULL;
+		if (ir_is_block(rts[i]) || rts[i]->kind == TY_I1 || rts[i]->kind == TY_VOID)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "tl.%s(): result dtype %s is not supported (integers, floats or pointers)",
+				      c->name, fe_tyname(fe, rts[i]));
+	}
+	int nargs;
+	FeVal **av = seq_items(fe, node, c, c->a[2], "args", &nargs);
+	if (!av)
+		return NULL;
+	IrValue **v = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(nargs ? nargs : 1));
+	for (int i = 0; i < nargs; i++) {
+		FeVal *a = av[i];
+		if (fe_is_tensor(a))
+			v[i] = a->v;
+		else if (fe_is_const(a) && (PyLong_Check(a->obj) || PyFloat_Check(a->obj) || PyBool_Check(a->obj)))
+			v[i] = fe_to_ir(fe, node, a, NULL);
+		else
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): args[%d] must be a tensor or a number", c->name, i);
+		if (!v[i])
+			return NULL;
+		if (ir_scalar(v[i]->type)->kind == TY_I1)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "tl.%s(): args[%d] is a boolean tensor; pass it as an integer (x.to(tl.int8))",
+				      c->name, i);
+	}
+	/* the common shape, then every argument broadcast to it */
+	IrValue *shape = nargs ? v[0] : NULL;
+	for (int i = 1; i < nargs; i++) {
+		IrValue *x = v[i];
+		if (!fe_broadcast_pair(fe, node, &x, &shape))
+			return NULL;
+	}
+	for (int i = 0; i < nargs; i++) {
+		IrValue *s = shape;
+		if (!fe_broadcast_pair(fe, node, &v[i], &s))
+			return NULL;
+	}
+	for (int i = 0; shape && i < nres; i++)
+		rts[i] = ir_type_like(fe->ctx, shape->type, rts[i]);
+	/* one constraint per asm register: results first, then operands */
+	int want_out = 0, want_in = 0, nout, nin;
+	for (int i = 0; i < nres; i++)
+		want_out += (int)(pack / ir_asm_per_reg(rts[i], pack));
+	for (int i = 0; i < nargs; i++)
+		want_in += (int)(pack / ir_asm_per_reg(v[i]->type, pack));
+	if (!ir_asm_constraint_counts(cons, &nout, &nin))
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "tl.%s(): constraints \"%s\": every entry must be a non-empty register or immediate "
+			      "constraint (indirect '*' ones are not supported)", c->name, cons);
+	if (nout != want_out || nin != want_in)
+		return fe_err(fe, node, IR_ERR_VALUE,
+			      "tl.%s(): constraints \"%s\" name %d outputs and %d inputs, but with pack = %lld the asm "
+			      "has %d output and %d input registers (elements narrower than 32 bits share one)",
+			      c->name, cons, nout, nin, (long long)pack, want_out, want_in);
+	IrOp *op = ir_build(&fe->b, OP_INLINE_ASM, nargs, v, nres, rts, 0);
+	ir_op_set_str(fe->ctx, op, "asm", asm_text);
+	ir_op_set_str(fe->ctx, op, "constraints", cons);
+	ir_op_set_bool(fe->ctx, op, "pure", pure == 1);
+	ir_op_set_int(fe->ctx, op, "pack", pack);
+	if (!multi)
+		return t_(fe, &op->res[0]);
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)nres);
+	for (int i = 0; i < nres; i++)
+		items[i] = t_(fe, &op->res[i]);
+	return fe_make_tuple(fe, nres, items);
+}
+
 /* ---- shape manipulation ------------------------------------------------- */
 
 static IrValue *trans_to(Fe *fe, PyObject *node, IrValue *x, int n, const int64_t *order)
@@ -1794,6 +1920,7 @@ static const struct Builtin {
 	{"sub", "x, y, sanitize_overflow=", bi_arith, false},
 	{"mul", "x, y, sanitize_overflow=", bi_arith, false},
 	{"extern", "*args", bi_extern, false},
+	{"inline_asm_elementwise", "asm, constraints, args, dtype, is_pure, pack", bi_inline_asm, false},
 	{"sum", "input, axis=, keep_dims=, dtype=", bi_sum, true},
 	{"max", "input, axis=, return_indices=, return_indices_tie_break_left=, keep_dims=", bi_max, true},
 	{"min", "input, axis=, return_indices=, return_indices_tie_break_left=, keep_dims=", bi_max, true},

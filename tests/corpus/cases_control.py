@@ -336,8 +336,77 @@ def inline_asm_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
     tl.store(o_ptr + tl.arange(0, BLOCK), y)
 
 
-_NO_ASM = "tl.inline_asm_elementwise is not supported by ctriton (the frontend rejects it)"
+_ASM_CPU = {"cpu": "inline PTX runs on NVIDIA GPUs only (the CPU backend raises a CompilationError)"}
 add("inline_asm_elementwise", inline_asm_kernel,
     lambda rng: [np.arange(64, dtype=np.int32), np.zeros(64, np.int32)],
-    lambda a: {1: a[0] * 8}, [], cx=dict(BLOCK=64),
-    skip={"cpu": "inline PTX runs on the GPU only"}, xfail={b: _NO_ASM for b in ("sm80", "sm90", "gpu")})
+    lambda a: {1: a[0] * 8}, ["elementwise_inline_asm"], cx=dict(BLOCK=64),
+    ptx={b: ["shl.b32 %r", ", 3;"] for b in ("sm80", "sm90")}, skip=_ASM_CPU)
+
+
+@triton.jit
+def inline_asm_pack4_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    # four 8-bit elements per 32-bit register, shifted together
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    y = tl.inline_asm_elementwise("and.b32 $0, $1, 0x1F1F1F1F; shl.b32 $0, $0, 3;", "=r,r", [x],
+                                  dtype=tl.int8, is_pure=True, pack=4)
+    tl.store(o_ptr + tl.arange(0, BLOCK), y)
+
+
+add("inline_asm_elementwise-pack4-int8", inline_asm_pack4_kernel,
+    lambda rng: [rng.integers(0, 256, 512).astype(np.uint8), np.zeros(512, np.uint8)],
+    lambda a: {1: (a[0] << 3).astype(np.uint8)}, ["elementwise_inline_asm"], cx=dict(BLOCK=512),
+    ptx={b: ["0x1F1F1F1F", "shl.b32"] for b in ("sm80", "sm90")}, skip=_ASM_CPU)
+
+
+@triton.jit
+def inline_asm_multi_kernel(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
+    # two results per element, four elements per invocation: the uint8
+    # operand packed four to a register, the fp32 one four registers
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    c, d = tl.inline_asm_elementwise(
+        asm="""
+        {
+            .reg .b8 tmp<4>;
+            mov.b32 {tmp0, tmp1, tmp2, tmp3}, $8;
+            cvt.u32.u8 $0, tmp0;
+            cvt.u32.u8 $1, tmp1;
+            cvt.u32.u8 $2, tmp2;
+            cvt.u32.u8 $3, tmp3;
+        }
+        cvt.rn.f32.s32 $4, $0;
+        cvt.rn.f32.s32 $5, $1;
+        cvt.rn.f32.s32 $6, $2;
+        cvt.rn.f32.s32 $7, $3;
+        max.f32 $4, $4, $9;
+        max.f32 $5, $5, $10;
+        max.f32 $6, $6, $11;
+        max.f32 $7, $7, $12;
+        """,
+        constraints="=r,=r,=r,=r,=r,=r,=r,=r,r,r,r,r,r", args=[a, b], dtype=(tl.int32, tl.float32),
+        is_pure=True, pack=4)
+    tl.store(c_ptr + offs, c)
+    tl.store(d_ptr + offs, d)
+
+
+add("inline_asm_elementwise-multiple-outputs-pack4", inline_asm_multi_kernel,
+    lambda rng: [rng.integers(0, 256, 512).astype(np.uint8), rng.standard_normal(512).astype(np.float32) * 200,
+                 np.zeros(512, np.int32), np.zeros(512, np.float32)],
+    lambda a: {2: a[0].astype(np.int32), 3: np.maximum(a[0].astype(np.float32), a[1])},
+    ["elementwise_inline_asm"], cx=dict(BLOCK=512),
+    ptx={b: ["mov.b32 {tmp0, tmp1, tmp2, tmp3}, %r", "max.f32"] for b in ("sm80", "sm90")}, skip=_ASM_CPU)
+
+
+@triton.jit
+def inline_asm_ptr_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # pointer operands ("l"); not pure, so it stays although its result is unused
+    tl.inline_asm_elementwise("ld.global.b8 $0, [$1]; shl.b32 $0, $0, 3; st.global.b8 [$2], $0;", "=r,l,l",
+                              [x_ptr + tl.arange(0, BLOCK), y_ptr + tl.arange(0, BLOCK)], dtype=tl.int8,
+                              is_pure=False, pack=1)
+
+
+add("inline_asm_elementwise-pointers", inline_asm_ptr_kernel,
+    lambda rng: [rng.integers(0, 256, 512).astype(np.uint8), np.zeros(512, np.uint8)],
+    lambda a: {1: (a[0] << 3).astype(np.uint8)}, ["elementwise_inline_asm"], cx=dict(BLOCK=512),
+    ptx={b: ["st.global.b8 [%rd"] for b in ("sm80", "sm90")}, skip=_ASM_CPU)

@@ -36,6 +36,11 @@ TTGIR_ONLY = {
     "async_wait": "waits for async copies, created by the prefetch pass",
     "local_read": "reads a pipelined tile from shared memory, created by the prefetch pass",
 }
+# GPU-only ops (no CPU column either): the CPU backend rejects them with a
+# CompilationError (tests/python/test_inline_asm.py checks it)
+GPU_ONLY = {
+    "elementwise_inline_asm": "inline PTX (tl.inline_asm_elementwise)",
+}
 
 CASES = {}
 
@@ -335,7 +340,7 @@ def _grouped(items):
 
 def markdown_table():
     """The op x backend table: the number of passing cases per cell, or
-    xfail (every case known to fail there), n/a (TTGIR ops on the CPU)."""
+    xfail (every case known to fail there), n/a (TTGIR and GPU-only ops on the CPU)."""
     load()
     tab = coverage()
     lines = ["| op | cpu | sm80 | sm90 | gpu | cases (e.g.) |", "|---|---|---|---|---|---|"]
@@ -343,7 +348,7 @@ def markdown_table():
         cells = []
         for b in BACKENDS:
             ok = sum(1 for _, st in row[b] if st == "ok")
-            if b == "cpu" and op in TTGIR_ONLY:
+            if b == "cpu" and (op in TTGIR_ONLY or op in GPU_ONLY):
                 cells.append("n/a")
             elif ok:
                 cells.append(str(ok))

@@ -500,7 +500,7 @@ def _builtin(name):
 # supported by ctriton").
 _INTERNAL = ("to", "extern", "__print__", "gdc_wait", "gdc_launch_dependents")
 _LOOPS = ["range", "static_range"]
-_UNSUPPORTED = ["make_block_ptr", "advance", "inline_asm_elementwise"]
+_UNSUPPORTED = ["make_block_ptr", "advance"]
 
 
 def _builtin_names():

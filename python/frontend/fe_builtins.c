@@ -1120,6 +1120,17 @@ static FeVal *bi_join(Fe *fe, PyObject *node, Call *c)
 	return rt ? t_(fe, ir_build1(&fe->b, OP_JOIN, rt, 2, v)) : NULL;
 }
 
+/* tl.extra.cuda.num_warps() / num_threads(): the launch's warps (threads),
+ * a compile-time constant (the num_warps option). */
+static FeVal *bi_num_threads(Fe *fe, PyObject *node, Call *c)
+{
+	(void)node;
+	const IrAttr *nw = ir_find_attr(fe->m->nattrs, fe->m->attrs, "num_warps");
+	int64_t w = nw && nw->kind == ATTR_INT ? nw->i : 4;
+	PyObject *o = fe_keep(fe, PyLong_FromLongLong(strcmp(c->name, "num_threads") == 0 ? w * 32 : w));
+	return o ? fe_const(fe, o) : NULL;
+}
+
 static FeVal *bi_split(Fe *fe, PyObject *node, Call *c)
 {
 	IrValue *x = tensor_arg(fe, node, c, 0, "a");
@@ -1958,6 +1969,8 @@ static const struct Builtin {
 	{"assume", "cond", bi_assume, false},
 	{"debug_barrier", "", bi_barrier, false},
 	{"gdc_wait", "", bi_gdc, false},
+	{"num_threads", "", bi_num_threads, false},
+	{"num_warps", "", bi_num_threads, false},
 	{"gdc_launch_dependents", "", bi_gdc, false},
 	{"device_print", "prefix, *args, hex=", bi_device_print, false},
 	{"device_assert", "cond, msg=, mask=", bi_device_assert, false},

@@ -664,3 +664,41 @@ def test_reinterpret():
     assert triton.reinterpret(as_i8, raw.dtype) is raw
     with pytest.raises(TypeError):
         triton.reinterpret(3, tl.int8)
+
+
+def test_configs_compile_on_a_thread_pool(monkeypatch):
+    """Before the benchmark, the pruned configs compile concurrently (one
+    compile per config, on the pool's threads); the benchmark then runs
+    what they compiled and the best config's result is right."""
+    import threading
+    from ctriton import knobs
+    names = []
+
+    def hook(**kw):
+        names.append(threading.current_thread().name)
+
+    monkeypatch.setattr(knobs.runtime, "jit_post_compile_hook", hook)
+
+    @triton.jit
+    def add_again(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+    bench = FakeBench([3.0, 1.0, 2.0])
+    k = triton.autotune(CONFIGS, key=["n"], do_bench=bench)(add_again)
+    x, y, out = data(1000)
+    k[grid1](x, y, out, 1000)
+    np.testing.assert_allclose(out, x + y)
+    assert k.best_config is CONFIGS[1]
+    pool = [n for n in names if n.startswith("ctriton-autotune")]
+    assert len(pool) == len(CONFIGS), names      # each config compiled once, on the pool
+    assert len(names) == len(CONFIGS)            # and not again by the benchmark or the launch
+
+    monkeypatch.setenv("CTRITON_AUTOTUNE_THREADS", "1")
+    names.clear()
+    k2 = triton.autotune(CONFIGS, key=["n"], do_bench=FakeBench([1.0, 2.0, 3.0]))(add_again)
+    x, y, out = data(999, np.float64)  # new variants: compiled again, one at a time on this thread
+    k2[grid1](x, y, out, 999)
+    np.testing.assert_allclose(out, x + y)
+    assert len(names) == len(CONFIGS) and not any(n.startswith("ctriton-autotune") for n in names)

@@ -214,6 +214,33 @@ class Autotuner(KernelInterface):
         except (OutOfResources, CompilationError, CompileError):
             return [float("inf")] * 3
 
+    def _precompile(self, args, kwargs, configs):
+        """Compiles the configs to be benchmarked on a thread pool first (the
+        compiler releases the GIL; ptxas runs as a child process), so that
+        tuning waits for the slowest compile rather than for their sum; the
+        benchmark then finds each kernel compiled. A config that fails to
+        compile is left to the benchmark, which times it as inf and says
+        nothing. CTRITON_AUTOTUNE_THREADS=1 compiles one at a time."""
+        try:
+            n = int(os.environ.get("CTRITON_AUTOTUNE_THREADS", "0"))
+        except ValueError:
+            n = 0
+        if n <= 0:
+            n = min(len(configs), os.cpu_count() or 1, 16)
+        if n < 2 or len(configs) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        kw = {k: v for k, v in kwargs.items() if k != "warmup"}
+
+        def one(c):
+            try:
+                self.fn.warmup(*args, **dict(kw, **c.all_kwargs()))
+            except Exception:  # noqa: BLE001  (reported by the benchmark)
+                pass
+
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="ctriton-autotune") as ex:
+            list(ex.map(one, configs))
+
     @staticmethod
     def _time_of(t):
         if isinstance(t, (list, tuple)):
@@ -317,6 +344,7 @@ class Autotuner(KernelInterface):
                 return best, True
         t0 = time.time()
         candidates = self.prune_configs(kwargs)
+        self._precompile(args, kwargs, candidates)
         timings = {c: self._bench(*args, config=c, **kwargs) for c in candidates}
         self.bench_time = time.time() - t0
         best = builtins.min(timings, key=lambda c: self._time_of(timings[c]))

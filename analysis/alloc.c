@@ -5,8 +5,12 @@
  * trans/reshape/cat/join/split/gather/histogram, and atomics on a scalar
  * pointer (the old value is broadcast). an_scratch_bytes() says how much each
  * needs; the backend lays the data out inside that range:
- *   convert_layout, trans, reshape, split, gather: the source block,
- *       row-major, one element each (i1 as one byte, pointers 8 bytes);
+ *   trans, reshape, split, gather: the source block, row-major, one
+ *       element each (i1 as one byte, pointers 8 bytes);
+ *   convert_layout: the same bytes, the block with the destination's
+ *       fastest dim innermost and each 128-byte line's 16-byte chunks
+ *       permuted against bank conflicts (backend/nvptx/shape.c); none
+ *       when both layouts hold the same registers;
  *   cat, join: the two operands one after the other (each 16-byte aligned);
  *   reduce across W warps: per input (16-byte aligned segments) the partial
  *       results [result element][warp along the axis];

@@ -10,6 +10,7 @@
  *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
  *                                accesses, slices for reductions, propagation,
  *                                convert_layout where layouts disagree
+ *   coalesce.c                   the layout of each global load and store
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
  *   alloc.c   an_insert_barriers `barrier` ops where scratch is reused
@@ -81,6 +82,17 @@ const IrLayout *an_slice_layout(IrCtx *ctx, int dim, const IrLayout *parent);
 /* The coalesced layout for a memory access through the pointer block ptr. */
 const IrLayout *an_coalesced_layout(IrCtx *ctx, const AnAxis *a, const IrValue *ptr,
 				    const IrValue *mask, int num_warps, int warp_size);
+
+/* Elements per vectorised access through pointer block ptr (mask may be
+ * NULL) when ptr has layout l: the run of a thread's consecutive registers
+ * that are consecutive elements along l's fastest dim, bounded by
+ * an_access_vec; what the backend emits (coalesce.c). */
+int an_layout_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, const IrLayout *l);
+/* The layout the global load or store op is done in: its own coalesced
+ * layout when that vectorizes it better than rank_layout (its rank's
+ * anchor), else rank_layout (coalesce.c). */
+const IrLayout *an_access_layout(IrCtx *ctx, const AnAxis *a, const IrOp *op, const IrLayout *rank_layout,
+				 const AnGpuOptions *o);
 
 /* Unwinds slices: the blocked layout under l, the value shape extended to
  * its rank (size 1 in sliced dims, base_shape) and, for each dim of the

@@ -548,6 +548,14 @@ static const IrLayout *target(LCtx *c, IrValue *v)
 	return default_layout(c, v->type);
 }
 
+/* The layout a global load or store is done in (coalesce.c): the rank's
+ * anchor, or the access's own coalesced layout where that vectorizes it
+ * better. */
+static const IrLayout *access_layout(LCtx *c, const IrOp *op)
+{
+	return an_access_layout(c->ctx, c->ax, op, default_layout(c, op->ops[0]->type), c->o);
+}
+
 static void wants_block(LCtx *c, IrBlock *b)
 {
 	for (IrOp *op = b->last; op; op = op->prev) {
@@ -556,6 +564,14 @@ static void wants_block(LCtx *c, IrBlock *b)
 		unsigned fl = ir_opinfo(op->opc)->flags;
 		switch (op->opc) {
 		case OP_STORE:
+			if (is_blk(op->ops[0])) {
+				/* pointer, value and mask in the store's layout */
+				const IrLayout *t = access_layout(c, op);
+				for (int i = 0; i < op->nops; i++)
+					set_want(c, op->ops[i], t);
+				break;
+			}
+			/* fall through */
 		case OP_ATOMIC_RMW:
 		case OP_ATOMIC_CAS:
 		case OP_REDUCE:
@@ -613,7 +629,8 @@ static void wants_block(LCtx *c, IrBlock *b)
 			    op->opc == OP_MAX_CONSTANCY || op->opc == OP_CONVERT_LAYOUT) {
 				if (op->nres != 1 || !is_blk(&op->res[0]))
 					break;
-				const IrLayout *t = op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
+				const IrLayout *t = op->opc == OP_LOAD && is_blk(op->ops[0]) ? access_layout(c, op)
+				                    : op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
 								       : target(c, &op->res[0]);
 				for (int i = 0; i < op->nops; i++)
 					set_want(c, op->ops[i], t);
@@ -768,7 +785,11 @@ static void assign_op(LCtx *c, IrOp *op)
 	case OP_EXPAND_DIMS: {
 		int axis = (int)ir_op_int(op, "axis", 0);
 		const IrLayout *l = is_blk(op->ops[0]) ? op->ops[0]->type->layout : NULL;
-		if (l && l->kind == LAYOUT_SLICE && l->dim == axis) {
+		const IrLayout *w = res->id >= 0 && res->id < c->nvals ? c->want[res->id] : NULL;
+		/* free when the operand is a slice along axis; a cheap operand
+		 * (a range shared by accesses in other layouts) follows the want */
+		if (l && l->kind == LAYOUT_SLICE && l->dim == axis &&
+		    (!w || w == l->parent || !remat_ok(op->ops[0], 0))) {
 			set_layout(c, res, l->parent);
 			return;
 		}
@@ -896,16 +917,28 @@ static void assign_op(LCtx *c, IrOp *op)
 			if (is_blk(op->ops[0]))
 				l = op->ops[0]->type->layout;
 			/* storing a value born in another layout (a reduction result):
-			 * move the cheap address computation instead of the data */
+			 * move the cheap address computation instead of the data, when
+			 * the value's layout vectorizes the store as well; otherwise
+			 * the value is converted (through shared memory) */
+			IrValue *mask = op->opc == OP_STORE && op->nops > 2 ? op->ops[2] : NULL;
 			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
-			    remat_ok(op->ops[0], 0) && (op->nops < 3 || remat_ok(op->ops[2], 0)))
+			    remat_ok(op->ops[0], 0) && (!mask || remat_ok(mask, 0)) &&
+			    an_layout_vec(c->ax, op->ops[0], mask, op->ops[1]->type->layout) >=
+				    an_layout_vec(c->ax, op->ops[0], mask, l))
 				l = op->ops[1]->type->layout;
 		} else {
+			/* operands cheap to recompute in any layout (constants,
+			 * ranges, splats) do not decide when others are not: those
+			 * are converted, the cheap ones rematerialised */
+			bool costly = false;
 			for (int i = 0; i < op->nops; i++)
-				if (is_blk(op->ops[i]) && w && op->ops[i]->type->layout == w)
+				costly |= is_blk(op->ops[i]) && !remat_ok(op->ops[i], 0);
+			for (int i = 0; i < op->nops; i++)
+				if (is_blk(op->ops[i]) && (!costly || !remat_ok(op->ops[i], 0)) && w &&
+				    op->ops[i]->type->layout == w)
 					l = w;
 			for (int i = 0; !l && i < op->nops; i++)
-				if (is_blk(op->ops[i]))
+				if (is_blk(op->ops[i]) && (!costly || !remat_ok(op->ops[i], 0)))
 					l = op->ops[i]->type->layout;
 		}
 		if (!l && res && is_blk(res))

@@ -6,7 +6,9 @@
  * pointer (the old value is broadcast). an_scratch_bytes() says how much each
  * needs; the backend lays the data out inside that range:
  *   trans, reshape, split, gather: the source block, row-major, one
- *       element each (i1 as one byte, pointers 8 bytes);
+ *       element each (i1 as one byte, pointers 8 bytes); a reshape that
+ *       keeps every register in its thread (an_reshape_in_registers)
+ *       needs none;
  *   convert_layout: the same bytes, the block with the destination's
  *       fastest dim innermost and each 128-byte line's 16-byte chunks
  *       permuted against bank conflicts (backend/nvptx/shape.c); none
@@ -52,8 +54,11 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		if (an_same_registers(op->ops[0]->type, op->res[0].type))
 			return 0;
 		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
-	case OP_TRANS:
 	case OP_RESHAPE:
+		if (an_reshape_in_registers(op))
+			return 0;
+		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
+	case OP_TRANS:
 	case OP_SPLIT:
 	case OP_GATHER:
 		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);

@@ -11,6 +11,8 @@
  *                                accesses, slices for reductions, propagation,
  *                                convert_layout where layouts disagree
  *   coalesce.c                   the layout of each global load and store
+ *   locality.c an_thread_locality loop-accumulated reductions reduce in-thread
+ *                                per iteration, across threads once after
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
  *   alloc.c   an_insert_barriers `barrier` ops where scratch is reused
@@ -163,6 +165,20 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
  * first before the loop, the next at the top of the body, both masked off
  * past the end) and carried. On TTIR, before axis info. */
 void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
+/* Thread locality (locality.c): a reduction in a for loop whose result only
+ * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
+ * only each thread's own elements per iteration; the loop carries those
+ * partials and one cross-thread reduction after it finishes the job. On
+ * TTGIR (x in a blocked layout with a cross-thread part along the axis). */
+void an_thread_locality(IrFunc *f);
+/* The blocked layout of the view [..., A / ept, ..., ept] of block type t
+ * (blocked) in which the new last dim holds the ept elements each thread
+ * owns along axis and every thread keeps its registers (shape3: the view's
+ * shape); NULL when t is not blocked or is replicated along axis. */
+const IrLayout *an_thread_local_view(IrCtx *ctx, const IrType *t, int axis, int64_t *shape3);
+/* Whether op is a reshape {can_reorder} to such a view: it moves no data,
+ * each thread keeps its registers (no scratch; the backend copies them). */
+bool an_reshape_in_registers(const IrOp *op);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
 void an_remove_converts(IrFunc *f);

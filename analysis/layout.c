@@ -265,6 +265,37 @@ static bool same_dist(const AnDimDist *x, const AnDimDist *y)
 	return true;
 }
 
+/* Slices (of different parents, or of a parent of another rank): the same
+ * registers when every dim of the value is spread alike and the dims come
+ * in the same register order (the sliced-away dims hold one register). */
+static bool same_sliced_registers(const IrLayout *la, const int64_t *sa, const int *ma, const IrLayout *lb,
+				  const int64_t *sb, const int *mb, int rank)
+{
+	int oa[IR_MAX_RANK], ob[IR_MAX_RANK], va[IR_MAX_RANK], vb[IR_MAX_RANK], na = 0, nb = 0;
+	if ((la->kind != LAYOUT_BLOCKED && la->kind != LAYOUT_MMA) || (lb->kind != LAYOUT_BLOCKED && lb->kind != LAYOUT_MMA))
+		return false;
+	an_reg_order(la, oa);
+	an_reg_order(lb, ob);
+	/* the value's dims in each layout's register order */
+	for (int i = 0; i < la->rank; i++)
+		for (int k = 0; k < rank; k++)
+			if (ma[k] == oa[i] && sa[oa[i]] > 1)
+				va[na++] = k;
+	for (int i = 0; i < lb->rank; i++)
+		for (int k = 0; k < rank; k++)
+			if (mb[k] == ob[i] && sb[ob[i]] > 1)
+				vb[nb++] = k;
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++) {
+		AnDimDist x, y;
+		if (va[i] != vb[i] || !an_dim_dist(la, sa, ma[va[i]], &x) || !an_dim_dist(lb, sb, mb[vb[i]], &y) ||
+		    !same_dist(&x, &y))
+			return false;
+	}
+	return true;
+}
+
 bool an_same_registers(const IrType *a, const IrType *b)
 {
 	if (!ir_is_block(a) || !ir_is_block(b) || !a->layout || !b->layout || a->rank != b->rank)
@@ -278,8 +309,8 @@ bool an_same_registers(const IrType *a, const IrType *b)
 	const IrLayout *lb = an_unslice(b->layout, b->rank, b->shape, sb, mb);
 	if (la == lb)
 		return true;
-	if (la->rank != a->rank || lb->rank != b->rank) /* slices: only of one parent */
-		return false;
+	if (la->rank != a->rank || lb->rank != b->rank)
+		return same_sliced_registers(la, sa, ma, lb, sb, mb, a->rank);
 	int oa[IR_MAX_RANK], ob[IR_MAX_RANK];
 	an_reg_order(la, oa);
 	an_reg_order(lb, ob);
@@ -1234,6 +1265,61 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 	return true;
 }
 
+/* A carried value converted to another layout T wherever the body reads
+ * it, and yielded from a conversion of a value in T (the combine of
+ * `acc = minimum(rowmin(x), acc)` took its first operand's layout): the
+ * loop carries it in T, its init converted before the loop and its result
+ * after. */
+static bool retype_converted(RCtx *r, IrOp *loop, int ci)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	IrValue *arg = body->args[ci + 1];
+	if (!y || y->opc != OP_YIELD || ci >= y->nops || !is_blk(arg))
+		return false;
+	IrOp *yc = y->ops[ci]->def;
+	if (!yc || yc->opc != OP_CONVERT_LAYOUT || yc->parent != body || ir_count_uses(r->f, &yc->res[0]) != 1)
+		return false;
+	const IrType *old = arg->type, *nt = yc->ops[0]->type;
+	if (!nt->layout || nt->layout->kind == LAYOUT_DOT_OP || nt->layout->kind == LAYOUT_SHARED)
+		return false;
+	int n = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->nregions && uses_in_regions(op, &arg, 1))
+			return false;
+		for (int i = 0; i < op->nops; i++) {
+			if (op->ops[i] != arg)
+				continue;
+			if (op->opc != OP_CONVERT_LAYOUT || op->res[0].type != nt)
+				return false;
+			n++;
+		}
+	}
+	if (!n)
+		return false;
+	for (IrOp *op = body->first; op; op = op->next)
+		if (op->opc == OP_CONVERT_LAYOUT && op->ops[0] == arg)
+			ir_replace_all_uses(r->f, &op->res[0], arg);
+	arg->type = nt;
+	ir_op_set_operand(y, ci, yc->ops[0]);
+	IrValue *init = loop->ops[3 + ci];
+	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
+	ci_op->res[0].id = -1;
+	ir_block_insert_before(loop->parent, loop, ci_op);
+	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
+	IrValue *res = &loop->res[ci];
+	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
+	co->res[0].id = -1;
+	ir_replace_all_uses(r->f, res, &co->res[0]);
+	res->type = nt;
+	if (loop->next)
+		ir_block_insert_before(loop->parent, loop->next, co);
+	else
+		ir_block_append(loop->parent, co);
+	return true;
+}
+
 static void retype_loops(RCtx *r, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
@@ -1242,7 +1328,7 @@ static void retype_loops(RCtx *r, IrBlock *b)
 		if (op->opc != OP_FOR)
 			continue;
 		for (int ci = 0; ci + 3 < op->nops && ci + 1 < op->regions[0]->nargs; ci++)
-			if (retype_carried(r, op, ci))
+			if (retype_carried(r, op, ci) || retype_converted(r, op, ci))
 				r->changed = true;
 	}
 }

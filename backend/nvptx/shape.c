@@ -135,7 +135,14 @@ static void lower_exchange(Nv *nv, IrOp *op, IndexFn fn)
 	}
 }
 
-void nv_lower_reshape(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_same); }
+void nv_lower_reshape(Nv *nv, IrOp *op)
+{
+	if (an_reshape_in_registers(op)) { /* a view that keeps every register in its thread */
+		nv_lower_identity(nv, op);
+		return;
+	}
+	lower_exchange(nv, op, idx_same);
+}
 void nv_lower_trans(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_trans); }
 void nv_lower_split(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_split); }
 

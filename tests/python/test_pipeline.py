@@ -64,7 +64,7 @@ def test_pass_table_rows():
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
     assert cuda == ["verify", "combine-dot-add", "cse-scalars", "dce", "prefetch", "axis-info", "assign-layouts",
-                    "remove-converts", "insert-barriers", "allocate-shared", "nvptx-lower",
+                    "remove-converts", "thread-locality", "insert-barriers", "allocate-shared", "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
     assert _pipeline_rows("cpu") == ["verify", "combine-dot-add", "cse-scalars", "dce", "reduce-lanes",
                                     "cpu-codegen"]

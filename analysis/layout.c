@@ -12,10 +12,11 @@
  *   1. anchors: every load/store/atomic through a pointer block proposes its
  *      coalesced layout (axis info -> up to 128 bits contiguous per thread);
  *      per rank, the anchor of the largest block wins and becomes that
- *      rank's layout.
+ *      rank's layout; an access it vectorizes worse than the access's own
+ *      coalesced layout is done in that one (coalesce.c).
  *   2. wants, backward: each value learns the layout its users would like
  *      (elementwise users pass theirs on, expand_dims asks for a slice of
- *      its result's layout, memory ops ask for the rank's anchor layout).
+ *      its result's layout, memory ops ask for their access layout).
  *   3. forward: sources (constants, ranges, splats) take their want; other
  *      ops take their operands' layout (reductions: a slice of it); an
  *      operand in another layout gets a convert_layout in front of the user.
@@ -660,9 +661,9 @@ static void wants_block(LCtx *c, IrBlock *b)
 			    op->opc == OP_MAX_CONSTANCY || op->opc == OP_CONVERT_LAYOUT) {
 				if (op->nres != 1 || !is_blk(&op->res[0]))
 					break;
-				const IrLayout *t = op->opc == OP_LOAD && is_blk(op->ops[0]) ? access_layout(c, op)
-				                    : op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
-								       : target(c, &op->res[0]);
+				const IrLayout *t = op->opc != OP_LOAD ? target(c, &op->res[0])
+						    : is_blk(op->ops[0]) ? access_layout(c, op)
+									 : default_layout(c, op->res[0].type);
 				for (int i = 0; i < op->nops; i++)
 					set_want(c, op->ops[i], t);
 			}

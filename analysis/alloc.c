@@ -6,9 +6,14 @@
  * value goes to other threads (a scalar's, or a block's with copies).
  * an_scratch_bytes() says how much each needs; the backend lays the data
  * out inside that range:
- *   convert_layout, trans, reshape, split, gather: the source block,
- *       row-major, one element each (i1 as one byte, pointers 8 bytes);
- *       an MMA accumulator's rows padded (an_exchange_pitch);
+ *   trans, reshape, split, gather: the source block, row-major, one
+ *       element each (i1 as one byte, pointers 8 bytes); a reshape that
+ *       keeps every register in its thread (an_reshape_in_registers)
+ *       needs none;
+ *   convert_layout: the same bytes, the block with the destination's
+ *       fastest dim innermost and each 128-byte line's 16-byte chunks
+ *       permuted against bank conflicts (backend/nvptx/shape.c); none
+ *       when both layouts hold the same registers;
  *   cat, join: the two operands one after the other (each 16-byte aligned);
  *   reduce across W warps: per input (16-byte aligned segments) the partial
  *       results [result element][warp along the axis];
@@ -50,26 +55,6 @@ static int64_t elem_bytes(const IrType *t)
 
 static int64_t numel(const IrType *t) { return ir_is_block(t) ? t->numel : 1; }
 
-/* The row pitch (elements) of a convert_layout's exchange through scratch.
- * An MMA accumulator's warp writes 8 rows (lane groups) of 4 pairs: with
- * rows a multiple of 128 bytes apart all 8 land on the same banks, an
- * 8-way conflict on every store of an epilogue; 8 elements of padding per
- * row (4 pairs) move each row group to the next 4 (or 8) banks, so a
- * warp's store is one wavefront per 128 bytes. Other sources keep dense
- * rows. */
-int64_t an_exchange_pitch(const IrOp *op)
-{
-	const IrType *t = op->ops[0]->type;
-	if (!ir_is_block(t) || t->rank < 2)
-		return ir_is_block(t) ? t->shape[t->rank - 1] : 1;
-	int64_t n = t->shape[t->rank - 1];
-	const IrLayout *l = t->layout;
-	if (op->opc == OP_CONVERT_LAYOUT && l && l->kind == LAYOUT_MMA && t->rank == 2 &&
-	    (n * elem_bytes(t)) % 128 == 0)
-		return n + 8;
-	return n;
-}
-
 /* An atomic whose old value is used hands it from the thread that did the
  * atomic to the threads holding copies: a scalar atomic (done by thread 0)
  * through 8 bytes, a block whose layout has copies in other warps through
@@ -94,14 +79,12 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		 * the accumulator's layout) */
 		if (an_same_registers(op->ops[0]->type, op->res[0].type) && !an_wgmma_smem_operand(op))
 			return 0;
-		if (ir_is_block(op->ops[0]->type) && op->ops[0]->type->rank >= 2) {
-			const IrType *t = op->ops[0]->type;
-			int64_t n = t->shape[t->rank - 1];
-			return numel(t) / n * an_exchange_pitch(op) * elem_bytes(t);
-		}
+		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
+	case OP_RESHAPE:
+		if (an_reshape_in_registers(op))
+			return 0;
 		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
 	case OP_TRANS:
-	case OP_RESHAPE:
 	case OP_SPLIT:
 	case OP_GATHER:
 		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);

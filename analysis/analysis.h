@@ -15,6 +15,9 @@
  *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
  *                                accesses, slices for reductions, propagation,
  *                                convert_layout where layouts disagree
+ *   coalesce.c                   the layout of each global load and store
+ *   locality.c an_thread_locality loop-accumulated reductions reduce in-thread
+ *                                per iteration, across threads once after
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
  *   alloc.c   an_insert_barriers `barrier` ops where scratch is reused
@@ -93,6 +96,17 @@ const IrLayout *an_slice_layout(IrCtx *ctx, int dim, const IrLayout *parent);
 const IrLayout *an_coalesced_layout(IrCtx *ctx, const AnAxis *a, const IrValue *ptr,
 				    const IrValue *mask, int num_warps, int warp_size);
 
+/* Elements per vectorised access through pointer block ptr (mask may be
+ * NULL) when ptr has layout l: the run of a thread's consecutive registers
+ * that are consecutive elements along l's fastest dim, bounded by
+ * an_access_vec; what the backend emits (coalesce.c). */
+int an_layout_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, const IrLayout *l);
+/* The layout the global load or store op is done in: its own coalesced
+ * layout when that vectorizes it better than rank_layout (its rank's
+ * anchor), else rank_layout (coalesce.c). */
+const IrLayout *an_access_layout(IrCtx *ctx, const AnAxis *a, const IrOp *op, const IrLayout *rank_layout,
+				 const AnGpuOptions *o);
+
 /* Unwinds slices: the blocked layout under l, the value shape extended to
  * its rank (size 1 in sliced dims, base_shape) and, for each dim of the
  * value, the dim of the blocked layout it maps to (dimmap). */
@@ -112,11 +126,6 @@ bool an_is_wgmma(const IrType *t);
  * layout) leaves its tile in shared memory for the warpgroup MMA to read
  * by descriptor: always for B; for A unless it is computed in registers
  * that already hold its fragments (an mma result, see an_same_registers). */
-/* The row pitch in elements of convert_layout op's exchange through
- * scratch (the source written row-major, read back in the result's
- * layout): the row length, padded for MMA accumulators (alloc.c). */
-int64_t an_exchange_pitch(const IrOp *op);
-
 /* mma.sync (sm_80+) takes this dot's element types: f16 -> f32/f16,
  * bf16 -> f32, f32 as tf32 -> f32, i8 -> i32. */
 bool an_mma_v2_types(const IrOp *dot);
@@ -185,6 +194,20 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
 int an_split_dots(IrFunc *f, const AnGpuOptions *o);
 
 void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
+/* Thread locality (locality.c): a reduction in a for loop whose result only
+ * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
+ * only each thread's own elements per iteration; the loop carries those
+ * partials and one cross-thread reduction after it finishes the job. On
+ * TTGIR (x in a blocked layout with a cross-thread part along the axis). */
+void an_thread_locality(IrFunc *f);
+/* The blocked layout of the view [..., A / ept, ..., ept] of block type t
+ * (blocked) in which the new last dim holds the ept elements each thread
+ * owns along axis and every thread keeps its registers (shape3: the view's
+ * shape); NULL when t is not blocked or is replicated along axis. */
+const IrLayout *an_thread_local_view(IrCtx *ctx, const IrType *t, int axis, int64_t *shape3);
+/* Whether op is a reshape {can_reorder} to such a view: it moves no data,
+ * each thread keeps its registers (no scratch; the backend copies them). */
+bool an_reshape_in_registers(const IrOp *op);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
 void an_remove_converts(IrFunc *f);

@@ -12,10 +12,11 @@
  *   1. anchors: every load/store/atomic through a pointer block proposes its
  *      coalesced layout (axis info -> up to 128 bits contiguous per thread);
  *      per rank, the anchor of the largest block wins and becomes that
- *      rank's layout.
+ *      rank's layout; an access it vectorizes worse than the access's own
+ *      coalesced layout is done in that one (coalesce.c).
  *   2. wants, backward: each value learns the layout its users would like
  *      (elementwise users pass theirs on, expand_dims asks for a slice of
- *      its result's layout, memory ops ask for the rank's anchor layout).
+ *      its result's layout, memory ops ask for their access layout).
  *   3. forward: sources (constants, ranges, splats) take their want; other
  *      ops take their operands' layout (reductions: a slice of it); an
  *      operand in another layout gets a convert_layout in front of the user.
@@ -272,6 +273,37 @@ static bool same_dist(const AnDimDist *x, const AnDimDist *y)
 	return true;
 }
 
+/* Slices (of different parents, or of a parent of another rank): the same
+ * registers when every dim of the value is spread alike and the dims come
+ * in the same register order (the sliced-away dims hold one register). */
+static bool same_sliced_registers(const IrLayout *la, const int64_t *sa, const int *ma, const IrLayout *lb,
+				  const int64_t *sb, const int *mb, int rank)
+{
+	int oa[IR_MAX_RANK], ob[IR_MAX_RANK], va[IR_MAX_RANK], vb[IR_MAX_RANK], na = 0, nb = 0;
+	if ((la->kind != LAYOUT_BLOCKED && la->kind != LAYOUT_MMA) || (lb->kind != LAYOUT_BLOCKED && lb->kind != LAYOUT_MMA))
+		return false;
+	an_reg_order(la, oa);
+	an_reg_order(lb, ob);
+	/* the value's dims in each layout's register order */
+	for (int i = 0; i < la->rank; i++)
+		for (int k = 0; k < rank; k++)
+			if (ma[k] == oa[i] && sa[oa[i]] > 1)
+				va[na++] = k;
+	for (int i = 0; i < lb->rank; i++)
+		for (int k = 0; k < rank; k++)
+			if (mb[k] == ob[i] && sb[ob[i]] > 1)
+				vb[nb++] = k;
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++) {
+		AnDimDist x, y;
+		if (va[i] != vb[i] || !an_dim_dist(la, sa, ma[va[i]], &x) || !an_dim_dist(lb, sb, mb[vb[i]], &y) ||
+		    !same_dist(&x, &y))
+			return false;
+	}
+	return true;
+}
+
 bool an_same_registers(const IrType *a, const IrType *b)
 {
 	if (!ir_is_block(a) || !ir_is_block(b) || !a->layout || !b->layout || a->rank != b->rank)
@@ -293,11 +325,9 @@ bool an_same_registers(const IrType *a, const IrType *b)
 			same = same && (a->shape[i] == 1 || ma[i] == mb[i]);
 		if (same)
 			return true;
-		if (la->rank != a->rank)
-			return false;
 	}
-	if (la->rank != a->rank || lb->rank != b->rank) /* slices: only of one parent */
-		return false;
+	if (la->rank != a->rank || lb->rank != b->rank)
+		return same_sliced_registers(la, sa, ma, lb, sb, mb, a->rank);
 	int oa[IR_MAX_RANK], ob[IR_MAX_RANK];
 	an_reg_order(la, oa);
 	an_reg_order(lb, ob);
@@ -619,6 +649,14 @@ static const IrLayout *target(LCtx *c, IrValue *v)
 	return default_layout(c, v->type);
 }
 
+/* The layout a global load or store is done in (coalesce.c): the rank's
+ * anchor, or the access's own coalesced layout where that vectorizes it
+ * better. */
+static const IrLayout *access_layout(LCtx *c, const IrOp *op)
+{
+	return an_access_layout(c->ctx, c->ax, op, default_layout(c, op->ops[0]->type), c->o);
+}
+
 static void wants_block(LCtx *c, IrBlock *b)
 {
 	for (IrOp *op = b->last; op; op = op->prev) {
@@ -627,6 +665,14 @@ static void wants_block(LCtx *c, IrBlock *b)
 		unsigned fl = ir_opinfo(op->opc)->flags;
 		switch (op->opc) {
 		case OP_STORE:
+			if (is_blk(op->ops[0])) {
+				/* pointer, value and mask in the store's layout */
+				const IrLayout *t = access_layout(c, op);
+				for (int i = 0; i < op->nops; i++)
+					set_want(c, op->ops[i], t);
+				break;
+			}
+			/* fall through */
 		case OP_ATOMIC_RMW:
 		case OP_ATOMIC_CAS:
 		case OP_REDUCE:
@@ -692,8 +738,9 @@ static void wants_block(LCtx *c, IrBlock *b)
 				/* an inline asm's results share one layout: the first one's wish */
 				if ((op->nres != 1 && op->opc != OP_INLINE_ASM) || op->nres < 1 || !is_blk(&op->res[0]))
 					break;
-				const IrLayout *t = op->opc == OP_LOAD ? default_layout(c, op->res[0].type)
-								       : target(c, &op->res[0]);
+				const IrLayout *t = op->opc != OP_LOAD ? target(c, &op->res[0])
+						    : is_blk(op->ops[0]) ? access_layout(c, op)
+									 : default_layout(c, op->res[0].type);
 				for (int i = 0; i < op->nops; i++)
 					set_want(c, op->ops[i], t);
 			}
@@ -847,7 +894,11 @@ static void assign_op(LCtx *c, IrOp *op)
 	case OP_EXPAND_DIMS: {
 		int axis = (int)ir_op_int(op, "axis", 0);
 		const IrLayout *l = is_blk(op->ops[0]) ? op->ops[0]->type->layout : NULL;
-		if (l && l->kind == LAYOUT_SLICE && l->dim == axis) {
+		const IrLayout *w = res->id >= 0 && res->id < c->nvals ? c->want[res->id] : NULL;
+		/* free when the operand is a slice along axis; a cheap operand
+		 * (a range shared by accesses in other layouts) follows the want */
+		if (l && l->kind == LAYOUT_SLICE && l->dim == axis &&
+		    (!w || w == l->parent || !remat_ok(op->ops[0], 0))) {
 			set_layout(c, res, l->parent);
 			return;
 		}
@@ -990,16 +1041,28 @@ static void assign_op(LCtx *c, IrOp *op)
 			if (is_blk(op->ops[0]))
 				l = op->ops[0]->type->layout;
 			/* storing a value born in another layout (a reduction result):
-			 * move the cheap address computation instead of the data */
+			 * move the cheap address computation instead of the data, when
+			 * the value's layout vectorizes the store as well; otherwise
+			 * the value is converted (through shared memory) */
+			IrValue *mask = op->opc == OP_STORE && op->nops > 2 ? op->ops[2] : NULL;
 			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
-			    remat_ok(op->ops[0], 0) && (op->nops < 3 || remat_ok(op->ops[2], 0)))
+			    remat_ok(op->ops[0], 0) && (!mask || remat_ok(mask, 0)) &&
+			    an_layout_vec(c->ax, op->ops[0], mask, op->ops[1]->type->layout) >=
+				    an_layout_vec(c->ax, op->ops[0], mask, l))
 				l = op->ops[1]->type->layout;
 		} else {
+			/* operands cheap to recompute in any layout (constants,
+			 * ranges, splats) do not decide when others are not: those
+			 * are converted, the cheap ones rematerialised */
+			bool costly = false;
 			for (int i = 0; i < op->nops; i++)
-				if (is_blk(op->ops[i]) && w && op->ops[i]->type->layout == w)
+				costly |= is_blk(op->ops[i]) && !remat_ok(op->ops[i], 0);
+			for (int i = 0; i < op->nops; i++)
+				if (is_blk(op->ops[i]) && (!costly || !remat_ok(op->ops[i], 0)) && w &&
+				    op->ops[i]->type->layout == w)
 					l = w;
 			for (int i = 0; !l && i < op->nops; i++)
-				if (is_blk(op->ops[i]))
+				if (is_blk(op->ops[i]) && (!costly || !remat_ok(op->ops[i], 0)))
 					l = op->ops[i]->type->layout;
 		}
 		if (!l && res && is_blk(res))
@@ -1303,6 +1366,61 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 	return true;
 }
 
+/* A carried value converted to another layout T wherever the body reads
+ * it, and yielded from a conversion of a value in T (the combine of
+ * `acc = minimum(rowmin(x), acc)` took its first operand's layout): the
+ * loop carries it in T, its init converted before the loop and its result
+ * after. */
+static bool retype_converted(RCtx *r, IrOp *loop, int ci)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrOp *y = ir_block_terminator(body);
+	IrValue *arg = body->args[ci + 1];
+	if (!y || y->opc != OP_YIELD || ci >= y->nops || !is_blk(arg))
+		return false;
+	IrOp *yc = y->ops[ci]->def;
+	if (!yc || yc->opc != OP_CONVERT_LAYOUT || yc->parent != body || ir_count_uses(r->f, &yc->res[0]) != 1)
+		return false;
+	const IrType *old = arg->type, *nt = yc->ops[0]->type;
+	if (!nt->layout || nt->layout->kind == LAYOUT_DOT_OP || nt->layout->kind == LAYOUT_SHARED)
+		return false;
+	int n = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->nregions && uses_in_regions(op, &arg, 1))
+			return false;
+		for (int i = 0; i < op->nops; i++) {
+			if (op->ops[i] != arg)
+				continue;
+			if (op->opc != OP_CONVERT_LAYOUT || op->res[0].type != nt)
+				return false;
+			n++;
+		}
+	}
+	if (!n)
+		return false;
+	for (IrOp *op = body->first; op; op = op->next)
+		if (op->opc == OP_CONVERT_LAYOUT && op->ops[0] == arg)
+			ir_replace_all_uses(r->f, &op->res[0], arg);
+	arg->type = nt;
+	ir_op_set_operand(y, ci, yc->ops[0]);
+	IrValue *init = loop->ops[3 + ci];
+	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
+	ci_op->res[0].id = -1;
+	ir_block_insert_before(loop->parent, loop, ci_op);
+	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
+	IrValue *res = &loop->res[ci];
+	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
+	co->res[0].id = -1;
+	ir_replace_all_uses(r->f, res, &co->res[0]);
+	res->type = nt;
+	if (loop->next)
+		ir_block_insert_before(loop->parent, loop->next, co);
+	else
+		ir_block_append(loop->parent, co);
+	return true;
+}
+
 static void retype_loops(RCtx *r, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
@@ -1311,7 +1429,7 @@ static void retype_loops(RCtx *r, IrBlock *b)
 		if (op->opc != OP_FOR)
 			continue;
 		for (int ci = 0; ci + 3 < op->nops && ci + 1 < op->regions[0]->nargs; ci++)
-			if (retype_carried(r, op, ci))
+			if (retype_carried(r, op, ci) || retype_converted(r, op, ci))
 				r->changed = true;
 	}
 }

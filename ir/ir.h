@@ -504,5 +504,25 @@ IrError *ir_combine_dot_add(IrModule *m);
  * initial value. lanes: a power of two. Float sums are regrouped (as any
  * tree reduction regroups them). NULL on success. */
 IrError *ir_loop_reduce_lanes(IrModule *m, int lanes);
+/* The pattern ir_loop_reduce_lanes and the GPU's thread-locality pass
+ * (analysis/locality.c) rewrite: red, a one-input reduce in loop's body
+ * whose combiner is one regroupable op (comb: add, mul, min, max, and, or,
+ * xor), and whose result only feeds upd = acc (op) red (either order, ri
+ * the operand that is red), acc the body argument of carried value ci,
+ * used only there, and upd only yielded into that value. */
+typedef struct IrLoopAccum {
+	IrOp *loop, *red, *upd;
+	const IrOp *comb;
+	int ri, ci;
+} IrLoopAccum;
+bool ir_loop_accum_match(IrFunc *f, IrOp *loop, IrOp *red, IrLoopAccum *m);
+/* Rewrites a matched m: red's input is viewed as `view` (a reshape, with
+ * can_reorder when reorder) and reduced along part_axis to `part` each
+ * iteration; the loop carries those partials (from comb's neutral value)
+ * instead of acc; after the loop they are reduced along post_axis to
+ * `post`, converted to red's result type when post is another (a layout),
+ * and combined with the initial value, which replaces the loop's result. */
+void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, bool reorder, int part_axis,
+			   const IrType *part, int post_axis, const IrType *post);
 
 #endif

@@ -1131,11 +1131,17 @@ static bool parse_op(Parser *p, IrBlock *blk)
 			return false;
 	}
 	Tok nt = p->tok;
-	if (!at(p, TK_IDENT))
-		return perr(p, &nt, "expected op name, found %s", describe(p, &nt));
 	char name[32];
 	int opc = -1;
-	if (nt.len < (int)sizeof name) {
+	if (at(p, TK_STRING)) { /* TTGIR spells reductions and scans as Triton does */
+		if (nt.len == 11 && !memcmp(nt.start, "\"tt.reduce\"", 11))
+			opc = OP_REDUCE;
+		else if (nt.len == 9 && !memcmp(nt.start, "\"tt.scan\"", 9))
+			opc = OP_SCAN;
+	} else if (!at(p, TK_IDENT)) {
+		return perr(p, &nt, "expected op name, found %s", describe(p, &nt));
+	}
+	if (at(p, TK_IDENT) && nt.len < (int)sizeof name) {
 		memcpy(name, nt.start, (size_t)nt.len);
 		name[nt.len] = 0;
 		opc = ir_opcode_by_name(name);

@@ -133,20 +133,16 @@ static IrValue *build_reduce(IrBuilder *b, const IrOp *c, IrValue *x, int axis, 
 	return &r->res[0];
 }
 
-/* Rewrites red (in loop's body) when its result only accumulates into a
- * loop-carried value: acc = acc (op) reduce(x) with the combiner's op. */
-static bool lanes_rewrite(IrFunc *f, IrOp *loop, IrOp *red, int lanes)
+bool ir_loop_accum_match(IrFunc *f, IrOp *loop, IrOp *red, IrLoopAccum *m)
 {
-	IrCtx *ctx = f->module->ctx;
 	IrBlock *body = loop->regions[0];
 	const IrOp *c = lane_combiner(red);
 	IrValue *x = red->ops[0];
 	const IrType *xt = x->type, *rt = red->res[0].type;
-	if (!c || !ir_is_block(xt) || xt->rank + 1 > IR_MAX_RANK || ir_op_int(red, "axis", -1) != xt->rank - 1)
+	if (!c || loop->opc != OP_FOR || red->parent != body || !ir_is_block(xt) || xt->rank + 1 > IR_MAX_RANK)
 		return false;
 	const IrType *e = ir_scalar(xt);
-	int64_t a = xt->shape[xt->rank - 1];
-	if (e->kind == TY_I1 || ir_scalar(rt) != e || c->res[0].type != e || a % lanes || a < 2 * lanes)
+	if (e->kind == TY_I1 || ir_scalar(rt) != e || c->res[0].type != e)
 		return false;
 	IrOp *u = only_user(f, &red->res[0]);
 	if (!u || u->parent != body || u->opc != c->opc || u->nops != 2 || u->res[0].type != rt || !same_attrs(u, c))
@@ -158,6 +154,76 @@ static bool lanes_rewrite(IrFunc *f, IrOp *loop, IrOp *red, int lanes)
 	int ci = acc->index - 1; /* carried value ci: operand 3 + ci, result ci */
 	IrOp *y = ir_block_terminator(body);
 	if (only_user(f, &u->res[0]) != y || y->ops[ci] != &u->res[0])
+		return false;
+	*m = (IrLoopAccum){loop, red, u, c, ri, ci};
+	return true;
+}
+
+void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, bool reorder, int part_axis,
+			   const IrType *part, int post_axis, const IrType *post)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrOp *loop = m->loop, *red = m->red, *u = m->upd;
+	IrBlock *body = loop->regions[0];
+	const IrOp *c = m->comb;
+	int ri = m->ri, ci = m->ci;
+	IrValue *x = red->ops[0];
+	IrValue *acc = u->ops[1 - ri];
+	const IrType *rt = red->res[0].type;
+
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	ir_builder_before(&b, red);
+	b.loc = red->loc;
+	IrValue *x3 = ir_build1(&b, OP_RESHAPE, view, 1, &x);
+	if (reorder)
+		ir_op_set_bool(ctx, x3->def, "can_reorder", true);
+	IrValue *pv = build_reduce(&b, c, x3, part_axis, part);
+	ir_op_set_operand(u, ri, pv);
+	u->res[0].type = part;
+	acc->type = part;
+	loop->res[ci].type = part;
+	ir_op_unlink(red);
+
+	IrValue *init = loop->ops[3 + ci];
+	ir_builder_before(&b, loop);
+	ir_op_set_operand(loop, 3 + ci, neutral(&b, c, part));
+
+	/* after the loop: reduce the partials, then fold in the initial value */
+	if (loop->next)
+		ir_builder_before(&b, loop->next);
+	else
+		ir_builder_at_end(&b, loop->parent);
+	IrValue *out = &loop->res[ci];
+	IrValue *q = build_reduce(&b, c, out, post_axis, post);
+	IrOp *qr = q->def;
+	if (post != rt)
+		q = ir_build1(&b, OP_CONVERT_LAYOUT, rt, 1, &q);
+	IrValue *ops[2];
+	ops[ri] = q;
+	ops[1 - ri] = init;
+	IrOp *fin = ir_build(&b, u->opc, 2, ops, 1, &rt, 0);
+	fin->nattrs = u->nattrs;
+	fin->attrs = u->attrs;
+	ir_replace_all_uses(f, out, &fin->res[0]);
+	ir_op_set_operand(qr, 0, out);
+	(void)body;
+}
+
+/* Rewrites red (in loop's body) when its result only accumulates into a
+ * loop-carried value: acc = acc (op) reduce(x) with the combiner's op. */
+static bool lanes_rewrite(IrFunc *f, IrOp *loop, IrOp *red, int lanes)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrLoopAccum m;
+	if (!ir_loop_accum_match(f, loop, red, &m))
+		return false;
+	const IrType *xt = red->ops[0]->type, *rt = red->res[0].type;
+	if (ir_op_int(red, "axis", -1) != xt->rank - 1)
+		return false;
+	const IrType *e = ir_scalar(xt);
+	int64_t a = xt->shape[xt->rank - 1];
+	if (a % lanes || a < 2 * lanes)
 		return false;
 
 	/* the lane types: x viewed as [..., a / lanes, lanes], partials [..., lanes] */
@@ -171,38 +237,7 @@ static bool lanes_rewrite(IrFunc *f, IrOp *loop, IrOp *red, int lanes)
 	const IrType *tl = ir_type_block(ctx, e, xt->rank, sl, NULL);
 	if (!t3 || !tl)
 		return false;
-
-	IrBuilder b;
-	ir_builder_init(&b, ctx);
-	ir_builder_before(&b, red);
-	b.loc = red->loc;
-	IrValue *x3 = ir_build1(&b, OP_RESHAPE, t3, 1, &x);
-	IrValue *part = build_reduce(&b, c, x3, xt->rank - 1, tl);
-	ir_op_set_operand(u, ri, part);
-	u->res[0].type = tl;
-	acc->type = tl;
-	loop->res[ci].type = tl;
-	ir_op_unlink(red);
-
-	IrValue *init = loop->ops[3 + ci];
-	ir_builder_before(&b, loop);
-	ir_op_set_operand(loop, 3 + ci, neutral(&b, c, tl));
-
-	/* after the loop: reduce the lanes, then fold in the initial value */
-	if (loop->next)
-		ir_builder_before(&b, loop->next);
-	else
-		ir_builder_at_end(&b, loop->parent);
-	IrValue *lanes_out = &loop->res[ci];
-	IrValue *q = build_reduce(&b, c, lanes_out, xt->rank - 1, rt);
-	IrValue *ops[2];
-	ops[ri] = q;
-	ops[1 - ri] = init;
-	IrOp *fin = ir_build(&b, u->opc, 2, ops, 1, &rt, 0);
-	fin->nattrs = u->nattrs;
-	fin->attrs = u->attrs;
-	ir_replace_all_uses(f, lanes_out, &fin->res[0]);
-	ir_op_set_operand(q->def, 0, lanes_out);
+	ir_loop_accum_rewrite(f, &m, t3, false, xt->rank - 1, tl, xt->rank - 1, rt);
 	return true;
 }
 

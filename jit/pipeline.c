@@ -209,6 +209,12 @@ static IrError *run_remove_converts(JitPipe *p)
 	return NULL;
 }
 
+static IrError *run_thread_locality(JitPipe *p)
+{
+	an_thread_locality(p->kernel);
+	return NULL;
+}
+
 static IrError *run_insert_barriers(JitPipe *p)
 {
 	int n;
@@ -330,6 +336,10 @@ const JitPass jit_passes[] = {
 	{"remove-converts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, 0, EDIT | JIT_F_BARRIERS | JIT_F_SHARED,
 	 JIT_T_TTGIR, run_remove_converts,
 	 "drops identity conversions, folds chains, rematerialises cheap producers, drops dead pure ops"},
+	{"thread-locality", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, 0, EDIT | JIT_F_BARRIERS | JIT_F_SHARED,
+	 JIT_T_TTGIR, run_thread_locality,
+	 "a reduction accumulated into a loop-carried value reduces each thread's own elements per iteration; "
+	 "the loop carries those partials, reduced across threads once after it"},
 	{"insert-barriers", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_BARRIERS, 0, JIT_T_TTGIR,
 	 run_insert_barriers, "a barrier op before each scratch user that may overwrite what another still reads"},
 	{"allocate-shared", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_SHARED, 0, JIT_T_TTGIR,
@@ -487,7 +497,8 @@ static void record_stage(JitPipe *p)
 		 * generation (no layouts: a program instance is one thread), in
 		 * Triton's MLIR spelling, which is what readers of a kernel's TTGIR
 		 * look for. The GPU's carries layouts in ctriton's textual form,
-		 * which tools read back. */
+		 * which tools read back; there the printer spells reductions and
+		 * scans as Triton's TTGIR does ("tt.reduce"). */
 		free(out->ttgir);
 		if (p->on == JIT_ON_CUDA) { /* the target, as Triton's ttg.target = "cuda:90" */
 			char tgt[32];

@@ -115,20 +115,6 @@ LLVMValueRef nv_map_owner(Nv *nv, const NvMap *m)
 	return p;
 }
 
-LLVMValueRef nv_map_lin_pitch(Nv *nv, const NvMap *m, const IrType *t, int r, int64_t pitch)
-{
-	if (!ir_is_block(t))
-		return nv_i32(nv, 0);
-	LLVMValueRef lin = nv_i32(nv, 0);
-	int64_t mul = 1;
-	for (int k = t->rank - 1; k >= 0; k--) {
-		LLVMValueRef c = nv_map_coord(nv, m, r, k);
-		lin = LLVMBuildAdd(nv->b, lin, LLVMBuildMul(nv->b, c, nv_i32(nv, mul), ""), "");
-		mul *= k == t->rank - 1 ? pitch : t->shape[k];
-	}
-	return lin;
-}
-
 LLVMValueRef nv_map_lin(Nv *nv, const NvMap *m, const IrType *t, int r)
 {
 	if (!ir_is_block(t))

@@ -15,30 +15,11 @@
 /* Memory                                                                    */
 /* ------------------------------------------------------------------------- */
 
-/* Vector width for the access through pointer block p with layout map m:
- * consecutive registers of consecutive, aligned addresses (and one mask
- * value), up to the registers of a thread along its fastest dim. */
+/* Vector width for the access through pointer block p: the one layout
+ * assignment chose the access's layout for (an_layout_vec). */
 int nv_access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m)
 {
-	if (!m->b)
-		return 1;
-	int d0 = m->order[0];
-	if (m->dd[d0].estride != 1)
-		return 1;
-	int vd = -1;
-	for (int k = 0; k < m->rank; k++)
-		if (m->dimmap[k] == d0)
-			vd = k;
-	if (vd < 0)
-		return 1;
-	int v = an_access_vec(nv->ax, p, mask, vd);
-	if (v > m->dd[d0].spt)
-		v = m->dd[d0].spt;
-	if (v > m->nd[d0])
-		v = m->nd[d0];
-	if (ir_scalar(ir_scalar(p->type)->elem)->kind == TY_I1)
-		v = 1;
-	return v < 1 ? 1 : v;
+	return m->b ? an_layout_vec(nv->ax, p, mask, p->type->layout) : 1;
 }
 
 /* A masked global load of nw 32-bit words as one predicated PTX load:

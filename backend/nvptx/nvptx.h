@@ -75,8 +75,6 @@ int64_t nv_map_offset(const NvMap *m, int r, int d); /* register r along base di
 LLVMValueRef nv_map_coord(Nv *nv, const NvMap *m, int r, int vdim);
 LLVMValueRef nv_map_owner(Nv *nv, const NvMap *m);   /* NULL: every thread owns */
 LLVMValueRef nv_map_lin(Nv *nv, const NvMap *m, const IrType *t, int r); /* row-major index */
-/* row-major index with rows pitch elements apart (pitch >= the last dim) */
-LLVMValueRef nv_map_lin_pitch(Nv *nv, const NvMap *m, const IrType *t, int r, int64_t pitch);
 int nv_map_nregs(Nv *nv, const IrType *t);
 
 /* lower.c: the core used by every op family */

@@ -4,8 +4,10 @@
  * split, cat, join, gather (and histogram: counts added to shared bins
  * with shared-memory atomics). The source is written row-major, then after a
  * barrier read in the destination layout (skipped when both layouts
- * distribute registers identically). A conversion to a 16-bit #dot_op
- * layout goes through the ldmatrix staging of dot.c.
+ * distribute registers identically); a conversion stages the block with the
+ * destination's fastest dim innermost, in vectors, its 16-byte chunks
+ * swizzled against bank conflicts. A conversion to a 16-bit #dot_op layout
+ * goes through the ldmatrix staging of dot.c.
  */
 #include "nvptx.h"
 
@@ -133,28 +135,289 @@ static void lower_exchange(Nv *nv, IrOp *op, IndexFn fn)
 	}
 }
 
-/* convert_layout through scratch rows pitch elements apart (see
- * an_exchange_pitch) */
-static void lower_exchange_pitched(Nv *nv, IrOp *op, int64_t pitch)
+void nv_lower_reshape(Nv *nv, IrOp *op)
 {
-	int64_t off = nv_scratch_off(op);
-	const IrValue *v = op->ops[0];
-	NvMap a;
-	nv_map_init(nv, v->type, &a);
-	for (int r = 0; r < a.n; r++)
-		nv_smem_store(nv, v->type, off, nv_map_lin_pitch(nv, &a, v->type, r, pitch), nv_reg(nv, v, r));
-	nv_barrier(nv);
-	NvMap m;
-	nv_map_init(nv, op->res[0].type, &m);
-	LLVMValueRef *out = nv_regbuf(nv, m.n);
-	for (int r = 0; r < m.n; r++)
-		out[r] = nv_smem_load(nv, v->type, off, nv_map_lin_pitch(nv, &m, op->res[0].type, r, pitch));
-	nv_set(nv, &op->res[0], m.n, out);
+	if (an_reshape_in_registers(op)) { /* a view that keeps every register in its thread */
+		nv_lower_identity(nv, op);
+		return;
+	}
+	lower_exchange(nv, op, idx_same);
 }
-
-void nv_lower_reshape(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_same); }
 void nv_lower_trans(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_trans); }
 void nv_lower_split(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_split); }
+
+/* ------------------------------------------------------------------------- */
+/* convert_layout through scratch                                            */
+/* ------------------------------------------------------------------------- */
+
+/* A conversion stages the block in scratch with the destination's fastest
+ * dim innermost (dim f: element strides mul[], mul[f] = 1, the other dims
+ * row-major), so the destination reads its runs of consecutive elements as
+ * vectors of up to 16 bytes; the source writes its runs along f as vectors
+ * too (an mma accumulator's column pairs, a blocked tile's rows). The
+ * 16-byte chunks of each 128-byte line of the buffer are permuted, chunk c
+ * of line n stored at c ^ key(n) with key(n) = ((n >> sh1) ^ (n >> sh2)) &
+ * 7, which keeps every vector whole. The key is chosen per conversion by
+ * counting the shared-memory wavefronts warp 0's stores and loads take
+ * (bank conflicts) for no swizzle and a few such bit-field hashes: rows of
+ * an mma fragment 8 apart, or a tile written down its columns, would
+ * otherwise hit one bank group. */
+typedef struct Xchg {
+	int rank, f, es;
+	int64_t mul[IR_MAX_RANK];
+	int sh1, sh2; /* sh1 < 0: no swizzle; sh2 < 0: key from sh1 alone */
+} Xchg;
+
+/* The value dim fastest in the register order of map m (of block type t),
+ * skipping dims of size 1 (or the last dim): its registers are consecutive
+ * and its lanes neighbours. */
+static int fast_dim(const NvMap *m, const IrType *t)
+{
+	for (int i = 0; i < m->brank; i++) {
+		int d = m->order[i];
+		if (m->bs[d] <= 1)
+			continue;
+		for (int k = 0; k < t->rank; k++)
+			if (m->dimmap[k] == d)
+				return k;
+		break;
+	}
+	return t->rank - 1;
+}
+
+/* Elements per vector access of layout map m (of block type t) along value
+ * dim f, es bytes each: the consecutive registers that are consecutive
+ * along f (at most 16 bytes). */
+static int xchg_vec(const NvMap *m, const IrType *t, int f, int es)
+{
+	if (!m->b || ir_scalar(t)->kind == TY_I1 || ir_scalar(t)->kind == TY_PTR)
+		return 1;
+	int d = m->dimmap[f];
+	if (fast_dim(m, t) != f || m->dd[d].estride != 1 || m->bs[d] == 1)
+		return 1;
+	int v = m->dd[d].spt < m->nd[d] ? m->dd[d].spt : m->nd[d];
+	while (v > 1 && v * es > 16)
+		v /= 2;
+	return v < 1 ? 1 : v;
+}
+
+static int64_t xchg_key(const Xchg *x, int64_t line)
+{
+	if (x->sh1 < 0)
+		return 0;
+	int64_t k = line >> x->sh1;
+	if (x->sh2 >= 0)
+		k ^= line >> x->sh2;
+	return k & 7;
+}
+
+/* Byte offset in the buffer of the element of thread (lane, warp)'s
+ * register r under map m, before the swizzle. */
+static int64_t xchg_byte(const Xchg *x, const NvMap *m, int lane, int warp, int r)
+{
+	int64_t lin = 0;
+	for (int k = 0; k < x->rank; k++) {
+		int d = m->dimmap[k];
+		int64_t S = m->bs[d];
+		if (S == 1)
+			continue;
+		const AnDimDist *dd = &m->dd[d];
+		int64_t lc = (lane / dd->lane_stride) % dd->tpw, wc = (warp / dd->warp_stride) % dd->wpc;
+		int64_t c = (wc * dd->warp_unit + lc * dd->lane_unit + nv_map_offset(m, r, d)) & (S - 1);
+		lin += c * x->mul[k];
+	}
+	return lin * x->es;
+}
+
+/* The swizzle: chunk bits 4..6 XOR the key of the line (bits 7 and up).
+ * Linear over XOR, so the address of a register is the thread's part
+ * swizzled XOR the register's part swizzled when those two combine by
+ * XOR (xchg_split). */
+static int64_t xchg_swz(const Xchg *x, int64_t b)
+{
+	return b ^ (xchg_key(x, b >> 7) << 4);
+}
+
+/* Shared-memory wavefronts warp 0 takes for the accesses of map m, vec
+ * elements at a time, under x's swizzle. */
+static int64_t xchg_cost(const Xchg *x, const NvMap *m, int vec)
+{
+	int wb = vec * x->es, per = wb <= 4 ? 32 : wb == 8 ? 16 : 8, words = wb < 4 ? 1 : wb / 4;
+	int64_t cost = 0;
+	for (int r = 0; r < m->n; r += vec) {
+		int64_t w[32];
+		for (int lane = 0; lane < 32; lane++)
+			w[lane] = xchg_swz(x, xchg_byte(x, m, lane, 0, r)) >> 2;
+		for (int p = 0; p < 32; p += per) {
+			int64_t seen[32 * 4];
+			int nseen = 0, depth[32] = {0}, most = 1;
+			for (int lane = p; lane < p + per; lane++)
+				for (int e = 0; e < words; e++) {
+					int64_t wd = w[lane] + e;
+					bool dup = false;
+					for (int i = 0; i < nseen && !dup; i++)
+						dup = seen[i] == wd;
+					if (dup)
+						continue;
+					seen[nseen++] = wd;
+					int bank = (int)(wd & 31);
+					if (++depth[bank] > most)
+						most = depth[bank];
+				}
+			cost += most;
+		}
+	}
+	return cost;
+}
+
+/* The staging of a conversion to block type t along dim f: strides and
+ * the cheapest swizzle for the source's and destination's accesses. */
+static void xchg_plan(const IrType *t, int f, const NvMap *src, const NvMap *dst, int vs, int vd, Xchg *x)
+{
+	x->rank = t->rank;
+	x->es = (int)nv_esize(t);
+	x->f = f;
+	int64_t run = t->shape[x->f];
+	x->mul[x->f] = 1;
+	for (int k = t->rank - 1; k >= 0; k--)
+		if (k != x->f) {
+			x->mul[k] = run;
+			run *= t->shape[k];
+		}
+	static const int cand[][2] = {{-1, -1}, {0, -1}, {1, -1}, {2, -1}, {3, -1}, {4, -1}, {0, 3}, {1, 4}, {2, 5}, {3, 6}};
+	int64_t best = -1;
+	int bi = 0;
+	for (int i = 0; i < (int)(sizeof cand / sizeof cand[0]); i++) {
+		x->sh1 = cand[i][0];
+		x->sh2 = cand[i][1];
+		int64_t c = xchg_cost(x, src, vs) + xchg_cost(x, dst, vd);
+		if (best < 0 || c < best) {
+			best = c;
+			bi = i;
+		}
+	}
+	x->sh1 = cand[bi][0];
+	x->sh2 = cand[bi][1];
+}
+
+/* Whether every element's offset under map m is its thread's part (register
+ * 0's) XOR its register's part (thread 0's): true for blocked and mma
+ * layouts over power-of-two shapes, whose lane, warp and register bits of a
+ * coordinate are disjoint. Then (xchg_swz being linear) a register's
+ * address is the thread's swizzled part XOR a constant, and no register
+ * needs its own address arithmetic beyond that. *tmask: the bits the
+ * threads' swizzled parts may have. */
+static bool xchg_split(const Xchg *x, const NvMap *m, int nwarps, int64_t *tmask)
+{
+	*tmask = 0;
+	if ((int64_t)m->n * 32 * nwarps > (1 << 20))
+		return false;
+	for (int w = 0; w < nwarps; w++)
+		for (int lane = 0; lane < 32; lane++) {
+			int64_t t = xchg_byte(x, m, lane, w, 0);
+			*tmask |= xchg_swz(x, t);
+			for (int r = 1; r < m->n; r++)
+				if (xchg_byte(x, m, lane, w, r) != (t ^ xchg_byte(x, m, 0, 0, r)))
+					return false;
+		}
+	return true;
+}
+
+/* The swizzled byte offset of register r of map m (built with nv). */
+static LLVMValueRef xchg_offset(Nv *nv, const Xchg *x, const NvMap *m, int r)
+{
+	LLVMBuilderRef B = nv->b;
+	LLVMValueRef lin = nv_i32(nv, 0);
+	for (int k = 0; k < x->rank; k++)
+		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
+	LLVMValueRef b = LLVMBuildMul(B, lin, nv_i32(nv, x->es), "");
+	if (x->sh1 >= 0) {
+		LLVMValueRef k = LLVMBuildLShr(B, b, nv_i32(nv, 7 + x->sh1), "");
+		if (x->sh2 >= 0)
+			k = LLVMBuildXor(B, k, LLVMBuildLShr(B, b, nv_i32(nv, 7 + x->sh2), ""), "");
+		k = LLVMBuildShl(B, LLVMBuildAnd(B, k, nv_i32(nv, 7), ""), nv_i32(nv, 4), "");
+		b = LLVMBuildXor(B, b, k, "");
+	}
+	return b;
+}
+
+/* Shared addresses of the registers r = 0, vec, 2 vec, ... of map m. */
+static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, int64_t off)
+{
+	LLVMBuilderRef B = nv->b;
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(nv->c);
+	LLVMValueRef *a = nv_regbuf(nv, m->n);
+	int64_t tmask;
+	bool split = xchg_split(x, m, nv->ao.num_warps, &tmask);
+	LLVMValueRef t = split ? xchg_offset(nv, x, m, 0) : NULL;
+	for (int r = 0; r < m->n; r += vec) {
+		LLVMValueRef b;
+		int64_t add = off;
+		if (split) {
+			/* the bits the thread's part may have are XORed (one xor per
+			 * distinct pattern), the others added: they fold into the
+			 * address as an immediate */
+			int64_t c = xchg_swz(x, xchg_byte(x, m, 0, 0, r));
+			b = c & tmask ? LLVMBuildXor(B, t, nv_i32(nv, c & tmask), "") : t;
+			add += c & ~tmask;
+		} else {
+			b = xchg_offset(nv, x, m, r);
+		}
+		/* the constant as a GEP of its own, so that LLVM does not merge it
+		 * into the XOR (known-zero bits) and it stays an immediate */
+		LLVMValueRef p = LLVMBuildGEP2(B, i8, nv->smem, &b, 1, "");
+		LLVMValueRef k = nv_i32(nv, add);
+		a[r] = LLVMBuildGEP2(B, i8, p, &k, 1, "");
+	}
+	return a;
+}
+
+static void lower_convert_staged(Nv *nv, IrOp *op)
+{
+	const IrValue *v = op->ops[0];
+	const IrType *st = v->type, *rt = op->res[0].type;
+	int64_t off = nv_scratch_off(op);
+	NvMap ms, md;
+	nv_map_init(nv, st, &ms);
+	nv_map_init(nv, rt, &md);
+	Xchg x;
+	int es = (int)nv_esize(rt), f = fast_dim(&md, rt);
+	int vs = xchg_vec(&ms, st, f, es), vd = xchg_vec(&md, rt, f, es);
+	xchg_plan(rt, f, &ms, &md, vs, vd, &x);
+	bool isbool = ir_scalar(st)->kind == TY_I1;
+	LLVMTypeRef et = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, st);
+	LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off);
+	for (int r = 0; r < ms.n; r += vs) {
+		LLVMValueRef p = wa[r];
+		if (vs == 1) {
+			LLVMValueRef e = nv_reg(nv, v, r);
+			if (isbool)
+				e = LLVMBuildZExt(nv->b, e, et, "");
+			LLVMBuildStore(nv->b, e, p);
+			continue;
+		}
+		LLVMValueRef e = LLVMGetUndef(LLVMVectorType(et, (unsigned)vs));
+		for (int i = 0; i < vs; i++)
+			e = LLVMBuildInsertElement(nv->b, e, nv_reg(nv, v, r + i), nv_i32(nv, i), "");
+		LLVMSetAlignment(LLVMBuildStore(nv->b, e, p), (unsigned)(vs * es));
+	}
+	nv_barrier(nv);
+	LLVMValueRef *out = nv_regbuf(nv, md.n);
+	LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off);
+	for (int r = 0; r < md.n; r += vd) {
+		LLVMValueRef p = ra[r];
+		LLVMTypeRef vt = vd == 1 ? et : LLVMVectorType(et, (unsigned)vd);
+		LLVMValueRef e = LLVMBuildLoad2(nv->b, vt, p, "");
+		LLVMSetAlignment(e, (unsigned)(vd * es));
+		for (int i = 0; i < vd; i++) {
+			LLVMValueRef y = vd == 1 ? e : LLVMBuildExtractElement(nv->b, e, nv_i32(nv, i), "");
+			if (isbool)
+				y = LLVMBuildICmp(nv->b, LLVMIntNE, y, LLVMConstInt(et, 0, 0), "");
+			out[r + i] = y;
+		}
+	}
+	nv_set(nv, &op->res[0], md.n, out);
+}
 
 void nv_lower_convert(Nv *nv, IrOp *op)
 {
@@ -180,13 +443,7 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		nv_lower_identity(nv, op);
 		return;
 	}
-	int64_t pitch = an_exchange_pitch(op);
-	const IrType *st = op->ops[0]->type;
-	if (ir_is_block(st) && st->rank >= 2 && pitch != st->shape[st->rank - 1]) {
-		lower_exchange_pitched(nv, op, pitch);
-		return;
-	}
-	lower_exchange(nv, op, idx_same);
+	lower_convert_staged(nv, op);
 }
 
 /* cat along dim 0 / join in a new minor dim of size 2. */

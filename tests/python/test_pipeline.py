@@ -63,8 +63,8 @@ def test_pass_table_rows():
     names = [p["name"] for p in rows]
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
-    assert cuda == ["verify", "combine-dot-add", "cse-scalars", "dce", "split-dots", "prefetch", "axis-info", "assign-layouts",
-                    "remove-converts", "insert-barriers", "allocate-shared", "nvptx-lower",
+    assert cuda == ["verify", "combine-dot-add", "cse-scalars", "dce", "split-dots", "prefetch", "axis-info",
+                    "assign-layouts", "remove-converts", "thread-locality", "insert-barriers", "allocate-shared", "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
     assert _pipeline_rows("cpu") == ["verify", "combine-dot-add", "cse-scalars", "dce", "reduce-lanes",
                                     "cpu-codegen"]

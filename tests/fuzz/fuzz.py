@@ -256,7 +256,15 @@ class Gen:
             if op in ("<<", ">>"):
                 bn = f"({bn} & 3)"
                 br = (br & 3).astype(dt)
-                ref = (ar << br) if op == "<<" else (ar >> br)
+                if op == "<<":
+                    ref = ar << br
+                elif U.is_signed(a.dtype) != U.is_signed(dt):
+                    # as Triton: the left operand's own signedness picks an
+                    # arithmetic or a logical shift of the promoted bits
+                    sd = np.dtype(dt).str.replace("u", "i") if U.is_signed(a.dtype) else np.dtype(dt).str.replace("i", "u")
+                    ref = (ar.view(sd) >> br.astype(sd)).view(dt)
+                else:
+                    ref = ar >> br
                 return self.add(f"{an} {op} {bn}", dt, ref.astype(dt))
             f = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}[op]
             return self.add(f"{an} {op} {bn}", dt, f(ar, br).astype(dt))

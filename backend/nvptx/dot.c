@@ -709,7 +709,13 @@ static void lower_dot_fma_batched(Nv *nv, IrOp *op)
 	nv_barrier(nv);
 	NvMap m;
 	nv_map_init(nv, ct, &m);
-	LLVMTypeRef cty = nv_llty(nv, ct), i32 = LLVMInt32TypeInContext(nv->c);
+	/* f16/bf16 accumulators add in f32, rounded once at the end (the
+	 * tensor cores' accuracy, not K roundings) */
+	const IrType *wt = ct;
+	IrTypeKind ck = ir_scalar(ct)->kind;
+	if (ck == TY_F16 || ck == TY_BF16)
+		wt = ir_type_like(nv->ctx, ct, ir_type(nv->ctx, TY_F32));
+	LLVMTypeRef cty = nv_llty(nv, wt), i32 = LLVMInt32TypeInContext(nv->c);
 	bool fl = ir_is_float(ir_scalar(ct));
 	LLVMValueRef *arow = nv_regbuf(nv, m.n), *bcol = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++) {
@@ -729,8 +735,8 @@ static void lower_dot_fma_batched(Nv *nv, IrOp *op)
 		phis[r] = LLVMBuildPhi(nv->b, cty, "");
 	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
 	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef a = nv_cast(nv, op, at, ct, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, arow[r], kv, "")));
-		LLVMValueRef b = nv_cast(nv, op, bt, ct, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, bcol[r], kN, "")));
+		LLVMValueRef a = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, arow[r], kv, "")));
+		LLVMValueRef b = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, bcol[r], kN, "")));
 		if (fl)
 			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
 		else
@@ -740,9 +746,12 @@ static void lower_dot_fma_batched(Nv *nv, IrOp *op)
 	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
 	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
 	for (int r = 0; r < m.n; r++)
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){nv_reg(nv, op->ops[2], r), nxt[r]},
+		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? nv_reg(nv, op->ops[2], r) : nv_cast(nv, op, ct, wt, nv_reg(nv, op->ops[2], r)), nxt[r]},
 				(LLVMBasicBlockRef[]){pre, hb}, 2);
 	LLVMPositionBuilderAtEnd(nv->b, eb);
+	if (wt != ct)
+		for (int r = 0; r < m.n; r++)
+			nxt[r] = nv_cast(nv, op, wt, ct, nxt[r]);
 	nv_set(nv, &op->res[0], m.n, nxt);
 }
 
@@ -768,7 +777,13 @@ void nv_lower_dot(Nv *nv, IrOp *op)
 	nv_barrier(nv);
 	NvMap m;
 	nv_map_init(nv, ct, &m);
-	LLVMTypeRef cty = nv_llty(nv, ct);
+	/* f16/bf16 accumulators add in f32, rounded once at the end (the
+	 * tensor cores' accuracy, not K roundings) */
+	const IrType *wt = ct;
+	IrTypeKind ck = ir_scalar(ct)->kind;
+	if (ck == TY_F16 || ck == TY_BF16)
+		wt = ir_type_like(nv->ctx, ct, ir_type(nv->ctx, TY_F32));
+	LLVMTypeRef cty = nv_llty(nv, wt);
 	bool fl = ir_is_float(ir_scalar(ct));
 	int d0 = m.dimmap[0], d1 = m.dimmap[1];
 	/* distinct rows / columns this thread needs */
@@ -792,10 +807,10 @@ void nv_lower_dot(Nv *nv, IrOp *op)
 		phis[r] = LLVMBuildPhi(nv->b, cty, "");
 	LLVMValueRef *av = nv_regbuf(nv, m.nd[d0]), *bv = nv_regbuf(nv, m.nd[d1]);
 	for (int i = 0; i < m.nd[d0]; i++)
-		av[i] = nv_cast(nv, op, at, ct, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
+		av[i] = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
 	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
 	for (int i = 0; i < m.nd[d1]; i++)
-		bv[i] = nv_cast(nv, op, bt, ct, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
+		bv[i] = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
 	for (int r = 0; r < m.n; r++) {
 		int j[IR_MAX_RANK];
 		nv_map_local(&m, r, j);
@@ -809,7 +824,10 @@ void nv_lower_dot(Nv *nv, IrOp *op)
 	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
 	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
 	for (int r = 0; r < m.n; r++)
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){nv_reg(nv, op->ops[2], r), nxt[r]}, (LLVMBasicBlockRef[]){pre, hb}, 2);
+		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? nv_reg(nv, op->ops[2], r) : nv_cast(nv, op, ct, wt, nv_reg(nv, op->ops[2], r)), nxt[r]}, (LLVMBasicBlockRef[]){pre, hb}, 2);
 	LLVMPositionBuilderAtEnd(nv->b, eb);
+	if (wt != ct)
+		for (int r = 0; r < m.n; r++)
+			nxt[r] = nv_cast(nv, op, wt, ct, nxt[r]);
 	nv_set(nv, &op->res[0], m.n, nxt);
 }

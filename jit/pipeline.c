@@ -500,13 +500,23 @@ static void record_stage(JitPipe *p)
 		 * which tools read back; there the printer spells reductions and
 		 * scans as Triton's TTGIR does ("tt.reduce"). */
 		free(out->ttgir);
-		if (p->on == JIT_ON_CUDA) { /* the target, as Triton's ttg.target = "cuda:90" */
+		if (p->on == JIT_ON_CUDA) {
+			/* the text names the target, as Triton's ttg.target = "cuda:90";
+			 * the module itself stays as the passes left it */
 			char tgt[32];
 			snprintf(tgt, sizeof tgt, "cuda:%d", p->target.arch);
+			int n0 = p->m->nattrs;
+			IrAttr *a0 = p->m->attrs; /* ir_set_attr inserts into a new array */
 			IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
 			ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
+			out->ttgir = strdup(ir_print_module(p->m));
+			if (p->m->nattrs == n0 + 1) {
+				p->m->nattrs = n0;
+				p->m->attrs = a0;
+			}
+		} else {
+			out->ttgir = strdup(ir_print_mlir(p->m, "cpu", 1));
 		}
-		out->ttgir = strdup(p->on == JIT_ON_CPU ? ir_print_mlir(p->m, "cpu", 1) : ir_print_module(p->m));
 		out->ms[JIT_T_TTGIR] += jit_now_ms() - t;
 		break;
 	case JIT_S_LLIR:

@@ -184,6 +184,12 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 		fclose(lf);
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (strstr(log, "is not defined for option 'gpu-name'")) {
+			/* a ptxas too new for the arch (CUDA 13 has no sm_70): the
+			 * PTX goes to the driver, as without ptxas */
+			rc = 1;
+			goto out;
+		}
 		snprintf(errbuf, errlen, "ptxas failed for %s:\n%s", archs, log);
 		goto out;
 	}

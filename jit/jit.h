@@ -244,7 +244,8 @@ int jit_find_ptxas(char *buf, size_t n);
  * (nvidia-cuda-nvcc); the string is copied. */
 void jit_set_pkg_ptxas(const char *path);
 /* Assembles PTX into a cubin with the ptxas jit_find_ptxas finds; 0 on
- * success, 1 when ptxas is absent, -1 on an error (message in errbuf).
+ * success, 1 when ptxas is absent or does not know the arch (the PTX goes
+ * to the driver), -1 on an error (message in errbuf).
  * Fills k->cubin, n_regs, n_spills. */
 int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen);
 void jit_kernel_free(JitKernel *k);

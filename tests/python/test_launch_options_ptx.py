@@ -76,3 +76,11 @@ def test_arch_override_on_the_gpu(how, monkeypatch):
         h = simple.warmup(data, out, arch="sm80", grid=(1,))
     assert re.search(r"cuda:(\d+)", h.asm["ttgir"]).group(1) == "80"
     assert ".target sm_80" in h.asm["ptx"]
+
+
+def test_arch_older_than_ptxas_knows():
+    """sm_70 through a ptxas that no longer assembles it (CUDA 13): the PTX
+    is kept for the driver to compile, as when no ptxas is found."""
+    k = ptx_of(mul_add, arch=70)
+    assert ".target sm_70" in k.asm["ptx"]
+    assert re.search(r'target = "cuda:70"', k.asm["ttgir"])

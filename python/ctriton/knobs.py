@@ -38,11 +38,22 @@ def _ctriton_key(key):
     return None
 
 
+# CTRITON_X variables setenv wrote as mirrors of TRITON_X, with their values
+_mirrored = {}
+
+
 def getenv(key, default=None):
-    """The value of a knob's environment variable: CTRITON_X before TRITON_X."""
+    """The value of a knob's environment variable: CTRITON_X before TRITON_X.
+    A CTRITON_X that only mirrors a knob's assignment is dropped once
+    TRITON_X is gone (removed by whoever restores the environment, as
+    monkeypatch or Triton's test fixtures do, which know only TRITON_X)."""
     ck = _ctriton_key(key)
     if ck is not None and ck in os.environ:
-        return os.environ[ck]
+        if key not in os.environ and ck in _mirrored and os.environ[ck] == _mirrored[ck]:
+            os.environ.pop(ck, None)
+            _mirrored.pop(ck, None)
+        else:
+            return os.environ[ck]
     return os.environ.get(key, default)
 
 
@@ -51,13 +62,19 @@ def setenv(key, value):
     ``propagate_env`` is true."""
     if not propagate_env:
         return
-    for k in (key, _ctriton_key(key)):
+    ck = _ctriton_key(key)
+    for k in (key, ck):
         if k is None:
             continue
         if value is None:
             os.environ.pop(k, None)
         else:
             os.environ[k] = value
+    if ck is not None:
+        if value is None:
+            _mirrored.pop(ck, None)
+        else:
+            _mirrored[ck] = value
 
 
 def _to_env(value):

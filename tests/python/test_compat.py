@@ -657,3 +657,22 @@ def test_find_spec_of_triton_alias():
             "assert importlib.util.find_spec('triton.language') is not None; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_knob_mirror_dropped_when_triton_variable_is_removed(monkeypatch):
+    """A knob set in Python writes TRITON_X and its CTRITON_X mirror; a
+    restorer that knows only TRITON_X (Triton's fresh_knobs fixture,
+    monkeypatch) removes that one, and the stale mirror must not keep the
+    value alive (TRITON_OVERRIDE_ARCH leaked into later tests this way)."""
+    import os
+    from ctriton import knobs
+    monkeypatch.delenv("TRITON_OVERRIDE_ARCH", raising=False)
+    monkeypatch.delenv("CTRITON_OVERRIDE_ARCH", raising=False)
+    fresh = knobs.runtime.copy().reset()
+    fresh.override_arch = "sm80"
+    assert os.environ["TRITON_OVERRIDE_ARCH"] == "sm80" and os.environ["CTRITON_OVERRIDE_ARCH"] == "sm80"
+    del os.environ["TRITON_OVERRIDE_ARCH"]
+    assert knobs.runtime.override_arch is None
+    assert "CTRITON_OVERRIDE_ARCH" not in os.environ
+    monkeypatch.setenv("CTRITON_OVERRIDE_ARCH", "sm90")  # set by the user: kept
+    assert knobs.runtime.override_arch == "sm90"

@@ -1209,6 +1209,27 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 	}
 }
 
+/* Loop-carried value ci now in type nt inside the loop: its init converted
+ * to nt before the loop, the loop's result converted back to old after it. */
+static void carry_converted(RCtx *r, IrOp *loop, int ci, const IrType *old, const IrType *nt)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	IrValue *init = loop->ops[3 + ci];
+	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
+	ci_op->res[0].id = -1;
+	ir_block_insert_before(loop->parent, loop, ci_op);
+	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
+	IrValue *res = &loop->res[ci];
+	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
+	co->res[0].id = -1;
+	ir_replace_all_uses(r->f, res, &co->res[0]);
+	res->type = nt;
+	if (loop->next)
+		ir_block_insert_before(loop->parent, loop->next, co);
+	else
+		ir_block_append(loop->parent, co);
+}
+
 /* A loop-carried value computed in the body from values converted out of
  * another layout (attention's row sum l = l * alpha + rowsum(p), carried in
  * the layout its init and the epilogue gave it while alpha and the row sum
@@ -1348,21 +1369,7 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 		set[k]->type = nt;
 	}
 	arg->type = nt;
-	/* the init converted before the loop, the result after it */
-	IrValue *init = loop->ops[3 + ci];
-	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
-	ci_op->res[0].id = -1;
-	ir_block_insert_before(loop->parent, loop, ci_op);
-	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
-	IrValue *res = &loop->res[ci];
-	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
-	co->res[0].id = -1;
-	ir_replace_all_uses(r->f, res, &co->res[0]);
-	res->type = nt;
-	if (loop->next)
-		ir_block_insert_before(loop->parent, loop->next, co);
-	else
-		ir_block_append(loop->parent, co);
+	carry_converted(r, loop, ci, old, nt);
 	return true;
 }
 
@@ -1373,7 +1380,6 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
  * after. */
 static bool retype_converted(RCtx *r, IrOp *loop, int ci)
 {
-	IrCtx *ctx = r->f->module->ctx;
 	IrBlock *body = loop->regions[0];
 	IrOp *y = ir_block_terminator(body);
 	IrValue *arg = body->args[ci + 1];
@@ -1404,20 +1410,7 @@ static bool retype_converted(RCtx *r, IrOp *loop, int ci)
 			ir_replace_all_uses(r->f, &op->res[0], arg);
 	arg->type = nt;
 	ir_op_set_operand(y, ci, yc->ops[0]);
-	IrValue *init = loop->ops[3 + ci];
-	IrOp *ci_op = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &init, 1, &nt, 0, loop->loc);
-	ci_op->res[0].id = -1;
-	ir_block_insert_before(loop->parent, loop, ci_op);
-	ir_op_set_operand(loop, 3 + ci, &ci_op->res[0]);
-	IrValue *res = &loop->res[ci];
-	IrOp *co = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &res, 1, &old, 0, loop->loc);
-	co->res[0].id = -1;
-	ir_replace_all_uses(r->f, res, &co->res[0]);
-	res->type = nt;
-	if (loop->next)
-		ir_block_insert_before(loop->parent, loop->next, co);
-	else
-		ir_block_append(loop->parent, co);
+	carry_converted(r, loop, ci, old, nt);
 	return true;
 }
 

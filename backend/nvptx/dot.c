@@ -696,47 +696,71 @@ void nv_wgmma_settle(Nv *nv, int pending)
 	nv->fly_arg = NULL;
 }
 
-/* A 3-D (batched) dot on the FMA path: A [Bt][M][K] and B [Bt][K][N]
- * through scratch, row-major, then per accumulator register a K loop over
- * its batch's row of A and column of B. */
-static void lower_dot_fma_batched(Nv *nv, IrOp *op)
+/* dot on the FMA path, 2-D or batched 3-D: A [(Bt)][M][K] and B [(Bt)][K][N]
+ * through scratch, row-major; a K loop loads, per step, each distinct
+ * (batch,) row of A and (batch,) column of B this thread needs once, and
+ * does one FMA per accumulator register. f16/bf16 accumulators add in f32,
+ * rounded once at the end (the tensor cores' accuracy, not K roundings). */
+static void lower_dot_fma(Nv *nv, IrOp *op)
 {
 	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
-	int64_t M = at->shape[1], K = at->shape[2], N = bt->shape[2];
+	int rk = ct->rank;
+	int64_t M = at->shape[rk - 2], K = at->shape[rk - 1], N = bt->shape[rk - 1];
 	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(at->numel * nv_esize(at));
 	nv_write_block(nv, op->ops[0], offa);
 	nv_write_block(nv, op->ops[1], offb);
 	nv_barrier(nv);
 	NvMap m;
 	nv_map_init(nv, ct, &m);
-	/* f16/bf16 accumulators add in f32, rounded once at the end (the
-	 * tensor cores' accuracy, not K roundings) */
 	const IrType *wt = ct;
 	IrTypeKind ck = ir_scalar(ct)->kind;
 	if (ck == TY_F16 || ck == TY_BF16)
 		wt = ir_type_like(nv->ctx, ct, ir_type(nv->ctx, TY_F32));
 	LLVMTypeRef cty = nv_llty(nv, wt), i32 = LLVMInt32TypeInContext(nv->c);
 	bool fl = ir_is_float(ir_scalar(ct));
-	LLVMValueRef *arow = nv_regbuf(nv, m.n), *bcol = nv_regbuf(nv, m.n);
+	int db = rk == 3 ? m.dimmap[0] : -1, d0 = m.dimmap[rk - 2], d1 = m.dimmap[rk - 1];
+	int nb = db >= 0 ? m.nd[db] : 1, na = nb * m.nd[d0], nc = nb * m.nd[d1];
+	/* distinct (batch,) rows / columns this thread needs; ia / ic per register */
+	LLVMValueRef *rowlin = nv_regbuf(nv, na), *collin = nv_regbuf(nv, nc);
+	int *ia = ir_alloc(nv->ctx, sizeof(int) * (size_t)m.n), *ic = ir_alloc(nv->ctx, sizeof(int) * (size_t)m.n);
 	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef bi = nv_map_coord(nv, &m, r, 0), mi = nv_map_coord(nv, &m, r, 1);
-		LLVMValueRef ni = nv_map_coord(nv, &m, r, 2);
-		arow[r] = LLVMBuildMul(nv->b, LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, M), ""), mi, ""),
-				       nv_i32(nv, K), "");
-		bcol[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, K * N), ""), ni, "");
+		int j[IR_MAX_RANK];
+		nv_map_local(&m, r, j);
+		int jb = db >= 0 ? j[db] : 0;
+		ia[r] = jb * m.nd[d0] + j[d0];
+		ic[r] = jb * m.nd[d1] + j[d1];
+		LLVMValueRef bi = rk == 3 ? nv_map_coord(nv, &m, r, 0) : NULL;
+		if (!rowlin[ia[r]]) {
+			LLVMValueRef row = nv_map_coord(nv, &m, r, rk - 2);
+			if (bi)
+				row = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, M), ""), row, "");
+			rowlin[ia[r]] = LLVMBuildMul(nv->b, row, nv_i32(nv, K), "");
+		}
+		if (!collin[ic[r]]) {
+			LLVMValueRef col = nv_map_coord(nv, &m, r, rk - 1);
+			if (bi)
+				col = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, K * N), ""), col, "");
+			collin[ic[r]] = col;
+		}
 	}
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
-	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot3.k"), eb = nv_new_bb(nv, "dot3.end");
+	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot.k"), eb = nv_new_bb(nv, "dot.end");
 	LLVMBuildBr(nv->b, hb);
 	LLVMPositionBuilderAtEnd(nv->b, hb);
 	LLVMValueRef kv = LLVMBuildPhi(nv->b, i32, "");
 	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++)
 		phis[r] = LLVMBuildPhi(nv->b, cty, "");
+	LLVMValueRef *av = nv_regbuf(nv, na), *bv = nv_regbuf(nv, nc);
+	for (int i = 0; i < na; i++)
+		if (rowlin[i])
+			av[i] = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
 	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
+	for (int i = 0; i < nc; i++)
+		if (collin[i])
+			bv[i] = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
 	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef a = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, arow[r], kv, "")));
-		LLVMValueRef b = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, bcol[r], kN, "")));
+		LLVMValueRef a = av[ia[r]], b = bv[ic[r]];
 		if (fl)
 			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
 		else
@@ -745,9 +769,11 @@ static void lower_dot_fma_batched(Nv *nv, IrOp *op)
 	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, 1), "");
 	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
 	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
-	for (int r = 0; r < m.n; r++)
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? nv_reg(nv, op->ops[2], r) : nv_cast(nv, op, ct, wt, nv_reg(nv, op->ops[2], r)), nxt[r]},
+	for (int r = 0; r < m.n; r++) {
+		LLVMValueRef c0 = nv_reg(nv, op->ops[2], r);
+		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? c0 : nv_cast(nv, op, ct, wt, c0), nxt[r]},
 				(LLVMBasicBlockRef[]){pre, hb}, 2);
+	}
 	LLVMPositionBuilderAtEnd(nv->b, eb);
 	if (wt != ct)
 		for (int r = 0; r < m.n; r++)
@@ -765,69 +791,5 @@ void nv_lower_dot(Nv *nv, IrOp *op)
 		lower_dot_mma(nv, op);
 		return;
 	}
-	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type, *ct = op->res[0].type;
-	if (at->rank == 3) {
-		lower_dot_fma_batched(nv, op);
-		return;
-	}
-	int64_t M = at->shape[0], K = at->shape[1], N = bt->shape[1];
-	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(M * K * nv_esize(at));
-	nv_write_block(nv, op->ops[0], offa);
-	nv_write_block(nv, op->ops[1], offb);
-	nv_barrier(nv);
-	NvMap m;
-	nv_map_init(nv, ct, &m);
-	/* f16/bf16 accumulators add in f32, rounded once at the end (the
-	 * tensor cores' accuracy, not K roundings) */
-	const IrType *wt = ct;
-	IrTypeKind ck = ir_scalar(ct)->kind;
-	if (ck == TY_F16 || ck == TY_BF16)
-		wt = ir_type_like(nv->ctx, ct, ir_type(nv->ctx, TY_F32));
-	LLVMTypeRef cty = nv_llty(nv, wt);
-	bool fl = ir_is_float(ir_scalar(ct));
-	int d0 = m.dimmap[0], d1 = m.dimmap[1];
-	/* distinct rows / columns this thread needs */
-	LLVMValueRef *rowlin = nv_regbuf(nv, m.nd[d0]), *collin = nv_regbuf(nv, m.nd[d1]);
-	for (int r = 0; r < m.n; r++) {
-		int j[IR_MAX_RANK];
-		nv_map_local(&m, r, j);
-		if (!rowlin[j[d0]])
-			rowlin[j[d0]] = LLVMBuildMul(nv->b, nv_map_coord(nv, &m, r, 0), nv_i32(nv, K), "");
-		if (!collin[j[d1]])
-			collin[j[d1]] = nv_map_coord(nv, &m, r, 1);
-	}
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
-	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot.k"), eb = nv_new_bb(nv, "dot.end");
-	LLVMBuildBr(nv->b, hb);
-	LLVMPositionBuilderAtEnd(nv->b, hb);
-	LLVMValueRef kv = LLVMBuildPhi(nv->b, i32, "");
-	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
-	for (int r = 0; r < m.n; r++)
-		phis[r] = LLVMBuildPhi(nv->b, cty, "");
-	LLVMValueRef *av = nv_regbuf(nv, m.nd[d0]), *bv = nv_regbuf(nv, m.nd[d1]);
-	for (int i = 0; i < m.nd[d0]; i++)
-		av[i] = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
-	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
-	for (int i = 0; i < m.nd[d1]; i++)
-		bv[i] = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
-	for (int r = 0; r < m.n; r++) {
-		int j[IR_MAX_RANK];
-		nv_map_local(&m, r, j);
-		LLVMValueRef a = av[j[d0]], b = bv[j[d1]];
-		if (fl)
-			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
-		else
-			nxt[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), phis[r], "");
-	}
-	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, 1), "");
-	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
-	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
-	for (int r = 0; r < m.n; r++)
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? nv_reg(nv, op->ops[2], r) : nv_cast(nv, op, ct, wt, nv_reg(nv, op->ops[2], r)), nxt[r]}, (LLVMBasicBlockRef[]){pre, hb}, 2);
-	LLVMPositionBuilderAtEnd(nv->b, eb);
-	if (wt != ct)
-		for (int r = 0; r < m.n; r++)
-			nxt[r] = nv_cast(nv, op, wt, ct, nxt[r]);
-	nv_set(nv, &op->res[0], m.n, nxt);
+	lower_dot_fma(nv, op);
 }

@@ -72,6 +72,10 @@ int64_t an_atomic_scratch(const IrOp *op)
 
 int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 {
+	/* a renaming of registers (regperm.c) needs none */
+	if ((op->opc == OP_RESHAPE || op->opc == OP_TRANS || op->opc == OP_SPLIT || op->opc == OP_JOIN ||
+	     op->opc == OP_CONVERT_LAYOUT) && an_regs_only(op, o->num_warps, o->warp_size))
+		return 0;
 	switch (op->opc) {
 	case OP_CONVERT_LAYOUT:
 		/* a warpgroup MMA operand read from shared memory is staged even

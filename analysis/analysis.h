@@ -208,6 +208,20 @@ const IrLayout *an_thread_local_view(IrCtx *ctx, const IrType *t, int axis, int6
 /* Whether op is a reshape {can_reorder} to such a view: it moves no data,
  * each thread keeps its registers (no scratch; the backend copies them). */
 bool an_reshape_in_registers(const IrOp *op);
+/* Register renamings (regperm.c): whether result k of op (reshape, trans,
+ * split, join, convert_layout) takes each of its registers, in every thread
+ * of num_warps warps, from one register of the same thread's source at the
+ * same index in every thread; then perm[r] (when perm is not NULL, room for
+ * the result's registers) is that source register, counted over the
+ * operands one after the other (join: operand 1's registers follow operand
+ * 0's). */
+bool an_reg_permutation(const IrOp *op, int k, int num_warps, int warp_size, int *perm);
+/* Whether every result of op is such a renaming and the backend lowers it
+ * so (conversions to dot operands excepted): no scratch, no barrier. */
+bool an_regs_only(const IrOp *op, int num_warps, int warp_size);
+/* Whether a reshape from block type src to dst (same numel, row-major
+ * order kept) is such a renaming. */
+bool an_reshape_renaming(const IrType *src, const IrType *dst, int num_warps, int warp_size);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
 void an_remove_converts(IrFunc *f);

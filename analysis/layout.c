@@ -633,6 +633,59 @@ static void find_anchors(LCtx *c, IrBlock *b)
 	}
 }
 
+/* The blocked layout of trans(x, order) for x in blocked layout l: result
+ * dim i is dim order[i] of x, each thread keeping its elements. */
+static const IrLayout *trans_blocked(IrCtx *ctx, const IrLayout *l, const IrAttr *ord)
+{
+	IrLayout t = *l;
+	int inv[IR_MAX_RANK];
+	for (int i = 0; i < l->rank; i++) {
+		int sd = ord && i < ord->n ? (int)ord->ints[i] : l->rank - 1 - i;
+		if (sd < 0 || sd >= l->rank)
+			return NULL;
+		t.size_per_thread[i] = l->size_per_thread[sd];
+		t.threads_per_warp[i] = l->threads_per_warp[sd];
+		t.warps_per_cta[i] = l->warps_per_cta[sd];
+		inv[sd] = i;
+	}
+	for (int j = 0; j < l->rank; j++)
+		t.order[j] = inv[l->order[j]];
+	return ir_layout(ctx, &t);
+}
+
+/* split of x in blocked layout l: when the last dim (of size 2) lies in
+ * each thread's registers, the halves in l without it; else NULL. */
+static const IrLayout *split_blocked(IrCtx *ctx, const IrLayout *l)
+{
+	int last = l->rank - 1;
+	if (last < 1 || l->threads_per_warp[last] != 1 || l->warps_per_cta[last] != 1)
+		return NULL;
+	IrLayout t = *l;
+	t.rank = last;
+	for (int j = 0, k = 0; j < l->rank; j++)
+		if (l->order[j] != last)
+			t.order[k++] = l->order[j];
+	return ir_layout(ctx, &t);
+}
+
+/* join of two blocks in blocked layout l: the pair in each thread's
+ * consecutive registers (the new last dim fastest). */
+static const IrLayout *join_blocked(IrCtx *ctx, const IrLayout *l)
+{
+	if (l->rank + 1 > IR_MAX_RANK)
+		return NULL;
+	IrLayout t = *l;
+	int r = l->rank;
+	t.rank = r + 1;
+	t.size_per_thread[r] = 2;
+	t.threads_per_warp[r] = 1;
+	t.warps_per_cta[r] = 1;
+	t.order[0] = r;
+	for (int j = 0; j < r; j++)
+		t.order[j + 1] = l->order[j];
+	return ir_layout(ctx, &t);
+}
+
 static void set_want(LCtx *c, IrValue *v, const IrLayout *l)
 {
 	if (!is_blk(v) || !l || v->id < 0 || v->id >= c->nvals || c->want[v->id])
@@ -687,6 +740,29 @@ static void wants_block(LCtx *c, IrBlock *b)
 			for (int i = 0; i < op->nops; i++)
 				if (is_blk(op->ops[i]))
 					set_want(c, op->ops[i], an_call_type(c->ctx, op->ops[i]->type, c->o)->layout);
+			break;
+		case OP_SPLIT:
+			/* the halves' layout with the pair in each thread's registers */
+			if (is_blk(op->ops[0]) && is_blk(&op->res[0])) {
+				const IrLayout *t = target(c, &op->res[0]);
+				if (t && t->kind == LAYOUT_BLOCKED)
+					set_want(c, op->ops[0], join_blocked(c->ctx, t));
+			}
+			break;
+		case OP_TRANS:
+			/* the inverse permutation of the result's layout */
+			if (is_blk(op->ops[0]) && is_blk(&op->res[0])) {
+				const IrLayout *t = target(c, &op->res[0]);
+				const IrAttr *ord = ir_op_attr(op, "order");
+				int rank = op->res[0].type->rank;
+				if (t && t->kind == LAYOUT_BLOCKED && rank <= IR_MAX_RANK) {
+					int64_t inv[IR_MAX_RANK];
+					for (int i = 0; i < rank; i++)
+						inv[ord && i < ord->n ? ord->ints[i] : rank - 1 - i] = i;
+					IrAttr ia = {.n = rank, .ints = inv};
+					set_want(c, op->ops[0], trans_blocked(c->ctx, t, &ia));
+				}
+			}
 			break;
 		case OP_EXPAND_DIMS: {
 			const IrLayout *t = target(c, &op->res[0]);
@@ -868,6 +944,52 @@ static bool remat_ok(const IrValue *v, int depth)
 		if (!remat_ok(d->ops[i], depth + 1))
 			return false;
 	return true;
+}
+
+/* A reshape's result takes its wanted layout. When its operand's layout
+ * does not hold the same elements per thread, the operand is converted
+ * first (a staged, vectorized conversion) to a blocked layout of its own
+ * shape that does, when one of the candidates below is: the reshape then
+ * renames registers, instead of a scalar exchange through shared memory. */
+static void reshape_layouts(LCtx *c, IrOp *op)
+{
+	const IrType *st = op->ops[0]->type, *rt0 = op->res[0].type;
+	const IrLayout *rl = want_of(c, &op->res[0]);
+	set_layout(c, &op->res[0], rl);
+	const IrType *rt = op->res[0].type;
+	int nw = c->o->num_warps, ws = c->o->warp_size;
+	(void)rt0;
+	if (!rl || rl->kind != LAYOUT_BLOCKED || an_reshape_renaming(st, rt, nw, ws))
+		return;
+	/* candidates: row-major, as many contiguous elements per thread along
+	 * the last dim as the result holds along its last dim (or fewer), the
+	 * lanes and warps spread as over the source shape or as over one whose
+	 * last dim is the result's (then the source's last dim wraps around in
+	 * registers, as a split of it into (a, b) needs) */
+	int spt[IR_MAX_RANK];
+	int64_t fake[IR_MAX_RANK];
+	int sl = st->rank - 1, rlast = rt->rank - 1;
+	for (int v = rl->size_per_thread[rlast]; v >= 1; v /= 2)
+		for (int e = 0; e < 2; e++) {
+			if (v > st->shape[sl])
+				continue;
+			for (int d = 0; d < st->rank; d++) {
+				spt[d] = d == sl ? v : 1;
+				fake[d] = st->shape[d];
+			}
+			if (e == 1) {
+				if (rt->shape[rlast] >= st->shape[sl] || rt->shape[rlast] < v)
+					continue;
+				fake[sl] = rt->shape[rlast];
+			}
+			const IrLayout *cand = an_blocked_layout(c->ctx, st->rank, fake, spt, NULL, nw, ws);
+			if (!cand || cand == st->layout)
+				continue;
+			if (an_reshape_renaming(ir_type_with_layout(c->ctx, st, cand), rt, nw, ws)) {
+				convert_operand(c, op, 0, cand);
+				return;
+			}
+		}
 }
 
 static void assign_op(LCtx *c, IrOp *op)
@@ -1074,6 +1196,29 @@ static void assign_op(LCtx *c, IrOp *op)
 				convert_operand(c, op, i, l);
 		for (int i = 0; i < op->nres; i++)
 			set_layout(c, &op->res[i], l);
+		return;
+	}
+	/* trans, split and join of blocked layouts: results in the layouts
+	 * that keep every element in its thread (regperm.c) */
+	const IrLayout *in0 = is_blk(op->ops[0]) ? op->ops[0]->type->layout : NULL;
+	const IrLayout *rl = NULL;
+	if (in0 && in0->kind == LAYOUT_BLOCKED && op->nres >= 1 && is_blk(&op->res[0])) {
+		if (op->opc == OP_TRANS)
+			rl = trans_blocked(c->ctx, in0, ir_op_attr(op, "order"));
+		else if (op->opc == OP_SPLIT)
+			rl = split_blocked(c->ctx, in0);
+		else if (op->opc == OP_JOIN && op->nops == 2 && is_blk(op->ops[1])) {
+			convert_operand(c, op, 1, in0);
+			rl = join_blocked(c->ctx, in0);
+		}
+	}
+	if (rl) {
+		for (int i = 0; i < op->nres; i++)
+			set_layout(c, &op->res[i], rl);
+		return;
+	}
+	if (op->opc == OP_RESHAPE && in0 && is_blk(&op->res[0])) {
+		reshape_layouts(c, op);
 		return;
 	}
 	/* reshape, trans, cat, join, split, gather, histogram, calls, ...:

@@ -135,16 +135,45 @@ static void lower_exchange(Nv *nv, IrOp *op, IndexFn fn)
 	}
 }
 
+/* A renaming of registers (analysis/regperm.c): every result register is
+ * one of the thread's own source registers. */
+static bool lower_renaming(Nv *nv, IrOp *op)
+{
+	if (!an_regs_only(op, nv->ao.num_warps, nv->ao.warp_size))
+		return false;
+	int n0 = nv_vals(nv, op->ops[0])->n;
+	for (int k = 0; k < op->nres; k++) {
+		int n = nv_map_nregs(nv, op->res[k].type);
+		int *perm = ir_alloc(nv->ctx, sizeof(int) * (size_t)n);
+		if (!an_reg_permutation(op, k, nv->ao.num_warps, nv->ao.warp_size, perm))
+			return false; /* an_regs_only said yes: not reached */
+		LLVMValueRef *out = nv_regbuf(nv, n);
+		for (int r = 0; r < n; r++)
+			out[r] = nv_reg(nv, op->ops[perm[r] / n0], perm[r] % n0);
+		nv_set(nv, &op->res[k], n, out);
+	}
+	return true;
+}
+
 void nv_lower_reshape(Nv *nv, IrOp *op)
 {
 	if (an_reshape_in_registers(op)) { /* a view that keeps every register in its thread */
 		nv_lower_identity(nv, op);
 		return;
 	}
-	lower_exchange(nv, op, idx_same);
+	if (!lower_renaming(nv, op))
+		lower_exchange(nv, op, idx_same);
 }
-void nv_lower_trans(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_trans); }
-void nv_lower_split(Nv *nv, IrOp *op) { lower_exchange(nv, op, idx_split); }
+void nv_lower_trans(Nv *nv, IrOp *op)
+{
+	if (!lower_renaming(nv, op))
+		lower_exchange(nv, op, idx_trans);
+}
+void nv_lower_split(Nv *nv, IrOp *op)
+{
+	if (!lower_renaming(nv, op))
+		lower_exchange(nv, op, idx_split);
+}
 
 /* ------------------------------------------------------------------------- */
 /* convert_layout through scratch                                            */
@@ -443,12 +472,15 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		nv_lower_identity(nv, op);
 		return;
 	}
-	lower_convert_staged(nv, op);
+	if (!lower_renaming(nv, op))
+		lower_convert_staged(nv, op);
 }
 
 /* cat along dim 0 / join in a new minor dim of size 2. */
 void nv_lower_two(Nv *nv, IrOp *op)
 {
+	if (op->opc == OP_JOIN && lower_renaming(nv, op))
+		return;
 	int64_t off0 = nv_scratch_off(op);
 	const IrType *st = op->ops[0]->type;
 	int64_t n0 = ir_is_block(st) ? st->numel : 1;

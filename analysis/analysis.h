@@ -222,6 +222,13 @@ bool an_regs_only(const IrOp *op, int num_warps, int warp_size);
 /* Whether a reshape from block type src to dst (same numel, row-major
  * order kept) is such a renaming. */
 bool an_reshape_renaming(const IrType *src, const IrType *dst, int num_warps, int warp_size);
+/* Narrowing float casts of the results of trans, reshape and split (both
+ * halves cast alike) move before them: the data moved (through shared
+ * memory when the layouts ask it) is half as wide. The epilogue of a
+ * subtiled matmul (reshape, permute, split, then .to(fp16)) casts the
+ * accumulator first. Run before layouts are assigned (an_assign_layouts
+ * does). */
+void an_casts_first(IrFunc *f);
 /* Removes conversions that are identities, folds convert(convert(x)),
  * rematerialises converted constants/splats/ranges, then drops dead pure ops. */
 void an_remove_converts(IrFunc *f);

@@ -1257,6 +1257,7 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o)
 		for (int i = 0; i < f->nres; i++)
 			f->restys[i] = an_call_type(c.ctx, f->restys[i], o);
 	}
+	an_casts_first(f);
 	c.nvals = an_number_values(f);
 	c.want = ir_alloc(c.ctx, sizeof(*c.want) * (size_t)(c.nvals + 1));
 	c.dotfeed = ir_alloc(c.ctx, sizeof(*c.dotfeed) * (size_t)(c.nvals + 1));

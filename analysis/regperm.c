@@ -189,3 +189,83 @@ bool an_regs_only(const IrOp *op, int num_warps, int warp_size)
 			return false;
 	return op->nres > 0;
 }
+
+/* ------------------------------------------------------------------------- */
+/* Narrowing casts before data movement                                      */
+/* ------------------------------------------------------------------------- */
+
+/* A float cast to a narrower float (f32 -> f16, an accumulator's epilogue). */
+static bool narrowing_cast(const IrOp *op)
+{
+	if (op->opc != OP_CAST || !ir_is_block(op->res[0].type))
+		return false;
+	const IrType *s = ir_scalar(op->ops[0]->type), *d = ir_scalar(op->res[0].type);
+	return ir_is_float(s) && ir_is_float(d) && ir_type_bits(d) < ir_type_bits(s);
+}
+
+static bool same_cast(const IrOp *a, const IrOp *b)
+{
+	return a && b && narrowing_cast(a) && narrowing_cast(b) &&
+	       ir_scalar(a->res[0].type) == ir_scalar(b->res[0].type) &&
+	       !strcmp(ir_op_str(a, "rounding", ""), ir_op_str(b, "rounding", ""));
+}
+
+/* The only user of v when it has exactly one (in v's block), else NULL. */
+static IrOp *only_user(IrFunc *f, IrValue *v)
+{
+	if (ir_count_uses(f, v) != 1 || !v->def)
+		return NULL;
+	for (IrOp *u = v->def->next; u; u = u->next)
+		for (int i = 0; i < u->nops; i++)
+			if (u->ops[i] == v)
+				return u;
+	return NULL;
+}
+
+/* Moves the casts of d's results onto d's operand: cast(d(x)) -> d(cast(x)). */
+static void cast_first(IrFunc *f, IrOp *d, IrOp **casts)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrValue *x = d->ops[0];
+	const IrType *nt = ir_type_like(ctx, x->type, ir_scalar(casts[0]->res[0].type));
+	IrOp *nc = ir_op_new(ctx, OP_CAST, 1, &x, 1, &nt, 0, casts[0]->loc);
+	nc->res[0].id = -1;
+	nc->nattrs = casts[0]->nattrs;
+	nc->attrs = casts[0]->attrs;
+	ir_block_insert_before(d->parent, d, nc);
+	ir_op_set_operand(d, 0, &nc->res[0]);
+	for (int k = 0; k < d->nres; k++) {
+		d->res[k].type = casts[k]->res[0].type;
+		ir_replace_all_uses(f, &casts[k]->res[0], &d->res[k]);
+		ir_op_unlink(casts[k]);
+	}
+}
+
+static bool casts_first_block(IrFunc *f, IrBlock *b)
+{
+	bool changed = false;
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			changed |= casts_first_block(f, op->regions[r]);
+		if ((op->opc != OP_TRANS && op->opc != OP_RESHAPE && op->opc != OP_SPLIT) || op->nres > 2 ||
+		    !ir_is_block(op->ops[0]->type))
+			continue;
+		IrOp *casts[2] = {NULL, NULL};
+		bool ok = true;
+		for (int k = 0; k < op->nres && ok; k++) {
+			casts[k] = only_user(f, &op->res[k]);
+			ok = casts[k] && casts[k]->parent == b && same_cast(casts[k], casts[0]);
+		}
+		if (!ok)
+			continue;
+		cast_first(f, op, casts);
+		changed = true;
+	}
+	return changed;
+}
+
+void an_casts_first(IrFunc *f)
+{
+	for (int round = 0; round < 8 && casts_first_block(f, f->body); round++)
+		;
+}

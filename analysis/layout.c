@@ -931,7 +931,7 @@ static bool remat_ok(const IrValue *v, int depth)
 	const IrOp *d = v->def;
 	if (!d || depth > 8)
 		return false;
-	if (d->opc == OP_CONSTANT || d->opc == OP_MAKE_RANGE)
+	if (d->opc == OP_CONSTANT || d->opc == OP_POISON || d->opc == OP_MAKE_RANGE)
 		return true;
 	if (d->opc == OP_SPLAT)
 		return !is_blk(d->ops[0]);
@@ -998,6 +998,7 @@ static void assign_op(LCtx *c, IrOp *op)
 	IrValue *res = op->nres > 0 ? &op->res[0] : NULL;
 	switch (op->opc) {
 	case OP_CONSTANT:
+	case OP_POISON:
 	case OP_MAKE_RANGE:
 	case OP_SPLAT:
 		if (is_blk(res))
@@ -1283,7 +1284,7 @@ typedef struct RCtx {
 
 static bool is_cheap_source(const IrOp *op)
 {
-	return op && (op->opc == OP_CONSTANT || op->opc == OP_MAKE_RANGE ||
+	return op && (op->opc == OP_CONSTANT || op->opc == OP_POISON || op->opc == OP_MAKE_RANGE ||
 		      (op->opc == OP_SPLAT && !ir_is_block(op->ops[0]->type)));
 }
 

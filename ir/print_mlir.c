@@ -595,6 +595,10 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		put_type(b, t);
 		break;
 	}
+	case OP_POISON:
+		put(b, "ub.poison : ");
+		put_type(b, op->res[0].type);
+		break;
 	case OP_PROGRAM_ID:
 	case OP_NUM_PROGRAMS:
 		putf(b, "%s %c : i32", op->opc == OP_PROGRAM_ID ? "tt.get_program_id" : "tt.get_num_programs",

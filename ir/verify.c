@@ -1266,6 +1266,13 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 		}
 		return NULL;
 	}
+	case OP_POISON: {
+		const IrType *s = ir_scalar(op->res[0].type);
+		if (!ir_is_float(s) && !ir_is_int(s) && !ir_is_ptr(s))
+			return fail(V, op, "result must be a number or a pointer (or a block of them), got %s",
+				    ts(V, op->res[0].type));
+		return NULL;
+	}
 	case OP_PROGRAM_ID:
 	case OP_NUM_PROGRAMS: {
 		int64_t axis;

@@ -357,6 +357,33 @@ int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int
 	return 0;
 }
 
+int jit_cuda_host_pointer(uint64_t ptr, int index, uint64_t *dptr, char *err, int errlen)
+{
+	*dptr = ptr;
+	if (ptr == 0)
+		return 0;
+	if (driver_ready(err, errlen))
+		return -1;
+	CUdeviceptr d = 0;
+	CUresult r = drv.p_cuPointerGetAttribute(&d, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, (CUdeviceptr)ptr);
+	if (r == CUDA_ERROR_INVALID_CONTEXT) {
+		/* the answer is for the current context: with none, device 0's */
+		CUcontext ctx, prev;
+		if (primary_ctx(0, &ctx, err, errlen) || enter_ctx(ctx, &prev, err, errlen))
+			return -1;
+		r = drv.p_cuPointerGetAttribute(&d, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, (CUdeviceptr)ptr);
+		leave_ctx(ctx, prev);
+	}
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return seterr(err, errlen,
+			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
+			      index);
+	if (r != CUDA_SUCCESS)
+		return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+	*dptr = (uint64_t)d;
+	return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Modules and launches                                                      */
 /* ------------------------------------------------------------------------- */

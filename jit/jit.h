@@ -306,6 +306,12 @@ int jit_cuda_device_count(void);
 int jit_cuda_arch(int device);
 int jit_cuda_context_device(int *device);
 int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int errlen);
+/* The address through which kernels reach host memory at ptr (pinned,
+ * page-locked memory: cuPointerGetAttribute's device pointer, asked in the
+ * current context, else in device 0's primary context) in *dptr; ptr itself
+ * for 0. Memory the GPU cannot reach (pageable host memory) is an error
+ * naming argument index that says it "cannot be accessed". */
+int jit_cuda_host_pointer(uint64_t ptr, int index, uint64_t *dptr, char *err, int errlen);
 /* Makes device's primary context current on the calling thread (what
  * cudaSetDevice does). */
 int jit_cuda_set_device(int device, char *err, int errlen);

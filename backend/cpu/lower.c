@@ -613,6 +613,12 @@ static void lower_op_(Cg *cg, IrOp *op)
 	const IrOpInfo *info = ir_opinfo(op->opc);
 	switch (op->opc) {
 	case OP_CONSTANT: lower_constant(cg, op); return;
+	case OP_POISON: {
+		const IrType *t = op->res[0].type, *s = ir_scalar(t);
+		LLVMValueRef c = LLVMGetPoison(s->kind == TY_PTR ? cg->t_ptr : cg_sty(cg, s));
+		cg_set(cg, &op->res[0], ir_is_block(t) ? cg_splat(c) : cg_scalar(c));
+		return;
+	}
 	case OP_PROGRAM_ID:
 	case OP_NUM_PROGRAMS: {
 		int64_t ax = ir_op_int(op, "axis", 0);

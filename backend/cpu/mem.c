@@ -423,6 +423,7 @@ static bool row_uniform(const IrValue *v, int depth)
 		return false;
 	switch (d->opc) {
 	case OP_CONSTANT:
+	case OP_POISON:
 	case OP_SPLAT:
 		return true;
 	case OP_BROADCAST: {

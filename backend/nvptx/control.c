@@ -446,6 +446,14 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	unsigned fl = ir_opinfo(op->opc)->flags;
 	switch (op->opc) {
 	case OP_CONSTANT: nv_lower_constant(nv, op); return;
+	case OP_POISON: {
+		int n = nv_map_nregs(nv, op->res[0].type);
+		LLVMValueRef *out = nv_regbuf(nv, n);
+		for (int r = 0; r < n; r++)
+			out[r] = LLVMGetPoison(nv_llty(nv, op->res[0].type));
+		nv_set(nv, &op->res[0], n, out);
+		return;
+	}
 	case OP_PROGRAM_ID:
 	case OP_NUM_PROGRAMS: {
 		static const char *ids[2][3] = {

@@ -2,7 +2,10 @@
  * to 128 bits where axis info proves contiguity, alignment and mask
  * constancy (a masked load of whole 32-bit words is one predicated
  * ld.global in inline asm; other masked accesses branch around the access);
- * replicated elements are stored by their owning thread only (atomics:
+ * an access with a cache modifier or an eviction policy is inline PTX
+ * naming them (ld.global.cg, st.global.L1::evict_first.L2::cache_hint, ...),
+ * predicated by its mask; replicated elements are stored by their owning
+ * thread only (atomics:
  * atomic.c). async_copy / commit / wait (cp.async into the swizzled slots of
  * a multi-buffered tile) and local_read (ldmatrix out of a slot).
  */
@@ -22,54 +25,194 @@ int nv_access_vec(Nv *nv, const IrValue *p, const IrValue *mask, const NvMap *m)
 	return m->b ? an_layout_vec(nv->ax, p, mask, p->type->layout) : 1;
 }
 
-/* A masked global load of nw 32-bit words as one predicated PTX load:
- * the destination registers start as the default value and `@p ld` fills
+/* The hints of a global access in PTX: the cache operator and the
+ * eviction policy as Triton lowers them on NVIDIA (cache_modifier .ca .cg on
+ * loads, .wb .cg .cs .wt on stores; .cv is not emitted, as in Triton;
+ * eviction_policy evict_first / evict_last as the L1 eviction priority
+ * (sm_70+) and an L2 cache policy made by createpolicy (sm_80+)). PTX takes
+ * a cache operator or an L1 eviction priority, not both: with both asked
+ * for, the cache operator stays and the eviction goes to L2 only. A volatile
+ * access takes no hints. */
+typedef struct MemHint {
+	char q[48];     /* qualifiers after ld.global / st.global */
+	const char *l2; /* "evict_first" / "evict_last": an L2 policy operand; NULL: none */
+} MemHint;
+
+static bool mem_hint(Nv *nv, const IrOp *op, bool store, MemHint *h)
+{
+	memset(h, 0, sizeof *h);
+	if (ir_op_int(op, "volatile", 0))
+		return false;
+	static const char *const lc[] = {"ca", "cg", NULL}, *const sc[] = {"wb", "cg", "cs", "wt", NULL};
+	const char *cache = ir_op_str(op, "cache", ""), *cop = NULL;
+	for (const char *const *c = store ? sc : lc; *c; c++)
+		if (!strcmp(*c, cache))
+			cop = *c;
+	const char *ev = ir_op_str(op, "evict", "");
+	if (strcmp(ev, "evict_first") && strcmp(ev, "evict_last"))
+		ev = NULL;
+	int o = 0;
+	if (cop)
+		o += snprintf(h->q + o, sizeof h->q - (size_t)o, ".%s", cop);
+	if (ev && !cop && nv->ao.arch >= 70 && nv->ptx >= 74)
+		o += snprintf(h->q + o, sizeof h->q - (size_t)o, ".L1::%s", ev);
+	if (ev && nv->ao.arch >= 80 && nv->ptx >= 74) {
+		snprintf(h->q + o, sizeof h->q - (size_t)o, ".L2::cache_hint");
+		h->l2 = ev;
+	}
+	return h->q[0] != 0;
+}
+
+/* The 64-bit L2 cache policy that evicts first or last (createpolicy,
+ * fraction 1.0): no memory access, so LLVM may share and hoist it. */
+static LLVMValueRef l2_policy(Nv *nv, const char *ev)
+{
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
+	LLVMTypeRef fty = LLVMFunctionType(i64, NULL, 0, 0);
+	char text[96];
+	snprintf(text, sizeof text, "createpolicy.fractional.L2::%s.b64 $0, 1.0;", ev);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), "=l", 2, 0, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef call = LLVMBuildCall2(nv->b, fty, asmv, NULL, 0, "");
+	unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6),
+		 nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(nv->c, mem, 0));
+	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(nv->c, nounwind, 0));
+	return call;
+}
+
+/* How an access of `bytes` bytes (a power of two up to 16) splits into PTX
+ * registers: *nw 32-bit words, or below 4 bytes one word of *w = 8 or 16
+ * bits. Returns the constraint letter of a word. */
+static char words_of(int bytes, int *nw, int *w)
+{
+	*w = bytes < 4 ? bytes * 8 : 32;
+	*nw = bytes * 8 / *w;
+	return *w == 32 ? 'r' : *w == 16 ? 'h' : 'c';
+}
+
+/* A global load of vty (bytes bytes) in inline PTX,
+ * with the qualifiers of h (NULL: none) and its L2 policy pol: under pred
+ * (NULL: none) the destination registers start as dflt and `@p ld` fills
  * them. Opaque to LLVM, so the loaded words stay packed until they are used
  * (a branch around an ordinary load lets LLVM sink conversions of the value
  * into the branch, e.g. f16 -> f32 of the whole vector, doubling the
  * registers that stay live). */
-static LLVMValueRef pred_load(Nv *nv, LLVMTypeRef vty, int nw, LLVMValueRef ptr, LLVMValueRef pred,
-			      LLVMValueRef dflt)
+static LLVMValueRef asm_load(Nv *nv, LLVMTypeRef vty, int bytes, LLVMValueRef ptr, LLVMValueRef pred,
+			     LLVMValueRef dflt, const MemHint *h, LLVMValueRef pol)
 {
-	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
-	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(i32, (unsigned)nw) : i32;
-	LLVMValueRef dw = LLVMBuildBitCast(nv->b, dflt, wty, "");
-	LLVMTypeRef rt[4] = {i32, i32, i32, i32};
+	int nw, w;
+	char wc = words_of(bytes, &nw, &w);
+	LLVMTypeRef iw = LLVMIntTypeInContext(nv->c, (unsigned)w);
+	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(iw, (unsigned)nw) : iw;
+	LLVMTypeRef rt[4] = {iw, iw, iw, iw};
 	LLVMTypeRef sty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nw, 0);
-	LLVMTypeRef at[6];
-	LLVMValueRef args[6];
-	at[0] = LLVMTypeOf(ptr);
-	args[0] = ptr;
-	at[1] = LLVMInt1TypeInContext(nv->c);
-	args[1] = pred;
-	for (int i = 0; i < nw; i++) {
-		at[2 + i] = i32;
-		args[2 + i] = nw > 1 ? LLVMBuildExtractElement(nv->b, dw, nv_i32(nv, i), "") : dw;
+	LLVMTypeRef at[8];
+	LLVMValueRef args[8];
+	int na = 0;
+	at[na] = LLVMTypeOf(ptr);
+	args[na++] = ptr;
+	if (pred) {
+		LLVMValueRef dw = LLVMBuildBitCast(nv->b, dflt, wty, "");
+		at[na] = LLVMInt1TypeInContext(nv->c);
+		args[na++] = pred;
+		for (int i = 0; i < nw; i++) {
+			at[na] = iw;
+			args[na++] = nw > 1 ? LLVMBuildExtractElement(nv->b, dw, nv_i32(nv, i), "") : dw;
+		}
 	}
-	LLVMTypeRef fty = LLVMFunctionType(sty, at, (unsigned)(2 + nw), 0);
-	char text[256], cons[128];
+	if (pol) {
+		at[na] = LLVMTypeOf(pol);
+		args[na++] = pol;
+	}
+	LLVMTypeRef fty = LLVMFunctionType(sty, at, (unsigned)na, 0);
+	char text[512], cons[160];
 	int o = 0, c = 0;
-	for (int i = 0; i < nw; i++)
-		o += snprintf(text + o, sizeof text - (size_t)o, "mov.b32 $%d, $%d;\n\t", i, nw + 2 + i);
-	o += snprintf(text + o, sizeof text - (size_t)o, "@$%d ld.global%s.b32 {", nw + 1,
-		      nw == 4 ? ".v4" : nw == 2 ? ".v2" : "");
+	if (pred) {
+		for (int i = 0; i < nw; i++)
+			o += snprintf(text + o, sizeof text - (size_t)o, "mov.b%d $%d, $%d;\n\t", w < 16 ? 16 : w, i,
+				      nw + 2 + i);
+		o += snprintf(text + o, sizeof text - (size_t)o, "@$%d ", nw + 1);
+	}
+	o += snprintf(text + o, sizeof text - (size_t)o, "ld.global%s%s.b%d {", h ? h->q : "",
+		      nw == 4 ? ".v4" : nw == 2 ? ".v2" : "", w);
 	for (int i = 0; i < nw; i++)
 		o += snprintf(text + o, sizeof text - (size_t)o, "%s$%d", i ? "," : "", i);
-	snprintf(text + o, sizeof text - (size_t)o, "}, [$%d];", nw);
+	o += snprintf(text + o, sizeof text - (size_t)o, "}, [$%d]", nw);
+	if (pol)
+		o += snprintf(text + o, sizeof text - (size_t)o, ", $%d", nw + na - 1);
+	snprintf(text + o, sizeof text - (size_t)o, ";");
 	for (int i = 0; i < nw; i++)
-		c += snprintf(cons + c, sizeof cons - (size_t)c, "=&r,");
-	c += snprintf(cons + c, sizeof cons - (size_t)c, "l,b");
-	for (int i = 0; i < nw; i++)
-		c += snprintf(cons + c, sizeof cons - (size_t)c, ",r");
+		c += snprintf(cons + c, sizeof cons - (size_t)c, pred ? "=&%c," : "=%c,", wc);
+	c += snprintf(cons + c, sizeof cons - (size_t)c, "l");
+	if (pred) {
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",b");
+		for (int i = 0; i < nw; i++)
+			c += snprintf(cons + c, sizeof cons - (size_t)c, ",%c", wc);
+	}
+	if (pol)
+		snprintf(cons + c, sizeof cons - (size_t)c, ",l");
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)(2 + nw), "");
-	LLVMValueRef w = nw > 1 ? LLVMGetUndef(wty) : NULL;
+	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)na, "");
+	LLVMValueRef x = nw > 1 ? LLVMGetUndef(wty) : NULL;
 	for (int i = 0; i < nw; i++) {
-		LLVMValueRef x = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
-		w = nw > 1 ? LLVMBuildInsertElement(nv->b, w, x, nv_i32(nv, i), "") : x;
+		LLVMValueRef y = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+		x = nw > 1 ? LLVMBuildInsertElement(nv->b, x, y, nv_i32(nv, i), "") : y;
 	}
-	return LLVMBuildBitCast(nv->b, w, vty, "");
+	return LLVMBuildBitCast(nv->b, x, vty, "");
+}
+
+/* A global store of val (bytes bytes) in inline PTX with the qualifiers of
+ * h and its L2 policy pol, under pred (NULL: none). */
+static void asm_store(Nv *nv, LLVMValueRef val, int bytes, LLVMValueRef ptr, LLVMValueRef pred, const MemHint *h,
+		      LLVMValueRef pol)
+{
+	int nw, w;
+	char wc = words_of(bytes, &nw, &w);
+	LLVMTypeRef iw = LLVMIntTypeInContext(nv->c, (unsigned)w);
+	LLVMTypeRef wty = nw > 1 ? LLVMVectorType(iw, (unsigned)nw) : iw;
+	LLVMValueRef vw = LLVMBuildBitCast(nv->b, val, wty, "");
+	LLVMTypeRef at[8];
+	LLVMValueRef args[8];
+	int na = 0;
+	at[na] = LLVMTypeOf(ptr);
+	args[na++] = ptr;
+	for (int i = 0; i < nw; i++) {
+		at[na] = iw;
+		args[na++] = nw > 1 ? LLVMBuildExtractElement(nv->b, vw, nv_i32(nv, i), "") : vw;
+	}
+	if (pred) {
+		at[na] = LLVMInt1TypeInContext(nv->c);
+		args[na++] = pred;
+	}
+	if (pol) {
+		at[na] = LLVMTypeOf(pol);
+		args[na++] = pol;
+	}
+	char text[256], cons[96];
+	int o = 0, c = 0;
+	if (pred)
+		o += snprintf(text + o, sizeof text - (size_t)o, "@$%d ", nw + 1);
+	o += snprintf(text + o, sizeof text - (size_t)o, "st.global%s%s.b%d [$0], {", h->q,
+		      nw == 4 ? ".v4" : nw == 2 ? ".v2" : "", w);
+	for (int i = 0; i < nw; i++)
+		o += snprintf(text + o, sizeof text - (size_t)o, "%s$%d", i ? "," : "", i + 1);
+	o += snprintf(text + o, sizeof text - (size_t)o, "}");
+	if (pol)
+		o += snprintf(text + o, sizeof text - (size_t)o, ", $%d", na - 1);
+	snprintf(text + o, sizeof text - (size_t)o, ";");
+	c += snprintf(cons + c, sizeof cons - (size_t)c, "l");
+	for (int i = 0; i < nw; i++)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",%c", wc);
+	if (pred)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",b");
+	if (pol)
+		c += snprintf(cons + c, sizeof cons - (size_t)c, ",l");
+	snprintf(cons + c, sizeof cons - (size_t)c, ",~{memory}");
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), at, (unsigned)na, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)na, "");
 }
 
 void nv_lower_load(Nv *nv, IrOp *op)
@@ -88,6 +231,10 @@ void nv_lower_load(Nv *nv, IrOp *op)
 	int n = m.n;
 	LLVMValueRef *out = nv_regbuf(nv, n);
 	bool vol = ir_op_int(op, "volatile", 0) != 0;
+	int bytes = (int)(vec * nv_esize(rt));
+	MemHint h;
+	bool hinted = mem_hint(nv, op, false, &h);
+	LLVMValueRef pol = hinted && h.l2 ? l2_policy(nv, h.l2) : NULL;
 	for (int r = 0; r < n; r += vec) {
 		LLVMValueRef ptr = nv_reg(nv, p, r);
 		LLVMValueRef pred = mask ? nv_reg(nv, mask, r) : NULL;
@@ -99,27 +246,33 @@ void nv_lower_load(Nv *nv, IrOp *op)
 					dflt = LLVMBuildZExt(nv->b, dflt, ety, "");
 			} else {
 				dflt = LLVMGetUndef(vty);
-				for (int i = 0; i < vec; i++)
-					dflt = LLVMBuildInsertElement(nv->b, dflt, nv_reg(nv, other, r + i), nv_i32(nv, i), "");
+				for (int i = 0; i < vec; i++) {
+					LLVMValueRef x = nv_reg(nv, other, r + i);
+					if (isbool)
+						x = LLVMBuildZExt(nv->b, x, ety, "");
+					dflt = LLVMBuildInsertElement(nv->b, dflt, x, nv_i32(nv, i), "");
+				}
 			}
 		} else {
 			dflt = LLVMConstNull(vty);
 		}
 		LLVMValueRef val;
-		if (!pred) {
+		if (hinted) {
+			val = asm_load(nv, vty, bytes, ptr, pred, dflt, &h, pol);
+		} else if (!pred) {
 			val = LLVMBuildLoad2(nv->b, vty, ptr, "");
-			LLVMSetAlignment(val, (unsigned)(vec * nv_esize(rt)));
+			LLVMSetAlignment(val, (unsigned)bytes);
 			if (vol)
 				LLVMSetVolatile(val, 1);
-		} else if (!vol && !isbool && (vec * nv_esize(rt)) % 4 == 0 && vec * nv_esize(rt) <= 16) {
-			val = pred_load(nv, vty, (int)(vec * nv_esize(rt) / 4), ptr, pred, dflt);
+		} else if (!vol && !isbool && bytes % 4 == 0 && bytes <= 16) {
+			val = asm_load(nv, vty, bytes, ptr, pred, dflt, NULL, NULL);
 		} else {
 			LLVMBasicBlockRef cur = LLVMGetInsertBlock(nv->b);
 			LLVMBasicBlockRef lb = nv_new_bb(nv, "ld"), jb = nv_new_bb(nv, "ld.end");
 			LLVMBuildCondBr(nv->b, pred, lb, jb);
 			LLVMPositionBuilderAtEnd(nv->b, lb);
 			LLVMValueRef x = LLVMBuildLoad2(nv->b, vty, ptr, "");
-			LLVMSetAlignment(x, (unsigned)(vec * nv_esize(rt)));
+			LLVMSetAlignment(x, (unsigned)bytes);
 			if (vol)
 				LLVMSetVolatile(x, 1);
 			LLVMBuildBr(nv->b, jb);
@@ -151,6 +304,10 @@ void nv_lower_store(Nv *nv, IrOp *op)
 	int vec = ir_is_block(p->type) ? nv_access_vec(nv, p, mask, &m) : 1;
 	LLVMTypeRef vty = vec > 1 ? LLVMVectorType(ety, (unsigned)vec) : ety;
 	LLVMValueRef owner = nv_map_owner(nv, &m);
+	int bytes = (int)(vec * nv_esize(v->type));
+	MemHint h;
+	bool hinted = mem_hint(nv, op, true, &h);
+	LLVMValueRef pol = hinted && h.l2 ? l2_policy(nv, h.l2) : NULL;
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef val = vec > 1 ? LLVMGetUndef(vty) : NULL;
 		for (int i = 0; i < vec; i++) {
@@ -160,6 +317,10 @@ void nv_lower_store(Nv *nv, IrOp *op)
 			val = vec > 1 ? LLVMBuildInsertElement(nv->b, val, x, nv_i32(nv, i), "") : x;
 		}
 		LLVMValueRef pred = nv_and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
+		if (hinted) {
+			asm_store(nv, val, bytes, nv_reg(nv, p, r), pred, &h, pol);
+			continue;
+		}
 		LLVMBasicBlockRef jb = NULL;
 		if (pred) {
 			LLVMBasicBlockRef sb = nv_new_bb(nv, "st");
@@ -168,7 +329,7 @@ void nv_lower_store(Nv *nv, IrOp *op)
 			LLVMPositionBuilderAtEnd(nv->b, sb);
 		}
 		LLVMValueRef s = LLVMBuildStore(nv->b, val, nv_reg(nv, p, r));
-		LLVMSetAlignment(s, (unsigned)(vec * nv_esize(v->type)));
+		LLVMSetAlignment(s, (unsigned)bytes);
 		if (pred) {
 			LLVMBuildBr(nv->b, jb);
 			LLVMPositionBuilderAtEnd(nv->b, jb);

@@ -279,6 +279,7 @@ static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
 	nv.f = f;
 	nv.opt = mod->opt;
 	nv.ao = mod->ao;
+	nv.ptx = mod->ptx;
 	nv.c = mod->c;
 	nv.m = mod->m;
 	nv.b = mod->b;
@@ -343,6 +344,7 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	nv.f = f;
 	nv.opt = opt;
 	nv.ao = (AnGpuOptions){opt->num_warps, warp, arch};
+	nv.ptx = ptxv;
 	nv.c = LLVMContextCreate();
 	BeNvModule *nm = calloc(1, sizeof *nm);
 	if (!nm)

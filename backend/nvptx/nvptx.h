@@ -41,6 +41,7 @@ typedef struct Nv {
 	IrFunc *f;
 	const BeOptions *opt;
 	AnGpuOptions ao;
+	int ptx; /* PTX ISA version, e.g. 80 */
 	const AnAxis *ax;
 	LLVMContextRef c;
 	LLVMModuleRef m;

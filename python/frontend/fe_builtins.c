@@ -280,6 +280,9 @@ static IrValue *mask_arg(Fe *fe, PyObject *node, Call *c, FeVal *m, IrValue **p)
 	return mv;
 }
 
+/* cache_modifier and eviction_policy of a load or store: the cache
+ * operators Triton takes for each ({.ca, .cg, .cv} for loads, {.wb, .cg,
+ * .cs, .wt} for stores) become attribute cache (without the dot). */
 static bool mem_attrs(Fe *fe, PyObject *node, Call *c, IrOp *op, FeVal *cache, FeVal *evict)
 {
 	const char *cm = const_str(fe, node, c, cache, "cache_modifier");
@@ -287,12 +290,13 @@ static bool mem_attrs(Fe *fe, PyObject *node, Call *c, IrOp *op, FeVal *cache, F
 	if (!cm || !ev)
 		return false;
 	if (*cm) {
-		static const char *ok[] = {".ca", ".cg", ".cv", ".wb", ".cs", ".wt", NULL};
+		static const char *ld[] = {".ca", ".cg", ".cv", NULL}, *st[] = {".wb", ".cg", ".cs", ".wt", NULL};
 		bool good = false;
-		for (int i = 0; ok[i]; i++)
-			good = good || strcmp(ok[i], cm) == 0;
+		for (const char **k = op->opc == OP_STORE ? st : ld; *k; k++)
+			good = good || strcmp(*k, cm) == 0;
 		if (!good)
-			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): unknown cache_modifier '%s'", c->name, cm);
+			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): cache_modifier '%s' is not supported (%s)", c->name,
+				      cm, op->opc == OP_STORE ? "'.wb', '.cg', '.cs' or '.wt'" : "'.ca', '.cg' or '.cv'");
 		ir_op_set_str(fe->ctx, op, "cache", cm + 1);
 	}
 	if (*ev) {

@@ -416,12 +416,14 @@ static PyObject *concat_stmts(Fe *fe, PyObject *list, PyObject *rest)
  * statement list follows each branch (then + rest, else + rest), and both
  * return values are yielded by the `if` op. Every statement list around this
  * one was handled the same way (contains_return looks into nested
- * statements), so each branch runs to the end of the function: a branch
- * that falls off its end returns None. */
+ * statements), so each branch runs to the end of the function. A branch
+ * that falls off its end returns None when the other does too, else (as in
+ * Triton) poison of the other's types: `if c: return x` gives x or poison. */
 static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 {
 	FeFn *fn = fe->fn;
 	FeVal *ret[2];
+	bool fell[2];
 	IrBlock *blk[2] = {ir_block_new(fe->ctx), ir_block_new(fe->ctx)};
 	PyObject *bodies[2] = {concat_stmts(fe, child(fe, node, "body"), rest),
 			       concat_stmts(fe, child(fe, node, "orelse"), rest)};
@@ -432,8 +434,11 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 		fn->returned = false;
 		if (!lower_branch(fe, blk[i], bodies[i], &s))
 			return false;
+		fell[i] = !fn->returned;
 		ret[i] = fn->returned && fn->ret ? fn->ret : fe_none(fe);
 	}
+	if (fell[0] != fell[1]) /* the returning branch's values give the structure */
+		ret[fell[0] ? 0 : 1] = ret[fell[0] ? 1 : 0];
 	FeVal *flat[2][16];
 	int n[2];
 	for (int i = 0; i < 2; i++) {
@@ -465,7 +470,8 @@ static bool if_return(Fe *fe, PyObject *node, IrValue *cond, PyObject *rest)
 		for (int i = 0; i < 2; i++) {
 			ir_builder_at_end(&fe->b, blk[i]);
 			fe_set_loc(fe, node);
-			ys[i][j] = coerce(fe, node, "return value", flat[i][j], t, "the");
+			ys[i][j] = fell[i] && !fell[1 - i] ? ir_build1(&fe->b, OP_POISON, t, 0, NULL)
+							   : coerce(fe, node, "return value", flat[i][j], t, "the");
 			if (!ys[i][j])
 				return false;
 		}
@@ -500,6 +506,18 @@ static bool if_stmt(Fe *fe, PyObject *node, PyObject *rest, Py_ssize_t *skip)
 		if (t < 0)
 			return false;
 		PyObject *taken = child(fe, node, t ? "body" : "orelse");
+		if (c->lifted && fe->fn->loop_depth == 0 && contains_return(fe, child(fe, node, t ? "orelse" : "body"))) {
+			/* a number bound by a plain assignment is a scalar tensor to
+			 * Triton: a runtime `if`, whose untaken branch's return still
+			 * gives the function its return type (the taken path falling
+			 * off the end then returns poison) */
+			fe_set_loc(fe, node);
+			IrValue *cond = fe_to_ir(fe, node, fe_const(fe, t ? Py_True : Py_False), ir_type(fe->ctx, TY_I1));
+			if (!cond)
+				return false;
+			*skip = rest ? PyList_Size(rest) : 0;
+			return if_return(fe, node, cond, rest);
+		}
 		if (rest && contains_return(fe, taken)) {
 			/* a runtime `if` that returns inside needs the rest of this
 			 * list as its continuation */

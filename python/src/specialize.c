@@ -190,7 +190,27 @@ static int iface_ptr(PyObject *v, PyObject *attr, uint64_t *ptr)
 	return rc;
 }
 
-/* The address and dtype code of a tensor-like argument. */
+/* A CPU tensor's address *ptr on a GPU launch: accepted when the GPU can
+ * reach it (pinned memory, as Triton's launcher asks the driver), *ptr then
+ * the driver's device pointer for it; else (also without a driver) the
+ * ValueError of a CPU tensor. */
+static int host_pointer(uint64_t *ptr, int argi)
+{
+	char err[512];
+	if (jit_cuda_host_pointer(*ptr, argi, ptr, err, sizeof err) == 0)
+		return 0;
+	if (strstr(err, "cannot be accessed") || jit_cuda_device_count() < 0)
+		PyErr_Format(PyExc_ValueError,
+			     "Pointer argument (at %d) cannot be accessed from the GPU "
+			     "(a CPU tensor passed to a CUDA kernel?)",
+			     argi);
+	else
+		PyErr_SetString(PyExc_RuntimeError, err);
+	return -1;
+}
+
+/* The address and dtype code of a tensor-like argument: 0, or 1 for a CPU
+ * tensor a GPU launch may use (pinned memory, see host_pointer). */
 static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *ptr, int *dt)
 {
 	PyObject *dtype = PyObject_GetAttr(v, py_rt.s_dtype);
@@ -215,13 +235,8 @@ static int tensor_info(PyObject *v, int kind, int argi, int on_gpu, uint64_t *pt
 		}
 		int is_cuda = c == Py_True || (c != Py_False && PyObject_IsTrue(c) > 0);
 		Py_DECREF(c);
-		if (on_gpu && !is_cuda && *ptr) {
-			PyErr_Format(PyExc_ValueError,
-				     "Pointer argument (at %d) cannot be accessed from the GPU "
-				     "(a CPU tensor passed to a CUDA kernel?)",
-				     argi);
-			return -1;
-		}
+		if (on_gpu && !is_cuda && *ptr)
+			return host_pointer(ptr, argi) < 0 ? -1 : 1;
 		if (!on_gpu && is_cuda) {
 			PyErr_Format(PyExc_ValueError,
 				     "Pointer argument (at %d) is a CUDA tensor but the active backend is "
@@ -326,18 +341,16 @@ static __attribute__((noinline)) int gpu_tensor_info(PyObject *v, int kind, int 
 		Py_DECREF(d);
 		if (dv == -1 && PyErr_Occurred())
 			return -1;
-		if (dv == -1 && *ptr) {
-			PyErr_Format(PyExc_ValueError,
-				     "Pointer argument (at %d) cannot be accessed from the GPU "
-				     "(a CPU tensor passed to a CUDA kernel?)",
-				     argi);
-			return -1;
-		}
+		if (dv == -1) /* a CPU tensor: on no device */
+			return host_pointer(ptr, argi);
 		if (dv == -2 && pointer_device(*ptr, argi, &dev) < 0)
 			return -1;
 		return note_device(pk, dv >= 0 ? (int)dv : dev, argi);
 	}
-	if (tensor_info(v, kind, argi, 1, ptr, dt) < 0 || pointer_device(*ptr, argi, &dev) < 0)
+	int rc = tensor_info(v, kind, argi, 1, ptr, dt);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (pointer_device(*ptr, argi, &dev) < 0)
 		return -1;
 	return note_device(pk, dev, argi);
 }

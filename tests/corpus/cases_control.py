@@ -208,6 +208,34 @@ add("call-inlined", inlined_call_kernel,
     lambda a: {1: (a[0] * 3 + 1) * -1 + 1}, ["mul", "add", "return"], cx=dict(BLOCK=BLOCK), tol=(1e-6, 1e-6))
 
 
+@triton.jit
+def _doubled_if_positive(x):
+    if x > 0:
+        return x * 2  # falling off the end: poison
+
+
+@triton.jit(noinline=True)
+def _noinline_doubled_if_positive(x):
+    if x > 0:
+        return x * 2, x + 1
+
+
+@triton.jit
+def poison_return_kernel(x_ptr, o_ptr, p_ptr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    tl.store(o_ptr + pid, tl.where(x > 0, _doubled_if_positive(x), -1))  # poison never chosen
+    a, b = _noinline_doubled_if_positive(x)
+    tl.store(p_ptr + pid, tl.where(x > 0, a + b, -1))
+
+
+add("return-poison-fallthrough", poison_return_kernel,
+    lambda rng: [rng.integers(-50, 50, 16).astype(np.int32), np.zeros(16, np.int32), np.zeros(16, np.int32)],
+    lambda a: {1: np.where(a[0] > 0, a[0] * 2, -1).astype(np.int32),
+               2: np.where(a[0] > 0, a[0] * 3 + 1, -1).astype(np.int32)},
+    ["poison", "if", "call", "return"], grid=(16,))
+
+
 # -- the grid ---------------------------------------------------------------------------------------
 
 @triton.jit

@@ -82,12 +82,14 @@ def _modifiers_args(rng):
             np.zeros(128, np.float32), np.zeros(128, np.float32)]
 
 
-_DROPPED = ("the NVPTX lowering drops cache_modifier and eviction_policy (the TTIR has them; "
-            "only volatile reaches the PTX)")
+# PTX takes a cache operator or an L1 eviction priority, not both: with both,
+# the eviction goes to an L2 cache policy only (createpolicy)
+_MODIFIER_PTX = ["ld.volatile.global", "createpolicy.fractional.L2::evict_last.b64",
+                 "createpolicy.fractional.L2::evict_first.b64", "ld.global.cg.L2::cache_hint.b32",
+                 "ld.global.ca.L2::cache_hint.b32", "st.global.cs.b32", "st.global.wb.L2::cache_hint.b32"]
 add("load-store-modifiers", modifiers_kernel, _modifiers_args, lambda a: {2: a[0] + a[1], 3: a[0] * 2},
     ["load", "store"], cx=dict(BLOCK=128),
-    ptx={"sm80": ["ld.volatile.global"], "sm90": ["ld.volatile.global"]},
-    gaps={b: (["ld.global.cg", "L1::evict_last", "st.global.cs"], _DROPPED) for b in ("sm80", "sm90")})
+    ptx={"sm80": _MODIFIER_PTX, "sm90": _MODIFIER_PTX})
 
 
 # -- atomics --------------------------------------------------------------------------------------

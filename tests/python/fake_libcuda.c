@@ -8,7 +8,10 @@
  * current context is per thread, as in the real driver. Device memory is
  * told apart by address: a pointer p belongs to device p >> 40 when that
  * is a device (so every pointer below 1 << 40, and the fake's own heap,
- * is device 0's); any other address is host memory.
+ * is device 0's); any other address is host memory, pageable unless
+ * fake_pin() made a range of it pinned: the GPU reaches a pinned range
+ * through the device address fake_pin() named for it (the
+ * cuPointerGetAttribute device pointer, given only with a context current).
  *
  * Modules load into the current context (none current: an error) without
  * looking at their image; a function launches only in its module's
@@ -104,6 +107,21 @@ static int nmods;
 FakeLaunch *fake_launch(void);
 FakeStats *fake_stats(void);
 void fake_set_nparams(int n);
+void fake_pin(uint64_t host, uint64_t size, uint64_t dev);
+
+enum { MAXPIN = 8 };
+typedef struct Pin {
+	uint64_t host, size, dev;
+} Pin;
+static Pin pins[MAXPIN];
+static int npins;
+
+/* Makes host memory [host, host + size) pinned, reached by the GPU at dev. */
+void fake_pin(uint64_t host, uint64_t size, uint64_t dev)
+{
+	if (npins < MAXPIN)
+		pins[npins++] = (Pin){host, size, dev};
+}
 
 FakeLaunch *fake_launch(void)
 {
@@ -403,6 +421,20 @@ CUresult cuPointerGetAttribute(void *data, int attr, uint64_t ptr)
 	if (attr == 2) { /* memory type */
 		*(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
 		return OK;
+	}
+	if (attr == 3) { /* device pointer, for the current context */
+		if (!current)
+			return ERR_INVALID_CONTEXT;
+		if (dev >= 0) {
+			*(uint64_t *)data = ptr;
+			return OK;
+		}
+		for (int i = 0; i < npins; i++)
+			if (ptr >= pins[i].host && ptr - pins[i].host < pins[i].size) {
+				*(uint64_t *)data = pins[i].dev + (ptr - pins[i].host);
+				return OK;
+			}
+		return ERR_INVALID_VALUE;
 	}
 	if (attr == 9) { /* device ordinal */
 		if (dev < 0)

@@ -47,6 +47,8 @@ class CudaTensor:
     def data_ptr(self):
         return self.ptr
 
+HOST = 0x7f0000001000  # host memory to the fake driver (not a device's address)
+
 def record(n):
     r = lib.fake_launch().contents
     return {"count": r.count, "grid": list(r.grid), "block": list(r.block),
@@ -114,7 +116,7 @@ def test_host_memory_rejected(fake_cuda, tmp_path):
             is_cuda = False
 
         errs = []
-        for arg in (np.zeros(4, np.float32), HostTensor(4096)):
+        for arg in (np.zeros(4, np.float32), HostTensor(HOST)):
             try:
                 k[(1,)](arg)
             except ValueError as e:
@@ -122,6 +124,54 @@ def test_host_memory_rejected(fake_cuda, tmp_path):
         print(json.dumps(errs))
     """, tmp_path)
     assert len(got) == 2 and "numpy array" in got[0] and "CPU tensor" in got[1]
+
+
+def test_pinned_host_memory(fake_cuda, tmp_path):
+    """A CPU tensor in pinned memory is accepted, as Triton's launcher does:
+    the driver names the device pointer the kernel gets; pageable memory is
+    refused with the CPU tensor's ValueError. Both for torch-like tensors
+    (get_device() == -1) and for those only saying is_cuda = False."""
+    got = run_child(fake_cuda, """
+        @triton.jit
+        def k(x_ptr, y_ptr):
+            pass
+
+        class HostTensor(CudaTensor):
+            is_cuda = False
+
+        class CpuTorch(HostTensor):
+            def get_device(self):
+                return -1
+
+        lib.fake_set_nparams(2)
+        lib.fake_pin.argtypes = [ctypes.c_uint64] * 3
+        PINNED, ALIAS = HOST + (1 << 20), 1 << 30
+        lib.fake_pin(PINNED, 1 << 16, ALIAS)  # the GPU reaches it at ALIAS
+        out = {}
+        for cls in (HostTensor, CpuTorch):
+            k[(1,)](cls(PINNED + 256), CudaTensor(8192))
+            out[cls.__name__] = record(2)["params"]
+            try:
+                k[(1,)](cls(PINNED + (1 << 16)), CudaTensor(8192))  # just past the pinned range
+                out[cls.__name__ + "-pageable"] = None
+            except ValueError as e:
+                out[cls.__name__ + "-pageable"] = str(e)
+        import threading  # a thread with no current context: the driver is asked in device 0's
+        t = threading.Thread(target=lambda: k[(1,)](CpuTorch(PINNED + 512), CudaTensor(8192)))
+        t.start()
+        t.join()
+        out["thread"] = record(2)["params"]
+        ck = k.warmup(CpuTorch(PINNED), CpuTorch(PINNED + 64), grid=(1,))  # a compiled kernel's launch
+        ck[(1, 1, 1)](CpuTorch(PINNED + 128), CudaTensor(8192))
+        out["compiled"] = record(2)["params"]
+        print(json.dumps(out))
+    """, tmp_path)
+    alias = 1 << 30
+    assert got["HostTensor"] == got["CpuTorch"] == [alias + 256, 8192]
+    assert got["compiled"] == [alias + 128, 8192] and got["thread"] == [alias + 512, 8192]
+    for name in ("HostTensor", "CpuTorch"):
+        assert got[name + "-pageable"] == ("Pointer argument (at 0) cannot be accessed from the GPU "
+                                           "(a CPU tensor passed to a CUDA kernel?)")
 
 
 def test_stream_getter_and_torch(fake_cuda, tmp_path):

@@ -84,3 +84,32 @@ def test_arch_older_than_ptxas_knows():
     k = ptx_of(mul_add, arch=70)
     assert ".target sm_70" in k.asm["ptx"]
     assert re.search(r'target = "cuda:70"', k.asm["ttgir"])
+
+
+@pytest.mark.parametrize("arch", [75, 80, 89])
+def test_num_ctas_needs_sm90(arch):
+    """num_ctas > 1 before sm_90: Triton's ValueError at compile time."""
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        ptx_of(mul_add, arch=arch, num_ctas=2)
+    assert ".target sm_" in ptx_of(mul_add, arch=arch, num_ctas=1).asm["ptx"]
+
+
+def test_num_ctas_on_sm90_and_the_cpu():
+    assert ".target sm_90" in ptx_of(mul_add, arch=90, num_ctas=2).asm["ptx"]
+    k = triton.compile(ASTSource(mul_add, {"data": "*fp32"}, {}), target=GPUTarget("cpu", 0, 1),
+                       options={"num_ctas": 2})
+    assert "store" in k.asm["ttir"]
+
+
+@pytest.mark.gpu
+def test_num_ctas_pre_sm90_through_the_knob(monkeypatch):
+    import torch
+    from ctriton import knobs
+
+    @triton.jit
+    def nothing(src):
+        pass
+
+    monkeypatch.setattr(knobs.runtime, "override_arch", "sm80")
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        nothing.warmup(torch.empty(1, device="cuda"), grid=(1,), num_ctas=2)

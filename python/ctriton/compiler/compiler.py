@@ -563,6 +563,10 @@ def compile(src, target=None, options=None, dump_after=None):
         src = IRSource(src)
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
+    if target.backend == "cuda" and (opts.get("num_ctas") or 1) > 1 and arch < 90:
+        # Triton's check, with its words (tests match them)
+        raise OptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is sm_{arch} "
+                          f"(use num_ctas=1, or a target of sm_90 or later)")
     # NVPTX links the extern libraries: their contents are part of the key
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None

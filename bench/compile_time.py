@@ -269,30 +269,35 @@ def cpu_now():
     return time.process_time() + r.ru_utime + r.ru_stime
 
 
-def measure(case, target, reps):
-    """(cold times, hit times, n_regs, ptx): per stage, the minimum over
-    reps; "wall" is the wall time of ctriton.compile(), "cpu time" its CPU
+def cold_once(case, target):
+    """(stage times, n_regs, ptx) of one ctriton compile with an empty
+    cache; "wall" is the wall time of ctriton.compile(), "cpu time" its CPU
     time (ptxas included)."""
     import ctriton
-    opts = case[4]
-    cold, hit = {}, {}
-    regs = ptx = None
-    for _ in range(reps):
-        os.environ["CTRITON_ALWAYS_COMPILE"] = "1"
-        src = source(case)
-        c, t = cpu_now(), time.perf_counter()
-        k = ctriton.compile(src, target=target, options=opts)
-        wall, cpu = (time.perf_counter() - t) * 1e3, (cpu_now() - c) * 1e3
-        regs, ptx = k.n_regs, k.asm.get("ptx")
-        for s, v in dict(k.times, wall=wall, **{"cpu time": cpu}).items():
-            cold[s] = min(cold.get(s, v), v)
+    os.environ["CTRITON_ALWAYS_COMPILE"] = "1"
+    src = source(case)
+    c, t = cpu_now(), time.perf_counter()
+    k = ctriton.compile(src, target=target, options=case[4])
+    wall, cpu = (time.perf_counter() - t) * 1e3, (cpu_now() - c) * 1e3
+    return dict(k.times, wall=wall, **{"cpu time": cpu}), k.n_regs, k.asm.get("ptx")
+
+
+def hits(case, target, reps):
+    """Per stage, the minimum over reps of a disk-cache hit."""
+    import ctriton
     os.environ["CTRITON_ALWAYS_COMPILE"] = "0"
-    ctriton.compile(source(case), target=target, options=opts)  # fill the cache
+    ctriton.compile(source(case), target=target, options=case[4])  # fill the cache
+    hit = {}
     for _ in range(reps):
-        k = ctriton.compile(source(case), target=target, options=opts)
+        k = ctriton.compile(source(case), target=target, options=case[4])
         for s, v in k.times.items():
             hit[s] = min(hit.get(s, v), v)
-    return cold, hit, regs, ptx
+    return hit
+
+
+def keep_min(best, times):
+    for s, v in times.items():
+        best[s] = min(best.get(s, v), v)
 
 
 def table(title, cols, rows, fmt="12.2f"):
@@ -309,9 +314,11 @@ def table(title, cols, rows, fmt="12.2f"):
 # -- Triton, in a child process -----------------------------------------------
 
 def triton_child(args):
-    """Compiles every kernel with Triton; prints one JSON line:
-    {"version", "ptxas", "kernels": {name: {stage: ms} | {"error": text}}}
-    and writes each PTX to args.dump when given."""
+    """Compiles kernels with Triton, one compile per request: reads lines
+    {"name": kernel, "dump": PTX file or null} from stdin and answers each
+    with one JSON line {stage: ms, "total": wall ms, "cpu time": ms} or
+    {"error": text}. The first line it prints names Triton's version and
+    tools."""
     tmp = tempfile.mkdtemp(prefix="ctriton-bench-triton-")
     os.environ["TRITON_CACHE_DIR"] = tmp
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"
@@ -329,35 +336,57 @@ def triton_child(args):
     triton.knobs.compilation.listener = listener
     target = GPUTarget("cuda", args.arch, 32)
     try:
-        cs = {n: c for n, c in cases("triton").items() if args.k in n}
-        out = {}
-        warm = True
-        for name, case in cs.items():
-            best = {}
+        cs = cases("triton")
+        print(json.dumps({"version": triton.__version__, "ptxas": triton.knobs.nvidia.ptxas.path,
+                          "cuobjdump": triton.knobs.nvidia.cuobjdump.path}), flush=True)
+        for line in sys.stdin:
+            req = json.loads(line)
+            case = cs[req["name"]]
             try:
-                for _ in range(args.reps + warm):
-                    src = source(case, "triton")
-                    stages.clear()
-                    c, t = cpu_now(), time.perf_counter()
-                    k = triton.compile(src, target=target, options=case[4])
-                    wall, cpu = (time.perf_counter() - t) * 1e3, (cpu_now() - c) * 1e3
-                    if warm:  # the first compile of the process
-                        warm = False
-                        continue
-                    for s, v in dict(stages, total=wall, **{"cpu time": cpu}).items():
-                        best[s] = min(best.get(s, v), v)
-                if args.dump:
-                    with open(os.path.join(args.dump, name + ".triton.ptx"), "w") as f:
+                src = source(case, "triton")
+                stages.clear()
+                c, t = cpu_now(), time.perf_counter()
+                k = triton.compile(src, target=target, options=case[4])
+                wall, cpu = (time.perf_counter() - t) * 1e3, (cpu_now() - c) * 1e3
+                out = dict(stages, total=wall, **{"cpu time": cpu})
+                if req.get("dump"):
+                    with open(req["dump"], "w") as f:
                         f.write(k.asm["ptx"])
             except Exception as e:  # noqa: BLE001 - reported per kernel
                 first = (str(e).strip().splitlines() or [""])[0][:200]
-                best = {"error": f"{type(e).__name__}: {first}"}
-            out[name] = best
-        print(json.dumps({"version": triton.__version__, "kernels": out,
-                          "ptxas": triton.knobs.nvidia.ptxas.path,
-                          "cuobjdump": triton.knobs.nvidia.cuobjdump.path}))
+                out = {"error": f"{type(e).__name__}: {first}"}
+            print(json.dumps(out), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class TritonChild:
+    """The Triton child process of triton_child()."""
+
+    def __init__(self, py, arch, tmp):
+        self.log = open(os.path.join(tmp, "triton-child.log"), "w+")
+        self.p = subprocess.Popen([py, os.path.abspath(__file__), "--triton-child", "--arch",
+                                   str(arch)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.log, text=True, env=triton_env())
+        self.info = self._read()
+
+    def _read(self):
+        line = self.p.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            sys.exit(f"the Triton child stopped:\n{self.log.read()[-4000:]}")
+        return json.loads(line)
+
+    def compile(self, name, dump=None):
+        self.p.stdin.write(json.dumps({"name": name, "dump": dump}) + "\n")
+        self.p.stdin.flush()
+        return self._read()
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            self.p.wait()
+        self.log.close()
 
 
 def find_triton_python(args):
@@ -379,14 +408,6 @@ def triton_env():
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     return env
 
-
-def run_triton(py, args, dump):
-    cmd = [py, os.path.abspath(__file__), "--triton-child", "--reps", str(args.reps),
-           "--arch", str(args.arch), "-k", args.k, "--dump", dump]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=triton_env())
-    if p.returncode:
-        sys.exit(f"Triton child failed:\n{p.stderr}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 # -- the breakdown: ptxas on both PTX texts -----------------------------------
@@ -535,45 +556,57 @@ def main():
     ap.add_argument("--keep-ptx", metavar="DIR",
                     help="write each kernel's PTX (NAME.ctriton.ptx, NAME.triton.ptx) to DIR")
     ap.add_argument("--triton-child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--dump", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.reps < 1:
         ap.error("--reps must be at least 1")
     if args.triton_child:
         return triton_child(args)
-    import ctriton
     from ctriton.backends.compiler import GPUTarget
     target = GPUTarget("cpu", 0, 1) if args.cpu else GPUTarget("cuda", args.arch, 32)
     tmp = tempfile.mkdtemp(prefix="ctriton-bench-cache-")
     os.environ["CTRITON_CACHE_DIR"] = tmp
+    tr = None
     try:
         cs = {n: c for n, c in cases().items() if args.k in n}
         if not cs:
             ap.error(f"no kernel name contains {args.k!r}")
-        # Warm the process: LLVM initialisation, first-use allocations.
-        first = next(iter(cs.values()))
-        os.environ["CTRITON_ALWAYS_COMPILE"] = "1"
-        ctriton.compile(source(first), target=target, options=first[4])
-        cold, hit, regs, ptx = {}, {}, {}, {}
+        py = None if args.cpu else find_triton_python(args)
+        tr = TritonChild(py, args.arch, tmp) if py else None
+        # Warm the processes: LLVM initialisation, first-use allocations.
+        first = next(iter(cs))
+        cold_once(cs[first], target)
+        if tr:
+            tr.compile(first)
+        # ctriton and Triton in turns, compile by compile: the machine's load
+        # moves
+        cold, hit, regs, ptx, tk = {}, {}, {}, {}, {}
+        dump = os.path.join(tmp, "triton-ptx")
+        os.makedirs(dump)
         for name, case in cs.items():
-            cold[name], hit[name], regs[name], ptx[name] = measure(case, target, args.reps)
+            cold[name], tk[name] = {}, {}
+            for r in range(args.reps):
+                times, regs[name], ptx[name] = cold_once(case, target)
+                keep_min(cold[name], times)
+                if tr and "error" not in tk[name]:
+                    t = tr.compile(name, os.path.join(dump, name + ".ptx") if r == 0 else None)
+                    if "error" in t:
+                        tk[name] = t
+                    else:
+                        keep_min(tk[name], t)
+            hit[name] = hits(case, target, args.reps)
         cols = [c for c in COLD if any(c in t for t in cold.values())] + ["cpu time"]
-        table(f"cold compile, ms (min of {args.reps}), target {target.backend} {target.arch}",
-              cols, cold)
-        table(f"disk-cache hit, ms (min of {args.reps})", HIT, hit)
+        table(f"ctriton cold compile, ms (min of {args.reps}), target {target.backend} "
+              f"{target.arch}", cols, cold)
+        table(f"ctriton disk-cache hit, ms (min of {args.reps})", HIT, hit)
         if args.cpu:
             return
         print("registers (ptxas -v): " + ", ".join(f"{n} {r}" for n, r in regs.items()),
               end="\n\n", flush=True)
-        py = find_triton_python(args)
-        if py is None:
+        if tr is None:
             if not args.no_triton:
                 print("Triton: not importable here (--triton-python PY names a python with it)")
             return
-        dump = os.path.join(tmp, "triton-ptx")
-        os.makedirs(dump)
-        tr = run_triton(py, args, dump)
-        tk = tr["kernels"]
+        version = tr.info["version"]
         rows = {}
         for name in cs:
             t = tk.get(name, {})
@@ -588,32 +621,35 @@ def main():
             else:
                 r["Triton"] = "error"
             rows[name] = r
-        table(f"compile time, ms (min of {args.reps}, fresh cache, warm process), "
-              f"ctriton vs Triton {tr['version']}, target cuda {args.arch}; "
+        table(f"compile time, ms (min of {args.reps}, fresh cache, warm process, interleaved), "
+              f"ctriton vs Triton {version}, target cuda {args.arch}; "
               "cpu: CPU time, ptxas included",
               ("ctriton", "Triton", "ctriton/Triton", "ctriton cpu", "Triton cpu", "cpu c/T",
                "ptxas c/T"), rows, fmt="15.2f")
         for name, t in tk.items():
             if "error" in t:
                 print(f"  Triton cannot compile {name}: {t['error']}")
-        table(f"Triton {tr['version']} stages, ms (min of {args.reps})", TRITON_STAGES,
+        table(f"Triton {version} stages, ms (min of {args.reps})", TRITON_STAGES,
               {n: t for n, t in tk.items() if "error" not in t})
         tr_ptx = {}
         for name in cs:
-            p = os.path.join(dump, name + ".triton.ptx")
+            p = os.path.join(dump, name + ".ptx")
             if os.path.exists(p):
                 with open(p) as f:
                     tr_ptx[name] = f.read()
         if args.keep_ptx:
             os.makedirs(args.keep_ptx, exist_ok=True)
-            for name, text in list(ptx.items()) + [(n + ".triton", t) for n, t in tr_ptx.items()]:
+            texts = [(n + ".ctriton", t) for n, t in ptx.items()]
+            texts += [(n + ".triton", t) for n, t in tr_ptx.items()]
+            for name, text in texts:
                 if text:
-                    suffix = "" if name.endswith(".triton") else ".ctriton"
-                    with open(os.path.join(args.keep_ptx, name + suffix + ".ptx"), "w") as f:
+                    with open(os.path.join(args.keep_ptx, name + ".ptx"), "w") as f:
                         f.write(text)
         names = [n for n in args.breakdown.split(",") if n in cs]
-        breakdown(names, args.arch, args.reps, ptx, tr_ptx, cold, tk, tr)
+        breakdown(names, args.arch, args.reps, ptx, tr_ptx, cold, tk, tr.info)
     finally:
+        if tr:
+            tr.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

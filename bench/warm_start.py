@@ -22,9 +22,9 @@ metadata, CompiledKernel). With --gpu (a GPU) or --fake (the fake libcuda
 of tests/python/fake_libcuda.c) the module load (Binary: cuModuleLoadData)
 is timed too; the driver is active and the device's primary context (the
 one torch uses) current before the clock starts, as in a program that
-already uses the GPU. The kernels of the first tables (KERNELS below) by
-default; with --gpu add, matmul and lib.attn_fwd (each of those processes makes a CUDA context, which costs
-more than the hit itself), --kernels picks others.
+already uses the GPU. The kernels of KERNELS below by default; with --gpu
+add, matmul and lib.attn_fwd (each of those processes makes a CUDA
+context, which costs more than the hit itself); --kernels picks others.
 
 first launch (--gpu): the same in the way programs meet it, for ctriton and
 Triton side by side: a new process with torch's context up and the disk

@@ -12,6 +12,8 @@ without the driver's own cost (cuLaunchKernel is ~2 us on an H200).
 Figures: median over rounds of the mean per call, microseconds.
 """
 import argparse
+import importlib
+import importlib.util
 import itertools
 import json
 import os
@@ -40,15 +42,37 @@ def timeit(fn, calls, rounds, sync=None):
     return statistics.median(per)
 
 
-def bench(tl_mod, jit, tensors, rounds, calls, sync=None, prefix=""):
-    @jit
-    def noop4(x_ptr, n, f, flag, BLOCK: tl_mod.constexpr):
-        pass
+# The kernels, as one source text: load_kernels() runs it in a module whose
+# globals `triton` and `tl` are ctriton's or Triton's, so both compile the
+# same source (Triton resolves names in a kernel through its module's
+# globals, and reads the source from the module's file).
+KERNELS_SRC = """
+@triton.jit
+def noop4(x_ptr, n, f, flag, BLOCK: tl.constexpr):
+    pass
 
-    @jit
-    def noop8(a_ptr, b_ptr, c_ptr, n, m, stride, scale, flag, BLOCK: tl_mod.constexpr):
-        pass
 
+@triton.jit
+def noop8(a_ptr, b_ptr, c_ptr, n, m, stride, scale, flag, BLOCK: tl.constexpr):
+    pass
+"""
+
+
+def load_kernels(impl, tmp):
+    """A module of KERNELS_SRC with triton/tl bound to the package impl."""
+    lib = importlib.import_module(impl)
+    path = os.path.join(tmp, f"launch_kernels_{impl}.py")
+    with open(path, "w") as f:
+        f.write(KERNELS_SRC)
+    spec = importlib.util.spec_from_file_location(f"launch_kernels_{impl}", path)
+    m = importlib.util.module_from_spec(spec)
+    m.triton, m.tl = lib, importlib.import_module(impl + ".language")
+    spec.loader.exec_module(m)
+    return m
+
+
+def bench(kernels, tensors, rounds, calls, sync=None, prefix=""):
+    noop4, noop8 = kernels.noop4, kernels.noop8
     a, b, c = tensors
     grid = (1,)
 
@@ -91,26 +115,25 @@ def run_fake(args):
 
 
 def child_fake(args):
-    import ctriton
-    import ctriton.language as tl
     t = [CudaTensor(1 << 20), CudaTensor(2 << 20), CudaTensor(3 << 20)]
-    print(json.dumps(bench(tl, ctriton.jit, t, args.rounds, args.calls,
-                           prefix="ctriton, fake driver: ")))
+    with tempfile.TemporaryDirectory(prefix="ctriton-launch-") as tmp:
+        ks = load_kernels("ctriton", tmp)
+        print(json.dumps(bench(ks, t, args.rounds, args.calls, prefix="ctriton, fake driver: ")))
 
 
 def run_gpu(args):
     import torch
-    import ctriton
-    import ctriton.language as ctl
     t = [torch.zeros(1024, device="cuda") for _ in range(3)]
     sync = torch.cuda.synchronize
-    res = bench(ctl, ctriton.jit, t, args.rounds, args.calls, sync, prefix="ctriton: ")
-    try:
-        import triton
-        import triton.language as tl
-        res.update(bench(tl, triton.jit, t, args.rounds, args.calls, sync, prefix="Triton: "))
-    except ImportError:
-        pass
+    with tempfile.TemporaryDirectory(prefix="ctriton-launch-") as tmp:
+        res = bench(load_kernels("ctriton", tmp), t, args.rounds, args.calls, sync,
+                    prefix="ctriton: ")
+        try:
+            ks = load_kernels("triton", tmp)
+        except ImportError:
+            ks = None
+        if ks is not None:
+            res.update(bench(ks, t, args.rounds, args.calls, sync, prefix="Triton: "))
     x = t[0]
 
     def add(k):

@@ -435,6 +435,8 @@ static LLVMValueRef float_op(BeScalar *s, const IrOp *op, const IrType *t, LLVMV
 	case OP_MUL:
 		return contractable(s, LLVMBuildFMul(b, a[0], a[1], ""));
 	case OP_DIV:
+		if (s->fdiv && strcmp(ir_op_str(op, "rounding", ""), "rn") != 0)
+			return s->fdiv(s->user, op, a[0], a[1]);
 		return LLVMBuildFDiv(b, a[0], a[1], "");
 	case OP_REM:
 		return float_rem(s, a[0], a[1]);
@@ -576,7 +578,10 @@ LLVMValueRef be_scalar_op(BeScalar *s, const IrOp *op, LLVMValueRef *xs)
 		break;
 	}
 	if (ir_is_float(ot)) {
-		if (!narrow(ot) || native_narrow(s, op->opc, ot))
+		/* a target division other than IEEE's (fdiv) runs in f32, as Triton's
+		 * `/` on f16 and bf16 */
+		bool target_div = op->opc == OP_DIV && s->fdiv && strcmp(ir_op_str(op, "rounding", ""), "rn") != 0;
+		if (!narrow(ot) || (native_narrow(s, op->opc, ot) && !target_div))
 			return op->opc == OP_CMP ? cmp(s, op, ot, xs[0], xs[1]) : float_op(s, op, ot, xs);
 		LLVMValueRef a[3];
 		for (int i = 0; i < op->nops && i < 3; i++)

@@ -42,6 +42,9 @@ typedef struct BeScalar {
 	/* exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil of x,
 	 * an f32 or f64 (narrow floats arrive as f32) */
 	LLVMValueRef (*math)(void *user, const IrOp *op, LLVMValueRef x);
+	/* x / y for f32 or f64 operands of a division without rounding = "rn"
+	 * (NULL: LLVM's IEEE fdiv; nvptx: div.full.f32 as Triton's `/`) */
+	LLVMValueRef (*fdiv)(void *user, const IrOp *op, LLVMValueRef x, LLVMValueRef y);
 	/* op `extern` on the operands xs */
 	LLVMValueRef (*ext)(void *user, const IrOp *op, LLVMValueRef *xs);
 	/* f64 -> f16 rounded once (NULL: fptrunc does it) */

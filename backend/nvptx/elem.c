@@ -94,6 +94,19 @@ static void sem_fail(void *user, const IrOp *op, const char *msg)
 	nv_fail(user, op, "%s: %s", op ? ir_opinfo(op->opc)->name : "cast", msg);
 }
 
+/* `/` on floats as Triton lowers it: f32 by div.full.f32 (within 2 ulp,
+ * no subroutine call), f64 correctly rounded; tl.div_rn and
+ * fdiv(ieee_rounding=True) carry rounding = "rn" and never get here. */
+static LLVMValueRef fdiv(void *user, const IrOp *op, LLVMValueRef x, LLVMValueRef y)
+{
+	Nv *nv = user;
+	(void)op;
+	if (LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMFloatTypeKind)
+		return LLVMBuildFDiv(nv->b, x, y, "");
+	LLVMValueRef a[2] = {x, y};
+	return nv_intrinsic(nv, "llvm.nvvm.div.full", NULL, 0, a, 2);
+}
+
 /* The shared scalar semantics with the GPU's types, math and externs. */
 static BeScalar sem(Nv *nv)
 {
@@ -105,6 +118,7 @@ static BeScalar sem(Nv *nv)
 			  .contract = nv->opt->enable_fp_fusion,
 			  .type = sem_type,
 			  .math = math,
+			  .fdiv = fdiv,
 			  .ext = sem_ext,
 			  .f64_to_f16 = NULL,
 			  .fail = sem_fail,

@@ -402,3 +402,29 @@ def test_warp_id_read_from_lane_zero():
     warpgroup's matrix descriptors in uniform registers."""
     k = _bench_matmul(90, 128, 256, 64, 8, 3)
     assert "shfl.sync.idx.b32" in k.asm["ptx"]
+
+
+
+@ctriton.jit
+def _div_kernel(x, y, o, RN: ctriton.language.constexpr):
+    i = ctriton.language.arange(0, 128)
+    a = ctriton.language.load(x + i)
+    b = ctriton.language.load(y + i)
+    if RN:
+        r = ctriton.language.math.div_rn(a, b)
+    else:
+        r = a / b
+    ctriton.language.store(o + i, r)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("dt,rn,want", [("fp32", False, "div.full.f32"), ("fp32", True, "div.rn.f32"),
+                                        ("fp16", False, "div.full.f32"), ("bf16", False, "div.full.f32"),
+                                        ("fp64", False, "div.rn.f64")])
+def test_float_division_as_triton(arch, dt, rn, want):
+    """`/` on floats is Triton's: div.full.f32 for f32 (f16/bf16 through
+    f32), no IEEE division subroutine; tl.div_rn stays correctly rounded."""
+    k = ctriton.compile(ASTSource(_div_kernel, {"x": "*" + dt, "y": "*" + dt, "o": "*" + dt, "RN": "constexpr"},
+                                  {"RN": rn}), target=GPUTarget("cuda", arch, 32))
+    divs = {w for w in k.asm["ptx"].split() if w.startswith("div.")}
+    assert divs == {want}, divs

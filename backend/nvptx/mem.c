@@ -1,7 +1,7 @@
 /* mem.c: global memory and async copies. Loads and stores in vectors of up
  * to 128 bits where axis info proves contiguity, alignment and mask
- * constancy (a masked load of whole 32-bit words is one predicated
- * ld.global in inline asm; other masked accesses branch around the access);
+ * constancy (a masked load is one predicated ld.global in inline asm, as
+ * Triton's, sub-word ones included; masked stores branch around the access);
  * an access with a cache modifier or an eviction policy is inline PTX
  * naming them (ld.global.cg, st.global.L1::evict_first.L2::cache_hint, ...),
  * predicated by its mask; replicated elements are stored by their owning
@@ -264,7 +264,10 @@ void nv_lower_load(Nv *nv, IrOp *op)
 			LLVMSetAlignment(val, (unsigned)bytes);
 			if (vol)
 				LLVMSetVolatile(val, 1);
-		} else if (!vol && !isbool && bytes % 4 == 0 && bytes <= 16) {
+		} else if (!vol && bytes <= 16 && (bytes < 4 || bytes % 4 == 0)) {
+			/* as Triton: a predicated ld.global, sub-word ones included
+			 * (a branch around each 16-bit load of a matmul tile with
+			 * runtime strides made 134 branches) */
 			val = asm_load(nv, vty, bytes, ptr, pred, dflt, NULL, NULL);
 		} else {
 			LLVMBasicBlockRef cur = LLVMGetInsertBlock(nv->b);

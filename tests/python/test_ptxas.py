@@ -3,6 +3,7 @@ compiled for sm_80 and sm_90 without a GPU, and its PTX assembled by ptxas:
 invalid PTX fails here, on machines with no GPU. The compile driver runs
 ptxas itself when it finds it and keeps the cubin; a failure is an error."""
 import os
+import re
 import shutil
 
 import pytest
@@ -428,3 +429,23 @@ def test_float_division_as_triton(arch, dt, rn, want):
                                   {"RN": rn}), target=GPUTarget("cuda", arch, 32))
     divs = {w for w in k.asm["ptx"].split() if w.startswith("div.")}
     assert divs == {want}, divs
+
+
+@ctriton.jit
+def _strided_half_load(x, o, n, stride):
+    i = ctriton.language.arange(0, 256)
+    v = ctriton.language.load(x + i * stride, mask=i < n, other=1.0)
+    ctriton.language.store(o + i, v)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("dt,w", [("fp16", "b16"), ("i8", "b8")])
+def test_masked_subword_load_is_predicated(arch, dt, w):
+    """A masked load too narrow or too scattered to vectorize is one
+    predicated ld.global per element (as Triton's), not a branch around
+    each load."""
+    k = ctriton.compile(ASTSource(_strided_half_load, {"x": "*" + dt, "o": "*" + dt, "n": "i32", "stride": "i32"},
+                                  {}), target=GPUTarget("cuda", arch, 32))
+    ptx = k.asm["ptx"]
+    assert re.search(rf"@\$?%?\w+ ld\.global\.{w}", ptx) or re.search(rf"@%p\d+ ld\.global\.{w}", ptx), ptx[-2000:]
+    assert ptx.count(" bra") + ptx.count("\tbra") <= 1

@@ -450,9 +450,11 @@ char *ir_print_type(IrCtx *ctx, const IrType *t);
 char *ir_print_layout(IrCtx *ctx, const IrLayout *l);
 void ir_dump_op(FILE *out, const IrOp *op); /* debugging aid */
 /* The module in Triton's MLIR spelling (print_mlir.c): dialect-qualified op
- * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form;
- * target and threads_per_warp become module attributes. A view that is not
- * parsed back; layouts and locations are left out. Arena string. */
+ * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form,
+ * loop attributes as tt.flatten, tt.num_stages = 2 : i32. target NULL: the
+ * TTIR view, a bare `module {`; else the TTGIR view: layout aliases, then
+ * the module attributes with target and threads_per_warp. A view that is
+ * not parsed back; locations are left out. Arena string. */
 char *ir_print_mlir(const IrModule *m, const char *target, int threads_per_warp);
 
 /* ------------------------------------------------------------------------- */

@@ -488,37 +488,39 @@ static void record_stage(JitPipe *p)
 	JitKernel *out = p->out;
 	switch (p->stage) {
 	case JIT_S_TTIR:
+		/* the textual form, and the view in Triton's spelling that
+		 * readers of a kernel's TTIR look for */
 		free(out->ttir);
+		free(out->ttir_mlir);
 		out->ttir = strdup(ir_print_module(p->m));
+		out->ttir_mlir = strdup(ir_print_mlir(p->m, NULL, 0));
 		out->ms[JIT_T_TTIR] += jit_now_ms() - t;
 		break;
-	case JIT_S_TTGIR:
-		/* The CPU's TTGIR is its IR after the passes it runs before code
-		 * generation (no layouts: a program instance is one thread), in
-		 * Triton's MLIR spelling, which is what readers of a kernel's TTGIR
-		 * look for. The GPU's carries layouts in ctriton's textual form,
-		 * which tools read back; there the printer spells reductions and
-		 * scans as Triton's TTGIR does ("tt.reduce"). */
-		free(out->ttgir);
-		if (p->on == JIT_ON_CUDA) {
-			/* the text names the target, as Triton's ttg.target = "cuda:90";
-			 * the module itself stays as the passes left it */
-			char tgt[32];
+	case JIT_S_TTGIR: {
+		/* The IR after the passes before code generation: on the GPU with
+		 * layouts, on the CPU without (a program instance is one thread).
+		 * Both texts name the target, as Triton's ttg.target = "cuda:90";
+		 * the module itself stays as the passes left it. */
+		char tgt[32];
+		if (p->on == JIT_ON_CUDA)
 			snprintf(tgt, sizeof tgt, "cuda:%d", p->target.arch);
-			int n0 = p->m->nattrs;
-			IrAttr *a0 = p->m->attrs; /* ir_set_attr inserts into a new array */
-			IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
-			ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
-			out->ttgir = strdup(ir_print_module(p->m));
-			if (p->m->nattrs == n0 + 1) {
-				p->m->nattrs = n0;
-				p->m->attrs = a0;
-			}
-		} else {
-			out->ttgir = strdup(ir_print_mlir(p->m, "cpu", 1));
+		else
+			snprintf(tgt, sizeof tgt, "cpu");
+		free(out->ttgir);
+		free(out->ttgir_mlir);
+		int n0 = p->m->nattrs;
+		IrAttr *a0 = p->m->attrs; /* ir_set_attr inserts into a new array */
+		IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
+		ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
+		out->ttgir = strdup(ir_print_module(p->m));
+		if (p->m->nattrs == n0 + 1) {
+			p->m->nattrs = n0;
+			p->m->attrs = a0;
 		}
+		out->ttgir_mlir = strdup(ir_print_mlir(p->m, tgt, p->on == JIT_ON_CUDA ? p->target.warp_size : 1));
 		out->ms[JIT_T_TTGIR] += jit_now_ms() - t;
 		break;
+	}
 	case JIT_S_LLIR:
 		if (p->nv) {
 			free(out->llir);

@@ -17,7 +17,7 @@ def ttir(fn, sig, cx=None, opts=None, attrs=None):
     # the TTIR stage of the pipeline: after CSE and DCE
     r = C.compile_ttir(text, fn.__name__, C.BACKEND_CPU, 0, 1, dict(opts or {}), True)
     assert "error" not in r, r.get("error")
-    return r["ttir"]
+    return r["ct.ttir"]
 
 
 def count(text, op):

@@ -527,4 +527,17 @@ bool ir_loop_accum_match(IrFunc *f, IrOp *loop, IrOp *red, IrLoopAccum *m);
 void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, bool reorder, int part_axis,
 			   const IrType *part, int post_axis, const IrType *post);
 
+/* loops.c: the loop transformations tl.range asks for. ir_unroll_loops:
+ * each `for` with {loop_unroll_factor = U > 1} becomes a loop running U
+ * copies of its body per iteration over the first tc - tc % U iterations,
+ * then the original loop ({num_stages = 1}) over the rest; constant bounds
+ * fold the split. ir_flatten_loops: a `for` with {flatten = true} whose
+ * body holds one inner `for` becomes one loop over all the inner iterations
+ * (each outer one counted max(inner trip count, 1) times), the code around
+ * the inner loop under `if`s on the first and last of them; a nest whose
+ * inner bounds are not pure functions of the outer induction value and
+ * loop invariants is left alone. NULL on success. */
+IrError *ir_unroll_loops(IrModule *m);
+IrError *ir_flatten_loops(IrModule *m);
+
 #endif

@@ -132,6 +132,16 @@ static IrError *run_combine_dot_add(JitPipe *p)
 	return ir_combine_dot_add(p->m);
 }
 
+static IrError *run_unroll_loops(JitPipe *p)
+{
+	return ir_unroll_loops(p->m);
+}
+
+static IrError *run_flatten_loops(JitPipe *p)
+{
+	return ir_flatten_loops(p->m);
+}
+
 static IrError *run_reduce_lanes(JitPipe *p)
 {
 	return ir_loop_reduce_lanes(p->m, BE_CPU_REDUCE_LANES);
@@ -311,6 +321,8 @@ const JitPass jit_passes[] = {
 	/* name, stage, targets, pipeline, analysis, requires, provides, breaks, timer, run, what */
 	{"verify", JIT_S_TTIR, BOTH, true, true, 0, V, 0, JIT_T_VERIFY, run_verify,
 	 "types, shapes, dominance, terminators; finds the kernel; checks the options against the target"},
+	{"unroll-loops", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_unroll_loops,
+	 "a for loop with loop_unroll_factor U: U copies of its body per iteration, then a remainder loop"},
 	{"combine-dot-add", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_combine_dot_add,
 	 "folds acc + dot(a, b, 0) into dot(a, b, acc) when the dot has no other use: the sum accumulates in the dot"},
 	{"cse-scalars", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_cse_scalars,
@@ -319,6 +331,9 @@ const JitPass jit_passes[] = {
 	 "merges identical pure ops, block-valued ones too (not in the pipeline)"},
 	{"dce", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_dce,
 	 "removes pure ops whose results are unused, whole chains at once"},
+	{"flatten-loops", JIT_S_TTGIR, BOTH, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_flatten_loops,
+	 "a for loop with flatten and one inner for loop: one loop over the inner iterations, the code around "
+	 "the inner loop run on the first and last of each outer iteration"},
 	{"reduce-lanes", JIT_S_TTGIR, CPU, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_reduce_lanes,
 	 "a reduction that only accumulates into a for loop's carried value: the loop carries vector lanes of "
 	 "partial results, reduced once after it"},

@@ -380,7 +380,8 @@ int64_t ir_op_int(const IrOp *op, const char *name, int64_t dflt);   /* int or b
 double ir_op_float(const IrOp *op, const char *name, double dflt);   /* float or int */
 const char *ir_op_str(const IrOp *op, const char *name, const char *dflt); /* str or sym */
 /* Whether op has no side effect, so CSE / DCE may merge or drop it: its row
- * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}. */
+ * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}, or a
+ * map_elementwise whose region holds only pure ops. */
 bool ir_op_pure(const IrOp *op);
 /* elementwise_inline_asm: how many elements of type t (its scalar) share
  * one 32-bit asm register when an invocation takes pack elements: the

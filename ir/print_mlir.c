@@ -643,6 +643,18 @@ static void put_loop_attrs(Buf *b, const IrOp *op)
 		put(b, "}");
 }
 
+static void put_map(Buf *b, const IrOp *op, int level)
+{
+	put(b, "\"tt.map_elementwise\"(");
+	put_values(b, op->ops, 0, op->nops);
+	putf(b, ") <{pack = %" PRId64 " : i32}> ({\n", ir_op_int(op, "pack", 1));
+	put_region_args(b, op->regions[0], level);
+	put_block(b, op->regions[0], level + 1, op);
+	indent(b, level);
+	put(b, "})");
+	put_fn_type(b, op);
+}
+
 static void put_for(Buf *b, const IrOp *op, int level)
 {
 	const IrBlock *body = op->regions[0];
@@ -958,6 +970,9 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_SCAN:
 		put_reduce(b, op, level);
 		break;
+	case OP_MAP_ELEM:
+		put_map(b, op, level);
+		break;
 	case OP_DOT: {
 		put(b, "tt.dot ");
 		put_values(b, op->ops, 0, 3);
@@ -1047,6 +1062,8 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 			put(b, "tt.reduce.return");
 		else if (owner && owner->opc == OP_SCAN)
 			put(b, "tt.scan.return");
+		else if (owner && owner->opc == OP_MAP_ELEM)
+			put(b, "tt.map_elementwise.return");
 		else
 			put(b, "scf.yield");
 		if (op->opc == OP_CONDITION) {

@@ -150,7 +150,7 @@ typedef enum IrTypeKind {
 	TY_KIND_COUNT_
 } IrTypeKind;
 
-#define IR_MAX_RANK 8
+#define IR_MAX_RANK 16
 #define IR_MAX_NUMEL (1 << 20)
 
 typedef enum IrLayoutKind {

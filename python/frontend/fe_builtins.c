@@ -109,7 +109,8 @@ static bool var_shape(Fe *fe, PyObject *node, Call *c, int *rank, int64_t *shape
 	    (PyTuple_Check(c->var[0]->obj) || PyList_Check(c->var[0]->obj)))
 		return fe_shape(fe, node, c->var[0], rank, shape);
 	if (c->nvar > IR_MAX_RANK) {
-		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): too many dimensions", c->name);
+		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): a shape of %d dimensions (ctriton's blocks have at most %d)",
+		       c->name, c->nvar, IR_MAX_RANK);
 		return false;
 	}
 	for (int i = 0; i < c->nvar; i++)

@@ -582,7 +582,8 @@ static bool flatten(IrFunc *f, IrOp *L)
 	in.loc = L->loc;
 
 	/* the first fused iteration of an outer one runs the prologue and
-	 * starts the inner loop */
+	 * starts the inner loop; later code reads the prologue's values from
+	 * there (M maps the nest's values to the fused loop's) */
 	VMap M = {0};
 	vmap_put(&M, n.ob->args[0], i);
 	for (int a = 0; a < na; a++)
@@ -603,25 +604,17 @@ static bool flatten(IrFunc *f, IrOp *L)
 	tb.loc = L->loc;
 	ir_yield(&tb, n1, y1);
 	ir_builder_at_end(&tb, if1->regions[0]);
-	{
-		VMap m = {0};
-		vmap_put(&m, n.ob->args[0], i);
-		for (int a = 0; a < na; a++)
-			vmap_put(&m, n.ob->args[1 + a], A[a]);
-		for (IrOp *o = n.ob->first; o != I; o = o->next)
-			ir_block_append(if1->regions[0], clone_op(ctx, o, &m));
-		IrValue **yt = ir_alloc(ctx, sizeof *yt * (size_t)n1);
-		yt[0] = vmap_get(&m, I->ops[0]);
-		for (int q = 0; q < nb; q++)
-			yt[1 + q] = vmap_get(&m, I->ops[3 + q]);
-		for (int p = 0; p < n.np; p++)
-			yt[1 + nb + p] = vmap_get(&m, n.pv[p]);
-		if (!inv)
-			yt[n1 - 1] = trip_count(&tb, vmap_get(&m, I->ops[0]), vmap_get(&m, I->ops[1]),
-						vmap_get(&m, I->ops[2]));
-		ir_yield(&tb, n1, yt);
-		vmap_free(&m);
-	}
+	for (IrOp *o = n.ob->first; o != I; o = o->next)
+		ir_block_append(if1->regions[0], clone_op(ctx, o, &M));
+	IrValue **yt = ir_alloc(ctx, sizeof *yt * (size_t)n1);
+	yt[0] = vmap_get(&M, I->ops[0]);
+	for (int q = 0; q < nb; q++)
+		yt[1 + q] = vmap_get(&M, I->ops[3 + q]);
+	for (int p = 0; p < n.np; p++)
+		yt[1 + nb + p] = vmap_get(&M, n.pv[p]);
+	if (!inv)
+		yt[n1 - 1] = trip_count(&tb, vmap_get(&M, I->ops[0]), vmap_get(&M, I->ops[1]), vmap_get(&M, I->ops[2]));
+	ir_yield(&tb, n1, yt);
 	IrValue *j0 = &if1->res[0];
 	IrValue **B0 = ir_alloc(ctx, sizeof *B0 * (size_t)(nb ? nb : 1));
 	for (int q = 0; q < nb; q++)
@@ -633,45 +626,32 @@ static bool flatten(IrFunc *f, IrOp *L)
 		per = ir_binary(&in, OP_MAX, tcj, one);
 	}
 
-	/* one inner iteration, unless this outer iteration has none */
-	VMap m2 = {0};
-	IrValue **B1 = ir_alloc(ctx, sizeof *B1 * (size_t)(nb ? nb : 1));
-	if (tci >= 1) {
-		for (int p = 0; p < n.np; p++)
-			vmap_put(&m2, n.pv[p], vmap_get(&M, n.pv[p]));
-		vmap_put(&m2, n.ob->args[0], i);
-		for (int a = 0; a < na; a++)
-			vmap_put(&m2, n.ob->args[1 + a], A[a]);
-		vmap_put(&m2, ib->args[0], j0);
-		for (int q = 0; q < nb; q++)
-			vmap_put(&m2, ib->args[1 + q], B0[q]);
-		IrOp *iy = clone_body(&in, ib, &m2);
-		for (int q = 0; q < nb; q++)
-			B1[q] = vmap_get(&m2, iy->ops[q]);
-	} else {
-		IrOp *if2 = new_if(&in, ir_cmp(&in, "lt", c, tcj), nb, B0);
+	/* one inner iteration, under an `if` unless every outer iteration has
+	 * one */
+	bool guard = tci < 1;
+	IrOp *if2 = NULL;
+	IrBuilder *at = &in;
+	if (guard) {
+		if2 = new_if(&in, ir_cmp(&in, "lt", c, tcj), nb, B0);
 		ir_builder_at_end(&tb, if2->regions[1]);
 		ir_yield(&tb, nb, B0);
 		ir_builder_at_end(&tb, if2->regions[0]);
-		for (int p = 0; p < n.np; p++)
-			vmap_put(&m2, n.pv[p], vmap_get(&M, n.pv[p]));
-		vmap_put(&m2, n.ob->args[0], i);
-		for (int a = 0; a < na; a++)
-			vmap_put(&m2, n.ob->args[1 + a], A[a]);
-		vmap_put(&m2, ib->args[0], j0);
-		for (int q = 0; q < nb; q++)
-			vmap_put(&m2, ib->args[1 + q], B0[q]);
-		IrOp *iy = clone_body(&tb, ib, &m2);
-		IrValue **yv = ir_alloc(ctx, sizeof *yv * (size_t)(nb ? nb : 1));
-		for (int q = 0; q < nb; q++)
-			yv[q] = vmap_get(&m2, iy->ops[q]);
+		at = &tb;
+	}
+	vmap_put(&M, ib->args[0], j0);
+	for (int q = 0; q < nb; q++)
+		vmap_put(&M, ib->args[1 + q], B0[q]);
+	IrOp *iy = clone_body(at, ib, &M);
+	IrValue **B1 = ir_alloc(ctx, sizeof *B1 * (size_t)(nb ? nb : 1));
+	for (int q = 0; q < nb; q++)
+		B1[q] = vmap_get(&M, iy->ops[q]);
+	if (guard) {
 		tb.loc = iy->loc;
-		ir_yield(&tb, nb, yv);
+		ir_yield(&tb, nb, B1);
 		tb.loc = L->loc;
 		for (int q = 0; q < nb; q++)
 			B1[q] = &if2->res[q];
 	}
-	vmap_free(&m2);
 	IrValue *j1 = ir_binary(&in, OP_ADD, j0, vmap_get(&M, I->ops[2]));
 	IrValue *c1 = ir_binary(&in, OP_ADD, c, one);
 	IrValue *last = ir_cmp(&in, "eq", c1, per);

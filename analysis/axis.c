@@ -181,6 +181,7 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 	int64_t c;
 	switch (op->opc) {
 	case OP_INLINE_ASM: /* nothing known of what the asm computes */
+	case OP_MAP_ELEM:   /* nor of what the mapped function does */
 		return r;
 	case OP_CONSTANT:
 		if (const_value(op, &c))

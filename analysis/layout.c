@@ -811,8 +811,10 @@ static void wants_block(LCtx *c, IrBlock *b)
 			if ((fl & IR_ELEM) || op->opc == OP_LOAD || op->opc == OP_BROADCAST ||
 			    op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
 			    op->opc == OP_MAX_CONSTANCY || op->opc == OP_CONVERT_LAYOUT) {
-				/* an inline asm's results share one layout: the first one's wish */
-				if ((op->nres != 1 && op->opc != OP_INLINE_ASM) || op->nres < 1 || !is_blk(&op->res[0]))
+				/* an inline asm's or a mapped function's results share one
+				 * layout: the first one's wish */
+				if ((op->nres != 1 && op->opc != OP_INLINE_ASM && op->opc != OP_MAP_ELEM) || op->nres < 1 ||
+				    !is_blk(&op->res[0]))
 					break;
 				const IrLayout *t = op->opc != OP_LOAD ? target(c, &op->res[0])
 						    : is_blk(op->ops[0]) ? access_layout(c, op)

@@ -871,10 +871,25 @@ const char *ir_op_str(const IrOp *op, const char *name, const char *dflt)
 	return dflt;
 }
 
+/* Whether the regions of op do nothing but compute (their control flow
+ * included). */
+static bool regions_pure(const IrOp *op)
+{
+	for (int r = 0; r < op->nregions; r++)
+		for (const IrOp *o = op->regions[r]->first; o; o = o->next) {
+			bool flow = o->opc == OP_IF || o->opc == OP_FOR || o->opc == OP_WHILE;
+			if (!(ir_opinfo(o->opc)->flags & IR_TERM) && !ir_op_pure(o) && !(flow && regions_pure(o)))
+				return false;
+		}
+	return true;
+}
+
 bool ir_op_pure(const IrOp *op)
 {
 	if (ir_opinfo(op->opc)->flags & IR_PURE)
 		return true;
+	if (op->opc == OP_MAP_ELEM)
+		return regions_pure(op);
 	return op->opc == OP_INLINE_ASM && ir_op_int(op, "pure", 0) != 0;
 }
 

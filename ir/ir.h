@@ -150,7 +150,7 @@ typedef enum IrTypeKind {
 	TY_KIND_COUNT_
 } IrTypeKind;
 
-#define IR_MAX_RANK 8
+#define IR_MAX_RANK 16
 #define IR_MAX_NUMEL (1 << 20)
 
 typedef enum IrLayoutKind {
@@ -380,7 +380,8 @@ int64_t ir_op_int(const IrOp *op, const char *name, int64_t dflt);   /* int or b
 double ir_op_float(const IrOp *op, const char *name, double dflt);   /* float or int */
 const char *ir_op_str(const IrOp *op, const char *name, const char *dflt); /* str or sym */
 /* Whether op has no side effect, so CSE / DCE may merge or drop it: its row
- * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}. */
+ * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}, or a
+ * map_elementwise whose region holds only pure ops. */
 bool ir_op_pure(const IrOp *op);
 /* elementwise_inline_asm: how many elements of type t (its scalar) share
  * one 32-bit asm register when an invocation takes pack elements: the
@@ -450,9 +451,11 @@ char *ir_print_type(IrCtx *ctx, const IrType *t);
 char *ir_print_layout(IrCtx *ctx, const IrLayout *l);
 void ir_dump_op(FILE *out, const IrOp *op); /* debugging aid */
 /* The module in Triton's MLIR spelling (print_mlir.c): dialect-qualified op
- * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form;
- * target and threads_per_warp become module attributes. A view that is not
- * parsed back; layouts and locations are left out. Arena string. */
+ * names, tensor<..> and !tt.ptr<..> types, reduce and scan in generic form,
+ * loop attributes as tt.flatten, tt.num_stages = 2 : i32. target NULL: the
+ * TTIR view, a bare `module {`; else the TTGIR view: layout aliases, then
+ * the module attributes with target and threads_per_warp. A view that is
+ * not parsed back; locations are left out. Arena string. */
 char *ir_print_mlir(const IrModule *m, const char *target, int threads_per_warp);
 
 /* ------------------------------------------------------------------------- */
@@ -524,5 +527,18 @@ bool ir_loop_accum_match(IrFunc *f, IrOp *loop, IrOp *red, IrLoopAccum *m);
  * and combined with the initial value, which replaces the loop's result. */
 void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, bool reorder, int part_axis,
 			   const IrType *part, int post_axis, const IrType *post);
+
+/* loops.c: the loop transformations tl.range asks for. ir_unroll_loops:
+ * each `for` with {loop_unroll_factor = U > 1} becomes a loop running U
+ * copies of its body per iteration over the first tc - tc % U iterations,
+ * then the original loop ({num_stages = 1}) over the rest; constant bounds
+ * fold the split. ir_flatten_loops: a `for` with {flatten = true} whose
+ * body holds one inner `for` becomes one loop over all the inner iterations
+ * (each outer one counted max(inner trip count, 1) times), the code around
+ * the inner loop under `if`s on the first and last of them; a nest whose
+ * inner bounds are not pure functions of the outer induction value and
+ * loop invariants is left alone. NULL on success. */
+IrError *ir_unroll_loops(IrModule *m);
+IrError *ir_flatten_loops(IrModule *m);
 
 #endif

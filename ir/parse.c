@@ -1133,7 +1133,7 @@ static bool parse_op(Parser *p, IrBlock *blk)
 	Tok nt = p->tok;
 	char name[32];
 	int opc = -1;
-	if (at(p, TK_STRING)) { /* TTGIR spells reductions and scans as Triton does */
+	if (at(p, TK_STRING)) { /* Triton's names, which older TTGIR texts printed */
 		if (nt.len == 11 && !memcmp(nt.start, "\"tt.reduce\"", 11))
 			opc = OP_REDUCE;
 		else if (nt.len == 9 && !memcmp(nt.start, "\"tt.scan\"", 9))

@@ -334,10 +334,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const char *file)
 	}
 	if (op->nres)
 		put(b, " = ");
-	if ((op->opc == OP_REDUCE || op->opc == OP_SCAN) && op->nops > 0 && ir_is_block(op->ops[0]->type) &&
-	    op->ops[0]->type->layout)
-		put(b, op->opc == OP_REDUCE ? "\"tt.reduce\"" : "\"tt.scan\""); /* TTGIR: Triton's names */
-	else if ((int)op->opc >= 0 && op->opc < OP_COUNT_)
+	if ((int)op->opc >= 0 && op->opc < OP_COUNT_)
 		put(b, ir_opinfo(op->opc)->name);
 	else
 		putf(b, "<bad opcode %d>", (int)op->opc);

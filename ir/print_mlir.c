@@ -10,7 +10,10 @@
  * counterpart keeps its ctriton name under `ct.` (the hints multiple_of,
  * max_contiguous and max_constancy, which Triton keeps as attributes). Values
  * are numbered as print.c numbers them, so the two texts correspond line for
- * line; layouts and locations are left out.
+ * line; locations are left out. The TTIR view opens with a bare `module {`;
+ * the TTGIR view with the aliases of its layouts (`#blocked =
+ * #ttg.blocked<{...}>`, `#mma = #ttg.nvidia_mma<{...}>`), which its tensor
+ * types name, and the module's attributes (`"ttg.num-warps"`, `ttg.target`).
  */
 #include "ir.h"
 
@@ -25,6 +28,10 @@ typedef struct Buf {
 	char *s;
 	size_t n, cap;
 	int tmp; /* helper constants printed so far (neg, not, casts to i1) */
+	/* TTGIR: the blocked, mma and shared layouts, printed once at the top
+	 * as aliases (#blocked, #blocked1, #mma, ...) in order of first use */
+	const IrLayout **alias;
+	int nalias, capalias;
 } Buf;
 
 static void put(Buf *b, const char *s)
@@ -115,6 +122,136 @@ static const char *scalar_name(IrTypeKind k)
 	}
 }
 
+/* Layouts as Triton's TTGIR writes them: the blocked, mma and shared ones by
+ * their aliases, slices and dot operands inline around their parents. */
+static bool aliased(const IrLayout *l)
+{
+	return l->kind == LAYOUT_BLOCKED || l->kind == LAYOUT_MMA || l->kind == LAYOUT_SHARED;
+}
+
+static const char *alias_stem(const IrLayout *l)
+{
+	return l->kind == LAYOUT_BLOCKED ? "blocked" : l->kind == LAYOUT_MMA ? "mma" : "shared";
+}
+
+static void put_ints(Buf *b, int n, const int *v)
+{
+	put(b, "[");
+	for (int i = 0; i < n; i++)
+		putf(b, i ? ", %d" : "%d", v[i]);
+	put(b, "]");
+}
+
+static void put_layout_ref(Buf *b, const IrLayout *l);
+
+static void put_layout_body(Buf *b, const IrLayout *l)
+{
+	switch (l->kind) {
+	case LAYOUT_BLOCKED:
+		put(b, "#ttg.blocked<{sizePerThread = ");
+		put_ints(b, l->rank, l->size_per_thread);
+		put(b, ", threadsPerWarp = ");
+		put_ints(b, l->rank, l->threads_per_warp);
+		put(b, ", warpsPerCTA = ");
+		put_ints(b, l->rank, l->warps_per_cta);
+		put(b, ", order = ");
+		put_ints(b, l->rank, l->order);
+		put(b, "}>");
+		return;
+	case LAYOUT_MMA: {
+		int ninstr = 3; /* trailing zeros unused */
+		while (ninstr > 0 && l->instr_shape[ninstr - 1] == 0)
+			ninstr--;
+		putf(b, "#ttg.nvidia_mma<{versionMajor = %d, versionMinor = %d, warpsPerCTA = ", l->version_major,
+		     l->version_minor);
+		put_ints(b, l->rank, l->warps_per_cta);
+		put(b, ", instrShape = ");
+		put_ints(b, ninstr, l->instr_shape);
+		put(b, "}>");
+		return;
+	}
+	case LAYOUT_SHARED:
+		putf(b, "#ttg.swizzled_shared<{vec = %d, perPhase = %d, maxPhase = %d, order = ", l->vec, l->per_phase,
+		     l->max_phase);
+		put_ints(b, l->rank, l->order);
+		put(b, "}>");
+		return;
+	case LAYOUT_SLICE:
+		putf(b, "#ttg.slice<{dim = %d, parent = ", l->dim);
+		put_layout_ref(b, l->parent);
+		put(b, "}>");
+		return;
+	case LAYOUT_DOT_OP:
+		putf(b, "#ttg.dot_op<{opIdx = %d, parent = ", l->opidx);
+		put_layout_ref(b, l->parent);
+		putf(b, ", kWidth = %d}>", l->k_width);
+		return;
+	}
+	put(b, "#ttg.unknown");
+}
+
+/* The alias of l: its stem, numbered from the second of its kind on. */
+static void put_alias(Buf *b, int i)
+{
+	const IrLayout *l = b->alias[i];
+	int nth = 0;
+	for (int k = 0; k < i; k++)
+		nth += b->alias[k]->kind == l->kind;
+	putf(b, nth ? "#%s%d" : "#%s", alias_stem(l), nth);
+}
+
+static void put_layout_ref(Buf *b, const IrLayout *l)
+{
+	if (!l) {
+		put(b, "#ttg.unknown");
+		return;
+	}
+	for (int i = 0; aliased(l) && i < b->nalias; i++)
+		if (b->alias[i] == l) {
+			put_alias(b, i);
+			return;
+		}
+	put_layout_body(b, l);
+}
+
+static void collect_layout(Buf *b, const IrLayout *l)
+{
+	if (!l)
+		return;
+	if (!aliased(l)) {
+		collect_layout(b, l->parent);
+		return;
+	}
+	for (int i = 0; i < b->nalias; i++)
+		if (b->alias[i] == l)
+			return;
+	if (b->nalias == b->capalias) {
+		b->capalias = b->capalias ? 2 * b->capalias : 8;
+		b->alias = realloc(b->alias, (size_t)b->capalias * sizeof *b->alias);
+		if (!b->alias)
+			abort();
+	}
+	b->alias[b->nalias++] = l;
+}
+
+static void collect_type(Buf *b, const IrType *t)
+{
+	if (t && t->kind == TY_BLOCK)
+		collect_layout(b, t->layout);
+}
+
+static void collect_block(Buf *b, const IrBlock *blk)
+{
+	for (int i = 0; i < blk->nargs; i++)
+		collect_type(b, blk->args[i]->type);
+	for (const IrOp *op = blk->first; op; op = op->next) {
+		for (int i = 0; i < op->nres; i++)
+			collect_type(b, op->res[i].type);
+		for (int r = 0; r < op->nregions; r++)
+			collect_block(b, op->regions[r]);
+	}
+}
+
 static void put_type(Buf *b, const IrType *t)
 {
 	if (!t) {
@@ -132,6 +269,10 @@ static void put_type(Buf *b, const IrType *t)
 		for (int i = 0; i < t->rank; i++)
 			putf(b, "%" PRId64 "x", t->shape[i]);
 		put_type(b, t->elem);
+		if (t->layout) {
+			put(b, ", ");
+			put_layout_ref(b, t->layout);
+		}
 		put(b, ">");
 	} else {
 		put(b, scalar_name(t->kind));
@@ -474,6 +615,46 @@ static void put_reduce(Buf *b, const IrOp *op, int level)
 	put_fn_type(b, op);
 }
 
+/* The attributes of a loop as Triton's TTIR writes them after its closing
+ * brace: flags as unit attributes (tt.flatten), present only when set;
+ * numbers as tt.num_stages = 2 : i32; disable_licm as LLVM's loop
+ * annotation. */
+static void put_loop_attrs(Buf *b, const IrOp *op)
+{
+	bool any = false;
+	for (int i = 0; i < op->nattrs; i++) {
+		const IrAttr *a = &op->attrs[i];
+		if (a->kind == ATTR_BOOL && !a->i)
+			continue;
+		put(b, any ? ", " : " {");
+		any = true;
+		if (!strcmp(a->name, "disable_licm")) {
+			put(b, "llvm.loop_annotation = #llvm.loop_annotation<licm = #llvm.loop_licm<disable = true, "
+			       "versioningDisable = true>>");
+			continue;
+		}
+		putf(b, "tt.%s", a->name);
+		if (a->kind != ATTR_BOOL) {
+			put(b, " = ");
+			put_attr_value(b, a);
+		}
+	}
+	if (any)
+		put(b, "}");
+}
+
+static void put_map(Buf *b, const IrOp *op, int level)
+{
+	put(b, "\"tt.map_elementwise\"(");
+	put_values(b, op->ops, 0, op->nops);
+	putf(b, ") <{pack = %" PRId64 " : i32}> ({\n", ir_op_int(op, "pack", 1));
+	put_region_args(b, op->regions[0], level);
+	put_block(b, op->regions[0], level + 1, op);
+	indent(b, level);
+	put(b, "})");
+	put_fn_type(b, op);
+}
+
 static void put_for(Buf *b, const IrOp *op, int level)
 {
 	const IrBlock *body = op->regions[0];
@@ -504,7 +685,7 @@ static void put_for(Buf *b, const IrOp *op, int level)
 	put_block(b, body, level + 1, op);
 	indent(b, level);
 	put(b, "}");
-	put_attrs(b, op->nattrs, op->attrs, "tt.", no_attrs);
+	put_loop_attrs(b, op);
 }
 
 static void put_if(Buf *b, const IrOp *op, int level)
@@ -552,6 +733,7 @@ static void put_while(Buf *b, const IrOp *op, int level)
 	put_block(b, after, level + 1, op);
 	indent(b, level);
 	put(b, "}");
+	put_loop_attrs(b, op);
 }
 
 static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
@@ -792,6 +974,9 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_SCAN:
 		put_reduce(b, op, level);
 		break;
+	case OP_MAP_ELEM:
+		put_map(b, op, level);
+		break;
 	case OP_DOT: {
 		put(b, "tt.dot ");
 		put_values(b, op->ops, 0, 3);
@@ -881,6 +1066,8 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 			put(b, "tt.reduce.return");
 		else if (owner && owner->opc == OP_SCAN)
 			put(b, "tt.scan.return");
+		else if (owner && owner->opc == OP_MAP_ELEM)
+			put(b, "tt.map_elementwise.return");
 		else
 			put(b, "scf.yield");
 		if (op->opc == OP_CONDITION) {
@@ -972,29 +1159,40 @@ static void put_func(Buf *b, const IrFunc *f)
 char *ir_print_mlir(const IrModule *m, const char *target, int threads_per_warp)
 {
 	Buf b = {0};
-	put(&b, "module attributes {");
-	bool any = false;
-	for (int i = 0; i < m->nattrs; i++) {
-		const IrAttr *a = &m->attrs[i];
-		if (any)
+	if (!target) {
+		/* TTIR: Triton's carries no module attributes (the options are
+		 * the kernel's metadata) */
+		put(&b, "module {\n");
+	} else {
+		for (int i = 0; i < m->nfuncs; i++)
+			collect_block(&b, m->funcs[i]->body);
+		for (int i = 0; i < b.nalias; i++) {
+			put_alias(&b, i);
+			put(&b, " = ");
+			put_layout_body(&b, b.alias[i]);
+			put(&b, "\n");
+		}
+		put(&b, "module attributes {");
+		for (int i = 0; i < m->nattrs; i++) {
+			const IrAttr *a = &m->attrs[i];
+			if (!strcmp(a->name, "target"))
+				continue; /* printed as ttg.target */
+			if (!strcmp(a->name, "num_warps") || !strcmp(a->name, "num_ctas"))
+				putf(&b, "\"ttg.%s\" = ", !strcmp(a->name, "num_warps") ? "num-warps" : "num-ctas");
+			else
+				putf(&b, "ct.%s = ", a->name);
+			put_attr_value(&b, a);
 			put(&b, ", ");
-		any = true;
-		if (!strcmp(a->name, "num_warps") || !strcmp(a->name, "num_ctas"))
-			putf(&b, "\"ttg.%s\" = ", !strcmp(a->name, "num_warps") ? "num-warps" : "num-ctas");
-		else
-			putf(&b, "ct.%s = ", a->name);
-		put_attr_value(&b, a);
-	}
-	if (target) {
-		put(&b, any ? ", ttg.target = " : "ttg.target = ");
+		}
+		put(&b, "ttg.target = ");
 		put_str(&b, target);
-		any = true;
+		putf(&b, ", \"ttg.threads-per-warp\" = %d : i32} {\n", threads_per_warp);
 	}
-	putf(&b, "%s\"ttg.threads-per-warp\" = %d : i32} {\n", any ? ", " : "", threads_per_warp);
 	for (int i = 0; i < m->nfuncs; i++)
 		put_func(&b, m->funcs[i]);
 	put(&b, "}\n");
 	char *s = ir_strndup(m->ctx, b.s ? b.s : "", b.n);
 	free(b.s);
+	free(b.alias);
 	return s;
 }

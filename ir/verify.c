@@ -951,6 +951,43 @@ static const IrType *combiner_arg(const IrOp *op, int i)
 	return ir_scalar(op->ops[i % op->nops]->type);
 }
 
+static const IrType *map_arg(const IrOp *op, int i)
+{
+	return ir_scalar(op->ops[i / ir_op_int(op, "pack", 1)]->type);
+}
+
+static const IrType *map_result(const IrOp *op, int i)
+{
+	return ir_scalar(op->res[i / ir_op_int(op, "pack", 1)].type);
+}
+
+/* map_elementwise: blocks of one shape in and out, pack scalars of each per
+ * call of the region. */
+static IrError *check_map(Verifier *V, const IrOp *op)
+{
+	IrError *e;
+	int64_t pack;
+	if ((e = get_int(V, op, "pack", &pack)))
+		return e;
+	if (pack < 1 || pack > 64)
+		return fail(V, op, "pack must be between 1 and 64, got %lld", (long long)pack);
+	if (op->nres < 1)
+		return fail(V, op, "needs at least one result");
+	const IrType *t = op->ops[0]->type;
+	if ((e = need_block(V, op, "operand 0", t)))
+		return e;
+	for (int i = 0; i < op->nops; i++)
+		if (!same_shape(op->ops[i]->type, t) || !ir_is_block(op->ops[i]->type))
+			return fail(V, op, "operands and results must have one shape, got %s (operand 0) and %s "
+				    "(operand %d)", ts(V, t), ts(V, op->ops[i]->type), i);
+	for (int i = 0; i < op->nres; i++)
+		if (!same_shape(op->res[i].type, t) || !ir_is_block(op->res[i].type))
+			return fail(V, op, "operands and results must have one shape, got %s (operand 0) and %s "
+				    "(result %d)", ts(V, t), ts(V, op->res[i].type), i);
+	return check_region_args(V, op, 0, "region", op->nops * (int)pack, map_arg,
+				 "pack elements of each operand");
+}
+
 static IrError *check_reduce_scan(Verifier *V, const IrOp *op)
 {
 	IrError *e;
@@ -1151,6 +1188,10 @@ static YieldRule yield_rule(const IrOp *p)
 	case OP_WHILE:
 		r = (YieldRule){p->nops, operand_type, "the 'while' inits"};
 		break;
+	case OP_MAP_ELEM:
+		r = (YieldRule){p->nres * (int)ir_op_int(p, "pack", 1), map_result,
+				"pack elements of each 'map_elementwise' result"};
+		break;
 	case OP_REDUCE:
 	case OP_SCAN:
 		r = (YieldRule){p->nops, combiner_arg,
@@ -1240,6 +1281,8 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 {
 	IrError *e;
 	const unsigned flags = ir_opinfo(op->opc)->flags;
+	if (op->opc == OP_MAP_ELEM)
+		return check_map(V, op);
 	if (flags & IR_ELEM)
 		return check_elementwise(V, op);
 	switch (op->opc) {

@@ -217,6 +217,8 @@ void jit_kernel_free(JitKernel *k)
 	free(k->name);
 	free(k->ttir);
 	free(k->ttgir);
+	free(k->ttir_mlir);
+	free(k->ttgir_mlir);
 	free(k->llir);
 	free(k->ptx);
 	free(k->asm_);

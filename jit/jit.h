@@ -170,7 +170,9 @@ enum { JIT_MAX_RUNS = 64 };
 typedef struct JitKernel {
 	char *name;        /* the kernel's symbol */
 	char *ttir;        /* TTIR after the TTIR passes, printer text */
-	char *ttgir;       /* cuda */
+	char *ttgir;       /* TTGIR: the IR after the passes before code generation */
+	char *ttir_mlir;   /* the same two in Triton's MLIR spelling (ir_print_mlir) */
+	char *ttgir_mlir;
 	char *llir;        /* LLVM IR */
 	char *ptx;         /* cuda */
 	char *asm_;        /* cpu: host assembly */

@@ -132,6 +132,16 @@ static IrError *run_combine_dot_add(JitPipe *p)
 	return ir_combine_dot_add(p->m);
 }
 
+static IrError *run_unroll_loops(JitPipe *p)
+{
+	return ir_unroll_loops(p->m);
+}
+
+static IrError *run_flatten_loops(JitPipe *p)
+{
+	return ir_flatten_loops(p->m);
+}
+
 static IrError *run_reduce_lanes(JitPipe *p)
 {
 	return ir_loop_reduce_lanes(p->m, BE_CPU_REDUCE_LANES);
@@ -311,6 +321,8 @@ const JitPass jit_passes[] = {
 	/* name, stage, targets, pipeline, analysis, requires, provides, breaks, timer, run, what */
 	{"verify", JIT_S_TTIR, BOTH, true, true, 0, V, 0, JIT_T_VERIFY, run_verify,
 	 "types, shapes, dominance, terminators; finds the kernel; checks the options against the target"},
+	{"unroll-loops", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_unroll_loops,
+	 "a for loop with loop_unroll_factor U: U copies of its body per iteration, then a remainder loop"},
 	{"combine-dot-add", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_combine_dot_add,
 	 "folds acc + dot(a, b, 0) into dot(a, b, acc) when the dot has no other use: the sum accumulates in the dot"},
 	{"cse-scalars", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_cse_scalars,
@@ -319,6 +331,9 @@ const JitPass jit_passes[] = {
 	 "merges identical pure ops, block-valued ones too (not in the pipeline)"},
 	{"dce", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_dce,
 	 "removes pure ops whose results are unused, whole chains at once"},
+	{"flatten-loops", JIT_S_TTGIR, BOTH, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_flatten_loops,
+	 "a for loop with flatten and one inner for loop: one loop over the inner iterations, the code around "
+	 "the inner loop run on the first and last of each outer iteration"},
 	{"reduce-lanes", JIT_S_TTGIR, CPU, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_reduce_lanes,
 	 "a reduction that only accumulates into a for loop's carried value: the loop carries vector lanes of "
 	 "partial results, reduced once after it"},
@@ -488,37 +503,39 @@ static void record_stage(JitPipe *p)
 	JitKernel *out = p->out;
 	switch (p->stage) {
 	case JIT_S_TTIR:
+		/* the textual form, and the view in Triton's spelling that
+		 * readers of a kernel's TTIR look for */
 		free(out->ttir);
+		free(out->ttir_mlir);
 		out->ttir = strdup(ir_print_module(p->m));
+		out->ttir_mlir = strdup(ir_print_mlir(p->m, NULL, 0));
 		out->ms[JIT_T_TTIR] += jit_now_ms() - t;
 		break;
-	case JIT_S_TTGIR:
-		/* The CPU's TTGIR is its IR after the passes it runs before code
-		 * generation (no layouts: a program instance is one thread), in
-		 * Triton's MLIR spelling, which is what readers of a kernel's TTGIR
-		 * look for. The GPU's carries layouts in ctriton's textual form,
-		 * which tools read back; there the printer spells reductions and
-		 * scans as Triton's TTGIR does ("tt.reduce"). */
-		free(out->ttgir);
-		if (p->on == JIT_ON_CUDA) {
-			/* the text names the target, as Triton's ttg.target = "cuda:90";
-			 * the module itself stays as the passes left it */
-			char tgt[32];
+	case JIT_S_TTGIR: {
+		/* The IR after the passes before code generation: on the GPU with
+		 * layouts, on the CPU without (a program instance is one thread).
+		 * Both texts name the target, as Triton's ttg.target = "cuda:90";
+		 * the module itself stays as the passes left it. */
+		char tgt[32];
+		if (p->on == JIT_ON_CUDA)
 			snprintf(tgt, sizeof tgt, "cuda:%d", p->target.arch);
-			int n0 = p->m->nattrs;
-			IrAttr *a0 = p->m->attrs; /* ir_set_attr inserts into a new array */
-			IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
-			ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
-			out->ttgir = strdup(ir_print_module(p->m));
-			if (p->m->nattrs == n0 + 1) {
-				p->m->nattrs = n0;
-				p->m->attrs = a0;
-			}
-		} else {
-			out->ttgir = strdup(ir_print_mlir(p->m, "cpu", 1));
+		else
+			snprintf(tgt, sizeof tgt, "cpu");
+		free(out->ttgir);
+		free(out->ttgir_mlir);
+		int n0 = p->m->nattrs;
+		IrAttr *a0 = p->m->attrs; /* ir_set_attr inserts into a new array */
+		IrAttr a = {.name = "target", .kind = ATTR_STR, .s = ir_strdup(p->m->ctx, tgt)};
+		ir_set_attr(p->m->ctx, &p->m->nattrs, &p->m->attrs, &a);
+		out->ttgir = strdup(ir_print_module(p->m));
+		if (p->m->nattrs == n0 + 1) {
+			p->m->nattrs = n0;
+			p->m->attrs = a0;
 		}
+		out->ttgir_mlir = strdup(ir_print_mlir(p->m, tgt, p->on == JIT_ON_CUDA ? p->target.warp_size : 1));
 		out->ms[JIT_T_TTGIR] += jit_now_ms() - t;
 		break;
+	}
 	case JIT_S_LLIR:
 		if (p->nv) {
 			free(out->llir);

@@ -169,6 +169,9 @@ LLVMValueRef cg_scalar_op(Cg *cg, const IrOp *op, LLVMValueRef *xs);
 /* Element i of lazy elementwise op (its result 0). */
 LLVMValueRef cg_lazy_elem(Cg *cg, IrOp *op, LLVMValueRef i);
 void cg_lower_elem(Cg *cg, IrOp *op);
+/* map_elementwise: a loop over groups of pack elements running the region on
+ * scalars (a ragged last group reads element 0 and writes nothing there). */
+void cg_lower_map(Cg *cg, IrOp *op);
 LLVMValueRef cg_convert(Cg *cg, const IrOp *op, LLVMValueRef x, const IrType *from,
 			const IrType *to, bool rtz);
 LLVMValueRef cg_to_f32(Cg *cg, LLVMValueRef x, const IrType *t);

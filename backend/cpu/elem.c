@@ -385,3 +385,57 @@ LLVMValueRef cg_lazy_elem(Cg *cg, IrOp *op, LLVMValueRef i)
 		xs[k] = cg_elem(cg, cg_get_lazy(cg, op->ops[k]), op->ops[k]->type, i);
 	return cg_scalar_op(cg, op, xs);
 }
+
+void cg_lower_map(Cg *cg, IrOp *op)
+{
+	int pack = (int)ir_op_int(op, "pack", 1), nin = op->nops, nout = op->nres;
+	IrBlock *r = op->regions[0];
+	const IrType *t = op->ops[0]->type;
+	int64_t numel = t->numel, groups = (numel + pack - 1) / pack;
+	bool ragged = numel % pack != 0;
+	CgVal *cv = ir_alloc(cg->ictx, sizeof *cv * (size_t)nin);
+	for (int i = 0; i < nin; i++)
+		cv[i] = cg_get(cg, op->ops[i]);
+	LLVMValueRef *bufs = ir_alloc(cg->ictx, sizeof *bufs * (size_t)nout);
+	LLVMValueRef *idx = ir_alloc(cg->ictx, sizeof *idx * (size_t)pack);
+	for (int i = 0; i < nout; i++)
+		bufs[i] = cg_newbuf(cg, op->res[i].type);
+	CgLoop l;
+	LLVMValueRef g = cg_loop_begin(cg, &l, cg_i64(cg, groups));
+	LLVMValueRef base = LLVMBuildNSWMul(cg->b, g, cg_i64(cg, pack), "");
+	for (int j = 0; j < pack; j++) {
+		idx[j] = LLVMBuildNSWAdd(cg->b, base, cg_i64(cg, j), "");
+		/* past the end of a ragged last group: element 0 is read */
+		LLVMValueRef at = idx[j];
+		if (ragged)
+			at = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, idx[j], cg_i64(cg, numel), ""), at,
+					     cg_i64(cg, 0), "");
+		for (int i = 0; i < nin; i++)
+			cg_set(cg, r->args[i * pack + j], cg_scalar(cg_elem(cg, cv[i], op->ops[i]->type, at)));
+	}
+	IrOp *y = cg_lower_block(cg, r);
+	if (cg->err)
+		return;
+	if (!y || y->nops != nout * pack) {
+		cg_fail(cg, op, "map_elementwise: the region must yield %d values", nout * pack);
+		return;
+	}
+	for (int j = 0; j < pack; j++) {
+		LLVMBasicBlockRef skip = NULL;
+		if (ragged) { /* and nothing is written there */
+			LLVMBasicBlockRef w = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "map.w");
+			skip = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "map.skip");
+			LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, idx[j], cg_i64(cg, numel), ""), w, skip);
+			LLVMPositionBuilderAtEnd(cg->b, w);
+		}
+		for (int i = 0; i < nout; i++)
+			cg_store_elem(cg, bufs[i], op->res[i].type, idx[j], cg_get(cg, y->ops[i * pack + j]).v);
+		if (skip) {
+			LLVMBuildBr(cg->b, skip);
+			LLVMPositionBuilderAtEnd(cg->b, skip);
+		}
+	}
+	cg_loop_end(cg, &l);
+	for (int i = 0; i < nout; i++)
+		cg_set(cg, &op->res[i], cg_bufv(bufs[i]));
+}

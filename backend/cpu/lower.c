@@ -597,6 +597,7 @@ static void lower_op(Cg *cg, IrOp *op)
 	case OP_FOR:
 	case OP_IF:
 	case OP_WHILE:
+	case OP_MAP_ELEM:
 		cg_flush_loads(cg, op->parent, NULL, NULL);
 		break;
 	default: break;
@@ -664,6 +665,7 @@ static void lower_op_(Cg *cg, IrOp *op)
 	case OP_REDUCE: cg_lower_reduce(cg, op, false); return;
 	case OP_SCAN: cg_lower_reduce(cg, op, true); return;
 	case OP_DOT: cg_lower_dot(cg, op); return;
+	case OP_MAP_ELEM: cg_lower_map(cg, op); return;
 	case OP_INLINE_ASM:
 		cg_fail(cg, op, "tl.inline_asm_elementwise: inline PTX runs only on NVIDIA GPUs (the kernel "
 			"was compiled for the CPU backend)");

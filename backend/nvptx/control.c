@@ -491,6 +491,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_DOT: nv_lower_dot(nv, op); return;
 	case OP_ASSUME: return;
 	case OP_INLINE_ASM: nv_lower_inline_asm(nv, op); return;
+	case OP_MAP_ELEM: nv_lower_map(nv, op); return;
 	case OP_PRINT: lower_print(nv, op); return;
 	case OP_ASSERT: lower_assert(nv, op); return;
 	case OP_BARRIER: nv_barrier(nv); return;

@@ -198,3 +198,33 @@ void nv_lower_elementwise(Nv *nv, IrOp *op)
 	}
 	nv_set(nv, &op->res[0], n, out);
 }
+
+void nv_lower_map(Nv *nv, IrOp *op)
+{
+	int pack = (int)ir_op_int(op, "pack", 1);
+	int n = nv_map_nregs(nv, op->res[0].type);
+	IrBlock *r = op->regions[0];
+	IrOp *y = ir_block_terminator(r);
+	if (!y || y->nops != op->nres * pack) {
+		nv_fail(nv, op, "map_elementwise: the region must yield %d values", op->nres * pack);
+		return;
+	}
+	LLVMValueRef **out = ir_alloc(nv->ctx, sizeof(LLVMValueRef *) * (size_t)op->nres);
+	for (int i = 0; i < op->nres; i++)
+		out[i] = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(n + pack));
+	/* the thread's elements, pack at a time; a last group it does not fill
+	 * runs on zeros and its results are dropped */
+	for (int base = 0; base < n; base += pack) {
+		for (int i = 0; i < op->nops; i++)
+			for (int j = 0; j < pack; j++)
+				nv_set1(nv, r->args[i * pack + j],
+					base + j < n ? nv_reg(nv, op->ops[i], base + j)
+						     : LLVMConstNull(nv_llty(nv, op->ops[i]->type)));
+		nv_lower_block(nv, r);
+		for (int i = 0; i < op->nres; i++)
+			for (int j = 0; j < pack; j++)
+				out[i][base + j] = nv_reg(nv, y->ops[i * pack + j], 0);
+	}
+	for (int i = 0; i < op->nres; i++)
+		nv_set(nv, &op->res[i], n, out[i]);
+}

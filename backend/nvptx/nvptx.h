@@ -105,6 +105,8 @@ static inline int64_t nv_align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 bool nv_is_unsigned(const IrType *t);
 LLVMValueRef nv_cast(Nv *nv, IrOp *op, const IrType *from, const IrType *to, LLVMValueRef x);
 void nv_lower_elementwise(Nv *nv, IrOp *op);
+/* map_elementwise: the region inlined once per pack of the thread's elements. */
+void nv_lower_map(Nv *nv, IrOp *op);
 
 /* asm.c: elementwise_inline_asm, one LLVM inline asm per pack of registers */
 void nv_lower_inline_asm(Nv *nv, IrOp *op);

@@ -109,7 +109,8 @@ static bool var_shape(Fe *fe, PyObject *node, Call *c, int *rank, int64_t *shape
 	    (PyTuple_Check(c->var[0]->obj) || PyList_Check(c->var[0]->obj)))
 		return fe_shape(fe, node, c->var[0], rank, shape);
 	if (c->nvar > IR_MAX_RANK) {
-		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): too many dimensions", c->name);
+		fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): a shape of %d dimensions (ctriton's blocks have at most %d)",
+		       c->name, c->nvar, IR_MAX_RANK);
 		return false;
 	}
 	for (int i = 0; i < c->nvar; i++)
@@ -845,6 +846,108 @@ static FeVal *bi_inline_asm(Fe *fe, PyObject *node, Call *c)
 	ir_op_set_bool(fe->ctx, op, "pure", pure == 1);
 	ir_op_set_int(fe->ctx, op, "pack", pack);
 	if (!multi)
+		return t_(fe, &op->res[0]);
+	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)nres);
+	for (int i = 0; i < nres; i++)
+		items[i] = t_(fe, &op->res[i]);
+	return fe_make_tuple(fe, nres, items);
+}
+
+/* tl.map_elementwise(scalar_fn, *args, pack=1): scalar_fn traced once on
+ * pack scalars of each argument (broadcast to one shape) into the region of
+ * a map_elementwise op; its pack * k results give k blocks. */
+static FeVal *bi_map_elementwise(Fe *fe, PyObject *node, Call *c)
+{
+	if (!fe_is_const(c->a[0]) || !fe_is_jit(fe, c->a[0]->obj))
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): scalar_fn must be a @jit function", c->name);
+	int64_t pack = 1;
+	if (given(c->a[1]) && !const_int(fe, node, c, c->a[1], "pack", &pack))
+		return NULL;
+	if (pack < 1 || pack > 64)
+		return fe_err(fe, node, IR_ERR_VALUE, "tl.%s(): pack must be between 1 and 64, got %lld", c->name,
+			      (long long)pack);
+	int n = c->nvar;
+	IrValue **v = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(n ? n : 1));
+	IrValue *shape = NULL;
+	for (int i = 0; i < n; i++) {
+		FeVal *a = c->var[i];
+		if (fe_is_tensor(a))
+			v[i] = a->v;
+		else if (fe_is_const(a) && (PyLong_Check(a->obj) || PyFloat_Check(a->obj) || PyBool_Check(a->obj)))
+			v[i] = fe_to_ir(fe, node, a, NULL);
+		else
+			return fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): argument %d must be a tensor or a number", c->name,
+				      i + 1);
+		if (!v[i])
+			return NULL;
+		if (ir_is_block(v[i]->type) && !shape)
+			shape = v[i];
+	}
+	if (!shape)
+		return fe_err(fe, node, IR_ERR_TYPE, "tl.%s() maps over tensors: give it at least one", c->name);
+	for (int i = 0; i < n; i++) {
+		IrValue *x = v[i];
+		if (!fe_broadcast_pair(fe, node, &x, &shape))
+			return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		IrValue *s = shape;
+		if (!fe_broadcast_pair(fe, node, &v[i], &s))
+			return NULL;
+	}
+	/* the region: pack scalars of each argument in, pack of each result out */
+	IrBlock *blk = ir_block_new(fe->ctx);
+	int nargs = n * (int)pack;
+	FeVal **args = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(nargs ? nargs : 1));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < pack; j++)
+			args[i * pack + j] = fe_tensor(fe, ir_block_add_arg(fe->ctx, blk, ir_scalar(v[i]->type)));
+	IrBuilder saved = fe->b;
+	ir_builder_at_end(&fe->b, blk);
+	fe->b.loc = saved.loc;
+	FeVal *r = fe_call_jit_values(fe, node, c->a[0]->obj, nargs, args);
+	if (!r) {
+		fe->b = saved;
+		return NULL;
+	}
+	int m = r->kind == V_TUPLE ? r->n : 1;
+	if (m < 1 || m % pack) {
+		fe->b = saved;
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "tl.%s(): scalar_fn returned %d values; with pack = %lld it must return a multiple of %lld",
+			      c->name, m, (long long)pack, (long long)pack);
+	}
+	int nres = m / (int)pack;
+	IrValue **ys = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)m);
+	const IrType **rts = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)nres);
+	for (int k = 0; k < m; k++) {
+		FeVal *x = r->kind == V_TUPLE ? r->items[k] : r;
+		ys[k] = fe_to_ir(fe, node, x, NULL);
+		if (!ys[k] || ir_is_block(ys[k]->type) || ys[k]->type->kind == TY_VOID) {
+			fe->b = saved;
+			return ys[k] ? fe_err(fe, node, IR_ERR_TYPE, "tl.%s(): scalar_fn must return scalars", c->name)
+				     : NULL;
+		}
+	}
+	for (int i = 0; i < nres; i++) {
+		rts[i] = ys[i * pack]->type;
+		for (int j = 1; j < pack; j++)
+			if (ys[i * pack + j]->type != rts[i]) {
+				fe->b = saved;
+				return fe_err(fe, node, IR_ERR_TYPE,
+					      "tl.%s(): scalar_fn's results %lld and %lld, two elements of result %d, "
+					      "have different types (%s and %s)",
+					      c->name, (long long)(i * pack), (long long)(i * pack + j), i,
+					      fe_tyname(fe, rts[i]), fe_tyname(fe, ys[i * pack + j]->type));
+			}
+		rts[i] = ir_type_like(fe->ctx, shape->type, rts[i]);
+	}
+	ir_yield(&fe->b, m, ys);
+	fe->b = saved;
+	IrOp *op = ir_build(&fe->b, OP_MAP_ELEM, n, v, nres, rts, 1);
+	ir_op_set_region(op, 0, blk);
+	ir_op_set_int(fe->ctx, op, "pack", pack);
+	if (r->kind != V_TUPLE)
 		return t_(fe, &op->res[0]);
 	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)nres);
 	for (int i = 0; i < nres; i++)
@@ -1936,6 +2039,7 @@ static const struct Builtin {
 	{"mul", "x, y, sanitize_overflow=", bi_arith, false},
 	{"extern", "*args", bi_extern, false},
 	{"inline_asm_elementwise", "asm, constraints, args, dtype, is_pure, pack", bi_inline_asm, false},
+	{"map_elementwise", "scalar_fn, *args, pack=", bi_map_elementwise, false},
 	{"sum", "input, axis=, keep_dims=, dtype=", bi_sum, true},
 	{"max", "input, axis=, return_indices=, return_indices_tie_break_left=, keep_dims=", bi_max, true},
 	{"min", "input, axis=, return_indices=, return_indices_tie_break_left=, keep_dims=", bi_max, true},
@@ -2006,14 +2110,18 @@ bool fe_is_tensor_method(const char *name)
 	return false;
 }
 
+/* A parameter of a builtin's signature; slot: its index in Call.a, where a
+ * *param has none (its values go to Call.var), so the parameters after it
+ * follow the ones before. */
 typedef struct Param {
 	char name[48];
 	bool optional, star;
+	int slot;
 } Param;
 
 static int parse_params(const char *spec, Param *ps)
 {
-	int n = 0;
+	int n = 0, slot = 0;
 	const char *s = spec;
 	while (*s) {
 		while (*s == ' ' || *s == ',')
@@ -2025,6 +2133,8 @@ static int parse_params(const char *spec, Param *ps)
 		if (*s == '*') {
 			p->star = true;
 			s++;
+		} else {
+			p->slot = slot++;
 		}
 		int k = 0;
 		while (*s && *s != ',' && *s != '=' && k < 47)
@@ -2073,7 +2183,7 @@ FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, in
 		if (pi < np && ps[pi].star)
 			var[nvar++] = v;
 		else if (pi < np)
-			a[pi++] = v;
+			a[ps[pi++].slot] = v;
 		else
 			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s() takes %d positional arguments but %d were given",
 				      shown, np, total);
@@ -2086,13 +2196,13 @@ FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, in
 		if (j < 0)
 			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s() got an unexpected keyword argument '%s'", shown,
 				      kwnames[k]);
-		if (a[j])
+		if (a[ps[j].slot])
 			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s() got multiple values for argument '%s'", shown,
 				      kwnames[k]);
-		a[j] = kwvals[k];
+		a[ps[j].slot] = kwvals[k];
 	}
 	for (int i = 0; i < np; i++)
-		if (!a[i] && !ps[i].optional && !ps[i].star)
+		if (!ps[i].star && !a[ps[i].slot] && !ps[i].optional)
 			return fe_err(fe, node, IR_ERR_VALUE, "tl.%s() missing required argument '%s'", shown, ps[i].name);
 	Call c = {name, a, nvar, var};
 	if (strcmp(name, "to") == 0)

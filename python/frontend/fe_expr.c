@@ -1639,7 +1639,8 @@ bool fe_shape(Fe *fe, PyObject *node, FeVal *v, int *rank, int64_t *shape)
 	PyObject *t = fe_keep(fe, PySequence_Tuple(v->obj));
 	Py_ssize_t n = PyTuple_Size(t);
 	if (n > IR_MAX_RANK) {
-		fe_err(fe, node, IR_ERR_VALUE, "shape has too many dimensions");
+		fe_err(fe, node, IR_ERR_VALUE, "a shape of %d dimensions (ctriton's blocks have at most %d)", (int)n,
+		       IR_MAX_RANK);
 		return false;
 	}
 	for (Py_ssize_t i = 0; i < n; i++) {

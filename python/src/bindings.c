@@ -138,8 +138,12 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	}
 	PyObject *d = PyDict_New();
 	set_str(d, "name", k.name);
-	set_str(d, "ttir", k.ttir);
-	set_str(d, "ttgir", k.ttgir);
+	/* "ttir" and "ttgir" in Triton's spelling, as Triton's asm holds them;
+	 * ctriton's textual form (which parses back) as "ct.ttir", "ct.ttgir" */
+	set_str(d, "ttir", k.ttir_mlir);
+	set_str(d, "ttgir", k.ttgir_mlir);
+	set_str(d, "ct.ttir", k.ttir);
+	set_str(d, "ct.ttgir", k.ttgir);
 	set_str(d, "llir", k.llir);
 	set_str(d, "ptx", k.ptx);
 	set_str(d, "asm", k.asm_);

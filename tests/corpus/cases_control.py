@@ -3,7 +3,7 @@ with a data-dependent trip count, if / else on runtime scalars, nesting,
 early return), calls (inlined and noinline, tuple results), the grid
 (program_id / num_programs on 3 axes), hints (multiple_of, max_contiguous,
 max_constancy, assume), barriers, device_print, device_assert (raising on
-the CPU), and inline assembly (GPU only)."""
+the CPU), inline assembly (GPU only) and tl.map_elementwise."""
 import numpy as np
 
 import ctriton as triton
@@ -438,3 +438,46 @@ add("inline_asm_elementwise-pointers", inline_asm_ptr_kernel,
     lambda rng: [rng.integers(0, 256, 512).astype(np.uint8), np.zeros(512, np.uint8)],
     lambda a: {1: (a[0] << 3).astype(np.uint8)}, ["elementwise_inline_asm"], cx=dict(BLOCK=512),
     ptx={b: ["st.global.b8 [%rd"] for b in ("sm80", "sm90")}, skip=_ASM_CPU)
+
+
+@triton.jit
+def _sign_of_difference(x, y):
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@triton.jit
+def map_elementwise_kernel(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr):
+    # a branch per element: tl.map_elementwise runs the scalar function on each
+    offs = tl.arange(0, BLOCK)
+    tl.store(o_ptr + offs, tl.map_elementwise(_sign_of_difference, tl.load(x_ptr + offs), tl.load(y_ptr + offs)))
+
+
+add("map_elementwise", map_elementwise_kernel,
+    lambda rng: [rng.integers(-3, 3, 128).astype(np.int32), rng.integers(-3, 3, 128).astype(np.int32),
+                 np.zeros(128, np.int32)],
+    lambda a: {2: np.sign(a[0] - a[1]).astype(np.int32)}, ["map_elementwise"], cx=dict(BLOCK=128))
+
+
+@triton.jit
+def _divmod_pair(a0, a1, b0, b1):
+    return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+
+@triton.jit
+def map_elementwise_pack_kernel(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
+    # two elements per call, two results
+    offs = tl.arange(0, BLOCK)
+    c, d = tl.map_elementwise(_divmod_pair, tl.load(a_ptr + offs), tl.load(b_ptr + offs), pack=2)
+    tl.store(c_ptr + offs, c)
+    tl.store(d_ptr + offs, d)
+
+
+add("map_elementwise-pack2-multiple-outputs", map_elementwise_pack_kernel,
+    lambda rng: [rng.integers(0, 1 << 30, 512).astype(np.uint32), rng.integers(1, 1000, 512).astype(np.uint32),
+                 np.zeros(512, np.uint32), np.zeros(512, np.uint32)],
+    lambda a: {2: a[0] // a[1], 3: a[0] % a[1]}, ["map_elementwise"], cx=dict(BLOCK=512))

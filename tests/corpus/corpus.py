@@ -207,7 +207,7 @@ def run_cpu(case, capfd=None):
             out = capfd.readouterr().out
             for s in case.stdout:
                 assert s in out, f"{case.name}: {s!r} not printed"
-        check_ir(case, k.asm["ttir"])
+        check_ir(case, k.asm["ct.ttir"])
         check(case, args, want)
         if case.raises:
             bad, msg = case.raises
@@ -240,7 +240,7 @@ def run_ptxas(case, backend):
     arch = ARCH[backend]
     k = compile_gpu(case, arch)
     assert f".target sm_{arch}" in k.asm["ptx"]
-    check_ir(case, k.asm["ttir"], k.asm["ttgir"])
+    check_ir(case, k.asm["ct.ttir"], k.asm["ct.ttgir"])
     for s in case.ptx.get(backend, ()):
         assert s in k.asm["ptx"], f"{s!r} not in the PTX"
     cubin = k.asm.get("cubin")
@@ -287,7 +287,7 @@ def run_gpu(case, capfd=None):
         out = capfd.readouterr().out
         for s in case.stdout:
             assert s in out, f"{case.name}: {s!r} not printed"
-    check_ir(case, k.asm["ttir"], k.asm["ttgir"])
+    check_ir(case, k.asm["ct.ttir"], k.asm["ct.ttgir"])
     host = [d.numpy() if isinstance(d, DeviceArray) else d for d in dev]
     check(case, host, want)
 

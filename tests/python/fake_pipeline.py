@@ -19,7 +19,7 @@ def install(setattr_, calls):
 
         @staticmethod
         def compile_ttir(ttir, filename, backend, arch, warp, opts, stop):
-            return {"ttir": ttir, "name": "k", "sig": "", "num_warps": opts["num_warps"],
+            return {"ttir": ttir, "ct.ttir": ttir, "name": "k", "sig": "", "num_warps": opts["num_warps"],
                     "shared": 0, "n_regs": -1, "n_spills": -1}
 
     setattr_(cc.ASTSource, "make_ttir", make_ttir)

@@ -186,3 +186,11 @@ def asserts(X):
     assert x > 0, "positive"
     tl.device_assert(x < 10, "small")
     tl.store(X, x)
+
+
+@triton.jit
+def keywords_after_star(X):
+    # keyword parameters that follow a *param of the builtin's signature
+    tl.device_print("v", tl.load(X), hex=True)
+    y = tl.reshape(tl.arange(0, 8), 2, 4, can_reorder=True)
+    tl.store(X + tl.arange(0, 8), tl.reshape(y, 8, can_reorder=True))

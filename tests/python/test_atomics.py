@@ -256,7 +256,7 @@ def test_use_result_shared(size, warps, how, op, arch):
     scratch (a scratch_offset in TTGIR, a store by the owners, a barrier)."""
     k = compile_for(use_result_kernel, {"index_ptr": "*i32", "out_ptr": "*i32"}, dict(size=size, op=op), arch,
                     num_warps=warps)
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     atom = next(line for line in ttgir.splitlines() if "= atomic_" in line)
     after = ptx[ptx.index("atom.global."):]
     if how == "scratch":
@@ -275,7 +275,7 @@ def test_no_copies_no_exchange():
     sig = {"acc_ptr": "*i32", "val_ptr": "*i32", "old_ptr": "*i32", "n": "i32"}
     k = compile_for(rmw_block_kernel, sig, dict(KIND="add", SEM="relaxed", SCOPE="gpu", BLOCK=32), num_warps=1)
     after = k.asm["ptx"][k.asm["ptx"].index("atom.global."):]
-    assert "scratch_offset" not in k.asm["ttgir"] and "bar.sync" not in after and "shfl.sync" not in after
+    assert "scratch_offset" not in k.asm["ct.ttgir"] and "bar.sync" not in after and "shfl.sync" not in after
     k = compile_for(rmw_block_kernel, sig, dict(KIND="add", SEM="relaxed", SCOPE="gpu", BLOCK=16), num_warps=1)
     after = k.asm["ptx"][k.asm["ptx"].index("atom.global."):]
     assert "shfl.sync.idx" in after and "bar.sync" not in after

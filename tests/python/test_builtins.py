@@ -52,7 +52,7 @@ def loops_kernel(x_ptr, N: tl.constexpr):
 def test_loop_names_are_lowered():
     sig = {"x_ptr": "*fp32", "N": "constexpr"}
     k = ctriton.compile(ASTSource(loops_kernel, sig, {"N": 4}), target=ctriton.GPUTarget("cpu", 0, 1))
-    assert " = for " in k.asm["ttir"]
+    assert " = for " in k.asm["ct.ttir"]
 
 
 def _unsupported_kernel(name):

@@ -90,7 +90,7 @@ def test_dump_command(capsys):
                    "--target", "cpu", "--stage", "ttir"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "func kernel @add_kernel(" in out and "store " in out
+    assert "tt.func public @add_kernel(" in out and "tt.store " in out
     # the old entry point still works
     r = subprocess.run([sys.executable, "-m", "ctriton.dump", "--help"], capture_output=True,
                        text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(

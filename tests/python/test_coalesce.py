@@ -65,7 +65,7 @@ def test_transposed_copy_vectorized(arch, dt, n, load_rows):
         cx[s] = 1
     attrs = {name: {"divisibility": 16} for name in sig}
     k = _compile(_copy2d, sig, cx, attrs, arch, num_warps=4)
-    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx, _accesses(ptx)
     assert "st.global.b16" not in ptx and "st.global.b32 " not in ptx
     assert ttgir.count("convert_layout") == 1, ttgir
@@ -86,7 +86,7 @@ def test_agreeing_layouts_convert_nothing():
     conversion, no shared memory."""
     k = _compile(_copy_same, {"X": "*fp32", "Z": "*fp32"}, {"BM": 64, "BN": 64},
                  {"X": {"divisibility": 16}, "Z": {"divisibility": 16}}, 90, num_warps=4)
-    assert "convert_layout" not in k.asm["ttgir"] and "st.shared" not in k.asm["ptx"]
+    assert "convert_layout" not in k.asm["ct.ttgir"] and "st.shared" not in k.asm["ptx"]
     assert "ld.global.v4.b32" in k.asm["ptx"] and "st.global.v4.b32" in k.asm["ptx"]
 
 
@@ -118,7 +118,7 @@ def test_dot_result_store_vectorized(arch, out, col_a, shape):
     cx["sam" if col_a else "sak"] = 1
     attrs = {name: {"divisibility": 16} for name in sig}
     k = _compile(_dot_store, sig, cx, attrs, arch, num_warps=4)
-    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     assert "#mma<" in ttgir
     assert "st.global.v4.b32" in ptx, _accesses(ptx)
     assert "ld.global.v4.b32" in ptx, _accesses(ptx)
@@ -197,17 +197,17 @@ def test_loop_reduction_thread_local(op, dt, bn):
     tile that keeps every register (no shared memory), the loop carries the
     partials, and one reduction after the loop goes across the lanes."""
     k = _loop_reduce_sm90(op, dt, bn)
-    ttgir = k.asm["ttgir"]
-    assert ttgir.count('"tt.reduce"') == 2, ttgir
+    ttgir = k.asm["ct.ttgir"]
+    assert ttgir.count(" = reduce ") == 2, ttgir
     loop = ttgir[ttgir.index(" = for "):]
     body = loop[:loop.index("\n  } loc")]
     view = [ln for ln in body.splitlines() if " = reshape " in ln]
     assert len(view) == 1 and "can_reorder = true" in view[0] and "scratch_offset" not in view[0]
-    red = [ln for ln in body.splitlines() if '"tt.reduce"' in ln]
+    red = [ln for ln in body.splitlines() if " = reduce " in ln]
     assert len(red) == 1 and "{axis = 2}" in red[0]
     assert "scratch_offset" not in body and "barrier" not in body
     after = loop[loop.index("\n  } loc"):]
-    assert '"tt.reduce"' in after
+    assert " = reduce " in after
     assert k.asm["cubin"][:4] == b"\x7fELF"
 
 
@@ -230,12 +230,12 @@ def test_loop_reduction_left_alone():
     sig = {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "N": "i32"}
     attrs = {name: {"divisibility": 16} for name in sig}
     k = _compile(each_iteration, sig, {"BM": 32, "BN": 128}, attrs, 90, num_warps=4)
-    assert k.asm["ttgir"].count('"tt.reduce"') == 1 and " = reshape " not in k.asm["ttgir"]
+    assert k.asm["ct.ttgir"].count(" = reduce ") == 1 and " = reshape " not in k.asm["ct.ttgir"]
     # 128 rows of 4 elements with 4 warps: every row in one thread
     k = _compile(_loop_reduce, {"X": "*fp32", "Y": "*fp32", "N": "i32"}, {"OP": "sum", "BM": 128, "BN": 4},
                  {"X": {"divisibility": 16}, "Y": {"divisibility": 16}, "N": {"divisibility": 16}}, 90,
                  num_warps=4)
-    assert k.asm["ttgir"].count('"tt.reduce"') == 1 and " = reshape " not in k.asm["ttgir"]
+    assert k.asm["ct.ttgir"].count(" = reduce ") == 1 and " = reshape " not in k.asm["ct.ttgir"]
 
 
 @requires_cpu

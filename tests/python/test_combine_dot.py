@@ -26,7 +26,7 @@ def acc_plus_dot(a_ptr, b_ptr, c_ptr, STEPS: tl.constexpr, TWICE: tl.constexpr):
 
 def ttir(twice):
     sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "STEPS": "constexpr", "TWICE": "constexpr"}
-    return triton.compile(ASTSource(acc_plus_dot, sig, {"STEPS": 3, "TWICE": twice})).asm["ttir"]
+    return triton.compile(ASTSource(acc_plus_dot, sig, {"STEPS": 3, "TWICE": twice})).asm["ct.ttir"]
 
 
 def test_acc_plus_dot_folds():

@@ -33,7 +33,7 @@ def test_repr_names_the_compiled_kernel():
     x = np.zeros(16, np.float32)
     k = named_kernel[(1,)](x, 10, 1, BLOCK=16)          # step == 1: specialized to a constant
     assert k.name == "add_fp32_i32_step"
-    assert "@add_fp32_i32_step(" in k.asm["ttir"]
+    assert "@add_fp32_i32_step(" in k.asm["ct.ttir"]
     np.testing.assert_array_equal(x, np.r_[np.ones(10), np.zeros(6)])
     k2 = named_kernel[(1,)](x, 2 ** 40, 3, BLOCK=16)   # n is an i64 now, step not a constant
     assert k2.name == "add_fp32_i64_none"
@@ -62,7 +62,7 @@ def test_const_pointer_reads():
     y = np.zeros(8, np.float32)
     k = copy_kernel[(1,)](x, y, 8, BLOCK=8)
     np.testing.assert_array_equal(y, x * 2)
-    assert "%0: ptr<f32, const>" in k.asm["ttir"]     # the read-only pointer in the IR
+    assert "%0: ptr<f32, const>" in k.asm["ct.ttir"]     # the read-only pointer in the IR
 
 
 @triton.jit
@@ -159,7 +159,7 @@ def test_condition_and_disable_licm(no_licm):
     np.testing.assert_array_equal(x, np.r_[np.arange(5) * 3, -np.arange(5, 10)])
     # the loops carry LLVM's llvm.licm.disable loop metadata through O3
     assert ("llvm.licm.disable" in k.asm["llir"]) == no_licm
-    assert k.asm["ttir"].count("disable_licm = true") == (2 if no_licm else 0)
+    assert k.asm["ct.ttir"].count("disable_licm = true") == (2 if no_licm else 0)
 
 
 class View(NamedTuple):

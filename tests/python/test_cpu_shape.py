@@ -355,3 +355,48 @@ def test_dot_k_too_small_for_8_bit():
     d = np.zeros((2, 4), np.float32)
     dot_kernel[(1,)](x, np.ones((16, 4), np.float16), d, d, 2, 4, 16, "plain", TL["float32"])
     np.testing.assert_array_equal(d, np.full((2, 4), 16.0, np.float32))
+
+
+@triton.jit
+def high_rank_kernel(x_ptr, y_ptr, z_ptr):
+    # 512 elements as 9 dims of 2: reversed, and summed over one dim
+    x = tl.load(x_ptr + tl.arange(0, 512))
+    v = tl.reshape(x, (2, 2, 2, 2, 2, 2, 2, 2, 2))
+    p = tl.permute(v, (8, 7, 6, 5, 4, 3, 2, 1, 0))
+    tl.store(y_ptr + tl.arange(0, 512), tl.reshape(p, (512,)))
+    s = tl.sum(v, axis=4)
+    tl.store(z_ptr + tl.arange(0, 256), tl.reshape(s, (256,)))
+
+
+def test_rank_nine_blocks():
+    """Blocks of more than 8 dims (Triton sets no limit; ctriton's is 16)."""
+    x = np.arange(512, dtype=np.int32)
+    y = np.zeros(512, np.int32)
+    z = np.zeros(256, np.int32)
+    high_rank_kernel[(1,)](x, y, z)
+    v = x.reshape((2,) * 9)
+    np.testing.assert_array_equal(y, v.transpose(tuple(range(8, -1, -1))).reshape(-1))
+    np.testing.assert_array_equal(z, v.sum(axis=4).reshape(-1))
+
+
+def test_rank_nine_blocks_gpu_pipeline():
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    sig = {"x_ptr": "*i32", "y_ptr": "*i32", "z_ptr": "*i32"}
+    k = triton.compile(ASTSource(high_rank_kernel, sig, {}, {n: {"divisibility": 16} for n in sig}),
+                       target=GPUTarget("cuda", 90, 32))
+    assert "tensor<2x2x2x2x2x2x2x2x2xi32, #blocked" in k.asm["ttgir"]
+    assert ".entry high_rank_kernel" in k.asm["ptx"]
+
+
+@triton.jit
+def too_many_dims_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 1 << 17))
+    tl.store(x_ptr + tl.arange(0, 1 << 17), tl.reshape(tl.reshape(x, (2,) * 17), (1 << 17,)))
+
+
+def test_more_dims_than_blocks_have():
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    with pytest.raises(triton.CompilationError, match="a shape of 17 dimensions"):
+        triton.compile(ASTSource(too_many_dims_kernel, {"x_ptr": "*i8"}, {}), target=GPUTarget("cpu", 0, 1))

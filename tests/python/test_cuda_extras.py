@@ -48,9 +48,9 @@ def test_globaltimer_and_smid_ptx():
 @pytest.mark.parametrize("warps", [1, 8])
 def test_num_threads_is_a_constant(warps):
     k = cuda(threads_kernel, {"Out": "*i32", "get": "constexpr"}, {"get": tl.extra.cuda.num_threads}, num_warps=warps)
-    assert re.search(rf"block<{32 * warps}xi32", k.asm["ttir"])
+    assert re.search(rf"block<{32 * warps}xi32", k.asm["ct.ttir"])
     k = cuda(threads_kernel, {"Out": "*i32", "get": "constexpr"}, {"get": tl.extra.cuda.num_warps}, num_warps=warps)
-    assert re.search(rf"make_range {{end = {warps}, start = 0}}", k.asm["ttir"])
+    assert re.search(rf"make_range {{end = {warps}, start = 0}}", k.asm["ct.ttir"])
 
 
 @pytest.mark.gpu

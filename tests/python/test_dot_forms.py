@@ -93,7 +93,7 @@ def test_chained_dot_stages_its_a(dt, prec):
     (it once shared offset 0 with the staged B)."""
     M = 64 if dt == "fp32" else 128
     k = compile_for(90, dt, M, M, 64, 4, prec, 1, "fp32")
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     conv = [line for line in ttgir.splitlines() if "convert_layout" in line and "#dot_op<opidx" in line]
     assert len(conv) == 4, conv
     offs = [re.search(r"scratch_offset = (\d+)", line) for line in conv[2:]]
@@ -204,7 +204,7 @@ def test_dot3d_index_slices_exchange(dt, B, nw):
     attrs = {k: {"divisibility": 16} for k in sig if sig[k] != "constexpr"}
     k = triton.compile(ASTSource(dot3d_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": nw})
-    for line in k.asm["ttgir"].splitlines():
+    for line in k.asm["ct.ttgir"].splitlines():
         m = re.search(r"convert_layout .*: block<1x32xi32, #slice<dim = (\d)", line)
         if m:
             assert "scratch_offset" in line, line

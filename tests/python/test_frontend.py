@@ -17,7 +17,7 @@ def ttir(fn, sig, cx=None, opts=None, attrs=None):
     # the TTIR stage of the pipeline: after CSE and DCE
     r = C.compile_ttir(text, fn.__name__, C.BACKEND_CPU, 0, 1, dict(opts or {}), True)
     assert "error" not in r, r.get("error")
-    return r["ttir"]
+    return r["ct.ttir"]
 
 
 def count(text, op):
@@ -92,12 +92,14 @@ def test_noinline():
 
 
 def test_loops():
+    raw = C.ast_to_ttir(K.loops, {"X": "*fp32", "n": "i32"}, {}, {}, {})
+    assert "{loop_unroll_factor = 2, num_stages = 3}" in raw
     text = ttir(K.loops, {"X": "*fp32", "n": "i32"})
     assert count(text, "while") == 1 and count(text, "condition") == 1
-    assert "{loop_unroll_factor = 2, num_stages = 3}" in text
     # static_range unrolled: three constant adds after the runtime loop
     assert "constant {value = 2.0} : f32" in text
-    assert count(text, "for") == 1
+    # the tl.range loop unrolled twice (unroll-loops), then its remainder
+    assert count(text, "for") == 2 and "{num_stages = 3}" in text and "{num_stages = 1}" in text
 
 
 def test_runtime_if_and_ternary():
@@ -166,3 +168,9 @@ def test_asserts_only_in_debug():
 def test_no_crash_on_garbage():
     with pytest.raises(Exception):
         C.ast_to_ttir(42, {}, {}, {}, {})
+
+
+def test_keywords_after_a_star_parameter():
+    text = ttir(K.keywords_after_star, {"X": "*i32"})
+    assert "print %1 {hex = true" in text
+    assert count(text, "reshape") == 2 and text.count("can_reorder = true") == 2

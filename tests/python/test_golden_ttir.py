@@ -98,7 +98,7 @@ def compile_case(name):
     # the TTIR stage of the pipeline: the frontend's text after CSE and DCE
     r = C.compile_ttir(text, name, C.BACKEND_CPU, 0, 1, dict(opts), True)
     assert "error" not in r, r.get("error")
-    return r["ttir"].replace(ROOT + os.sep, "")
+    return r["ct.ttir"].replace(ROOT + os.sep, "")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

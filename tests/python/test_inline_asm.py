@@ -218,7 +218,7 @@ def test_shl_wiring(arch):
     (out, inp), = ptx.asm_regs("shl.b32")
     assert ptx.loaded_from(inp) == {"0"}
     assert {p for p, _ in ptx.stores_of(out)} == {"1"}
-    assert "elementwise_inline_asm" in k.asm["ttgir"]
+    assert "elementwise_inline_asm" in k.asm["ct.ttgir"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -283,7 +283,7 @@ def test_pointer_operands_not_pure_kept(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_scalars_broadcast(arch):
     k = _compile(scalar_kernel, _sig(scalar_kernel, X="*i32", Y="*i32"), dict(BLOCK=128), arch)
-    ttir = k.asm["ttir"]
+    ttir = k.asm["ct.ttir"]
     assert re.search(r"elementwise_inline_asm %\d+, %\d+, %\d+ \{.*\} : block<128xi32>", ttir)
     assert re.search(r"elementwise_inline_asm \{.*pure = false\} : i32", ttir)
     assert "%clock" in k.asm["ptx"] and "mad.lo.s32" in k.asm["ptx"]

@@ -154,7 +154,7 @@ def test_mode_compiles_to_calls(mode, arch):
     """Every form is a kernel calling device functions: a .func per callee
     (two levels for the call graphs), real `call`s, accepted by ptxas."""
     k = gpu_compile(MODES[mode], SIG3, arch, attrs={"Z": D16}, num_warps=1)
-    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     want = {"simple": 1, "call_graph": 3, "shared": 1, "dynamic": 3, "multi_values": 2}[mode]
     assert len(funcs(ptx)) == want, funcs(ptx)
     assert len(CALL.findall(ptx)) >= want
@@ -237,7 +237,7 @@ def test_block_arguments_convert_at_the_call(arch):
     checks it); the reduction before the call still reads scratch, so a
     barrier separates it from the callee's first write."""
     k = gpu_compile(layouts_kernel, LAYOUTS_SIG, arch, LAYOUTS_CX, num_warps=4)
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     kernel = ttgir[:ttgir.index("func noinline")]
     call = re.search(r"^ *(%\d+), (%\d+) = call (%\d+), .*callee = @_normalize_\d+", kernel, re.M)
     assert call, kernel
@@ -310,7 +310,7 @@ def test_callee_scratch_avoids_live_buffers(arch):
     total, from the call's scratch_offset) lies outside every tile buffer."""
     attrs = {n: D16 for n in ("A", "B", "C", "K")}
     k = gpu_compile(pipelined_kernel, PIPE_SIG, arch, PIPE_CX, attrs=attrs, num_warps=4, num_stages=3)
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     tile = 3 * 64 * 32 * 2  # stages x (64 x 32 | 32 x 64) x f16, for A and for B
     tiles = {}
     for m in re.finditer(r"async_copy .*\{buffer = (\d+), scratch_offset = (\d+), stages = 3\}", ttgir):
@@ -474,7 +474,7 @@ def test_one_function_per_specialization(cpu_driver):  # noqa: F811
     """Calls with equal bindings (the tensors' types, the constexprs' values)
     share one function: two here, for k = 2.0 and k = 3.0, each a .func."""
     k = gpu_compile(shared_callee_kernel, {"X": "*fp32", "Y": "*fp32", "Z": "*fp32"}, 80, {"B": 128})
-    assert k.asm["ttir"].count("func noinline @_scaled_") == 2
+    assert k.asm["ct.ttir"].count("func noinline @_scaled_") == 2
     assert len(funcs(k.asm["ptx"])) == 2
     assert len(CALL.findall(k.asm["ptx"])) == 3
     x, y, z = np.arange(128, dtype=np.float32), np.ones(128, np.float32), np.zeros(128, np.float32)
@@ -518,7 +518,7 @@ def nested_kernel(X, Y, B: tl.constexpr):
 @pytest.mark.parametrize("arch", [80, 90])
 def test_nested_callees_with_shared_memory(arch):
     k = gpu_compile(nested_kernel, {"X": "*i32", "Y": "*i32"}, arch, {"B": 512}, num_warps=4)
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     outer = int(re.search(r"func noinline @_outer_\d+\(.*\{shared = (\d+)\}", ttgir).group(1))
     inner = int(re.search(r"func noinline @_inner_sum_\d+\(.*\{shared = (\d+)\}", ttgir).group(1))
     assert outer >= inner > 0 and k.metadata.shared >= outer
@@ -569,7 +569,7 @@ def test_tensor_cores_in_a_callee(arch):
     ptx = k.asm["ptx"]
     body = ptx[ptx.index(".func"):ptx.index(".visible .entry")]
     assert ("wgmma.mma_async" if arch == 90 else "mma.sync.aligned.m16n8k16") in body
-    shared = int(re.search(r"func noinline @_mm_\d+\(.*\{shared = (\d+)\}", k.asm["ttgir"]).group(1))
+    shared = int(re.search(r"func noinline @_mm_\d+\(.*\{shared = (\d+)\}", k.asm["ct.ttgir"]).group(1))
     assert shared >= 1024 and k.metadata.shared >= shared
 
 

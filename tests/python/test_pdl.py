@@ -39,7 +39,7 @@ def _compile(arch, use_gdc=True):
 
 def test_griddepcontrol_on_sm90():
     k = _compile(90)
-    ttir, ptx = k.asm["ttir"], k.asm["ptx"]
+    ttir, ptx = k.asm["ct.ttir"], k.asm["ptx"]
     assert 'griddepcontrol {kind = "wait"}' in ttir
     assert 'griddepcontrol {kind = "launch_dependents"}' in ttir
     lines = [ln.strip().split(" ", 1)[-1] if ln.strip().startswith("@") else ln.strip()
@@ -55,7 +55,7 @@ def test_griddepcontrol_on_sm90():
 
 def test_griddepcontrol_is_nothing_before_sm90():
     k = _compile(80)
-    assert 'griddepcontrol {kind = "wait"}' in k.asm["ttir"]
+    assert 'griddepcontrol {kind = "wait"}' in k.asm["ct.ttir"]
     assert "griddepcontrol" not in k.asm["ptx"]
     if PTXAS:
         assert k.asm["cubin"][:4] == b"\x7fELF"

@@ -45,7 +45,7 @@ def test_ttir_file_and_python_kernel_same_passes(name, target, tmp_path, monkeyp
     k_py = ctriton.compile(src, target=tgt, options=opts)
     # the frontend's own text, before the pipeline's CSE and DCE
     raw = src.make_ttir(dict(parse_options(opts), target=tgt.key()))
-    assert (len(raw) > len(k_py.asm["ttir"])) == CLEANED[name]
+    assert (len(raw) > len(k_py.asm["ct.ttir"])) == CLEANED[name]
     path = tmp_path / f"{name}.ttir"
     path.write_text(raw)
     k_file = ctriton.compile(str(path), target=tgt, options=opts)
@@ -63,11 +63,12 @@ def test_pass_table_rows():
     names = [p["name"] for p in rows]
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
-    assert cuda == ["verify", "combine-dot-add", "cse-scalars", "dce", "split-dots", "prefetch", "axis-info",
+    assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "flatten-loops",
+                    "split-dots", "prefetch", "axis-info",
                     "assign-layouts", "remove-converts", "thread-locality", "insert-barriers", "allocate-shared", "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
-    assert _pipeline_rows("cpu") == ["verify", "combine-dot-add", "cse-scalars", "dce", "reduce-lanes",
-                                    "cpu-codegen"]
+    assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce",
+                                    "flatten-loops", "reduce-lanes", "cpu-codegen"]
     # every required fact is provided by an earlier row of the target's pipeline
     for backend in ("cuda", "cpu"):
         have = set()
@@ -111,11 +112,11 @@ def test_dump_after_all_and_unknown(monkeypatch, capfd):
 
 
 def test_ttgir_input_to_the_whole_pipeline_is_an_error():
-    # layouts already assigned: split-dots, the first pass on TTIR after the
+    # layouts already assigned: flatten-loops, the first pass on TTIR after the
     # generic ones, cannot run, and says so
     text = open(__file__.replace("test_pipeline.py", "../passes/alloc_rows.ttgir")).read()
     r = C.compile_ttir(text, "alloc_rows.ttgir", C.BACKEND_CUDA, 80, 32, {"num_warps": 4}, False)
-    assert "split-dots" in r["error"] and "requires 'ttir'" in r["error"]
+    assert "flatten-loops" in r["error"] and "requires 'ttir'" in r["error"]
 
 
 def test_compile_dump_after_and_dump_cli(capsys):

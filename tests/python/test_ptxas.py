@@ -55,7 +55,7 @@ def test_dot_tensor_cores(form, arch):
     sig.update({k: "constexpr" for k in cx})
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", arch, 32),
                         options={"num_warps": nw})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     # sm_90: warpgroup MMA when every warpgroup gets whole 64-row instructions
     wg = arch == 90 and nw % 4 == 0 and 64 % (16 * nw) == 0
     assert "= dot " in ttgir and f"#mma<version = [{3 if wg else 2}, 0]" in ttgir
@@ -88,10 +88,10 @@ def test_dot_fma_before_sm80():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
     sig.update({k: "constexpr" for k in cx})
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 75, 32))
-    assert "#mma" not in k.asm["ttgir"] and "mma.sync" not in k.asm["ptx"]
+    assert "#mma" not in k.asm["ct.ttgir"] and "mma.sync" not in k.asm["ptx"]
     sig.update({"a_ptr": "*fp32", "b_ptr": "*fp32"})
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 75, 32))
-    assert "#mma" not in k.asm["ttgir"] and "mma.sync" not in k.asm["ptx"]
+    assert "#mma" not in k.asm["ct.ttgir"] and "mma.sync" not in k.asm["ptx"]
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 80, 32))
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in k.asm["ptx"]
 
@@ -119,7 +119,7 @@ def test_matmul_cp_async(arch, stages):
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8)}
     k = ctriton.compile(ASTSource(ks.matmul, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
                         options={"num_warps": 8, "num_stages": stages})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     ahead = stages - 1  # tiles copied ahead
     if stages >= 2:
         assert ttgir.count("async_copy ") == 2 * (ahead + 1)  # prologue (ahead tiles) + body, A and B
@@ -164,7 +164,7 @@ def test_matmul_wgmma_no_spills(cfg):
     spills in ptxas's report for the configurations that matter."""
     bm, bn, bk, nw, ns = cfg
     k = _bench_matmul(90, *cfg)
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert "#mma<version = [3, 0]" in ttgir and ".target sm_90a" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in ptx
     assert ptx.count("wgmma.mma_async") == (bm // (16 * nw)) * (bk // 16)
@@ -217,7 +217,7 @@ def test_attention_p_stays_in_registers():
     attrs = {n: {"divisibility": 16} for n in sig if sig[n] != "constexpr" and n != "sm_scale"}
     k = ctriton.compile(ASTSource(at.attn_fwd, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": 4, "num_stages": 2})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
     conv_a = [ln for ln in ttgir.splitlines()
               if "convert_layout" in ln and "block<128x64xf16, #dot_op<opidx = 0" in ln]
@@ -261,7 +261,7 @@ def test_attention_loop_body_is_lean(D, nw):
     stays in flight across the back edge into the next Q @ K^T, whose wait
     (wait_group 0) covers both, and the copies wait for all but it."""
     k = _attn_fwd(D, nw, 1)
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert "wgmma_inflight = 2" in ttgir and "wgmma_pending = 1" in ttgir
     assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
     body = ttgir[ttgir.index(" = for "):]
@@ -315,9 +315,9 @@ def test_inflight_mma_needs_pipelined_tiles():
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": 4, "num_stages": 3})
     assert "wgmma.mma_async" in k.asm["ptx"]
-    assert "wgmma_inflight" not in k.asm["ttgir"]
+    assert "wgmma_inflight" not in k.asm["ct.ttgir"]
     k2 = _bench_matmul(90, 128, 128, 32, 4, 3)
-    assert "wgmma_inflight = 1" in k2.asm["ttgir"]
+    assert "wgmma_inflight = 1" in k2.asm["ct.ttgir"]
 
 
 @ctriton.jit
@@ -359,7 +359,7 @@ def test_dropped_multiple_of_still_hints():
     cx = {"BM": 128, "BN": 128, "BK": 64}
     k = ctriton.compile(ASTSource(_grouped_like, sig, cx), target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": 4, "num_stages": 3})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert "cp.async.cg.shared.global" in ptx and ", 16, " in ptx and "wgmma.mma_async" in ptx
     loop = [ln for ln in ttgir.splitlines() if " = for " in ln and "#mma" in ln][0]
     # acc, the two pointers the copies run ahead with, the slot index
@@ -389,7 +389,7 @@ def test_gather_index_in_result_layout():
     k = ctriton.compile(ASTSource(_gather_feeding_mma, {"X": "*fp32", "O": "*fp32", "M": "constexpr",
                                                         "K": "constexpr"}, {"M": 128, "K": 64}),
                         target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     g = [ln for ln in ttgir.splitlines() if " = gather " in ln][0]
     res_layout = g.split(" : ")[-1].split(", ", 1)[1]
     idx = re.search(r"gather %\d+, (%\d+)", g).group(1)

@@ -68,7 +68,7 @@ def test_when_the_check_is_on(opts, checked):
         np.testing.assert_array_equal(y, np.full(4, -2**31, np.int32))  # wraps, as on the GPU
     k = triton.compile(ASTSource(add_n, {"X": "*i32", "Y": "*i32", "n": "i32", "B": "constexpr"}, {"B": 4}),
                        target=GPUTarget("cpu", 0, 1), options=opts)
-    assert ("overflow = 1" in k.asm["ttir"]) == checked
+    assert ("overflow = 1" in k.asm["ct.ttir"]) == checked
 
 
 def test_environment_turns_the_sanitizer_on(monkeypatch):

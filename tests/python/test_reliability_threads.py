@@ -111,7 +111,7 @@ def texts(k):
     """The stage texts of a compiled kernel; the CPU entry symbol carries a
     per-process counter, which is not part of the code."""
     out = {}
-    for s in ("ttir", "ttgir", "llir", "ptx", "asm"):
+    for s in ("ttir", "ct.ttir", "ttgir", "ct.ttgir", "llir", "ptx", "asm"):
         if s in k.asm:
             out[s] = re.sub(r"ct_kernel_\d+_", "ct_kernel_N_", k.asm[s])
     return out

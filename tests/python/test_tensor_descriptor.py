@@ -346,7 +346,7 @@ def _ttir(kernel, sig, cx, attrs=None):
     sig = dict(sig)
     sig.update({k: "constexpr" for k in cx})
     k = triton.compile(ASTSource(kernel, sig, cx, attrs or {}), target=GPUTarget("cpu", 0, 1))
-    return k.asm["ttir"]
+    return k.asm["ct.ttir"]
 
 
 @triton.jit
@@ -562,7 +562,7 @@ def test_sm90_matmul_descriptor_pipelined():
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(6)}
     k = triton.compile(ASTSource(matmul_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 3})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert ttgir.count("async_copy ") == 6  # 2 tiles ahead + 1 in the loop, A and B
     assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
     assert "ldmatrix" not in ptx
@@ -662,8 +662,8 @@ def test_sm90_attention_descriptor_wgmma(stage):
     attrs = {n: {"divisibility": 16} for n in sig if sig[n] not in ("constexpr", "fp32")}
     k = triton.compile(ASTSource(attn_fwd_desc, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 2})
-    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
-    assert " trans " not in k.asm["ttir"]
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
+    assert " trans " not in k.asm["ct.ttir"]
     assert "async_copy" in ttgir and "cp.async.cg.shared.global" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"

@@ -47,7 +47,7 @@ def compile_dot(a, b, c, prec, b_col, stages, M=128, N=128, BK=64, nw=4, arch=90
 def test_wgmma_form(types, b_col, stages):
     a, b, c, prec, names = types
     k = compile_dot(a, b, c, prec, b_col, stages)
-    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     kstep = 16 if a in ("fp16", "bf16") else 8 if a == "fp32" else 32
     assert "#mma<version = [3, 0]" in ttgir
     m = re.findall(rf"wgmma.mma_async.sync.aligned.m64n128k{kstep}.{names} {{[^}}]*}}, ([^;]*);", ptx)
@@ -70,9 +70,9 @@ def test_ieee_stays_exact_tf32x3_splits():
     """f32 with input_precision ieee keeps full precision: no tensor cores
     (the FMA path); tf32x3 runs as three tf32 warpgroup MMAs (split-dots)."""
     k = compile_dot("fp32", "fp32", "fp32", "ieee", False, 1)
-    assert "wgmma" not in k.asm["ptx"] and "#mma" not in k.asm["ttgir"]
+    assert "wgmma" not in k.asm["ptx"] and "#mma" not in k.asm["ct.ttgir"]
     k = compile_dot("fp32", "fp32", "fp32", "tf32x3", False, 1)
-    assert k.asm["ttgir"].count("input_precision = \"tf32\"") == 3
+    assert k.asm["ct.ttgir"].count("input_precision = \"tf32\"") == 3
     assert "wgmma.mma_async.sync.aligned" in k.asm["ptx"] and ".tf32.tf32" in k.asm["ptx"]
 
 

@@ -4,10 +4,13 @@ Stages (the C driver, jit/compile.c and the pass table of jit/pipeline.c,
 runs 2-3 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
   2. parse
-  3. passes     verify, combine-dot-add, cse-scalars, dce (ttir); cuda: prefetch
+  3. passes     verify, unroll-loops, combine-dot-add, cse-scalars, dce (ttir);
+                flatten-loops (ttgir); cuda: prefetch
                 ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
-                ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir, in
-                Triton's MLIR spelling), cpu-codegen (llir, asm, code)
+                ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir),
+                cpu-codegen (llir, asm, code). The ttir and ttgir texts come
+                in Triton's MLIR spelling and in ctriton's form (ct.ttir,
+                ct.ttgir).
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
 default ~/.cache/ctriton), one entry per
 sha256 of (compiler build, source + callees + constexpr globals,
@@ -33,8 +36,13 @@ from _collections_abc import MutableMapping
 from .. import _C
 from ..backends.compiler import GPUTarget
 
-CACHE_FORMAT = 4
-STAGES = ("ttir", "ttgir", "llir", "ptx", "asm")
+CACHE_FORMAT = 5
+# CompiledKernel.asm's texts. "ttir" and "ttgir" are in Triton's MLIR
+# spelling (tt.load, arith.addf, scf.for, #ttg.blocked layouts), as Triton's
+# asm holds them; "ct.ttir" and "ct.ttgir" are the same IR in ctriton's
+# textual form, which parses back (a .ttir file) and which the CPU's cache
+# hits recompile from.
+STAGES = ("ttir", "ct.ttir", "ttgir", "ct.ttgir", "llir", "ptx", "asm")
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
 # the others are accepted and recorded). extern_libs ({name: bitcode path}):
@@ -590,7 +598,7 @@ def compile(src, target=None, options=None, dump_after=None):
     # A hit reads the metadata and what loading needs (the cubin; the TTIR
     # for the CPU, whose host code is rebuilt); the other stage texts are
     # read if and when CompiledKernel.asm is asked for them.
-    want = ("meta", "cubin") if target.backend == "cuda" else ("meta", "ttir")
+    want = ("meta", "cubin") if target.backend == "cuda" else ("meta", "ct.ttir")
     entry = _C.cache_get(root, key, want) if use_cache else None
     t1 = time.perf_counter()
     times["cache_read"] = (t1 - t) * 1e3
@@ -613,7 +621,7 @@ def compile(src, target=None, options=None, dump_after=None):
         cpu_kernel = None
         if target.backend == "cpu":
             # Host code is not cached: rebuild it from the cached TTIR.
-            r = _C.compile_ttir(asm["ttir"], src.name, backend, arch, target.warp_size,
+            r = _C.compile_ttir(asm["ct.ttir"], src.name, backend, arch, target.warp_size,
                                 opts, False)
             if "error" in r:
                 raise _compilation_error(r["error"])

@@ -1,0 +1,714 @@
+/* loops.c: the loop transformations tl.range asks for.
+ *
+ * ir_unroll_loops unrolls each `for` with {loop_unroll_factor = U}, U > 1, as
+ * Triton's TTIR pipeline does: a main loop whose body holds U copies of the
+ * original body (copy k sees iv + k * step and the values copy k - 1
+ * yielded) runs the first tc - tc % U of the tc iterations with step U *
+ * step; the original loop, from where the main loop stopped, runs the rest
+ * ({num_stages = 1}: it is not worth pipelining). Constant bounds are folded:
+ * no remainder loop when U divides the trip count, no main loop when the
+ * count is below U. Loops are unrolled innermost first, so a copied body
+ * holds inner loops already unrolled.
+ *
+ * ir_flatten_loops fuses a `for` with {flatten = true} whose body holds one
+ * inner `for` (and no other loop) into one loop over all the inner
+ * iterations, as Triton's fuse-nested-loops does. Every outer iteration
+ * counts max(inner trip count, 1) fused iterations, so the code around the
+ * inner loop (prologue before it, epilogue after it) still runs once per
+ * outer iteration, under an `if` on the first / last of them; the inner body
+ * runs under an `if` unless its trip count is a known positive constant. The
+ * fused loop carries the position within the outer iteration, the outer
+ * induction value, the inner one, the outer and inner loop-carried values,
+ * and the prologue's values that later code uses. The total is computed
+ * before the loop: the product of the two trip counts when the inner bounds
+ * do not depend on the outer iteration, else the sum over a loop of its own
+ * that recomputes them (which needs them to be pure functions of the outer
+ * induction value and loop invariants; a nest that does not qualify is
+ * left as it is).
+ *
+ * Trip counts: ub > lb ? (ub - lb - 1) / step + 1 : 0, for the positive
+ * steps loops have (the backends count a loop up while iv < ub).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* ------------------------------------------------------------------------- */
+/* Cloning with a value map                                                  */
+/* ------------------------------------------------------------------------- */
+
+/* Open addressing from IrValue* to IrValue*. */
+typedef struct VMap {
+	IrValue **key, **val;
+	int cap, n;
+} VMap;
+
+static size_t vhash(const IrValue *v, int cap)
+{
+	return ((uintptr_t)v >> 4) * 2654435761u & (size_t)(cap - 1);
+}
+
+static void vmap_put(VMap *m, IrValue *k, IrValue *v);
+
+static void vmap_grow(VMap *m)
+{
+	VMap old = *m;
+	m->cap = old.cap ? 2 * old.cap : 64;
+	m->n = 0;
+	m->key = calloc((size_t)m->cap, sizeof *m->key);
+	m->val = calloc((size_t)m->cap, sizeof *m->val);
+	if (!m->key || !m->val)
+		abort();
+	for (int i = 0; i < old.cap; i++)
+		if (old.key[i])
+			vmap_put(m, old.key[i], old.val[i]);
+	free(old.key);
+	free(old.val);
+}
+
+static void vmap_put(VMap *m, IrValue *k, IrValue *v)
+{
+	if (2 * (m->n + 1) > m->cap)
+		vmap_grow(m);
+	size_t i = vhash(k, m->cap);
+	while (m->key[i] && m->key[i] != k)
+		i = (i + 1) & (size_t)(m->cap - 1);
+	if (!m->key[i])
+		m->n++;
+	m->key[i] = k;
+	m->val[i] = v;
+}
+
+/* What v maps to, v itself when unmapped. */
+static IrValue *vmap_get(const VMap *m, IrValue *v)
+{
+	if (!m->cap || !v)
+		return v;
+	size_t i = vhash(v, m->cap);
+	while (m->key[i]) {
+		if (m->key[i] == v)
+			return m->val[i];
+		i = (i + 1) & (size_t)(m->cap - 1);
+	}
+	return v;
+}
+
+static void vmap_free(VMap *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof *m);
+}
+
+static IrAttr *copy_attrs(IrCtx *ctx, int n, const IrAttr *a)
+{
+	IrAttr *c = ir_alloc(ctx, sizeof *c * (size_t)(n ? n : 1));
+	if (n)
+		memcpy(c, a, sizeof *c * (size_t)n);
+	return c;
+}
+
+/* A copy of op (not linked), its operands through m, regions copied
+ * deeply; its results and block arguments are added to m. */
+static IrOp *clone_op(IrCtx *ctx, const IrOp *op, VMap *m)
+{
+	IrValue **ops = ir_alloc(ctx, sizeof *ops * (size_t)(op->nops ? op->nops : 1));
+	const IrType **tys = ir_alloc(ctx, sizeof *tys * (size_t)(op->nres ? op->nres : 1));
+	for (int i = 0; i < op->nops; i++)
+		ops[i] = vmap_get(m, op->ops[i]);
+	for (int i = 0; i < op->nres; i++)
+		tys[i] = op->res[i].type;
+	IrOp *c = ir_op_new(ctx, op->opc, op->nops, ops, op->nres, tys, op->nregions, op->loc);
+	c->nattrs = op->nattrs;
+	c->attrs = copy_attrs(ctx, op->nattrs, op->attrs);
+	for (int i = 0; i < op->nres; i++)
+		vmap_put(m, &op->res[i], &c->res[i]);
+	for (int r = 0; r < op->nregions; r++) {
+		const IrBlock *from = op->regions[r];
+		IrBlock *to = c->regions[r];
+		for (int i = 0; i < from->nargs; i++)
+			vmap_put(m, from->args[i], ir_block_add_arg(ctx, to, from->args[i]->type));
+		for (const IrOp *o = from->first; o; o = o->next)
+			ir_block_append(to, clone_op(ctx, o, m));
+	}
+	return c;
+}
+
+/* Copies the ops of blk but its terminator to the builder's point; returns
+ * the terminator. */
+static IrOp *clone_body(IrBuilder *b, const IrBlock *blk, VMap *m)
+{
+	const IrOp *term = ir_block_terminator(blk);
+	for (const IrOp *o = blk->first; o && o != term; o = o->next)
+		ir_block_insert_before(b->block, b->before, clone_op(b->ctx, o, m));
+	return (IrOp *)term;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------- */
+
+static bool const_int(const IrValue *v, int64_t *out)
+{
+	if (!v || !v->def || v->def->opc != OP_CONSTANT || ir_is_block(v->type))
+		return false;
+	const IrAttr *a = ir_op_attr(v->def, "value");
+	if (!a || (a->kind != ATTR_INT && a->kind != ATTR_BOOL))
+		return false;
+	*out = a->i;
+	return true;
+}
+
+/* The trip count of a loop from lb to ub by step (> 0), as a value of
+ * their type, before the builder's point. */
+static IrValue *trip_count(IrBuilder *b, IrValue *lb, IrValue *ub, IrValue *step)
+{
+	const IrType *t = lb->type;
+	IrValue *d = ir_binary(b, OP_SUB, ub, lb);
+	IrValue *q = ir_binary(b, OP_DIV, ir_binary(b, OP_SUB, d, ir_const_int(b, t, 1)), step);
+	IrValue *n = ir_binary(b, OP_ADD, q, ir_const_int(b, t, 1));
+	return ir_select(b, ir_cmp(b, "gt", ub, lb), n, ir_const_int(b, t, 0));
+}
+
+/* The trip count of constant bounds (in int64: loops count in i32 or
+ * i64), or -1 when they are not all constants or the step is not
+ * positive. */
+static int64_t const_trip_count(const IrOp *loop)
+{
+	int64_t lb, ub, st;
+	if (!const_int(loop->ops[0], &lb) || !const_int(loop->ops[1], &ub) || !const_int(loop->ops[2], &st) ||
+	    st <= 0 || !ir_is_signed(loop->ops[0]->type))
+		return -1;
+	return ub > lb ? (int64_t)(((uint64_t)ub - (uint64_t)lb - 1) / (uint64_t)st) + 1 : 0;
+}
+
+/* The attributes of loop without name (and with num_stages = stages when
+ * stages > 0), into op. */
+static void copy_loop_attrs(IrCtx *ctx, IrOp *op, const IrOp *loop, const char *name, int stages)
+{
+	int n = loop->nattrs;
+	IrAttr *a = copy_attrs(ctx, n, loop->attrs); /* op may be loop */
+	op->nattrs = 0;
+	op->attrs = a;
+	for (int i = 0; i < n; i++)
+		if (strcmp(a[i].name, name))
+			op->attrs[op->nattrs++] = a[i];
+	if (stages > 0)
+		ir_op_set_int(ctx, op, "num_stages", stages);
+}
+
+static void collect_loops(IrBlock *b, const char *attr, IrOp ***out, int *n, int *cap)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			collect_loops(op->regions[r], attr, out, n, cap);
+		if (op->opc == OP_FOR && ir_op_attr(op, attr)) {
+			if (*n == *cap) {
+				*cap = *cap ? 2 * *cap : 8;
+				*out = realloc(*out, sizeof **out * (size_t)*cap);
+				if (!*out)
+					abort();
+			}
+			(*out)[(*n)++] = op;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Unrolling                                                                 */
+/* ------------------------------------------------------------------------- */
+
+static void unroll(IrFunc *f, IrOp *loop, int64_t U)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	IrValue *lb = loop->ops[0], *ub = loop->ops[1], *step = loop->ops[2];
+	const IrType *t = lb->type;
+	int nc = loop->nops - 3;
+	int64_t st = 0, tc = const_trip_count(loop);
+	bool cstep = const_int(step, &st);
+	if (cstep && st <= 0)
+		return; /* a loop counting down (or not at all) is left as it is */
+	if (tc >= 0 && tc < U) {
+		copy_loop_attrs(ctx, loop, loop, "loop_unroll_factor", 0);
+		return;
+	}
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	ir_builder_before(&b, loop);
+	b.loc = loop->loc;
+	/* where the main loop stops, and its step */
+	IrValue *main_ub, *big;
+	if (tc >= 0) {
+		int64_t lbv;
+		const_int(lb, &lbv);
+		main_ub = ir_const_int(&b, t, lbv + (tc - tc % U) * st);
+		big = ir_const_int(&b, t, st * U);
+	} else {
+		IrValue *n = trip_count(&b, lb, ub, step);
+		IrValue *main_n = ir_binary(&b, OP_SUB, n, ir_binary(&b, OP_REM, n, ir_const_int(&b, t, U)));
+		main_ub = ir_binary(&b, OP_ADD, lb, ir_binary(&b, OP_MUL, main_n, step));
+		big = ir_binary(&b, OP_MUL, step, ir_const_int(&b, t, U));
+	}
+	/* iv + k * step for the copies k > 0, computed once before the loop */
+	IrValue **offs = ir_alloc(ctx, sizeof *offs * (size_t)U);
+	for (int64_t k = 1; k < U; k++)
+		offs[k] = cstep ? ir_const_int(&b, t, k * st) : ir_binary(&b, OP_MUL, step, ir_const_int(&b, t, k));
+
+	IrValue **ops = ir_alloc(ctx, sizeof *ops * (size_t)loop->nops);
+	const IrType **tys = ir_alloc(ctx, sizeof *tys * (size_t)(nc ? nc : 1));
+	memcpy(ops, loop->ops, sizeof *ops * (size_t)loop->nops);
+	ops[1] = main_ub;
+	ops[2] = big;
+	for (int i = 0; i < nc; i++)
+		tys[i] = loop->res[i].type;
+	IrOp *main = ir_op_new(ctx, OP_FOR, loop->nops, ops, nc, tys, 1, loop->loc);
+	copy_loop_attrs(ctx, main, loop, "loop_unroll_factor", 0);
+	IrBlock *mb = main->regions[0];
+	IrValue *iv = ir_block_add_arg(ctx, mb, t);
+	IrValue **cur = ir_alloc(ctx, sizeof *cur * (size_t)(nc ? nc : 1));
+	for (int i = 0; i < nc; i++)
+		cur[i] = ir_block_add_arg(ctx, mb, body->args[1 + i]->type);
+	ir_block_insert_before(loop->parent, loop, main);
+
+	IrBuilder in;
+	ir_builder_init(&in, ctx);
+	ir_builder_at_end(&in, mb);
+	in.loc = loop->loc;
+	const IrOp *y = NULL;
+	for (int64_t k = 0; k < U; k++) {
+		VMap m = {0};
+		vmap_put(&m, body->args[0], k ? ir_binary(&in, OP_ADD, iv, offs[k]) : iv);
+		for (int i = 0; i < nc; i++)
+			vmap_put(&m, body->args[1 + i], cur[i]);
+		y = clone_body(&in, body, &m);
+		for (int i = 0; i < nc; i++)
+			cur[i] = vmap_get(&m, y->ops[i]);
+		vmap_free(&m);
+	}
+	in.loc = y->loc;
+	ir_yield(&in, nc, cur);
+
+	if (tc >= 0 && tc % U == 0) { /* no remainder */
+		for (int i = 0; i < nc; i++)
+			ir_replace_all_uses(f, &loop->res[i], &main->res[i]);
+		ir_op_unlink(loop);
+		return;
+	}
+	/* the remainder: the original loop from main_ub, from the main loop's values */
+	ir_op_set_operand(loop, 0, main_ub);
+	for (int i = 0; i < nc; i++)
+		ir_op_set_operand(loop, 3 + i, &main->res[i]);
+	copy_loop_attrs(ctx, loop, loop, "loop_unroll_factor", 1);
+}
+
+IrError *ir_unroll_loops(IrModule *m)
+{
+	for (int fi = 0; fi < m->nfuncs; fi++) {
+		IrFunc *f = m->funcs[fi];
+		IrOp **loops = NULL;
+		int n = 0, cap = 0;
+		collect_loops(f->body, "loop_unroll_factor", &loops, &n, &cap);
+		for (int i = 0; i < n; i++) { /* innermost first */
+			int64_t u = ir_op_int(loops[i], "loop_unroll_factor", 1);
+			if (u > 1 && u <= 1024)
+				unroll(f, loops[i], u);
+			else if (u > 1024)
+				return ir_error(m->ctx, IR_ERR_VALUE, loops[i]->loc,
+						"loop_unroll_factor must be at most 1024, got %lld", (long long)u);
+		}
+		free(loops);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Flattening                                                                */
+/* ------------------------------------------------------------------------- */
+
+/* Whether v is defined inside op (in one of its regions, at any depth). */
+static bool defined_in(const IrValue *v, const IrOp *op)
+{
+	const IrBlock *b = v->def ? v->def->parent : v->owner;
+	while (b) {
+		if (b->parent_op == op)
+			return true;
+		b = b->parent_op ? b->parent_op->parent : NULL;
+	}
+	return false;
+}
+
+/* A zero of type t (a null pointer for pointers), before the builder's point. */
+static IrValue *zero_of(IrBuilder *b, const IrType *t)
+{
+	const IrType *s = ir_scalar(t);
+	if (s->kind == TY_PTR) {
+		IrValue *z = ir_cast(b, OP_INT_TO_PTR, ir_const_int(b, ir_type(b->ctx, TY_I64), 0), s);
+		return ir_is_block(t) ? ir_splat(b, z, t) : z;
+	}
+	return ir_const_int(b, t, 0);
+}
+
+/* An `if` on cond with results of types tys, at the builder's point; its
+ * two regions are filled by the caller. */
+static IrOp *new_if(IrBuilder *b, IrValue *cond, int n, IrValue *const *like)
+{
+	const IrType **tys = ir_alloc(b->ctx, sizeof *tys * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++)
+		tys[i] = like[i]->type;
+	return ir_build(b, OP_IF, 1, &cond, n, tys, 2);
+}
+
+typedef struct Nest {
+	IrCtx *ctx;
+	IrOp *inner;
+	IrBlock *ob; /* the outer body */
+	/* the prologue's values that the inner loop, the epilogue or the
+	 * outer yield use */
+	IrValue **pv;
+	int np, capp;
+} Nest;
+
+static bool in_prologue(const Nest *n, const IrValue *v)
+{
+	if (!v->def || v->def->parent != n->ob)
+		return false;
+	for (const IrOp *o = n->ob->first; o && o != n->inner; o = o->next)
+		if (o == v->def)
+			return true;
+	return false;
+}
+
+static void note_use(IrOp *op, void *user)
+{
+	Nest *n = user;
+	for (int i = 0; i < op->nops; i++) {
+		IrValue *v = op->ops[i];
+		if (!in_prologue(n, v))
+			continue;
+		bool seen = false;
+		for (int k = 0; k < n->np && !seen; k++)
+			seen = n->pv[k] == v;
+		if (seen)
+			continue;
+		if (n->np == n->capp) {
+			n->capp = n->capp ? 2 * n->capp : 8;
+			IrValue **p = ir_alloc(n->ctx, sizeof *p * (size_t)n->capp);
+			if (n->np)
+				memcpy(p, n->pv, sizeof *p * (size_t)n->np);
+			n->pv = p;
+		}
+		n->pv[n->np++] = v;
+	}
+}
+
+/* The prologue ops the inner bounds are computed from, marked in keep (by
+ * IrOp.id); false when one has a side effect or regions, or reads an outer
+ * loop-carried value. */
+static bool bounds_slice(const Nest *n, bool *keep)
+{
+	int nops = 0;
+	for (IrOp *o = n->ob->first; o != n->inner; o = o->next)
+		o->id = nops++;
+	IrOp **stack = calloc((size_t)nops + 1, sizeof *stack); /* each op once */
+	if (!stack)
+		abort();
+	int sp = 0;
+	bool ok = true;
+	for (int i = 0; i < 3; i++) {
+		IrValue *v = n->inner->ops[i];
+		if (v->owner == n->ob && v->index > 0) {
+			ok = false; /* an outer loop-carried value */
+		} else if (in_prologue(n, v) && !keep[v->def->id]) {
+			keep[v->def->id] = true;
+			stack[sp++] = v->def;
+		}
+	}
+	while (sp && ok) {
+		IrOp *o = stack[--sp];
+		if (!ir_op_pure(o) || o->nregions) {
+			ok = false;
+			break;
+		}
+		for (int i = 0; i < o->nops; i++) {
+			IrValue *v = o->ops[i];
+			if (v->owner == n->ob && v->index > 0) {
+				ok = false; /* an outer loop-carried value */
+			} else if (in_prologue(n, v) && !keep[v->def->id]) {
+				keep[v->def->id] = true;
+				stack[sp++] = v->def;
+			}
+		}
+	}
+	free(stack);
+	return ok;
+}
+
+/* Whether v is the same on every iteration of loop: defined outside it, or
+ * a constant. */
+static bool invariant(const IrValue *v, const IrOp *loop)
+{
+	int64_t c;
+	return !defined_in(v, loop) || const_int(v, &c);
+}
+
+/* v, invariant in loop, as a value before it (a constant is made again). */
+static IrValue *hoisted(IrBuilder *b, IrValue *v, const IrOp *loop)
+{
+	int64_t c;
+	if (defined_in(v, loop) && const_int(v, &c))
+		return ir_const_int(b, v->type, c);
+	return v;
+}
+
+static bool flatten(IrFunc *f, IrOp *L)
+{
+	IrCtx *ctx = f->module->ctx;
+	Nest n = {.ctx = ctx, .ob = L->regions[0]};
+	for (IrOp *o = n.ob->first; o; o = o->next)
+		if (o->opc == OP_FOR) {
+			if (n.inner)
+				return false; /* two inner loops */
+			n.inner = o;
+		}
+	IrOp *I = n.inner;
+	const IrType *t = L->ops[0]->type;
+	int64_t s;
+	if (!I || I->ops[0]->type != t || (const_int(L->ops[2], &s) && s <= 0) || (const_int(I->ops[2], &s) && s <= 0))
+		return false;
+	IrBlock *ib = I->regions[0];
+	IrOp *oy = ir_block_terminator(n.ob);
+	int na = L->nops - 3, nb = I->nops - 3;
+	bool inv = invariant(I->ops[0], L) && invariant(I->ops[1], L) && invariant(I->ops[2], L);
+	bool *keep = NULL;
+	if (!inv) {
+		int nops = 1;
+		for (IrOp *o = n.ob->first; o != I; o = o->next)
+			nops++;
+		keep = calloc((size_t)nops, sizeof *keep);
+		if (!keep)
+			abort();
+		if (!bounds_slice(&n, keep)) {
+			free(keep);
+			return false;
+		}
+	}
+	/* the prologue values used after it */
+	note_use(I, &n);
+	for (int r = 0; r < I->nregions; r++)
+		ir_walk_block(I->regions[r], note_use, &n);
+	for (IrOp *o = I->next; o; o = o->next) {
+		note_use(o, &n);
+		for (int r = 0; r < o->nregions; r++)
+			ir_walk_block(o->regions[r], note_use, &n);
+	}
+
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	ir_builder_before(&b, L);
+	b.loc = L->loc;
+	IrValue *one = ir_const_int(&b, t, 1), *zero = ir_const_int(&b, t, 0);
+	/* the fused trip count */
+	int64_t tci = const_trip_count(I);
+	IrValue *tcj = NULL, *per = NULL, *total;
+	if (inv) {
+		tcj = tci >= 0 ? ir_const_int(&b, t, tci)
+			       : trip_count(&b, hoisted(&b, I->ops[0], L), hoisted(&b, I->ops[1], L),
+					    hoisted(&b, I->ops[2], L));
+		per = tci >= 0 ? ir_const_int(&b, t, tci > 1 ? tci : 1) : ir_binary(&b, OP_MAX, tcj, one);
+		int64_t tco = const_trip_count(L);
+		total = ir_binary(&b, OP_MUL,
+				  tco >= 0 ? ir_const_int(&b, t, tco) : trip_count(&b, L->ops[0], L->ops[1], L->ops[2]),
+				  per);
+	} else {
+		/* a loop summing max(inner trip count, 1) over the outer iterations */
+		IrValue *pops[4] = {L->ops[0], L->ops[1], L->ops[2], zero};
+		IrOp *pre = ir_build(&b, OP_FOR, 4, pops, 1, &t, 1);
+		IrBlock *pb = pre->regions[0];
+		IrValue *pi = ir_block_add_arg(ctx, pb, t), *acc = ir_block_add_arg(ctx, pb, t);
+		IrBuilder pbld;
+		ir_builder_init(&pbld, ctx);
+		ir_builder_at_end(&pbld, pb);
+		pbld.loc = L->loc;
+		VMap m = {0};
+		vmap_put(&m, n.ob->args[0], pi);
+		int k = 0;
+		for (IrOp *o = n.ob->first; o != I; o = o->next, k++)
+			if (keep[k])
+				ir_block_append(pb, clone_op(ctx, o, &m));
+		IrValue *c =
+			trip_count(&pbld, vmap_get(&m, I->ops[0]), vmap_get(&m, I->ops[1]), vmap_get(&m, I->ops[2]));
+		IrValue *sum = ir_binary(&pbld, OP_ADD, acc, ir_binary(&pbld, OP_MAX, c, ir_const_int(&pbld, t, 1)));
+		ir_yield(&pbld, 1, &sum);
+		vmap_free(&m);
+		total = &pre->res[0];
+	}
+	free(keep);
+
+	/* the fused loop: (c, i, j, outer carried, inner carried, prologue
+	 * values, inner trip count when it varies) */
+	int nf = 3 + na + nb + n.np + !inv;
+	IrValue **fops = ir_alloc(ctx, sizeof *fops * (size_t)(3 + nf));
+	fops[0] = zero;
+	fops[1] = total;
+	fops[2] = one;
+	int k = 3;
+	fops[k++] = zero;      /* c: the fused iteration within the outer one */
+	fops[k++] = L->ops[0]; /* i */
+	fops[k++] = zero;      /* j, set when an outer iteration starts */
+	for (int a = 0; a < na; a++)
+		fops[k++] = L->ops[3 + a];
+	for (int q = 0; q < nb; q++)
+		fops[k++] = zero_of(&b, ib->args[1 + q]->type);
+	for (int p = 0; p < n.np; p++)
+		fops[k++] = zero_of(&b, n.pv[p]->type);
+	if (!inv)
+		fops[k++] = zero;
+	const IrType **ftys = ir_alloc(ctx, sizeof *ftys * (size_t)nf);
+	for (int q = 0; q < nf; q++)
+		ftys[q] = fops[3 + q]->type;
+	IrOp *F = ir_build(&b, OP_FOR, 3 + nf, fops, nf, ftys, 1);
+	copy_loop_attrs(ctx, F, L, "flatten", 0);
+	IrBlock *fb = F->regions[0];
+	ir_block_add_arg(ctx, fb, t);
+	IrValue **arg = ir_alloc(ctx, sizeof *arg * (size_t)nf);
+	for (int q = 0; q < nf; q++)
+		arg[q] = ir_block_add_arg(ctx, fb, ftys[q]);
+	IrValue *c = arg[0], *i = arg[1], *j = arg[2], **A = arg + 3, **B = A + na, **P = B + nb;
+	IrBuilder in;
+	ir_builder_init(&in, ctx);
+	ir_builder_at_end(&in, fb);
+	in.loc = L->loc;
+
+	/* the first fused iteration of an outer one runs the prologue and
+	 * starts the inner loop; later code reads the prologue's values from
+	 * there (M maps the nest's values to the fused loop's) */
+	VMap M = {0};
+	vmap_put(&M, n.ob->args[0], i);
+	for (int a = 0; a < na; a++)
+		vmap_put(&M, n.ob->args[1 + a], A[a]);
+	int n1 = 1 + nb + n.np + !inv;
+	IrValue **y1 = ir_alloc(ctx, sizeof *y1 * (size_t)n1);
+	y1[0] = j;
+	for (int q = 0; q < nb; q++)
+		y1[1 + q] = B[q];
+	for (int p = 0; p < n.np; p++)
+		y1[1 + nb + p] = P[p];
+	if (!inv)
+		y1[n1 - 1] = P[n.np]; /* the inner trip count */
+	IrOp *if1 = new_if(&in, ir_cmp(&in, "eq", c, zero), n1, y1);
+	IrBuilder tb;
+	ir_builder_init(&tb, ctx);
+	ir_builder_at_end(&tb, if1->regions[1]);
+	tb.loc = L->loc;
+	ir_yield(&tb, n1, y1);
+	ir_builder_at_end(&tb, if1->regions[0]);
+	for (IrOp *o = n.ob->first; o != I; o = o->next)
+		ir_block_append(if1->regions[0], clone_op(ctx, o, &M));
+	IrValue **yt = ir_alloc(ctx, sizeof *yt * (size_t)n1);
+	yt[0] = vmap_get(&M, I->ops[0]);
+	for (int q = 0; q < nb; q++)
+		yt[1 + q] = vmap_get(&M, I->ops[3 + q]);
+	for (int p = 0; p < n.np; p++)
+		yt[1 + nb + p] = vmap_get(&M, n.pv[p]);
+	if (!inv)
+		yt[n1 - 1] = trip_count(&tb, vmap_get(&M, I->ops[0]), vmap_get(&M, I->ops[1]), vmap_get(&M, I->ops[2]));
+	ir_yield(&tb, n1, yt);
+	IrValue *j0 = &if1->res[0];
+	IrValue **B0 = ir_alloc(ctx, sizeof *B0 * (size_t)(nb ? nb : 1));
+	for (int q = 0; q < nb; q++)
+		B0[q] = &if1->res[1 + q];
+	for (int p = 0; p < n.np; p++)
+		vmap_put(&M, n.pv[p], &if1->res[1 + nb + p]);
+	if (!inv) {
+		tcj = &if1->res[n1 - 1];
+		per = ir_binary(&in, OP_MAX, tcj, one);
+	}
+
+	/* one inner iteration, under an `if` unless every outer iteration has
+	 * one */
+	bool guard = tci < 1;
+	IrOp *if2 = NULL;
+	IrBuilder *at = &in;
+	if (guard) {
+		if2 = new_if(&in, ir_cmp(&in, "lt", c, tcj), nb, B0);
+		ir_builder_at_end(&tb, if2->regions[1]);
+		ir_yield(&tb, nb, B0);
+		ir_builder_at_end(&tb, if2->regions[0]);
+		at = &tb;
+	}
+	vmap_put(&M, ib->args[0], j0);
+	for (int q = 0; q < nb; q++)
+		vmap_put(&M, ib->args[1 + q], B0[q]);
+	IrOp *iy = clone_body(at, ib, &M);
+	IrValue **B1 = ir_alloc(ctx, sizeof *B1 * (size_t)(nb ? nb : 1));
+	for (int q = 0; q < nb; q++)
+		B1[q] = vmap_get(&M, iy->ops[q]);
+	if (guard) {
+		tb.loc = iy->loc;
+		ir_yield(&tb, nb, B1);
+		tb.loc = L->loc;
+		for (int q = 0; q < nb; q++)
+			B1[q] = &if2->res[q];
+	}
+	IrValue *j1 = ir_binary(&in, OP_ADD, j0, vmap_get(&M, I->ops[2]));
+	IrValue *c1 = ir_binary(&in, OP_ADD, c, one);
+	IrValue *last = ir_cmp(&in, "eq", c1, per);
+
+	/* the last fused iteration of an outer one runs the epilogue */
+	IrValue **y3 = ir_alloc(ctx, sizeof *y3 * (size_t)(na + 1));
+	for (int a = 0; a < na; a++)
+		y3[a] = A[a];
+	y3[na] = i;
+	IrOp *if3 = new_if(&in, last, na + 1, y3);
+	ir_builder_at_end(&tb, if3->regions[1]);
+	ir_yield(&tb, na + 1, y3);
+	ir_builder_at_end(&tb, if3->regions[0]);
+	for (int q = 0; q < nb; q++)
+		vmap_put(&M, &I->res[q], B1[q]);
+	for (IrOp *o = I->next; o && o != oy; o = o->next)
+		ir_block_append(if3->regions[0], clone_op(ctx, o, &M));
+	IrValue **ye = ir_alloc(ctx, sizeof *ye * (size_t)(na + 1));
+	for (int a = 0; a < na; a++)
+		ye[a] = vmap_get(&M, oy->ops[a]);
+	ye[na] = ir_binary(&tb, OP_ADD, i, L->ops[2]);
+	tb.loc = oy->loc;
+	ir_yield(&tb, na + 1, ye);
+	vmap_free(&M);
+
+	IrValue **yf = ir_alloc(ctx, sizeof *yf * (size_t)nf);
+	k = 0;
+	yf[k++] = ir_select(&in, last, zero, c1);
+	yf[k++] = &if3->res[na];
+	yf[k++] = j1;
+	for (int a = 0; a < na; a++)
+		yf[k++] = &if3->res[a];
+	for (int q = 0; q < nb; q++)
+		yf[k++] = B1[q];
+	for (int p = 0; p < n.np; p++)
+		yf[k++] = &if1->res[1 + nb + p];
+	if (!inv)
+		yf[k++] = tcj;
+	ir_yield(&in, nf, yf);
+
+	for (int a = 0; a < na; a++)
+		ir_replace_all_uses(f, &L->res[a], &F->res[3 + a]);
+	ir_op_unlink(L);
+	return true;
+}
+
+IrError *ir_flatten_loops(IrModule *m)
+{
+	for (int fi = 0; fi < m->nfuncs; fi++) {
+		IrFunc *f = m->funcs[fi];
+		IrOp **loops = NULL;
+		int n = 0, cap = 0;
+		collect_loops(f->body, "flatten", &loops, &n, &cap);
+		for (int i = 0; i < n; i++) /* innermost first: an inner nest is one loop by then */
+			if (ir_op_int(loops[i], "flatten", 0))
+				flatten(f, loops[i]);
+		free(loops);
+	}
+	return NULL;
+}

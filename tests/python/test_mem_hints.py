@@ -184,7 +184,7 @@ def test_no_hint_keeps_plain_accesses(arch):
 def test_ttir_keeps_the_attributes():
     k = ctriton.compile(ASTSource(load_kernel, dict(SIG, CACHE="constexpr", POLICY="constexpr"),
                                   dict(CACHE=".cg", POLICY="evict_last")), target=GPUTarget("cuda", 90, 32))
-    assert re.search(r'= load %\d+ \{cache = "cg", evict = "evict_last"\}', k.asm["ttir"]), k.asm["ttir"]
+    assert re.search(r'= load %\d+ \{cache = "cg", evict = "evict_last"\}', k.asm["ct.ttir"]), k.asm["ct.ttir"]
 
 
 @pytest.mark.parametrize("kernel,cache", [(load_kernel, ".wb"), (load_kernel, ".cs"), (load_kernel, ".wt"),

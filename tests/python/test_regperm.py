@@ -99,7 +99,7 @@ def _ops_with_scratch(ttgir, name):
 def test_subtile_epilogue_renames_registers(arch, bn, nw):
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
     k = _compile(subtile_matmul, sig, dict(BM=128, BN=bn, BK=64, SUBTILE=True), arch, nw=nw)
-    ttgir = k.asm["ttgir"]
+    ttgir = k.asm["ct.ttgir"]
     # the accumulator is converted once (staged, vectorized); the reshape,
     # permute and split that follow move no data
     for op in ("reshape", "trans", "split"):
@@ -121,12 +121,12 @@ def test_subtile_epilogue_renames_registers(arch, bn, nw):
 def test_join_split_permute_without_scratch(arch):
     k = _compile(interleave_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32"},
                  dict(R=32, C=64), arch)
-    assert re.search(r"= join ", k.asm["ttgir"]) and not _ops_with_scratch(k.asm["ttgir"], "join")
+    assert re.search(r"= join ", k.asm["ct.ttgir"]) and not _ops_with_scratch(k.asm["ct.ttgir"], "join")
     k = _compile(deinterleave_kernel, {"x_ptr": "*fp32", "even_ptr": "*fp32", "odd_ptr": "*fp32"},
                  dict(R=32, C=64), arch)
-    assert re.search(r"= split ", k.asm["ttgir"]) and not _ops_with_scratch(k.asm["ttgir"], "split")
+    assert re.search(r"= split ", k.asm["ct.ttgir"]) and not _ops_with_scratch(k.asm["ct.ttgir"], "split")
     k = _compile(permute3_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, dict(A=8, B=16, C=32), arch)
-    assert re.search(r"= trans ", k.asm["ttgir"]) and not _ops_with_scratch(k.asm["ttgir"], "trans")
+    assert re.search(r"= trans ", k.asm["ct.ttgir"]) and not _ops_with_scratch(k.asm["ct.ttgir"], "trans")
     for kk in (k,):
         assert kk.n_spills == 0
 

@@ -2,8 +2,8 @@
 through them with boundary_check and padding_option, lowered by the frontend
 to masked pointer-block accesses. CPU end-to-end against numpy (1-D, 2-D and
 3-D blocks, every subset of checked dims, each padding, stores, advance in
-loops with a block-pointer matmul, @jit callees, `order` not changing
-results), Triton's errors, the TTIR of a loop-carried block pointer
+loops with a block-pointer matmul, @jit callees, runtime `if`s merging
+advanced block pointers, `order` not changing results), Triton's errors, the TTIR of a loop-carried block pointer
 (constants stay constants), sm_80 / sm_90 compiles of the block-pointer
 matmul taking the pointer form's cp.async / MMA path without spills, and
 the GPU against torch."""
@@ -339,6 +339,79 @@ def test_negative_advance():
     back_and_forth_kernel[(1,)](x, out, 20, 16)
     ref = np.array([x[3 + i] if 3 + i < 20 else 0 for i in range(16)], np.float32)
     np.testing.assert_array_equal(out, ref)
+
+
+@triton.jit
+def cond_advance_kernel(x_ptr, out_ptr, flags_ptr, N, STEPS, B: tl.constexpr):
+    # a block pointer advanced by one or two blocks as a runtime flag says
+    p = tl.make_block_ptr(x_ptr, (N,), (1,), (0,), (B,), (0,))
+    acc = tl.zeros((B,), tl.float32)
+    for i in range(STEPS):
+        acc += tl.load(p, boundary_check=(0,), padding_option="zero")
+        if tl.load(flags_ptr + i) != 0:
+            p = tl.advance(p, (2 * B,))
+        else:
+            p = p.advance((B,))
+    tl.store(out_ptr + tl.arange(0, B), acc)
+    tl.store(out_ptr + B, p.offsets[0])
+
+
+@requires_cpu
+def test_runtime_if_advance():
+    """A runtime `if` that advances a loop-carried block pointer on both
+    branches: the offsets merge, the rest stays as it was."""
+    B, N, steps = 16, 150, 6
+    x = np.arange(N, dtype=np.float32)
+    flags = np.array([1, 0, 0, 1, 0, 1], np.int32)
+    out = np.zeros(B + 1, np.float32)
+    cond_advance_kernel[(1,)](x, out, flags, N, steps, B)
+    xp = np.zeros(400, np.float32)
+    xp[:N] = x
+    off, ref = 0, np.zeros(B, np.float32)
+    for f in flags:
+        ref += xp[off:off + B]
+        off += 2 * B if f else B
+    np.testing.assert_array_equal(out[:B], ref)
+    assert out[B] == off
+
+
+@triton.jit
+def cond_tuple_kernel(x_ptr, C):
+    # the same leafwise merge for a plain tuple: one item differs
+    t = (tl.load(x_ptr), 2.0, 7)
+    if C > 0:
+        t = (t[0] + 1.0, 2.0, 7)
+    else:
+        t = (t[0], 3.0, 7)
+    tl.store(x_ptr, t[0] * t[1] + t[2])
+
+
+@requires_cpu
+@pytest.mark.parametrize("c", [0, 1])
+def test_runtime_if_tuple(c):
+    x = np.array([5.0], np.float32)
+    cond_tuple_kernel[(1,)](x, c)
+    assert x[0] == ((6.0 * 2.0) if c else (5.0 * 3.0)) + 7
+
+
+@triton.jit
+def cond_make_kernel(x_ptr, N, C, CASE: tl.constexpr):
+    p = tl.make_block_ptr(x_ptr, (N,), (1,), (0,), (16,), (0,))
+    if C > 0:
+        if CASE == 0:
+            p = tl.make_block_ptr(x_ptr, (N,), (1,), (0,), (32,), (0,))
+        else:
+            p = 0
+    tl.store(x_ptr, 1.0)
+
+
+@pytest.mark.parametrize("case,msg", [(0, "different compile-time values"),
+                                      (1, "different compile-time values")])
+def test_runtime_if_mismatch(case, msg):
+    """Two block pointers of different block shapes (or a block pointer and
+    a number) cannot be merged by a runtime `if`."""
+    with pytest.raises(triton.CompilationError, match=msg):
+        _ttir(cond_make_kernel, {"x_ptr": "*fp32", "N": "i32", "C": "i32"}, dict(CASE=case))
 
 
 def test_loop_carries_only_runtime_parts():

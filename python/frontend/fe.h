@@ -1,7 +1,7 @@
 /* fe.h: private interface between the frontend's files (frontend.c,
- * fe_expr.c, fe_stmt.c, fe_builtins.c, fe_scaled.c, fe_tdesc.c), which
- * compile a @jit function's Python AST into TTIR. Its entry points are in
- * frontend.h.
+ * fe_expr.c, fe_stmt.c, fe_builtins.c, fe_scaled.c, fe_tdesc.c,
+ * fe_blockptr.c), which compile a @jit function's Python AST into TTIR. Its
+ * entry points are in frontend.h.
  *
  * The walker reads the AST produced by Python's `ast` module through the
  * (limited) Python C API. Every Python object it touches is kept alive by one
@@ -102,6 +102,7 @@ typedef struct Fe {
 	PyObject *cls_dtype, *cls_ptr, *cls_block, *cls_constexpr, *cls_tensor, *jit_cls;
 	PyObject *ir_to_dtype; /* dict: IR type name -> dtype */
 	PyObject *cls_tdesc;   /* tl.tensor_descriptor: the class of descriptor tuples */
+	PyObject *cls_blockptr; /* tl._block_ptr: the class of block pointer tuples */
 	bool debug;
 	bool sanitize;       /* parameters carry their source names (attr "name") */
 	bool overflow;       /* integer + - * checked for overflow (fe_expr.c) */
@@ -216,5 +217,21 @@ FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int 
 /* After lowering: a descriptor load whose one use is a trans becomes a load
  * of the transposed block. */
 void fe_tdesc_finish(Fe *fe);
+/* Binds nargs positional and nkw keyword arguments to the np parameters
+ * names (the first nreq required) into out (NULL: not given); false + a
+ * Python-style error naming fname. */
+bool fe_bind_args(Fe *fe, PyObject *node, const char *fname, int np, const char **names, int nreq,
+		  int nargs, FeVal **args, int nkw, const char **kwn, FeVal **kwv, FeVal **out);
+
+/* ---- fe_blockptr.c ------------------------------------------------------- */
+/* Whether v is a block pointer (a tuple of class tl._block_ptr). */
+bool fe_is_blockptr(Fe *fe, const FeVal *v);
+/* ptr.base/shape/strides/offsets/block_shape/order/dtype, or a bound
+ * method (advance, load, store). */
+FeVal *fe_blockptr_getattr(Fe *fe, PyObject *node, FeVal *bp, const char *name);
+/* tl.make_block_ptr, tl.advance, and tl.load / tl.store through a block
+ * pointer (or a block pointer's method); *handled false otherwise. */
+FeVal *fe_blockptr_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int nargs, FeVal **args,
+			int nkw, const char **kwn, FeVal **kwv, bool *handled);
 
 #endif

@@ -308,14 +308,31 @@ static bool mem_attrs(Fe *fe, PyObject *node, Call *c, IrOp *op, FeVal *cache, F
 	return true;
 }
 
-static bool no_block_ptr_args(Fe *fe, PyObject *node, Call *c, FeVal *bc, FeVal *pad)
+/* boundary_check and padding_option are for block pointers (fe_blockptr.c);
+ * through a pointer or a block of pointers Triton refuses them. */
+static bool no_block_ptr_args(Fe *fe, PyObject *node, Call *c, FeVal *bc, FeVal *pad, bool load)
 {
-	if (given(bc) && !(fe_is_const(bc) && PySequence_Check(bc->obj) && PySequence_Size(bc->obj) == 0))
+	bool has_pad = false;
+	if (pad && given(pad)) {
+		if (!fe_is_const(pad) || !PyUnicode_Check(pad->obj))
+			return fe_err(fe, node, IR_ERR_VALUE, "Padding option %s not supported",
+				      fe_is_const(pad) ? fe_str(fe, pad->obj) : "(a tensor)") != NULL;
+		const char *p = PyUnicode_AsUTF8AndSize(pad->obj, NULL);
+		if (*p && strcmp(p, "zero") && strcmp(p, "nan"))
+			return fe_err(fe, node, IR_ERR_VALUE, "Padding option %s not supported", p) != NULL;
+		has_pad = *p != 0;
+	}
+	bool has_bc = given(bc) && !(fe_is_const(bc) && PySequence_Check(bc->obj) && PySequence_Size(bc->obj) == 0);
+	if (load && (has_pad || has_bc))
 		return fe_err(fe, node, IR_ERR_VALUE,
-			      "tl.%s(): boundary_check is only for block pointers, which are not supported", c->name);
-	if (pad && given(pad) && !(fe_is_const(pad) && PyUnicode_Check(pad->obj) && PyUnicode_GetLength(pad->obj) == 0))
+			      "`padding_option` or `boundary_check` argument is not supported for loading a tensor of "
+			      "pointers or loading a scalar. Because the compiler does not know the boundary; please "
+			      "use block pointers (defined by `make_block_ptr`) instead") != NULL;
+	if (has_bc)
 		return fe_err(fe, node, IR_ERR_VALUE,
-			      "tl.%s(): padding_option is only for block pointers, which are not supported", c->name);
+			      "`boundary_check` argument is not supported for storing a tensor of pointers or storing "
+			      "a scalar. Because the compiler does not know the boundary; please use block pointers "
+			      "(defined by `make_block_ptr`) instead") != NULL;
 	return true;
 }
 
@@ -325,7 +342,7 @@ static FeVal *bi_load(Fe *fe, PyObject *node, Call *c)
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
 	if (!p || !ptr_check(fe, node, c, p))
 		return NULL;
-	if (!no_block_ptr_args(fe, node, c, c->a[3], c->a[4]))
+	if (!no_block_ptr_args(fe, node, c, c->a[3], c->a[4], true))
 		return NULL;
 	IrValue *mask = mask_arg(fe, node, c, c->a[1], &p);
 	if (given(c->a[1]) && !mask)
@@ -363,7 +380,7 @@ static FeVal *bi_store(Fe *fe, PyObject *node, Call *c)
 	IrValue *p = tensor_arg(fe, node, c, 0, "pointer");
 	if (!p || !ptr_check(fe, node, c, p) || !writable_check(fe, node, c, p))
 		return NULL;
-	if (!no_block_ptr_args(fe, node, c, c->a[3], NULL))
+	if (!no_block_ptr_args(fe, node, c, c->a[3], NULL, false))
 		return NULL;
 	const IrType *elem = ir_scalar(p->type)->elem;
 	IrValue *v;
@@ -2151,6 +2168,9 @@ FeVal *fe_builtin_call(Fe *fe, PyObject *node, const char *name, FeVal *self, in
 		       int nkw, const char **kwnames, FeVal **kwvals)
 {
 	bool handled;
+	FeVal *bp = fe_blockptr_call(fe, node, name, self, nargs, args, nkw, kwnames, kwvals, &handled);
+	if (handled)
+		return bp;
 	FeVal *td = fe_tdesc_call(fe, node, name, self, nargs, args, nkw, kwnames, kwvals, &handled);
 	if (handled)
 		return td;

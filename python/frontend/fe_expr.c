@@ -858,6 +858,8 @@ FeVal *fe_getattr(Fe *fe, PyObject *node, FeVal *obj, const char *name)
 	}
 	if (fe_is_tdesc(fe, obj))
 		return fe_tdesc_getattr(fe, node, obj, name);
+	if (fe_is_blockptr(fe, obj))
+		return fe_blockptr_getattr(fe, node, obj, name);
 	if (obj->kind == V_TUPLE && obj->obj) { /* a namedtuple: its fields */
 		PyObject *fields = fe_attr(fe, obj->obj, "_fields");
 		for (Py_ssize_t i = 0; fields && PyTuple_Check(fields) && i < PyTuple_Size(fields) && i < obj->n; i++) {

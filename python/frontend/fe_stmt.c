@@ -4,7 +4,8 @@
  * SSA construction: a scope maps each Python name to its current frontend
  * value. An `if` on a runtime condition lowers each branch in a copy of the
  * scope, then yields, as results of the `if` op, every name a branch
- * redefined. Loops carry every name that the body assigns and that exists
+ * redefined (a tuple, such as a block pointer, leaf by leaf: only the leaves
+ * that differ, the others stay what they were). Loops carry every name that the body assigns and that exists
  * before the loop (found by a syntactic scan of the body): those become the
  * loop's iteration arguments and results, and their types must not change.
  * Conditions known at compile time fold; tl.static_range unrolls.
@@ -301,6 +302,121 @@ static const IrType *default_type(Fe *fe, PyObject *node, FeVal *v)
 	return fe_err(fe, node, IR_ERR_TYPE, "this value cannot be carried at run time");
 }
 
+static bool is_tuple_val(FeVal *v);
+static int tuple_len(FeVal *v);
+static FeVal *tuple_item(Fe *fe, FeVal *v, int i);
+
+/* The values of a runtime `if`'s results: one slot per name or tuple leaf
+ * the branches give different values. */
+typedef struct IfSlots {
+	int n, cap;
+	const IrType **tys;
+	IrValue **y1, **y2;
+	IrBlock *tb, *eb;
+} IfSlots;
+
+/* One slot for a name (or a leaf of its tuple) with values v1 and v2 in the
+ * then and else branches: both yielded as the type they share. */
+static bool if_slot(Fe *fe, PyObject *node, const char *nm, FeVal *v1, FeVal *v2, IfSlots *sl)
+{
+	if (v1->kind == V_TUPLE || v2->kind == V_TUPLE || v1->kind == V_METHOD || v2->kind == V_METHOD ||
+	    (fe_is_const(v1) && !is_number_obj(v1->obj)) || (fe_is_const(v2) && !is_number_obj(v2->obj)))
+		return fe_err(fe, node, IR_ERR_TYPE,
+			      "variable '%s' gets different compile-time values in the branches of a "
+			      "runtime `if`; only tensors and numbers can be merged",
+			      nm);
+	const IrType *t;
+	if (fe_is_tensor(v1) && fe_is_tensor(v2)) {
+		if (v1->v->type != v2->v->type)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "Mismatched type for %s: %s in the then-branch, %s in the "
+				      "else-branch; both branches must give it the same type",
+				      nm, fe_tyname(fe, v1->v->type), fe_tyname(fe, v2->v->type));
+		t = v1->v->type;
+	} else if (fe_is_tensor(v1))
+		t = v1->v->type;
+	else if (fe_is_tensor(v2))
+		t = v2->v->type;
+	else {
+		t = default_type(fe, node, v1);
+		if (!t)
+			return false;
+		if (PyFloat_Check(v2->obj) && !ir_is_float(t))
+			t = ir_type(fe->ctx, TY_F32);
+	}
+	if (sl->n == sl->cap) {
+		int cap = sl->cap ? 2 * sl->cap : 16;
+		const IrType **nt = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)cap);
+		IrValue **n1 = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)cap);
+		IrValue **n2 = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)cap);
+		if (sl->n) {
+			memcpy(nt, sl->tys, sizeof(IrType *) * (size_t)sl->n);
+			memcpy(n1, sl->y1, sizeof(IrValue *) * (size_t)sl->n);
+			memcpy(n2, sl->y2, sizeof(IrValue *) * (size_t)sl->n);
+		}
+		sl->tys = nt;
+		sl->y1 = n1;
+		sl->y2 = n2;
+		sl->cap = cap;
+	}
+	IrBuilder saved = fe->b;
+	ir_builder_at_end(&fe->b, sl->tb);
+	fe->b.loc = fe_loc(fe, node);
+	IrValue *a = coerce(fe, node, nm, v1, t, "variable");
+	ir_builder_at_end(&fe->b, sl->eb);
+	fe->b.loc = fe_loc(fe, node);
+	IrValue *b = a ? coerce(fe, node, nm, v2, t, "variable") : NULL;
+	fe->b = saved;
+	if (!b)
+		return false;
+	sl->tys[sl->n] = t;
+	sl->y1[sl->n] = a;
+	sl->y2[sl->n] = b;
+	sl->n++;
+	return true;
+}
+
+/* The slots of two values of a name: none when they are the same, one per
+ * differing leaf when both are tuples of one structure (a namedtuple, a
+ * tensor descriptor or a block pointer keeps its constant parts). */
+static bool if_slots(Fe *fe, PyObject *node, const char *nm, FeVal *v1, FeVal *v2, IfSlots *sl)
+{
+	if (v1 == v2 || values_equal_const(v1, v2))
+		return true;
+	if (is_tuple_val(v1) && is_tuple_val(v2)) {
+		PyObject *c1 = v1->kind == V_TUPLE ? v1->obj : NULL, *c2 = v2->kind == V_TUPLE ? v2->obj : NULL;
+		if (tuple_len(v1) != tuple_len(v2) || c1 != c2)
+			return fe_err(fe, node, IR_ERR_TYPE,
+				      "variable '%s' holds tuples of different structures in the branches of a "
+				      "runtime `if`",
+				      nm);
+		for (int i = 0; i < tuple_len(v1); i++)
+			if (!if_slots(fe, node, nm, tuple_item(fe, v1, i), tuple_item(fe, v2, i), sl))
+				return false;
+		return true;
+	}
+	return if_slot(fe, node, nm, v1, v2, sl);
+}
+
+/* The value after the `if` of a name given v1 and v2: the if's results
+ * res[*k...] where if_slots made slots. */
+static FeVal *if_rebuild(Fe *fe, FeVal *v1, FeVal *v2, IrValue *res, int *k)
+{
+	if (v1 == v2 || values_equal_const(v1, v2))
+		return v1;
+	if (is_tuple_val(v1) && is_tuple_val(v2)) {
+		int n = tuple_len(v1);
+		FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(n + 1));
+		for (int i = 0; i < n; i++)
+			items[i] = if_rebuild(fe, tuple_item(fe, v1, i), tuple_item(fe, v2, i), res, k);
+		FeVal *r = fe_make_tuple(fe, n, items);
+		if (r->kind == V_TUPLE && v1->kind == V_TUPLE)
+			r->obj = v1->obj; /* keeps a namedtuple's class */
+		return r;
+	}
+	return fe_tensor(fe, &res[(*k)++]);
+}
+
 static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 {
 	FeScope s0 = fe->fn->scope;
@@ -318,16 +434,21 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 	for (int i = 0; i < s2.n; i++)
 		if (fe_scope_get(&s0, s2.vars[i].name) != s2.vars[i].val)
 			names_add(fe, &changed, s2.vars[i].name);
-	const IrType **tys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(changed.n + 1));
-	IrValue **y1 = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(changed.n + 1));
-	IrValue **y2 = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)(changed.n + 1));
-	const char **yn = ir_alloc(fe->ctx, sizeof(char *) * (size_t)(changed.n + 1));
-	int ny = 0;
+	/* per name: its two values when they are merged by slots */
+	FeVal **m1 = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(changed.n + 1));
+	FeVal **m2 = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(changed.n + 1));
+	IfSlots sl = {0};
+	sl.tb = tb;
+	sl.eb = eb;
+	sl.cap = 1;
+	sl.tys = ir_alloc(fe->ctx, sizeof(IrType *));
+	sl.y1 = ir_alloc(fe->ctx, sizeof(IrValue *));
+	sl.y2 = ir_alloc(fe->ctx, sizeof(IrValue *));
 	FeScope out = scope_copy(fe, &s0);
-	IrBuilder saved = fe->b;
 	for (int i = 0; i < changed.n; i++) {
 		const char *nm = changed.v[i];
 		FeVal *v1 = fe_scope_get(&s1, nm), *v2 = fe_scope_get(&s2, nm);
+		m1[i] = m2[i] = NULL;
 		if (!v1 || !v2) {
 			FeVal *u = ir_alloc(fe->ctx, sizeof(FeVal));
 			u->kind = V_UNDEF;
@@ -346,59 +467,28 @@ static bool if_runtime(Fe *fe, PyObject *node, IrValue *cond)
 			fe_scope_set(fe, &out, nm, v1->kind == V_UNDEF ? v1 : v2);
 			continue;
 		}
-		if (v1->kind == V_TUPLE || v2->kind == V_TUPLE || v1->kind == V_METHOD || v2->kind == V_METHOD ||
-		    (fe_is_const(v1) && !is_number_obj(v1->obj)) || (fe_is_const(v2) && !is_number_obj(v2->obj)))
-			return fe_err(fe, node, IR_ERR_TYPE,
-				      "variable '%s' gets different compile-time values in the branches of a "
-				      "runtime `if`; only tensors and numbers can be merged",
-				      nm);
-		const IrType *t;
-		if (fe_is_tensor(v1) && fe_is_tensor(v2)) {
-			if (v1->v->type != v2->v->type)
-				return fe_err(fe, node, IR_ERR_TYPE,
-					      "Mismatched type for %s: %s in the then-branch, %s in the "
-					      "else-branch; both branches must give it the same type",
-					      nm, fe_tyname(fe, v1->v->type), fe_tyname(fe, v2->v->type));
-			t = v1->v->type;
-		} else if (fe_is_tensor(v1))
-			t = v1->v->type;
-		else if (fe_is_tensor(v2))
-			t = v2->v->type;
-		else {
-			t = default_type(fe, node, v1);
-			if (!t)
-				return false;
-			if (PyFloat_Check(v2->obj) && !ir_is_float(t))
-				t = ir_type(fe->ctx, TY_F32);
-		}
-		fe->b.loc = fe_loc(fe, node);
-		ir_builder_at_end(&fe->b, tb);
-		fe->b.loc = fe_loc(fe, node);
-		y1[ny] = coerce(fe, node, nm, v1, t, "variable");
-		ir_builder_at_end(&fe->b, eb);
-		fe->b.loc = fe_loc(fe, node);
-		y2[ny] = coerce(fe, node, nm, v2, t, "variable");
-		if (!y1[ny] || !y2[ny])
+		if (!if_slots(fe, node, nm, v1, v2, &sl))
 			return false;
-		tys[ny] = t;
-		yn[ny] = nm;
-		ny++;
+		m1[i] = v1;
+		m2[i] = v2;
 	}
-	fe->b = saved;
+	IrBuilder saved = fe->b;
 	fe_set_loc(fe, node);
 	ir_builder_at_end(&fe->b, tb);
 	fe_set_loc(fe, node);
-	ir_yield(&fe->b, ny, y1);
+	ir_yield(&fe->b, sl.n, sl.y1);
 	ir_builder_at_end(&fe->b, eb);
 	fe_set_loc(fe, node);
-	ir_yield(&fe->b, ny, y2);
+	ir_yield(&fe->b, sl.n, sl.y2);
 	fe->b = saved;
 	fe_set_loc(fe, node);
-	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, ny, tys, 2);
+	IrOp *op = ir_build(&fe->b, OP_IF, 1, &cond, sl.n, sl.tys, 2);
 	ir_op_set_region(op, 0, tb);
 	ir_op_set_region(op, 1, eb);
-	for (int i = 0; i < ny; i++)
-		fe_scope_set(fe, &out, yn[i], fe_tensor(fe, &op->res[i]));
+	int k = 0;
+	for (int i = 0; i < changed.n; i++)
+		if (m1[i])
+			fe_scope_set(fe, &out, changed.v[i], if_rebuild(fe, m1[i], m2[i], op->res, &k));
 	fe->fn->scope = out;
 	return true;
 }

@@ -478,9 +478,8 @@ static FeVal *row_offsets(Fe *fe, FeVal *y)
 	return fe_make_tuple(fe, 2, items);
 }
 
-/* Binds positional and keyword arguments to names; false + error. */
-static bool bind(Fe *fe, PyObject *node, const char *fname, int np, const char **names, int nreq,
-		 int nargs, FeVal **args, int nkw, const char **kwn, FeVal **kwv, FeVal **out)
+bool fe_bind_args(Fe *fe, PyObject *node, const char *fname, int np, const char **names, int nreq,
+		  int nargs, FeVal **args, int nkw, const char **kwn, FeVal **kwv, FeVal **out)
 {
 	for (int i = 0; i < np; i++)
 		out[i] = NULL;
@@ -527,19 +526,19 @@ static FeVal *tdesc_method(Fe *fe, PyObject *node, const char *name, FeVal *d, i
 	const char *shown = ir_fmt(fe->ctx, "desc.%s", name);
 	if (strcmp(name, "load") == 0) {
 		static const char *names[] = {"offsets"};
-		if (!bind(fe, node, shown, 1, names, 1, nargs, args, nkw, kwn, kwv, a))
+		if (!fe_bind_args(fe, node, shown, 1, names, 1, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
 		return tdesc_load(fe, node, d, a[0]);
 	}
 	if (is_write_op(name)) {
 		static const char *names[] = {"offsets", "value"};
-		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a))
+		if (!fe_bind_args(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
 		return tdesc_write(fe, node, d, name, a[0], a[1], NULL);
 	}
 	if (strcmp(name, "gather") == 0) {
 		static const char *names[] = {"x_offsets", "y_offset"};
-		if (!bind(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a) ||
+		if (!fe_bind_args(fe, node, shown, 2, names, 2, nargs, args, nkw, kwn, kwv, a) ||
 		    !check_rows(fe, node, d, a[0], "gather"))
 			return NULL;
 		return tdesc_emit_load(fe, node, d, row_offsets(fe, a[1]), NULL, a[0]);
@@ -547,7 +546,7 @@ static FeVal *tdesc_method(Fe *fe, PyObject *node, const char *name, FeVal *d, i
 	if (strcmp(name, "scatter") == 0) {
 		static const char *names[] = {"value", "x_offsets", "y_offset"};
 		FeVal *b[3];
-		if (!bind(fe, node, shown, 3, names, 3, nargs, args, nkw, kwn, kwv, b) ||
+		if (!fe_bind_args(fe, node, shown, 3, names, 3, nargs, args, nkw, kwn, kwv, b) ||
 		    !check_rows(fe, node, d, b[1], "scatter"))
 			return NULL;
 		return tdesc_write(fe, node, d, "store", row_offsets(fe, b[2]), b[0], b[1]);
@@ -597,14 +596,14 @@ FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int 
 	if (!self && strcmp(name, "make_tensor_descriptor") == 0) {
 		static const char *names[] = {"base", "shape", "strides", "block_shape", "padding_option"};
 		FeVal *a[5];
-		if (!bind(fe, node, "tl.make_tensor_descriptor", 5, names, 4, nargs, args, nkw, kwn, kwv, a))
+		if (!fe_bind_args(fe, node, "tl.make_tensor_descriptor", 5, names, 4, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
 		return tdesc_new(fe, node, a[0], a[1], a[2], a[3], a[4], true);
 	}
 	if (!self && strcmp(name, "load_tensor_descriptor") == 0) {
 		static const char *names[] = {"desc", "offsets"};
 		FeVal *a[2];
-		if (!bind(fe, node, "tl.load_tensor_descriptor", 2, names, 2, nargs, args, nkw, kwn, kwv, a))
+		if (!fe_bind_args(fe, node, "tl.load_tensor_descriptor", 2, names, 2, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
 		if (!fe_is_tdesc(fe, a[0]))
 			return fe_err(fe, node, IR_ERR_TYPE, "tl.load_tensor_descriptor(): desc must be a tensor descriptor");
@@ -613,7 +612,7 @@ FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int 
 	if (!self && strcmp(name, "store_tensor_descriptor") == 0) {
 		static const char *names[] = {"desc", "offsets", "value"};
 		FeVal *a[3];
-		if (!bind(fe, node, "tl.store_tensor_descriptor", 3, names, 3, nargs, args, nkw, kwn, kwv, a))
+		if (!fe_bind_args(fe, node, "tl.store_tensor_descriptor", 3, names, 3, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
 		if (!fe_is_tdesc(fe, a[0]))
 			return fe_err(fe, node, IR_ERR_TYPE, "tl.store_tensor_descriptor(): desc must be a tensor descriptor");

@@ -336,6 +336,7 @@ static bool setup(Fe *fe)
 	fe->cls_tensor = fe_attr(fe, core, "tensor");
 	fe->ir_to_dtype = fe_attr(fe, core, "_IR_TO_DTYPE");
 	fe->cls_tdesc = fe_attr(fe, core, "tensor_descriptor");
+	fe->cls_blockptr = fe_attr(fe, core, "_block_ptr");
 	fe->jit_cls = fe_attr(fe, jitm, "JITFunction");
 	fe->parse_cache = fe_keep(fe, PyDict_New());
 	return fe->cls_dtype && fe->cls_ptr && fe->cls_constexpr && fe->ir_to_dtype && fe->parse_cache;

@@ -12,7 +12,7 @@ from .core import (TRITON_MAX_TENSOR_NUMEL, PropagateNan, _BUILTINS, block_type,
                    constexpr_type, const, condition)
 from .core import (tensor_descriptor, tensor_descriptor_base, tensor_descriptor_type,  # noqa: F401
                    tensor_descriptor_base_type, make_tensor_descriptor, load_tensor_descriptor,
-                   store_tensor_descriptor)
+                   store_tensor_descriptor, make_block_ptr, advance)
 from .core import (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,  # noqa: F401
                    bfloat16, float32, float64, float8e4nv, float8e5, float8e4b15, float8e4b8,
                    float8e5b16)
@@ -33,5 +33,5 @@ __all__ = sorted(set(_BUILTINS) | {
     "str_to_ty", "tuple", "tuple_type", "constexpr_type", "const", "condition",
     "tensor_descriptor", "tensor_descriptor_base", "tensor_descriptor_type",
     "tensor_descriptor_base_type", "make_tensor_descriptor", "load_tensor_descriptor",
-    "store_tensor_descriptor",
+    "store_tensor_descriptor", "make_block_ptr", "advance",
 } - set(core._UNSUPPORTED))

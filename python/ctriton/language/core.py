@@ -497,10 +497,10 @@ def _builtin(name):
 # rows are tl.extra.cuda's), the
 # loops the for statement lowers, and names of triton.language that ctriton
 # has no lowering for (a kernel calling one gets "tl.<name>() is not
-# supported by ctriton").
+# supported by ctriton"; none at present).
 _INTERNAL = ("to", "extern", "__print__", "gdc_wait", "gdc_launch_dependents")
 _LOOPS = ["range", "static_range"]
-_UNSUPPORTED = ["make_block_ptr", "advance"]
+_UNSUPPORTED = []
 
 
 def _builtin_names():
@@ -562,5 +562,30 @@ class tensor_descriptor_type(tensor_descriptor_base_type):
 _DESCRIPTOR_BUILTINS = ["make_tensor_descriptor", "load_tensor_descriptor",
                         "store_tensor_descriptor"]
 for _n in _DESCRIPTOR_BUILTINS:
+    globals()[_n] = _builtin(_n)
+del _n
+
+
+# -- block pointers ---------------------------------------------------------------
+# `tl.make_block_ptr(base, shape, strides, offsets, block_shape, order)` and
+# `tl.advance(ptr, offsets)`: as in Triton, a block pointer exists only while
+# a kernel is compiled (the frontend holds it as base, shape, strides,
+# offsets, block_shape and order) and `tl.load` / `tl.store` through it
+# become masked pointer-block accesses (`boundary_check` picks the dims that
+# are checked, `padding_option` the value of out-of-bounds reads). The class
+# exists for isinstance().
+
+class _block_ptr:
+    """A block pointer inside a kernel: the block of `block_shape` at
+    `offsets` of a tensor of `shape` and `strides` that starts at `base`."""
+    _fields = ("base", "shape", "strides", "offsets", "block_shape", "order")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("block pointers exist only inside @jit functions (make one with "
+                           "tl.make_block_ptr)")
+
+
+_BLOCK_PTR_BUILTINS = ["make_block_ptr", "advance"]
+for _n in _BLOCK_PTR_BUILTINS:
     globals()[_n] = _builtin(_n)
 del _n

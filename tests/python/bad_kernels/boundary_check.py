@@ -1,4 +1,4 @@
-# expect: boundary_check is only for block pointers
+# expect: `boundary_check` argument is not supported for loading a tensor of pointers
 # at: 11:9
 import ctriton as triton
 import ctriton.language as tl

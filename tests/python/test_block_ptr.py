@@ -49,7 +49,7 @@ def _ttir(kernel, sig, cx, attrs=None):
     sig = dict(sig)
     sig.update({k: "constexpr" for k in cx})
     k = triton.compile(ASTSource(kernel, sig, cx, attrs or {}), target=GPUTarget("cpu", 0, 1))
-    return k.asm["ttir"]
+    return k.asm["ct.ttir"]
 
 
 # -- 1-D: Triton's block copy --------------------------------------------------
@@ -675,7 +675,7 @@ def test_matmul_fast_path(cfg):
     arch = cfg[0]
     kb = _compile_matmul(matmul_bp_kernel, *cfg)
     kp = _compile_matmul(_pointer_matmul(), *cfg)
-    (tb, pb), (tp, pp) = [(k.asm["ttgir"], k.asm["ptx"]) for k in (kb, kp)]
+    (tb, pb), (tp, pp) = [(k.asm["ct.ttgir"], k.asm["ptx"]) for k in (kb, kp)]
     assert tb.count("async_copy ") == tp.count("async_copy ") > 0
     for s in ["cp.async.cg.shared.global", "wgmma.mma_async", "ldmatrix", "mma.sync"]:
         assert pb.count(s) == pp.count(s), s

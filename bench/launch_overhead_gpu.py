@@ -140,6 +140,25 @@ def run_gpu(args):
         for _ in range(k):
             x.add_(1.0)
     res["torch: x.add_(1.0), 1024 floats"] = timeit(add, args.calls, args.rounds, sync)
+    res.update(driver_floor(args))
+    return res
+
+
+def driver_floor(args):
+    """cuLaunchKernel alone, from C (bench/cu_launch_floor.c): the driver's
+    part of every figure above. Empty when no C compiler is found."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="ctriton-floor-") as tmp:
+        exe = os.path.join(tmp, "floor")
+        subprocess.run([cc, "-O2", "-o", exe, os.path.join(HERE, "cu_launch_floor.c"), "-ldl"], check=True)
+        out = subprocess.run([exe, str(args.calls), str(args.rounds)], check=True, capture_output=True,
+                             text=True).stdout
+    res = {}
+    for ln in out.splitlines()[1:]:
+        name, _, us = ln.rpartition(" ")
+        res["driver: " + name.strip()] = float(us)
     return res
 
 

@@ -57,6 +57,10 @@ def package_path(tmp):
     """The directory to put first on the children's path for ctriton: the
     tree's python/, or a copy of its package when that is not writable."""
     src = os.path.join(ROOT, "python")
+    if not os.path.isdir(os.path.join(src, "ctriton")):
+        # an installed ctriton (a wheel), not the tree's: the package itself
+        import ctriton
+        src = os.path.dirname(os.path.dirname(os.path.abspath(ctriton.__file__)))
     if os.access(os.path.join(src, "ctriton"), os.W_OK):
         return src
     dst = os.path.join(tmp, "pkg")

@@ -651,11 +651,17 @@ def compile(src, target=None, options=None, dump_after=None):
     if "cubin" in r:
         asm["cubin"] = r["cubin"]
     name = r.get("name") or src.name
+    shared, n_regs = r.get("shared", 0), r.get("n_regs", -1)
+    if target.backend == "cpu":
+        # one program per core: the whole core's resources (runtime/driver.py)
+        from ..runtime.driver import CPU_NUM_REGS, CPU_SHARED_MEM
+        shared = CPU_SHARED_MEM
+        n_regs = CPU_NUM_REGS // max(1, r.get("num_warps", opts["num_warps"]))
     meta = {"name": name, "hash": key, "backend": target.backend, "arch": arch,
             "warp_size": target.warp_size, "target": target.key(),
             "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
-            "num_stages": opts["num_stages"], "shared": r.get("shared", 0),
-            "n_regs": r.get("n_regs", -1), "n_spills": r.get("n_spills", -1),
+            "num_stages": opts["num_stages"], "shared": shared,
+            "n_regs": n_regs, "n_spills": r.get("n_spills", -1),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "launch_pdl": bool(opts.get("launch_pdl")),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),

@@ -26,6 +26,9 @@ def _env_flag(*names):
     return any(os.environ.get(n, "0") not in ("", "0") for n in names)
 
 
+_AMD_TUNING_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
 class Config:
     """One candidate: constexpr values (``kwargs``) and launch options.
 
@@ -51,6 +54,20 @@ class Config:
         """The config's constexprs and its launch options that are set."""
         out = dict(self.kwargs)
         out.update((k, v) for k, v in self._options().items() if v is not None)
+        return out
+
+    def run_kwargs(self):
+        """all_kwargs() as a launch takes them: on the CPU backend without the
+        tuning options of AMD's backend (waves_per_eu, matrix_instr_nonkdim,
+        kpack), which programs written for both kinds of GPU put in the
+        configs they use when the target is not CUDA; the CPU has nothing to
+        tune with them."""
+        out = self.all_kwargs()
+        if any(k in out for k in _AMD_TUNING_OPTIONS):
+            from .driver import driver
+            if driver.active.get_current_target().backend == "cpu":
+                for k in _AMD_TUNING_OPTIONS:
+                    out.pop(k, None)
         return out
 
     def __setstate__(self, state):
@@ -193,7 +210,7 @@ class Autotuner(KernelInterface):
         from ..compiler.compiler import CompileError
         from ..compiler.errors import CompilationError
         self._check_conflicts(meta, config)
-        current = dict(meta, **config.all_kwargs())
+        current = dict(meta, **config.run_kwargs())
         full_nargs = {**self.nargs, **current}
 
         def kernel_call():
@@ -234,7 +251,7 @@ class Autotuner(KernelInterface):
 
         def one(c):
             try:
-                self.fn.warmup(*args, **dict(kw, **c.all_kwargs()))
+                self.fn.warmup(*args, **dict(kw, **c.run_kwargs()))
             except Exception:  # noqa: BLE001  (reported by the benchmark)
                 pass
 
@@ -361,7 +378,7 @@ class Autotuner(KernelInterface):
             self._check_conflicts(kwargs, config)
             if config.pre_hook is not None:
                 config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+            return self.fn.run(*args, **kwargs, **config.run_kwargs())
         finally:
             self.nargs = None
 
@@ -388,7 +405,7 @@ class Autotuner(KernelInterface):
             out = []
             for c in self.prune_configs(kwargs):
                 self._check_conflicts(kwargs, c)
-                out.append(self.fn.warmup(*args, **kwargs, **c.all_kwargs()))
+                out.append(self.fn.warmup(*args, **kwargs, **c.run_kwargs()))
             return out
         finally:
             self.nargs = None

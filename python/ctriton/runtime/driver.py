@@ -36,10 +36,36 @@ class _CudaLib:
         return _C.cuda_attribute(dev, self.ATTRS[name])
 
 
+# The CPU as a GPU-like device for programs that size their grids from
+# occupancy (upstream tutorial 02: registers and shared memory per SM over
+# what one program uses): each core ("SM") runs one program at a time, so a
+# CPU kernel reports the whole core's registers (over its num_warps
+# "threads", warpSize 1) and shared memory as its use, and such a program
+# launches one program per core.
+CPU_SHARED_MEM = 1 << 20
+CPU_NUM_REGS = 1 << 16
+
+
+def _complete_torch_cpu(torch):
+    """Programs written for a GPU run on the CPU backend with
+    DEVICE = driver.active.get_active_torch_device() and then call
+    getattr(torch, DEVICE.type).<stream API>, as they would torch.cuda's
+    (upstream tutorial 02 benchmarks under set_stream). torch.cpu has
+    Stream and current_stream but no set_stream: the CPU has one stream, so
+    setting it changes nothing."""
+    cpu = getattr(torch, "cpu", None)
+    if cpu is not None and not hasattr(cpu, "set_stream"):
+        cpu.set_stream = _cpu_set_stream
+
+
+def _cpu_set_stream(stream):
+    return None
+
+
 class CpuUtils:
     def get_device_properties(self, device=0):
         n = os.cpu_count() or 1
-        return {"multiprocessor_count": n, "max_shared_mem": 1 << 20, "max_num_regs": 1 << 16,
+        return {"multiprocessor_count": n, "max_shared_mem": CPU_SHARED_MEM, "max_num_regs": CPU_NUM_REGS,
                 "warpSize": 1, "max_threads_per_sm": 1, "name": "cpu"}
 
 
@@ -71,7 +97,10 @@ class CpuDriver:
 
     def get_active_torch_device(self):
         t = _torch()
-        return t.device("cpu") if t else "cpu"
+        if t is None:
+            return "cpu"
+        _complete_torch_cpu(t)
+        return t.device("cpu")
 
     def get_device_interface(self):
         return None

@@ -462,6 +462,12 @@ static IrValue *hoisted(IrBuilder *b, IrValue *v, const IrOp *loop)
 	return v;
 }
 
+static void note_dot(IrOp *op, void *user)
+{
+	if (op->opc == OP_DOT)
+		*(bool *)user = true;
+}
+
 static bool flatten(IrFunc *f, IrOp *L)
 {
 	IrCtx *ctx = f->module->ctx;
@@ -476,6 +482,14 @@ static bool flatten(IrFunc *f, IrOp *L)
 	const IrType *t = L->ops[0]->type;
 	int64_t s;
 	if (!I || I->ops[0]->type != t || (const_int(L->ops[2], &s) && s <= 0) || (const_int(I->ops[2], &s) && s <= 0))
+		return false;
+	/* an inner loop with a dot stays a loop: the GPU pipelines a dot's own
+	 * loop (its tiles through cp.async stages, the MMA in flight across
+	 * iterations), which the fused form would lose (tutorial 09's
+	 * persistent matmuls: no async copies left, 255 registers) */
+	bool has_dot = false;
+	ir_walk_block(I->regions[0], note_dot, &has_dot);
+	if (has_dot)
 		return false;
 	IrBlock *ib = I->regions[0];
 	IrOp *oy = ir_block_terminator(n.ob);

@@ -235,3 +235,39 @@ def test_nests_left_alone(two):
     np.testing.assert_array_equal(out, want)
     assert k.asm["ttgir"].count("scf.for") == (3 if two else 2)
     assert re.search(r"\} \{tt\.flatten\}", k.asm["ttgir"])  # still asked for, not done
+
+
+@triton.jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, n_tiles, BM: tl.constexpr, BN: tl.constexpr,
+                      BK: tl.constexpr, NUM_SMS: tl.constexpr):
+    n_n = N // BN
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_SMS, flatten=True):
+        om = (tile // n_n) * BM
+        on = (tile % n_n) * BN
+        rm = om + tl.arange(0, BM)
+        rn = on + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ptxas") and not __import__("os").path.exists(
+    "/usr/local/cuda/bin/ptxas"), reason="ptxas not found")
+def test_flatten_keeps_a_dot_loop_pipelined():
+    """A flatten=True nest whose inner loop holds a dot stays a nest: the
+    dot's own loop keeps its cp.async stages and warpgroup MMA (fused, its
+    tiles were plain loads and the kernel took 255 registers)."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "n_tiles": "i32"}
+    cx = dict(BM=128, BN=128, BK=64, NUM_SMS=132)
+    s = dict(sig, **{k: "constexpr" for k in cx})
+    attrs = {(i,): {"divisibility": 16} for i in range(6)}
+    k = triton.compile(ASTSource(persistent_matmul, s, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 3})
+    g = k.asm["ct.ttgir"]
+    assert len(re.findall(r"^\s*(?:%[\w, %]+ = )?for ", g, re.M)) >= 2 and "async_copy " in g
+    assert "wgmma.mma_async" in k.asm["ptx"] and k.n_spills == 0

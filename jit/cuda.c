@@ -338,6 +338,17 @@ int jit_cuda_set_device(int device, char *err, int errlen)
 	return 0;
 }
 
+/* The error of a pointer argument the driver does not map (r from
+ * cuPointerGetAttribute, not CUDA_SUCCESS). */
+static int pointer_error(CUresult r, int index, char *err, int errlen)
+{
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return seterr(err, errlen,
+			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
+			      index);
+	return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+}
+
 int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int errlen)
 {
 	*device = -1;
@@ -347,12 +358,8 @@ int jit_cuda_pointer_device(uint64_t ptr, int index, int *device, char *err, int
 		return -1;
 	int ordinal = -1;
 	CUresult r = drv.p_cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr);
-	if (r == CUDA_ERROR_INVALID_VALUE)
-		return seterr(err, errlen,
-			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
-			      index);
 	if (r != CUDA_SUCCESS)
-		return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+		return pointer_error(r, index, err, errlen);
 	*device = ordinal;
 	return 0;
 }
@@ -374,12 +381,8 @@ int jit_cuda_host_pointer(uint64_t ptr, int index, uint64_t *dptr, char *err, in
 		r = drv.p_cuPointerGetAttribute(&d, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, (CUdeviceptr)ptr);
 		leave_ctx(ctx, prev);
 	}
-	if (r == CUDA_ERROR_INVALID_VALUE)
-		return seterr(err, errlen,
-			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
-			      index);
 	if (r != CUDA_SUCCESS)
-		return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+		return pointer_error(r, index, err, errlen);
 	*dptr = (uint64_t)d;
 	return 0;
 }
@@ -555,12 +558,8 @@ int jit_cuda_check_pointer(uint64_t ptr, int index, char *err, int errlen)
 		return seterr(err, errlen, "CUDA driver not initialised");
 	unsigned memtype = 0;
 	CUresult r = drv.p_cuPointerGetAttribute(&memtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)ptr);
-	if (r == CUDA_ERROR_INVALID_VALUE)
-		return seterr(err, errlen,
-			      "Pointer argument (at %d) cannot be accessed from the GPU (a CPU tensor or a host buffer?)",
-			      index);
 	if (r != CUDA_SUCCESS)
-		return seterr(err, errlen, "Pointer argument (at %d): cuPointerGetAttribute failed: %s", index, cu_str(r));
+		return pointer_error(r, index, err, errlen);
 	return 0;
 }
 

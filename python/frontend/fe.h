@@ -206,6 +206,10 @@ FeVal *fe_dot_scaled(Fe *fe, PyObject *node, FeVal **args);
 bool fe_is_tdesc(Fe *fe, const FeVal *v);
 /* The descriptor of a TensorDescriptor argument: flat is its (base, shape,
  * strides) tuple of parameters, info its constant (block_shape, padding). */
+/* A constant Python int (bools excluded) -> *out (fe_tdesc.c; block pointers too). */
+bool fe_const_int_of(const FeVal *v, int64_t *out);
+/* A constant Python int of value x. */
+FeVal *fe_const_long(Fe *fe, int64_t x);
 FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info);
 /* desc.base/shape/strides/block_shape/dtype/block_type, or a bound method. */
 FeVal *fe_tdesc_getattr(Fe *fe, PyObject *node, FeVal *d, const char *name);

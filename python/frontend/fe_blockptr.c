@@ -44,26 +44,6 @@ static bool given(const FeVal *v)
 	return v && !(fe_is_const(v) && v->obj == Py_None);
 }
 
-static FeVal *const_long(Fe *fe, int64_t x)
-{
-	return fe_const(fe, fe_keep(fe, PyLong_FromLongLong(x)));
-}
-
-/* A constant Python int (bools excluded) -> *out. */
-static bool const_int_of(const FeVal *v, int64_t *out)
-{
-	if (!v || !fe_is_const(v) || !PyLong_Check(v->obj) || PyBool_Check(v->obj))
-		return false;
-	int of = 0;
-	long long x = PyLong_AsLongLongAndOverflow(v->obj, &of);
-	if (of || (x == -1 && PyErr_Occurred())) {
-		PyErr_Clear();
-		return false;
-	}
-	*out = x;
-	return true;
-}
-
 /* The items of a tuple or list value, or the value itself as one item
  * (Triton takes `shape=N` for (N,)). */
 static bool list_like(Fe *fe, PyObject *node, FeVal *v, int *n, FeVal ***items)
@@ -100,12 +80,12 @@ static FeVal **dyn_items(Fe *fe, PyObject *node, FeVal *v, const char *name, int
 	for (int i = 0; i < *n; i++) {
 		FeVal *x = items[i];
 		int64_t c;
-		if (const_int_of(x, &c)) {
+		if (fe_const_int_of(x, &c)) {
 			out[i] = x;
 			continue;
 		}
 		if (fe_is_const(x) && PyBool_Check(x->obj)) {
-			out[i] = const_long(fe, x->obj == Py_True);
+			out[i] = fe_const_long(fe, x->obj == Py_True);
 			continue;
 		}
 		if (fe_is_tensor(x) && ir_is_block(x->v->type))
@@ -133,7 +113,7 @@ static bool static_items(Fe *fe, PyObject *node, FeVal *v, const char *name, boo
 		return fe_err(fe, node, IR_ERR_VALUE, "`%s` has %d dimensions; ctriton's blocks have at most %d", name,
 			      *n, IR_MAX_RANK) != NULL;
 	for (int i = 0; i < *n; i++) {
-		if (!const_int_of(items[i], &out[i]))
+		if (!fe_const_int_of(items[i], &out[i]))
 			return fe_err(fe, node, IR_ERR_VALUE, "Expected `%s` to contain only integers", name) != NULL;
 		if (positive && out[i] <= 0)
 			return fe_err(fe, node, IR_ERR_VALUE, "Expected `%s` to contain only positive integers",
@@ -202,7 +182,7 @@ static FeVal *split_consts(Fe *fe, int rank, FeVal **v, PyObject **consts)
 	PyObject *c = PyTuple_New(rank);
 	for (int d = 0; c && d < rank; d++) {
 		int64_t x;
-		bool k = const_int_of(v[d], &x);
+		bool k = fe_const_int_of(v[d], &x);
 		rt[d] = k ? fe_none(fe) : v[d];
 		PyTuple_SetItem(c, d, k ? PyLong_FromLongLong(x) : Py_NewRef(Py_None));
 	}
@@ -282,7 +262,7 @@ static FeVal *bp_advance(Fe *fe, PyObject *node, FeVal *bp, FeVal *deltas)
 	for (int d = 0; d < rank; d++) {
 		FeVal *o = bp_item(fe, bp, BP_OFFSETS, d);
 		int64_t c;
-		off[d] = const_int_of(dv[d], &c) && c == 0 ? o : fe_arith(fe, node, N_Add, o, dv[d], false);
+		off[d] = fe_const_int_of(dv[d], &c) && c == 0 ? o : fe_arith(fe, node, N_Add, o, dv[d], false);
 		if (!off[d])
 			return NULL;
 	}
@@ -303,7 +283,7 @@ static bool checked_dims(Fe *fe, PyObject *node, FeVal *bc, int rank, bool *chec
 		return false;
 	for (int i = 0; i < n; i++) {
 		int64_t d;
-		if (!const_int_of(items[i], &d) || d < 0 || d >= rank)
+		if (!fe_const_int_of(items[i], &d) || d < 0 || d >= rank)
 			return fe_err(fe, node, IR_ERR_VALUE,
 				      "Expected `boundary_check` to contain dimensions in [0, %d)", rank) != NULL;
 		if (checked[d])
@@ -325,11 +305,11 @@ static FeVal *wide(Fe *fe, PyObject *node, FeVal *x)
 /* arange(0, n) with dims added so that it lies along dim d of rank dims. */
 static FeVal *range_along(Fe *fe, PyObject *node, int64_t n, int d, int rank)
 {
-	FeVal *ra[2] = {const_long(fe, 0), const_long(fe, n)};
+	FeVal *ra[2] = {fe_const_long(fe, 0), fe_const_long(fe, n)};
 	FeVal *idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
 	for (int j = 0; idx && j < rank; j++)
 		if (j != d) {
-			FeVal *ea[2] = {idx, const_long(fe, j)};
+			FeVal *ea[2] = {idx, fe_const_long(fe, j)};
 			idx = fe_builtin_call(fe, node, "expand_dims", NULL, 2, ea, 0, NULL, NULL);
 		}
 	return idx;
@@ -354,7 +334,7 @@ static bool bp_address(Fe *fe, PyObject *node, FeVal *bp, const bool *checked, F
 	for (int d = 0; d < rank; d++) {
 		FeVal *off = bp_item(fe, bp, BP_OFFSETS, d), *st = bp_item(fe, bp, BP_STRIDES, d);
 		int64_t oc, sc, prod;
-		bool oconst = const_int_of(off, &oc), sconst = const_int_of(st, &sc);
+		bool oconst = fe_const_int_of(off, &oc), sconst = fe_const_int_of(st, &sc);
 		if ((oconst && oc == 0) || (sconst && sc == 0))
 			continue;
 		if (oconst && sconst) { /* folded */
@@ -375,7 +355,7 @@ static bool bp_address(Fe *fe, PyObject *node, FeVal *bp, const bool *checked, F
 	if (sum)
 		p = fe_arith(fe, node, N_Add, p, sum, false);
 	if (p && csum)
-		p = fe_arith(fe, node, N_Add, p, const_long(fe, csum), false);
+		p = fe_arith(fe, node, N_Add, p, fe_const_long(fe, csum), false);
 	if (!p)
 		return false;
 	/* one term per dim: arange(0, B_d) * stride_d along dim d; the mask
@@ -388,7 +368,7 @@ static bool bp_address(Fe *fe, PyObject *node, FeVal *bp, const bool *checked, F
 			return false;
 		FeVal *st = bp_item(fe, bp, BP_STRIDES, d), *term;
 		int64_t sc;
-		if (const_int_of(st, &sc)) {
+		if (fe_const_int_of(st, &sc)) {
 			if (sc == 0) {
 				term = NULL;
 				full = false;
@@ -416,15 +396,15 @@ static bool bp_address(Fe *fe, PyObject *node, FeVal *bp, const bool *checked, F
 			continue;
 		FeVal *off = bp_item(fe, bp, BP_OFFSETS, d), *sh = bp_item(fe, bp, BP_SHAPE, d);
 		int64_t oc, shc;
-		bool oconst = const_int_of(off, &oc), shconst = const_int_of(sh, &shc);
+		bool oconst = fe_const_int_of(off, &oc), shconst = fe_const_int_of(sh, &shc);
 		FeVal *dm = NULL; /* this dim's bounds, on the small [.., B_d, ..] shape */
 		if (!(oconst && oc >= 0)) {
 			FeVal *lo =
-				oconst ? const_long(fe, -oc) : fe_arith(fe, node, N_Sub, const_long(fe, 0), off, false);
+				oconst ? fe_const_long(fe, -oc) : fe_arith(fe, node, N_Sub, fe_const_long(fe, 0), off, false);
 			dm = lo ? fe_cmpop(fe, node, N_GtE, idx, lo) : NULL;
 		}
 		if (!(oconst && shconst && oc + bs[d] <= shc)) {
-			FeVal *hi = oconst && shconst   ? const_long(fe, shc - oc)
+			FeVal *hi = oconst && shconst   ? fe_const_long(fe, shc - oc)
 				    : oconst && oc == 0 ? sh
 							: fe_arith(fe, node, N_Sub, sh, off, false);
 			dm = and_masks(fe, node, dm, hi ? fe_cmpop(fe, node, N_Lt, idx, hi) : NULL);
@@ -483,7 +463,7 @@ static FeVal *bp_load(Fe *fe, PyObject *node, FeVal **a)
 	}
 	FeVal *other = NULL;
 	if (strcmp(pad, "zero") == 0)
-		other = const_long(fe, 0);
+		other = fe_const_long(fe, 0);
 	else if (strcmp(pad, "nan") == 0) {
 		if (!ir_is_float(bp->items[BP_BASE]->v->type->elem))
 			return fe_err(fe, node, IR_ERR_VALUE,

@@ -64,8 +64,7 @@ static bool seq_items(Fe *fe, PyObject *node, FeVal *v, int *n, FeVal ***items, 
 	return false;
 }
 
-/* A constant Python int (bools excluded) -> *out. */
-static bool const_int_of(const FeVal *v, int64_t *out)
+bool fe_const_int_of(const FeVal *v, int64_t *out)
 {
 	if (!v || !fe_is_const(v) || !PyLong_Check(v->obj) || PyBool_Check(v->obj))
 		return false;
@@ -83,7 +82,7 @@ static bool const_int_of(const FeVal *v, int64_t *out)
 static bool int_scalar(Fe *fe, PyObject *node, FeVal *v, const char *what, int i)
 {
 	int64_t x;
-	if (const_int_of(v, &x))
+	if (fe_const_int_of(v, &x))
 		return true;
 	if (fe_is_tensor(v) && !ir_is_block(v->v->type) && ir_is_int(v->v->type) &&
 	    v->v->type->kind != TY_I1)
@@ -95,7 +94,7 @@ static bool int_scalar(Fe *fe, PyObject *node, FeVal *v, const char *what, int i
 		      v && fe_is_const(v) ? fe_str(fe, v->obj) : "a tuple") != NULL;
 }
 
-static FeVal *const_long(Fe *fe, int64_t x)
+FeVal *fe_const_long(Fe *fe, int64_t x)
 {
 	return fe_const(fe, fe_keep(fe, PyLong_FromLongLong(x)));
 }
@@ -105,7 +104,7 @@ static FeVal *hint_multiple(Fe *fe, PyObject *node, FeVal *x, int64_t m)
 {
 	if (!fe_is_tensor(x) || m <= 1)
 		return x;
-	FeVal *args[2] = {x, const_long(fe, m)};
+	FeVal *args[2] = {x, fe_const_long(fe, m)};
 	return fe_builtin_call(fe, node, "multiple_of", NULL, 2, args, 0, NULL, NULL);
 }
 
@@ -137,7 +136,7 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 			      "Expected block_shape to have %d dimensions but got %d", rank, nb);
 	int64_t bs[TD_MAX_RANK], numel = 1;
 	for (int d = 0; d < rank; d++) {
-		if (!const_int_of(bl[d], &bs[d]))
+		if (!fe_const_int_of(bl[d], &bs[d]))
 			return fe_err(fe, node, IR_ERR_TYPE, "block_shape[%d] must be a constexpr int", d);
 		if (bs[d] <= 0 || (bs[d] & (bs[d] - 1)))
 			return fe_err(fe, node, IR_ERR_VALUE,
@@ -158,11 +157,11 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 			      "but got %lld * %d = %lld bytes",
 			      (long long)bs[rank - 1], esz, (long long)(bs[rank - 1] * esz));
 	int64_t last;
-	if (const_int_of(st[rank - 1], &last) && last != 1)
+	if (fe_const_int_of(st[rank - 1], &last) && last != 1)
 		return fe_err(fe, node, IR_ERR_VALUE, "Tensor descriptor last dim must be 1 but got %lld",
 			      (long long)last);
 	if (fe->debug && fe_is_tensor(st[rank - 1])) {
-		FeVal *one = fe_cmpop(fe, node, N_Eq, st[rank - 1], const_long(fe, 1));
+		FeVal *one = fe_cmpop(fe, node, N_Eq, st[rank - 1], fe_const_long(fe, 1));
 		FeVal *msg = fe_const(fe, fe_keep(fe, PyUnicode_FromString("tensor descriptor: the last stride must be 1")));
 		FeVal *aa[2] = {one, msg};
 		if (!one || !fe_builtin_call(fe, node, "device_assert", NULL, 2, aa, 0, NULL, NULL))
@@ -265,20 +264,20 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 		else {
 			if (!int_scalar(fe, node, off[k], "offsets", k))
 				return false;
-			FeVal *ra[2] = {const_long(fe, 0), const_long(fe, bs[k])};
+			FeVal *ra[2] = {fe_const_long(fe, 0), fe_const_long(fe, bs[k])};
 			idx = fe_builtin_call(fe, node, "arange", NULL, 2, ra, 0, NULL, NULL);
-			off_const = const_int_of(off[k], &oc);
+			off_const = fe_const_int_of(off[k], &oc);
 			if (idx && !(off_const && oc == 0))
 				idx = fe_arith(fe, node, N_Add, off[k], idx, false);
 		}
 		for (int j = 0; idx && j < rank; j++)
 			if (j != (pos ? pos[k] : k)) {
-				FeVal *ea[2] = {idx, const_long(fe, j)};
+				FeVal *ea[2] = {idx, fe_const_long(fe, j)};
 				idx = fe_builtin_call(fe, node, "expand_dims", NULL, 2, ea, 0, NULL, NULL);
 			}
 		if (!idx)
 			return false;
-		bool unit = k == rank - 1 || (const_int_of(st[k], &stc) && stc == 1);
+		bool unit = k == rank - 1 || (fe_const_int_of(st[k], &stc) && stc == 1);
 		FeVal *term = unit ? idx : fe_arith(fe, node, N_Mult, idx, st[k], false);
 		p = term ? fe_arith(fe, node, N_Add, p, term, false) : NULL;
 		if (!p)
@@ -286,8 +285,8 @@ static bool tdesc_address(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, cons
 		/* this dim's bounds (on the small [.., B_k, ..] shape), then the block's */
 		FeVal *dm = NULL;
 		if (!(off_const && oc >= 0))
-			dm = fe_cmpop(fe, node, N_GtE, idx, const_long(fe, 0));
-		if (!(off_const && const_int_of(sh[k], &sc) && oc + bs[k] <= sc)) {
+			dm = fe_cmpop(fe, node, N_GtE, idx, fe_const_long(fe, 0));
+		if (!(off_const && fe_const_int_of(sh[k], &sc) && oc + bs[k] <= sc)) {
 			FeVal *hi = fe_cmpop(fe, node, N_Lt, idx, sh[k]);
 			dm = dm && hi ? fe_binop(fe, node, N_BitAnd, dm, hi) : hi;
 		}
@@ -337,7 +336,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	if (!m)
 		return fe_builtin_call(fe, node, "load", NULL, 1, &p, 0, NULL, NULL);
 	bool nan = strcmp(tdesc_padding(d), "nan") == 0;
-	FeVal *other = nan ? fe_const(fe, fe_keep(fe, PyFloat_FromDouble(NAN))) : const_long(fe, 0);
+	FeVal *other = nan ? fe_const(fe, fe_keep(fe, PyFloat_FromDouble(NAN))) : fe_const_long(fe, 0);
 	const char *kn[2] = {"mask", "other"};
 	FeVal *kv[2] = {m, other};
 	return fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
@@ -474,7 +473,7 @@ static bool check_rows(Fe *fe, PyObject *node, FeVal *d, FeVal *x, const char *w
 /* (0, y): the offsets of a gather/scatter, whose dim 0 comes from rows. */
 static FeVal *row_offsets(Fe *fe, FeVal *y)
 {
-	FeVal *items[2] = {const_long(fe, 0), y};
+	FeVal *items[2] = {fe_const_long(fe, 0), y};
 	return fe_make_tuple(fe, 2, items);
 }
 

@@ -26,22 +26,28 @@ def _size_of(size):
     return tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (int(size),)
 
 
-class MXFP4Tensor:
-    """E2M1 data: ``MXFP4Tensor(data=float_tensor)`` converts, ``MXFP4Tensor(size=..., device=...)``
-    makes an empty one to fill with ``random()``."""
+class _MXData:
+    """Codes in a uint8 torch tensor: made from float data (``data=``, the
+    subclass's _from_float) or left to fill (``size=``, ``device=``)."""
 
     def __init__(self, data=None, size=None, device=None):
+        name = type(self).__name__
         self.device = device
         if data is not None:
             if not isinstance(data, torch.Tensor):
-                raise TypeError("MXFP4Tensor: data must be a torch tensor")
+                raise TypeError(f"{name}: data must be a torch tensor")
             self.device = data.device
             self.size = tuple(data.shape)
             self.data = self._from_float(data)
         elif size is not None:
             self.size = _size_of(size)
         else:
-            raise ValueError("MXFP4Tensor: give data or size")
+            raise ValueError(f"{name}: give data or size")
+
+
+class MXFP4Tensor(_MXData):
+    """E2M1 data: ``MXFP4Tensor(data=float_tensor)`` converts, ``MXFP4Tensor(size=..., device=...)``
+    makes an empty one to fill with ``random()``."""
 
     def random(self):
         """Every E2M1 code with equal probability (both zeros included)."""
@@ -87,22 +93,9 @@ class MXFP4Tensor:
         return d.narrow(dim, 0, original_shape[dim]).to(torch.uint8)
 
 
-class MXScaleTensor:
+class MXScaleTensor(_MXData):
     """E8M0 scales: ``MXScaleTensor(data=float_tensor)`` converts, ``MXScaleTensor(size=..., device=...)``
     makes an empty one to fill with ``random(low, high)``."""
-
-    def __init__(self, data=None, size=None, device=None):
-        self.device = device
-        if data is not None:
-            if not isinstance(data, torch.Tensor):
-                raise TypeError("MXScaleTensor: data must be a torch tensor")
-            self.device = data.device
-            self.size = tuple(data.shape)
-            self.data = self._from_float(data)
-        elif size is not None:
-            self.size = _size_of(size)
-        else:
-            raise ValueError("MXScaleTensor: give data or size")
 
     def random(self, low=None, high=None):
         """Exponents uniformly from those of low..high (default: all but NaN)."""

@@ -50,12 +50,16 @@ int an_number_values(IrFunc *f);
 /* Per dimension of a value (rank 0 for scalars: index 0 holds the scalar's
  * facts): the largest power of two such that runs of that many consecutive
  * elements along the dim are contiguous (+1 each) / all equal, and the
- * largest power of two dividing every element (for pointers: in bytes). */
+ * largest power of two dividing every element (for pointers: in bytes).
+ * prefix (of masks; never below constancy): runs of that many along the dim
+ * are true up to some element and false after it (offs < n with n unknown:
+ * a copy that zero-fills the rest can still move the run as one vector). */
 typedef struct AnAxisInfo {
 	int rank;
 	int64_t contig[IR_MAX_RANK];
 	int64_t div[IR_MAX_RANK];
 	int64_t constancy[IR_MAX_RANK];
+	int64_t prefix[IR_MAX_RANK];
 } AnAxisInfo;
 
 typedef struct AnAxis AnAxis;
@@ -67,8 +71,11 @@ AnAxis *an_axis_info(IrFunc *f);
 const AnAxisInfo *an_axis_get(const AnAxis *a, const IrValue *v);
 /* Elements per vectorised access of a load/store/atomic whose pointer block
  * is ptr and mask is mask (may be NULL), along dim: bounded by contiguity,
- * alignment, mask constancy and 128 bits. 1 for scalars. */
-int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim);
+ * alignment, mask constancy and 128 bits. 1 for scalars. With zfill (a copy
+ * that moves a vector's first bytes and zero-fills the rest: cp.async's
+ * src-size) mask prefixes bound it instead of mask constancy. Only i1
+ * masks bound it (an async copy's i32 count mask does not). */
+int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim, bool zfill);
 /* For every call in f, meets what a (f's axis info) knows of each argument
  * into the callee's parameter attributes ("divisibility"; for blocks also
  * "contiguity" and "constancy", per dim), which an_axis_info of the callee

@@ -95,6 +95,7 @@ static AnAxisInfo conservative(const IrType *t)
 		r.contig[d] = 1;
 		r.div[d] = 1;
 		r.constancy[d] = 1;
+		r.prefix[d] = 1;
 	}
 	return r;
 }
@@ -110,7 +111,7 @@ static AnAxisInfo uniform(const IrType *t, int64_t div)
 	AnAxisInfo r = conservative(t);
 	for (int d = 0; d < IR_MAX_RANK; d++) {
 		r.div[d] = div;
-		r.constancy[d] = d < r.rank ? t->shape[d] : 1;
+		r.constancy[d] = r.prefix[d] = d < r.rank ? t->shape[d] : 1;
 	}
 	return r;
 }
@@ -171,7 +172,7 @@ static bool pred_is(const IrOp *op, const char *p)
 	return strcmp(ir_op_str(op, "pred", "eq"), p) == 0;
 }
 
-static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
+static AnAxisInfo visit_facts(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 {
 	const IrType *t = op->res[ri].type;
 	AnAxisInfo r = conservative(t);
@@ -379,6 +380,7 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 }
 
 static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b);
+static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri);
 
 /* Meet of two facts about one value: what both guarantee. */
 static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src, int64_t step)
@@ -388,10 +390,12 @@ static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src, int64_t step)
 		int64_t c = gcd64(dst->contig[d], src->contig[d]);
 		int64_t v = gcd64(div_at(dst, d, c, step), div_at(src, d, c, step));
 		int64_t k = gcd64(dst->constancy[d], src->constancy[d]);
-		changed |= c != dst->contig[d] || v != dst->div[d] || k != dst->constancy[d];
+		int64_t q = max64(k, gcd64(dst->prefix[d], src->prefix[d]));
+		changed |= c != dst->contig[d] || v != dst->div[d] || k != dst->constancy[d] || q != dst->prefix[d];
 		dst->contig[d] = c < 1 ? 1 : c;
 		dst->div[d] = v < 1 ? 1 : v;
 		dst->constancy[d] = k < 1 ? 1 : k;
+		dst->prefix[d] = q < 1 ? 1 : q;
 	}
 	return changed;
 }
@@ -506,6 +510,7 @@ static AnAxisInfo param_info(const IrFunc *f, int i)
 		r.contig[j] = c->ints[j] >= 1 && c->ints[j] <= t->shape[j] ? floor_pow2(c->ints[j]) : 1;
 		r.div[j] = d->ints[j] >= 1 ? floor_pow2(d->ints[j]) : 1;
 		r.constancy[j] = k->ints[j] >= 1 && k->ints[j] <= t->shape[j] ? floor_pow2(k->ints[j]) : 1;
+		r.prefix[j] = r.constancy[j];
 	}
 	return r;
 }
@@ -550,12 +555,69 @@ static void seed_block(IrCtx *ctx, const AnAxis *a, IrBlock *b)
 	}
 }
 
+/* The prefix facts of op's result (AnAxisInfo.prefix), given its other
+ * facts in *r. A run of x0 .. x0+k-1 (contiguous) against a y constant over
+ * it is true then false for lt and le (for gt and ge with the run on the
+ * right), whatever x0 is; the AND or OR of prefixes is one; shape ops move
+ * them like constancy. Anything else: its constancy. */
+static void visit_prefix(AnAxis *a, const IrOp *op, int ri, AnAxisInfo *r)
+{
+	const IrType *t = op->res[ri].type;
+	const AnAxisInfo *x = op->nops > 0 ? an_axis_get(a, op->ops[0]) : NULL;
+	const AnAxisInfo *y = op->nops > 1 ? an_axis_get(a, op->ops[1]) : NULL;
+	int axis = op->opc == OP_EXPAND_DIMS ? (int)ir_op_int(op, "axis", 0) : -1;
+	for (int d = 0; d < IR_MAX_RANK; d++) {
+		int64_t p = r->constancy[d];
+		if (d < r->rank && x) {
+			switch (op->opc) {
+			case OP_CONVERT_LAYOUT:
+			case OP_MULTIPLE_OF:
+			case OP_MAX_CONTIGUOUS:
+			case OP_MAX_CONSTANCY:
+				p = max64(p, x->prefix[d]);
+				break;
+			case OP_BROADCAST:
+				p = max64(p, dimsize(op->ops[0]->type, d) == 1 ? t->shape[d] : x->prefix[d]);
+				break;
+			case OP_EXPAND_DIMS:
+				if (d != axis)
+					p = max64(p, x->prefix[d < axis || axis < 0 ? d : d - 1]);
+				break;
+			case OP_AND:
+			case OP_OR:
+				if (y)
+					p = max64(p, gcd64(x->prefix[d], y->prefix[d]));
+				break;
+			case OP_CMP:
+				if (!y || ir_is_float(ir_scalar(op->ops[0]->type)))
+					break;
+				if (pred_is(op, "lt") || pred_is(op, "le"))
+					p = max64(p, gcd64(x->contig[d], y->constancy[d]));
+				else if (pred_is(op, "gt") || pred_is(op, "ge"))
+					p = max64(p, gcd64(y->contig[d], x->constancy[d]));
+				break;
+			default:
+				break;
+			}
+			p = min64(p, t->shape[d]);
+		}
+		r->prefix[d] = p < 1 ? 1 : p;
+	}
+}
+
+static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
+{
+	AnAxisInfo r = visit_facts(a, f, op, ri);
+	visit_prefix(a, op, ri, &r);
+	return r;
+}
+
 void an_axis_seed_callees(IrFunc *f, const AnAxis *a)
 {
 	seed_block(f->module->ctx, a, f->body);
 }
 
-int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim)
+int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim, bool zfill)
 {
 	if (!ir_is_block(ptr->type))
 		return 1;
@@ -563,8 +625,8 @@ int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int 
 	int eb = elem_bytes(ptr->type);
 	int64_t vec = min64(p->contig[dim], max64(1, p->div[dim] / eb));
 	vec = min64(vec, max64(1, 16 / eb));
-	if (mask && ir_is_block(mask->type))
-		vec = min64(vec, an_axis_get(a, mask)->constancy[dim]);
+	if (mask && ir_is_block(mask->type) && ir_scalar(mask->type)->kind == TY_I1)
+		vec = min64(vec, zfill ? an_axis_get(a, mask)->prefix[dim] : an_axis_get(a, mask)->constancy[dim]);
 	vec = min64(vec, ptr->type->shape[dim]);
 	return (int)floor_pow2(max64(vec, 1));
 }

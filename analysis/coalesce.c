@@ -43,7 +43,7 @@ int an_layout_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, cons
 	const IrType *e = ir_scalar(t)->elem;
 	if (e && ir_scalar(e)->kind == TY_I1)
 		return 1;
-	int v = an_access_vec(a, ptr, mask, vd);
+	int v = an_access_vec(a, ptr, mask, vd, false);
 	if (v > dd.spt)
 		v = dd.spt;
 	if (v > dd.nregs)

@@ -104,7 +104,7 @@ const IrLayout *an_coalesced_layout(IrCtx *ctx, const AnAxis *a, const IrValue *
 		}
 	for (int d = 0; d < rank; d++)
 		spt[d] = 1;
-	int vec = an_access_vec(a, ptr, mask, order[0]);
+	int vec = an_access_vec(a, ptr, mask, order[0], false);
 	int64_t per_thread = t->numel / ((int64_t)num_warps * warp_size);
 	if (per_thread < 1)
 		per_thread = 1;

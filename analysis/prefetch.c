@@ -290,10 +290,10 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	 * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
 	 * untransposed; the only way for B of other than 16-bit elements) */
 	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
-	bool rows = an_access_vec(ax, L->ops[0], mk, 1) * es >= 4;
+	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
 	*trans = false;
 	if (!rows || (wg && isb && es != 2)) {
-		if (!wg || !isb || an_access_vec(ax, L->ops[0], mk, 0) * es < 16)
+		if (!wg || !isb || an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16)
 			return false;
 		*trans = true;
 	}
@@ -383,6 +383,91 @@ static bool last_dot_flies(IrBlock *body)
 }
 
 static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop);
+
+/* A mask that bounds a copy's runs only as a prefix (offs < n with n not a
+ * multiple of the run: a descriptor's or a K loop's bound) becomes the
+ * count of copied elements: per element, how many elements from it on are
+ * true (clamped by the backend to its run; cp.async's src-size). Built over
+ * the mask's expression: a comparison of a contiguous run x with a y
+ * constant over it counts y - x (lt; le one more; gt/ge with the run on
+ * the right), and and / or are min / max of the counts; values whole over
+ * their runs count 0 or many. Values of iteration e of the loop (aeval). */
+#define COUNT_MANY (1 << 30)
+
+static IrValue *count_const(IrBuilder *b, const IrType *t, int64_t v)
+{
+	IrValue *c = ir_const_int(b, ir_scalar(t), v);
+	c->id = -1;
+	if (!ir_is_block(t))
+		return c;
+	IrValue *s = ir_splat(b, c, t);
+	s->id = -1;
+	return s;
+}
+
+static IrValue *run_count(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrValue *v, int d)
+{
+	const AnAxisInfo *f = an_axis_get(ax, v);
+	const IrType *ct = ir_type_like(a->p->ctx, v->type, ir_type(a->p->ctx, TY_I32));
+	IrOp *op = v->def;
+	IrValue *r = NULL;
+	if (f->constancy[d] >= f->prefix[d] || !op || !ir_is_block(v->type)) {
+		r = ir_select(b, aeval(a, e, v), count_const(b, ct, COUNT_MANY), count_const(b, ct, 0));
+	} else if (op->opc == OP_AND || op->opc == OP_OR) {
+		IrValue *x = run_count(a, e, b, ax, op->ops[0], d), *y = run_count(a, e, b, ax, op->ops[1], d);
+		r = ir_binary(b, op->opc == OP_AND ? OP_MIN : OP_MAX, x, y);
+	} else if (op->opc == OP_BROADCAST) {
+		r = ir_broadcast(b, run_count(a, e, b, ax, op->ops[0], d), ct);
+	} else if (op->opc == OP_EXPAND_DIMS) {
+		int axis = (int)ir_op_int(op, "axis", 0);
+		r = ir_expand_dims(b, run_count(a, e, b, ax, op->ops[0], d > axis ? d - 1 : d), axis);
+	} else if (op->opc == OP_CONVERT_LAYOUT || op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
+		   op->opc == OP_MAX_CONSTANCY) {
+		r = run_count(a, e, b, ax, op->ops[0], d);
+	} else if (op->opc == OP_CMP) {
+		/* only comparisons the axis info made prefixes get here */
+		bool run_left = !strcmp(ir_op_str(op, "pred", ""), "lt") || !strcmp(ir_op_str(op, "pred", ""), "le");
+		bool incl = !strcmp(ir_op_str(op, "pred", ""), "le") || !strcmp(ir_op_str(op, "pred", ""), "ge");
+		IrValue *x = aeval(a, e, op->ops[0]), *y = aeval(a, e, op->ops[1]);
+		const IrType *it = op->ops[0]->type;
+		IrValue *n = run_left ? ir_binary(b, OP_SUB, y, x) : ir_binary(b, OP_SUB, x, y);
+		n->id = -1;
+		if (incl) {
+			n = ir_binary(b, OP_ADD, n, count_const(b, it, 1));
+			n->id = -1;
+		}
+		n = ir_binary(b, OP_MAX, n, count_const(b, it, 0));
+		if (ir_scalar(it)->kind != TY_I32) {
+			n->id = -1;
+			n = ir_binary(b, OP_MIN, n, count_const(b, it, COUNT_MANY));
+			n->id = -1;
+			n = ir_cast(b, OP_CAST, n, ct);
+		}
+		r = n;
+	}
+	if (!r) /* not met: a prefix of something else (select, not) */
+		r = ir_select(b, aeval(a, e, v), count_const(b, ct, COUNT_MANY), count_const(b, ct, 0));
+	r->id = -1;
+	return r;
+}
+
+/* The mask operand of the copy of load L at iteration e: the guarded mask,
+ * or, when the mask's prefixes vectorize the copy wider than its constant
+ * runs, the count of copied elements (run_count) with the guard applied. */
+static IrValue *copy_mask(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrOp *L, int cd, IrValue *ptr,
+			  IrValue *iv)
+{
+	PCtx *p = a->p;
+	IrValue *m = L->nops > 1 ? L->ops[1] : NULL;
+	if (!m || !ir_is_block(m->type) ||
+	    an_access_vec(ax, L->ops[0], m, cd, true) <= an_access_vec(ax, L->ops[0], m, cd, false))
+		return guarded_mask(p, b, m ? aeval(a, e, m) : NULL, ptr, iv);
+	IrValue *n = run_count(a, e, b, ax, m, cd);
+	IrValue *g = guarded_mask(p, b, NULL, ptr, iv);
+	IrValue *r = ir_select(b, g, n, count_const(b, n->type, 0));
+	r->id = -1;
+	return r;
+}
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
@@ -474,8 +559,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		for (int k = 0; k < nc; k++) {
 			IrOp *L = cand[k];
 			IrValue *ptr = aeval(&a, it, L->ops[0]);
-			IrValue *mask = L->nops > 1 ? aeval(&a, it, L->ops[1]) : NULL;
-			mask = guarded_mask(&p, &p.pre, mask, ptr, iv);
+			IrValue *mask = copy_mask(&a, it, &p.pre, ax, L, ctrans[k] ? 0 : 1, ptr, iv);
 			p.pre.loc = L->loc;
 			IrValue *ops[3] = {ptr, slot, mask};
 			IrOp *c = ir_build(&p.pre, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
@@ -535,8 +619,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	for (int k = 0; k < nc; k++) {
 		IrOp *L = cand[k];
 		IrValue *ptr = aeval(&a, S, L->ops[0]);
-		IrValue *mask = L->nops > 1 ? aeval(&a, S, L->ops[1]) : NULL;
-		mask = guarded_mask(&p, &p.top, mask, ptr, a.iv_ahead);
+		IrValue *mask = copy_mask(&a, S, &p.top, ax, L, ctrans[k] ? 0 : 1, ptr, a.iv_ahead);
 		p.top.loc = L->loc;
 		IrValue *ops[3] = {ptr, wslot, mask};
 		IrOp *c = ir_build(&p.top, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);

@@ -1395,7 +1395,9 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 				    ts(V, op->ops[0]->type));
 		if (op->ops[1]->type->kind != TY_I32)
 			return fail(V, op, "slot must be a scalar i32, got %s", ts(V, op->ops[1]->type));
-		if (op->nops > 2 && (e = check_mask(V, op, 2)))
+		/* the mask, or per element the count of elements copied from it on */
+		if (op->nops > 2 && op->ops[2]->type != ir_type_like(V->ctx, op->ops[0]->type, ir_type(V->ctx, TY_I32)) &&
+		    (e = check_mask(V, op, 2)))
 			return e;
 		if ((e = get_int(V, op, "buffer", &buf)) || (e = get_int(V, op, "stages", &st)))
 			return e;

@@ -383,7 +383,10 @@ static bool slot_delta(const NvMap *m, int r, int tr, int64_t R, int64_t C, int 
 /* async_copy: each thread copies its runs of consecutive columns (16, 8 or 4
  * bytes, within one 16-byte chunk) to the swizzled position in slot `slot`
  * (the layout write_swizzled gives a staged operand); a masked-off run
- * reads nothing and is written as zeros (src-size 0). */
+ * reads nothing and is written as zeros (src-size 0). With a count mask
+ * (prefetch.c: a mask true on a prefix of each run, offs < n with n
+ * unknown, a descriptor's bounds) a run's src-size is its count, the rest
+ * zero-filled, as TMA fills what lies out of bounds. */
 void nv_lower_async_copy(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0];
@@ -405,6 +408,8 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	if (vec * eb < 4)
 		return;
 	int bytes = (int)(vec * eb);
+	/* an i32 mask: per element, the count of elements copied from it on */
+	bool count = mask && ir_scalar(mask->type)->kind == TY_I32;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[1], 0), nv_i32(nv, t->numel), "");
 	char text[128];
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
@@ -430,7 +435,11 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 		}
 		LLVMValueRef src = nv_reg(nv, p, r);
 		LLVMValueRef sz = nv_i32(nv, bytes);
-		if (mask)
+		if (count) {
+			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec);
+			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
+			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
+		} else if (mask)
 			sz = LLVMBuildSelect(nv->b, nv_reg(nv, mask, r), sz, nv_i32(nv, 0), "");
 		LLVMValueRef args[3] = {d32, src, sz};
 		inline_asm(nv, text, "r,l,r,~{memory}", args, 3);

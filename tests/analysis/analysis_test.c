@@ -76,8 +76,8 @@ static void test_vector_add_axis(void)
 	CHECK(p->div[0] == 16, "ptr divisibility %lld", (long long)p->div[0]);
 	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
 	CHECK(mk->constancy[0] == 16, "mask constancy %lld", (long long)mk->constancy[0]);
-	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 4, "vec %d",
-	      an_access_vec(ax, ld->ops[0], ld->ops[1], 0));
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0, false) == 4, "vec %d",
+	      an_access_vec(ax, ld->ops[0], ld->ops[1], 0, false));
 	int64_t shared = -1;
 	CHECK(gpu_passes(m, 4, 0, &shared) == NULL, "pipeline");
 	CHECK(shared == 0, "shared %lld", (long long)shared);
@@ -99,7 +99,37 @@ static void test_unaligned_is_scalar(void)
 		f->params[i].nattrs = 0;
 	AnAxis *ax = an_axis_info(f);
 	IrOp *ld = find_op(f, OP_LOAD, 0);
-	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0) == 1, "unaligned vec");
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0, false) == 1, "unaligned vec");
+	ir_ctx_free(ctx);
+}
+
+static void test_prefix_mask(void)
+{
+	/* n of unknown divisibility: offs < n is not constant over any run, but
+	 * every aligned run of offs is true then false: a zero-filling copy
+	 * still moves 16 bytes, an ordinary access one element */
+	IrCtx *ctx = ir_ctx_new();
+	IrModule *m = ir_module_new(ctx);
+	IrFunc *f = tk_vector_add(m);
+	f->params[3].nattrs = 0;
+	AnAxis *ax = an_axis_info(f);
+	IrOp *ld = find_op(f, OP_LOAD, 0);
+	const AnAxisInfo *mk = an_axis_get(ax, ld->ops[1]);
+	CHECK(mk->constancy[0] == 1, "mask constancy %lld", (long long)mk->constancy[0]);
+	CHECK(mk->prefix[0] == 1024, "mask prefix %lld", (long long)mk->prefix[0]);
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0, false) == 1, "plain vec");
+	CHECK(an_access_vec(ax, ld->ops[0], ld->ops[1], 0, true) == 4, "zero-fill vec");
+	/* the opposite bound (offs >= n: false then true) is no prefix */
+	IrOp *cmp = ld->ops[1]->def;
+	ir_op_set_str(ctx, cmp, "pred", "ge");
+	ax = an_axis_info(f);
+	CHECK(an_axis_get(ax, ld->ops[1])->prefix[0] == 1, "ge is no prefix");
+	ir_op_set_str(ctx, cmp, "pred", "gt");
+	IrValue *t = cmp->ops[0];
+	cmp->ops[0] = cmp->ops[1];
+	cmp->ops[1] = t; /* n > offs: a prefix again */
+	ax = an_axis_info(f);
+	CHECK(an_axis_get(ax, ld->ops[1])->prefix[0] == 1024, "n > offs is a prefix");
 	ir_ctx_free(ctx);
 }
 
@@ -458,6 +488,7 @@ int main(void)
 {
 	test_vector_add_axis();
 	test_unaligned_is_scalar();
+	test_prefix_mask();
 	test_expand_dims_divisibility();
 	test_cmp_constancy_rules();
 	test_softmax_layouts();

@@ -708,3 +708,91 @@ def test_gpu_matmul_descriptors():
     matmul_desc_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM, BN, BK,
                                                                   num_warps=4, num_stages=3)
     torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=5e-2, rtol=1e-2)
+
+
+# -- tutorial 08's form: shapes from memory, bounds of unknown divisibility ----------
+
+@triton.jit
+def matmul_sizes_desc_kernel(a_ptr, b_ptr, c_ptr, sizes, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
+    """Descriptors over shapes and leading dimensions read from memory (as
+    upstream tutorial 08's grouped GEMM makes them): nothing is known of the
+    bounds' divisibility, so the K tail's last vector of a row may be
+    partly inside."""
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    K = tl.load(sizes + 2)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[tl.load(sizes + 3), 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[tl.load(sizes + 4), 1],
+                                       block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[tl.load(sizes + 5), 1],
+                                       block_shape=[BM, BN])
+    offs_am = tl.program_id(0) * BM
+    offs_bn = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        a = a_desc.load([offs_am, ki * BK])
+        b = b_desc.load([offs_bn, ki * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([offs_am, offs_bn], acc.to(c_desc.dtype))
+
+
+def _compile_sizes_desc(arch, warps=8):
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "sizes": "*i32"}
+    cx = dict(BM=128, BN=128, BK=64)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): {"divisibility": 16} for i in range(4)}
+    return triton.compile(ASTSource(matmul_sizes_desc_kernel, sig, cx, attrs),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": warps, "num_stages": 3})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_unknown_bounds_take_zero_filling_copies():
+    """A bound of unknown divisibility (K from memory) leaves the mask true on
+    a prefix of each 16-byte run: the tiles still go through cp.async, each
+    run's src-size the count of its elements inside (the rest zero-filled,
+    as TMA fills out-of-bounds elements), instead of element-wise loads
+    (137 scalar ld.global and 548 bytes of spills before)."""
+    import re
+    k = _compile_sizes_desc(90)
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async" in ptx
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", ptx)
+    assert len(copies) >= 16, len(copies)
+    assert ptx.count("ld.global") <= 6, ptx.count("ld.global")  # the six sizes
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm80_unknown_bounds_compile():
+    """sm_80 assembles it on mma.sync (its transposed B tile has no 4-byte
+    runs along the rows cp.async needs there: the loop keeps the register
+    prefetch)."""
+    k = _compile_sizes_desc(80, warps=4)
+    assert "mma.sync.aligned.m16n8k16" in k.asm["ptx"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [203, 64, 1])
+def test_gpu_unknown_bounds_zero_fill(K):
+    """The K tail's partial vectors on the GPU: the rows are padded to 16-byte
+    multiples and the padding is NaN, so an element read past K (or a
+    vector not zero-filled) poisons the result; C's padding columns must
+    stay untouched."""
+    import torch
+    torch.manual_seed(0)
+    M, N = 300, 260
+    ld = (K + 7) // 8 * 8
+    a = torch.full((M, ld), float("nan"), device="cuda", dtype=torch.float16)
+    b = torch.full((N, ld), float("nan"), device="cuda", dtype=torch.float16)
+    a[:, :K] = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b[:, :K] = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    ldc = 264
+    c = torch.full((M, ldc), 7.0, device="cuda", dtype=torch.float16)
+    sizes = torch.tensor([M, N, K, ld, ld, ldc], device="cuda", dtype=torch.int32)
+    matmul_sizes_desc_kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, sizes, 128, 128, 64,
+                                                                          num_warps=8, num_stages=3)
+    ref = (a[:, :K].float() @ b[:, :K].float().T).half()
+    torch.testing.assert_close(c[:, :N], ref, atol=5e-2, rtol=1e-2)
+    assert (c[:, N:] == 7.0).all()

@@ -489,7 +489,12 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_REDUCE: nv_lower_reduce(nv, op); return;
 	case OP_SCAN: nv_lower_scan(nv, op); return;
 	case OP_DOT: nv_lower_dot(nv, op); return;
-	case OP_ASSUME: return;
+	case OP_ASSUME: /* a scalar fact for LLVM (llvm.assume); a block's is not kept */
+		if (!ir_is_block(op->ops[0]->type)) {
+			LLVMValueRef c = nv_reg(nv, op->ops[0], 0);
+			nv_intrinsic(nv, "llvm.assume", NULL, 0, &c, 1);
+		}
+		return;
 	case OP_INLINE_ASM: nv_lower_inline_asm(nv, op); return;
 	case OP_MAP_ELEM: nv_lower_map(nv, op); return;
 	case OP_PRINT: lower_print(nv, op); return;

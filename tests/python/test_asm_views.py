@@ -135,3 +135,24 @@ def test_cpu_cache_hit_rebuilds_from_the_native_text():
     x = np.zeros(1, "float64")
     hit[(1, 1, 1)](x)
     assert x[0] == 1e50
+
+
+@triton.jit
+def assume_kernel(out_ptr, N: tl.constexpr, BLOCK_N: tl.constexpr):
+    size = N - tl.program_id(0) * BLOCK_N
+    tl.assume(size >= BLOCK_N)
+    if size >= 128:
+        tl.store(out_ptr + tl.program_id(0), size)
+    else:
+        tl.store(out_ptr + tl.program_id(0), size + 101024)
+
+
+@pytest.mark.parametrize("target", ["cpu", "sm90"])
+def test_assume_reaches_llvm(target):
+    """tl.assume: `llvm.intr.assume` in the TTGIR, `llvm.assume` in the LLVM
+    IR, where LLVM uses it (the branch it rules out is gone)."""
+    k = compile_for(assume_kernel, {"out_ptr": "*fp32", "N": "constexpr", "BLOCK_N": "constexpr"},
+                    {"N": 1024, "BLOCK_N": 128}, target=target)
+    assert "llvm.intr.assume" in k.asm["ttgir"]
+    assert "llvm.assume" in k.asm["llir"]
+    assert "101024" not in k.asm["llir"]

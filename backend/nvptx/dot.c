@@ -526,7 +526,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	bool konst = false;
 	for (int r = 0; r < mc.n && !konst; r++)
 		konst = LLVMIsConstant(acc[r]);
-	if (konst)
+	/* a zero accumulator (a fresh dot: attention's Q K^T) is not read at
+	 * all: each block's first K step runs with scale-d 0 (D = A B) on
+	 * undefined registers, as Triton drops the init; no zeros are moved in */
+	int64_t mnia0 = ir_op_int(op, "max_num_imprecise_acc", 0);
+	bool zero = !(mnia0 > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));
+	for (int r = 0; r < mc.n && zero; r++)
+		zero = LLVMIsNull(acc[r]);
+	if (konst && !zero)
 		tie_regs(nv, "", acc, mc.n);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
 	int nacc = in / 2, na = asmem ? 1 : 4;
@@ -598,9 +605,11 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 								   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
 								   desc_b_bits(K, N));
 					/* scale-d 0: D = A B, the partial sum's start */
-					args[na + 1] = nv_i32(nv, split && ki == g0 ? 0 : 1);
+					bool fresh = (split || zero) && ki == g0;
+					args[na + 1] = nv_i32(nv, fresh ? 0 : 1);
 					for (int i = 0; i < nacc; i++)
-						args[na + 2 + i] = split && ki == g0 ? acc[cr[i]] : part[cr[i]];
+						args[na + 2 + i] = zero && fresh ? LLVMGetUndef(accty)
+								   : split && fresh ? acc[cr[i]] : part[cr[i]];
 					LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + na + 2);
 					for (int i = 0; i < nacc; i++)
 						part[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");

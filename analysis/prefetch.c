@@ -302,6 +302,56 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
 }
 
+/* A tile used more than once: every use is operand B of a warpgroup MMA,
+ * directly or through a 2-D trans that only that dot reads (the backward
+ * pass of attention reads q^T as B of k q^T and, transposed, of dS^T q).
+ * One staged slot serves all of them: warpgroup MMA reads a 16-bit B from
+ * shared memory either way round (K- or MN-major). The trans ops go to
+ * *tr. Then the slot's orientation as for async_ok, and its checks. */
+static bool wgmma_b(PCtx *p, const IrOp *d, const IrValue *v, const AnGpuOptions *o)
+{
+	const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+	return l && l->version_major == 3 && d->ops[1] == v && d->ops[0] != v;
+}
+
+static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans, IrOp **tr,
+			   int *ntr)
+{
+	const IrType *t = L->res[0].type;
+	IrValue *v = &L->res[0];
+	int es = ir_type_bits(ir_scalar(t)) / 8, n = ir_count_uses(p->f, v), seen = 0;
+	*ntr = 0;
+	if (es != 2 || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	for (IrOp *op = p->body->first; op; op = op->next)
+		for (int i = 0; i < op->nops; i++) {
+			if (op->ops[i] != v)
+				continue;
+			seen++;
+			if (op->opc == OP_DOT && wgmma_b(p, op, v, o))
+				continue;
+			const IrAttr *ord = op->opc == OP_TRANS ? ir_op_attr(op, "order") : NULL;
+			IrOp *d = ord && ord->n == 2 && ord->ints[0] == 1 && ir_count_uses(p->f, &op->res[0]) == 1
+					  ? dot_user(p->body, &op->res[0])
+					  : NULL;
+			if (!d || !wgmma_b(p, d, &op->res[0], o) || *ntr == 4)
+				return false;
+			tr[(*ntr)++] = op;
+		}
+	if (seen != n)
+		return false; /* a use in a nested region */
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	if (an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4)
+		*trans = false;
+	else if (an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 16)
+		*trans = true;
+	else
+		return false;
+	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
+		return false;
+	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
+}
+
 /* Whether every dot of the loop body runs on warpgroup MMA. */
 static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 {
@@ -488,22 +538,27 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.state = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(p.state, 0, (size_t)p.n + 1);
 
-	IrOp *cand[8], *reads[8];
+	IrOp *cand[8], *reads[8], *trs[8][4];
 	bool ctrans[8];
-	int nc = 0;
+	int nc = 0, ntrs[8];
 	int64_t tile_bytes = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
 		if (op->opc != OP_LOAD || op->nres != 1 || !ir_is_block(op->res[0].type))
 			continue;
-		if (ir_count_uses(f, &op->res[0]) != 1 || !dot_user(body, &op->res[0]))
+		bool multi = ir_count_uses(f, &op->res[0]) > 1;
+		if (!multi && !dot_user(body, &op->res[0]))
 			continue;
-		bool ok = true;
+		bool ok = true, tr = false;
 		for (int i = 0; ok && i < op->nops; i++)
 			ok = slice_ok(&p, op->ops[i]);
+		if (ok && multi && nc < 8)
+			ok = async_ok_multi(&p, op, o, ax, &tr, trs[nc], &ntrs[nc]);
 		if (!ok)
 			continue;
-		bool tr = false;
-		if (nc == 8 || !async_ok(&p, op, o, ax, &tr) || ir_find_attr(op->nattrs, op->attrs, "volatile"))
+		if (!multi)
+			ntrs[nc] = -1;
+		if (nc == 8 || (!multi && !async_ok(&p, op, o, ax, &tr)) ||
+		    ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* all or none: the register prefetch takes the loop */
 		ctrans[nc] = tr;
 		cand[nc++] = op;
@@ -636,6 +691,21 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	for (int k = 0; k < nc; k++) {
 		IrOp *L = cand[k];
 		p.top.loc = L->loc;
+		/* a tile also read transposed (async_ok_multi): a read of the
+		 * slot the other way round per trans, which goes */
+		for (int i = 0; i < ntrs[k]; i++) {
+			IrOp *T = trs[k][i];
+			IrOp *r = ir_build(&p.top, OP_LOCAL_READ, 1, &rslot, 1, &T->res[0].type, 0);
+			ir_op_set_int(ctx, r, "buffer", buf0 + k);
+			if (!ctrans[k])
+				ir_op_set_int(ctx, r, "transposed", 1);
+			r->res[0].id = -1;
+			ir_replace_all_uses(f, &T->res[0], &r->res[0]);
+			ir_op_unlink(T);
+		}
+		reads[k] = NULL;
+		if (ir_count_uses(f, &L->res[0]) == 0)
+			continue;
 		IrOp *r = ir_build(&p.top, OP_LOCAL_READ, 1, &rslot, 1, &L->res[0].type, 0);
 		ir_op_set_int(ctx, r, "buffer", buf0 + k);
 		if (ctrans[k])
@@ -646,7 +716,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	/* only now drop the loads: the builder inserts before the body's first
 	 * op, which may be one of them */
 	for (int k = 0; k < nc; k++) {
-		ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
+		if (reads[k])
+			ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
 		ir_op_unlink(cand[k]);
 	}
 

@@ -4,8 +4,8 @@
  * strides (0 on broadcast dims), and reduce/scan view their operand as
  * [outer, axis, inner] so that the innermost loop stays contiguous. The
  * combiner region of reduce/scan is inlined once, inside the loop, on scalar
- * values. dot is an (m, k, n) loop nest accumulating in f32 (or the integer
- * accumulator type).
+ * values. dot converts its operands to the compute type (f32 for floats of
+ * up to 32 bits, f64, i32 or i64) and runs register tiles over them.
  */
 #include <string.h>
 
@@ -424,36 +424,55 @@ void cg_lower_reduce(Cg *cg, IrOp *op, bool scan)
 	}
 }
 
-/* f32 dot of buffers as register tiles: MR (8, 4, 2 or 1, the largest
- * dividing M) rows by NB vectors of 16 columns of the accumulator stay in vector registers through the k loop
- * (one broadcast of a, NB loads of b and MR * NB multiply-adds per k), and
- * go back to acc after it. Requires N % 16 == 0. */
-static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef acc, int64_t Bt,
-			  int64_t M, int64_t K, int64_t N, bool fuse)
+/* dot as register tiles, on buffers of the compute type (f32, f64, i32 or
+ * i64): acc (B x M x N) += a (B x M x K) @ bm (B x K x N). A tile of up to
+ * TR rows by up to TV vectors of L columns (a 64-byte vector of elements;
+ * the last vector may be narrower) keeps its accumulators in vector
+ * registers through the whole k loop: per k, a broadcast of a per row, a
+ * load of b per vector and rows x vectors multiply-adds. Full tiles come
+ * first; the rows left over (M % TR) and the columns left over
+ * (N % (TV * L)) get tiles of their own size. Each element still sums its
+ * k terms in order, as the plain loop nest would. */
+enum { TR = 8, TV = 2 };
+
+typedef struct DotTiles {
+	LLVMValueRef a, bm, acc;
+	LLVMTypeRef et; /* element */
+	bool isfloat, fuse;
+	int L;          /* elements of a full vector */
+	unsigned esize; /* bytes of an element */
+	int64_t M, K, N;
+} DotTiles;
+
+static LLVMValueRef dot_splat(Cg *cg, LLVMValueRef x, int w)
 {
-	enum { L = 16 };
-	int MR = M % 8 == 0 ? 8 : M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
-	int NB = N % (2 * L) == 0 ? 2 : 1;
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)w);
+	LLVMValueRef v = LLVMBuildInsertElement(cg->b, LLVMGetPoison(vt), x, cg_i32(cg, 0), "");
+	return LLVMBuildShuffleVector(cg->b, v, LLVMGetPoison(vt),
+				      LLVMConstNull(LLVMVectorType(cg->t_i32, (unsigned)w)), "");
+}
+
+/* One tile: nr rows from row row0 of batch bi, nv vectors of w[c] columns
+ * from column col0. */
+static void dot_tile(Cg *cg, const DotTiles *d, LLVMValueRef bi, LLVMValueRef row0, LLVMValueRef col0, int nr, int nv,
+		     const int *w)
+{
 	LLVMBuilderRef b = cg->b;
-	LLVMTypeRef f = cg->t_f32, vt = LLVMVectorType(f, L);
-	CgLoop lb, lm, ln;
-	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, Bt));
-	LLVMValueRef mi = cg_loop_begin(cg, &lm, cg_i64(cg, M / MR));
-	LLVMValueRef ni = cg_loop_begin(cg, &ln, cg_i64(cg, N / (L * NB)));
-	LLVMValueRef row0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, M), ""),
-					    LLVMBuildNSWMul(b, mi, cg_i64(cg, MR), ""), "");
-	LLVMValueRef col0 = LLVMBuildNSWMul(b, ni, cg_i64(cg, L * NB), "");
-	LLVMValueRef bbase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, K * N), ""), col0, "");
-	LLVMValueRef arow[8], cptr[8][2], init[8][2];
-	for (int r = 0; r < MR; r++) {
-		LLVMValueRef row = LLVMBuildNSWAdd(b, row0, cg_i64(cg, r), "");
-		arow[r] = LLVMBuildNSWMul(b, row, cg_i64(cg, K), "");
-		LLVMValueRef c0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row, cg_i64(cg, N), ""), col0, "");
-		for (int c = 0; c < NB; c++) {
-			LLVMValueRef idx = LLVMBuildNSWAdd(b, c0, cg_i64(cg, c * L), "");
-			cptr[r][c] = LLVMBuildInBoundsGEP2(b, f, acc, &idx, 1, "");
-			init[r][c] = LLVMBuildLoad2(b, vt, cptr[r][c], "");
-			LLVMSetAlignment(init[r][c], 4);
+	LLVMTypeRef vt[TV];
+	for (int c = 0; c < nv; c++)
+		vt[c] = LLVMVectorType(d->et, (unsigned)w[c]);
+	LLVMValueRef bbase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, d->K * d->N), ""), col0, "");
+	LLVMValueRef arow[TR], cptr[TR][TV], init[TR][TV];
+	for (int r = 0; r < nr; r++) {
+		LLVMValueRef row = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, bi, cg_i64(cg, d->M), ""),
+						   LLVMBuildNSWAdd(b, row0, cg_i64(cg, r), ""), "");
+		arow[r] = LLVMBuildNSWMul(b, row, cg_i64(cg, d->K), "");
+		LLVMValueRef c0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row, cg_i64(cg, d->N), ""), col0, "");
+		for (int c = 0; c < nv; c++) {
+			LLVMValueRef idx = LLVMBuildNSWAdd(b, c0, cg_i64(cg, (int64_t)c * d->L), "");
+			cptr[r][c] = LLVMBuildInBoundsGEP2(b, d->et, d->acc, &idx, 1, "");
+			init[r][c] = LLVMBuildLoad2(b, vt[c], cptr[r][c], "");
+			LLVMSetAlignment(init[r][c], d->esize);
 		}
 	}
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
@@ -465,33 +484,35 @@ static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef 
 	LLVMValueRef k = LLVMBuildPhi(b, cg->t_i64, "k");
 	LLVMValueRef zero = cg_i64(cg, 0);
 	LLVMAddIncoming(k, &zero, &pre, 1);
-	LLVMValueRef cur[8][2];
-	for (int r = 0; r < MR; r++)
-		for (int c = 0; c < NB; c++) {
-			cur[r][c] = LLVMBuildPhi(b, vt, "acc");
+	LLVMValueRef cur[TR][TV];
+	for (int r = 0; r < nr; r++)
+		for (int c = 0; c < nv; c++) {
+			cur[r][c] = LLVMBuildPhi(b, vt[c], "acc");
 			LLVMAddIncoming(cur[r][c], &init[r][c], &pre, 1);
 		}
-	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k, cg_i64(cg, K), ""), body, exit);
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k, cg_i64(cg, d->K), ""), body, exit);
 	LLVMPositionBuilderAtEnd(b, body);
-	LLVMValueRef bv[2];
-	LLVMValueRef brow = LLVMBuildNSWAdd(b, bbase, LLVMBuildNSWMul(b, k, cg_i64(cg, N), ""), "");
-	for (int c = 0; c < NB; c++) {
-		LLVMValueRef idx = LLVMBuildNSWAdd(b, brow, cg_i64(cg, c * L), "");
-		bv[c] = LLVMBuildLoad2(b, vt, LLVMBuildInBoundsGEP2(b, f, bm, &idx, 1, ""), "");
-		LLVMSetAlignment(bv[c], 4);
+	LLVMValueRef bv[TV];
+	LLVMValueRef brow = LLVMBuildNSWAdd(b, bbase, LLVMBuildNSWMul(b, k, cg_i64(cg, d->N), ""), "");
+	for (int c = 0; c < nv; c++) {
+		LLVMValueRef idx = LLVMBuildNSWAdd(b, brow, cg_i64(cg, (int64_t)c * d->L), "");
+		bv[c] = LLVMBuildLoad2(b, vt[c], LLVMBuildInBoundsGEP2(b, d->et, d->bm, &idx, 1, ""), "");
+		LLVMSetAlignment(bv[c], d->esize);
 	}
-	LLVMValueRef next[8][2];
-	for (int r = 0; r < MR; r++) {
+	LLVMValueRef next[TR][TV];
+	for (int r = 0; r < nr; r++) {
 		LLVMValueRef idx = LLVMBuildNSWAdd(b, arow[r], k, "");
-		LLVMValueRef x = LLVMBuildLoad2(b, f, LLVMBuildInBoundsGEP2(b, f, a, &idx, 1, ""), "");
-		LLVMValueRef xv = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, cg_i32(cg, 0), "");
-		xv = LLVMBuildShuffleVector(b, xv, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(cg->t_i32, L)), "");
-		for (int c = 0; c < NB; c++) {
-			if (fuse) {
-				LLVMValueRef args[3] = {xv, bv[c], cur[r][c]};
-				next[r][c] = cg_intrinsic(cg, "llvm.fmuladd", &vt, 1, args, 3);
+		LLVMValueRef x = LLVMBuildLoad2(b, d->et, LLVMBuildInBoundsGEP2(b, d->et, d->a, &idx, 1, ""), "");
+		LLVMValueRef xv[TV];
+		for (int c = 0; c < nv; c++) {
+			xv[c] = c > 0 && w[c] == w[c - 1] ? xv[c - 1] : dot_splat(cg, x, w[c]);
+			if (!d->isfloat) {
+				next[r][c] = LLVMBuildAdd(b, cur[r][c], LLVMBuildMul(b, xv[c], bv[c], ""), "");
+			} else if (d->fuse) {
+				LLVMValueRef args[3] = {xv[c], bv[c], cur[r][c]};
+				next[r][c] = cg_intrinsic(cg, "llvm.fmuladd", &vt[c], 1, args, 3);
 			} else {
-				next[r][c] = LLVMBuildFAdd(b, cur[r][c], LLVMBuildFMul(b, xv, bv[c], ""), "");
+				next[r][c] = LLVMBuildFAdd(b, cur[r][c], LLVMBuildFMul(b, xv[c], bv[c], ""), "");
 			}
 		}
 	}
@@ -499,56 +520,65 @@ static void dot_tiles_f32(Cg *cg, LLVMValueRef a, LLVMValueRef bm, LLVMValueRef 
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
 	LLVMBuildBr(b, head);
 	LLVMAddIncoming(k, &k1, &latch, 1);
-	for (int r = 0; r < MR; r++)
-		for (int c = 0; c < NB; c++)
+	for (int r = 0; r < nr; r++)
+		for (int c = 0; c < nv; c++)
 			LLVMAddIncoming(cur[r][c], &next[r][c], &latch, 1);
 	LLVMPositionBuilderAtEnd(b, exit);
-	for (int r = 0; r < MR; r++)
-		for (int c = 0; c < NB; c++)
-			LLVMSetAlignment(LLVMBuildStore(b, cur[r][c], cptr[r][c]), 4);
-	cg_loop_end(cg, &ln);
-	cg_loop_end(cg, &lm);
+	for (int r = 0; r < nr; r++)
+		for (int c = 0; c < nv; c++)
+			LLVMSetAlignment(LLVMBuildStore(b, cur[r][c], cptr[r][c]), d->esize);
+}
+
+/* The tiles of one batch's M x N (full ones in loops, then the leftovers). */
+static void dot_tiles(Cg *cg, const DotTiles *d, int64_t Bt)
+{
+	int64_t span = (int64_t)TV * d->L;
+	int64_t nfull = d->N / span, mfull = d->M / TR;
+	int wfull[TV], wrest[TV], nrest = 0;
+	for (int c = 0; c < TV; c++)
+		wfull[c] = d->L;
+	for (int64_t r = d->N % span; r > 0; r -= d->L)
+		wrest[nrest++] = (int)(r < d->L ? r : d->L);
+	CgLoop lb, lm, ln;
+	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, Bt));
+	for (int part = 0; part < 2; part++) {
+		int nr = part ? (int)(d->M % TR) : TR;
+		if (nr == 0 || (!part && mfull == 0))
+			continue;
+		LLVMValueRef row0 = cg_i64(cg, mfull * TR);
+		if (!part)
+			row0 = LLVMBuildNSWMul(cg->b, cg_loop_begin(cg, &lm, cg_i64(cg, mfull)), cg_i64(cg, TR), "");
+		if (nfull) {
+			LLVMValueRef col0 =
+				LLVMBuildNSWMul(cg->b, cg_loop_begin(cg, &ln, cg_i64(cg, nfull)), cg_i64(cg, span), "");
+			dot_tile(cg, d, bi, row0, col0, nr, TV, wfull);
+			cg_loop_end(cg, &ln);
+		}
+		if (nrest)
+			dot_tile(cg, d, bi, row0, cg_i64(cg, nfull * span), nr, nrest, wrest);
+		if (!part)
+			cg_loop_end(cg, &lm);
+	}
 	cg_loop_end(cg, &lb);
 }
 
-/* The general dot: an (m, k, n) loop nest accumulating in acc (of acct). */
-static void dot_loops(Cg *cg, IrOp *op, CgVal a, CgVal b, LLVMValueRef acc, const IrType *acct,
-		      int64_t B, int64_t M, int64_t K, int64_t N)
+/* Operand i of dot op as a buffer of n elements of the compute type cte:
+ * its own buffer when it already is one, else converted element by element
+ * (a lazy operand is computed in that loop). */
+static LLVMValueRef dot_operand(Cg *cg, IrOp *op, int i, const IrType *cte, int64_t n)
 {
-	bool fuse = cg->opt.enable_fp_fusion;
-	const IrType *at = op->ops[0]->type, *bt = op->ops[1]->type;
-	const IrType *ae = ir_scalar(at), *be = ir_scalar(bt);
-	const IrType *cte = ir_scalar(acct);
-	LLVMTypeRef ft = cg_sty(cg, cte);
-	CgLoop lb, lm, lk, ln;
-	LLVMValueRef bi = cg_loop_begin(cg, &lb, cg_i64(cg, B));
-	LLVMValueRef m = cg_loop_begin(cg, &lm, cg_i64(cg, M));
-	LLVMValueRef k = cg_loop_begin(cg, &lk, cg_i64(cg, K));
-	LLVMValueRef bm = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, M), ""), m, "");
-	LLVMValueRef aidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, K), ""), k, "");
-	LLVMValueRef av = cg_convert(cg, op, cg_elem(cg, a, at, aidx), ae, cte, false);
-	LLVMValueRef bk = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bi, cg_i64(cg, K), ""), k, "");
-	LLVMValueRef n = cg_loop_begin(cg, &ln, cg_i64(cg, N));
-	LLVMValueRef bidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bk, cg_i64(cg, N), ""), n, "");
-	LLVMValueRef bv = cg_convert(cg, op, cg_elem(cg, b, bt, bidx), be, cte, false);
-	LLVMValueRef cidx = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, bm, cg_i64(cg, N), ""), n, "");
-	LLVMValueRef cv = cg_elem(cg, cg_bufv(acc), acct, cidx);
-	LLVMValueRef nv;
-	if (ir_is_float(cte)) {
-		if (fuse) {
-			LLVMValueRef args[3] = {av, bv, cv};
-			nv = cg_intrinsic(cg, "llvm.fmuladd", &ft, 1, args, 3);
-		} else {
-			nv = LLVMBuildFAdd(cg->b, cv, LLVMBuildFMul(cg->b, av, bv, ""), "");
-		}
-	} else {
-		nv = LLVMBuildAdd(cg->b, cv, LLVMBuildMul(cg->b, av, bv, ""), "");
-	}
-	cg_store_elem(cg, acc, acct, cidx, nv);
-	cg_loop_end(cg, &ln);
-	cg_loop_end(cg, &lk);
-	cg_loop_end(cg, &lm);
-	cg_loop_end(cg, &lb);
+	const IrType *t = op->ops[i]->type, *e = ir_scalar(t);
+	CgVal x = cg_get_lazy(cg, op->ops[i]);
+	bool same = e == cte || (ir_is_int(e) && ir_is_int(cte) && ir_type_bits(e) == ir_type_bits(cte));
+	if (x.kind == CV_BUF && same)
+		return x.v;
+	LLVMValueRef buf = cg_newbuf(cg, flat_type(cg, cte, n));
+	CgLoop l;
+	LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, n));
+	LLVMValueRef v = cg_elem(cg, x, t, j);
+	cg_store_elem(cg, buf, cte, j, same ? v : cg_convert(cg, op, v, e, cte, false));
+	cg_loop_end(cg, &l);
+	return buf;
 }
 
 /* Whether the dot may accumulate in its accumulator's own buffer: the
@@ -588,8 +618,10 @@ void cg_lower_dot(Cg *cg, IrOp *op)
 	else
 		cte = ir_type(cg->ictx, ir_type_bits(re) == 64 ? TY_I64 : TY_I32);
 	const IrType *acct = flat_type(cg, cte, B * M * N);
-	CgVal a = cg_get(cg, op->ops[0]), b = cg_get(cg, op->ops[1]), c = cg_get(cg, op->ops[2]);
-	const IrType *ae = ir_scalar(at), *be = ir_scalar(bt), *ce = ir_scalar(ct);
+	LLVMValueRef av = dot_operand(cg, op, 0, cte, B * M * K);
+	LLVMValueRef bv = dot_operand(cg, op, 1, cte, B * K * N);
+	CgVal c = cg_get(cg, op->ops[2]);
+	const IrType *ce = ir_scalar(ct);
 	bool same = cte == re;
 	CgLoop l;
 	LLVMValueRef acc, i;
@@ -601,13 +633,10 @@ void cg_lower_dot(Cg *cg, IrOp *op)
 		cg_store_elem(cg, acc, acct, i, cg_convert(cg, op, cg_elem(cg, c, ct, i), ce, cte, false));
 		cg_loop_end(cg, &l);
 	}
-	bool fuse = cg->opt.enable_fp_fusion;
-	if (cte->kind == TY_F32 && ae->kind == TY_F32 && be->kind == TY_F32 && a.kind == CV_BUF &&
-	    b.kind == CV_BUF && N % 16 == 0) {
-		dot_tiles_f32(cg, a.v, b.v, acc, B, M, K, N, fuse);
-	} else {
-		dot_loops(cg, op, a, b, acc, acct, B, M, K, N);
-	}
+	DotTiles d = {.a = av, .bm = bv, .acc = acc, .et = cg_sty(cg, cte), .isfloat = ir_is_float(cte),
+		      .fuse = cg->opt.enable_fp_fusion, .esize = (unsigned)cg_esize(cte), .M = M, .K = K, .N = N};
+	d.L = 64 / (int)d.esize;
+	dot_tiles(cg, &d, B);
 	if (same) {
 		cg_set(cg, &op->res[0], cg_bufv(acc));
 		return;

@@ -436,13 +436,15 @@ static void test_dot(void)
 	be_cpu_result_free(&r);
 }
 
-/* f32 dot through register tiles of 8, 4, 2 or 1 rows (the largest that
- * divides M) by 16 or 32 columns; M below 8 only comes from the IR. */
-static void test_dot_tile_rows(int M, int K, int N)
+/* dot through register tiles (8 rows by 32 columns, or fewer rows and
+ * narrower vectors for M < 8 and N < 32), with f32 or f16 operands (in);
+ * M below 8 and K below 16 only come from the IR. */
+static void test_dot_tiles(int M, int K, int N, const char *in)
 {
+	bool h = strcmp(in, "f16") == 0;
 	static char src[4096];
 	snprintf(src, sizeof src,
-		 "func kernel @dott(%%a: ptr<f32>, %%b: ptr<f32>, %%c: ptr<f32>) {\n"
+		 "func kernel @dott(%%a: ptr<%s>, %%b: ptr<%s>, %%c: ptr<f32>) {\n"
 		 "  %%rm = make_range {end = %d, start = 0} : block<%dxi32>\n"
 		 "  %%rk = make_range {end = %d, start = 0} : block<%dxi32>\n"
 		 "  %%rn = make_range {end = %d, start = 0} : block<%dxi32>\n"
@@ -465,12 +467,12 @@ static void test_dot_tile_rows(int M, int K, int N)
 		 "  %%cm2 = broadcast %%cm : block<%dx%dxi32>\n"
 		 "  %%cn3 = broadcast %%en : block<%dx%dxi32>\n"
 		 "  %%coff = add %%cm2, %%cn3 : block<%dx%dxi32>\n"
-		 "  %%pa = splat %%a : block<%dx%dxptr<f32>>\n"
-		 "  %%qa = addptr %%pa, %%aoff : block<%dx%dxptr<f32>>\n"
-		 "  %%x = load %%qa : block<%dx%dxf32>\n"
-		 "  %%pb = splat %%b : block<%dx%dxptr<f32>>\n"
-		 "  %%qb = addptr %%pb, %%boff : block<%dx%dxptr<f32>>\n"
-		 "  %%y = load %%qb : block<%dx%dxf32>\n"
+		 "  %%pa = splat %%a : block<%dx%dxptr<%s>>\n"
+		 "  %%qa = addptr %%pa, %%aoff : block<%dx%dxptr<%s>>\n"
+		 "  %%x = load %%qa : block<%dx%dx%s>\n"
+		 "  %%pb = splat %%b : block<%dx%dxptr<%s>>\n"
+		 "  %%qb = addptr %%pb, %%boff : block<%dx%dxptr<%s>>\n"
+		 "  %%y = load %%qb : block<%dx%dx%s>\n"
 		 "  %%pc = splat %%c : block<%dx%dxptr<f32>>\n"
 		 "  %%qc = addptr %%pc, %%coff : block<%dx%dxptr<f32>>\n"
 		 "  %%z = load %%qc : block<%dx%dxf32>\n"
@@ -478,23 +480,25 @@ static void test_dot_tile_rows(int M, int K, int N)
 		 "  store %%qc, %%d\n"
 		 "  return\n"
 		 "}\n",
-		 M, M, K, K, N, N, M, K, K, N, K, M, N, K, N, M, M, K, M, M, K, M, K, M, K, K, N, K, N, K, N,
-		 M, N, M, N, M, N, M, K, M, K, M, K, K, N, K, N, K, N, M, N, M, N, M, N, M, N);
+		 in, in, M, M, K, K, N, N, M, K, K, N, K, M, N, K, N, M, M, K, M, M, K, M, K, M, K, K, N, K, N,
+		 K, N, M, N, M, N, M, N, M, K, in, M, K, in, M, K, in, K, N, in, K, N, in, K, N, in, M, N, M, N,
+		 M, N, M, N);
 	BeCpuResult r;
-	if (!compile("dot tile rows", src, &r))
+	if (!compile("dot tiles", src, &r))
 		return;
 	float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
 	float *c = malloc(sizeof(float) * M * N), *c0 = malloc(sizeof(float) * M * N);
+	_Float16 *ha = malloc(sizeof(_Float16) * M * K), *hb = malloc(sizeof(_Float16) * K * N);
 	for (int i = 0; i < M * K; i++)
-		a[i] = (float)(i % 13) * 0.25f - 1.5f;
+		ha[i] = (_Float16)(a[i] = (float)(i % 13) * 0.25f - 1.5f);
 	for (int i = 0; i < K * N; i++)
-		b[i] = (float)(i % 7) * 0.5f - 1;
+		hb[i] = (_Float16)(b[i] = (float)(i % 7) * 0.5f - 1);
 	for (int i = 0; i < M * N; i++)
 		c[i] = c0[i] = (float)(i % 19) - 9;
-	void *p[3] = {a, b, c};
+	void *p[3] = {h ? (void *)ha : a, h ? (void *)hb : b, c};
 	void *params[3] = {&p[0], &p[1], &p[2]};
 	char err[256];
-	CHECK(launch(&r, 1, params, err) == 0, "dot tile rows launch: %s", err);
+	CHECK(launch(&r, 1, params, err) == 0, "dot tiles launch: %s", err);
 	int bad = 0;
 	for (int m = 0; m < M; m++)
 		for (int n = 0; n < N; n++) {
@@ -503,7 +507,9 @@ static void test_dot_tile_rows(int M, int K, int N)
 				t += (double)a[m * K + k] * b[k * N + n];
 			bad += !near(c[m * N + n], t, 1e-5);
 		}
-	CHECK(bad == 0, "dot tile rows %dx%dx%d: %d wrong", M, K, N, bad);
+	CHECK(bad == 0, "dot tiles %dx%dx%d %s: %d wrong", M, K, N, in, bad);
+	free(ha);
+	free(hb);
 	free(a);
 	free(b);
 	free(c);
@@ -1363,11 +1369,19 @@ int main(void)
 	test_reduce();
 	test_scan();
 	test_dot();
-	test_dot_tile_rows(32, 16, 64);
-	test_dot_tile_rows(8, 8, 32);
-	test_dot_tile_rows(4, 16, 64);
-	test_dot_tile_rows(2, 4, 32);
-	test_dot_tile_rows(1, 16, 16);
+	test_dot_tiles(32, 16, 64, "f32");
+	test_dot_tiles(8, 8, 32, "f32");
+	test_dot_tiles(4, 16, 64, "f32");
+	test_dot_tiles(2, 4, 32, "f32");
+	test_dot_tiles(1, 16, 16, "f32");
+	/* tiles of fewer rows (M < 8) and narrower vectors (N < 32) */
+	test_dot_tiles(4, 8, 16, "f32");
+	test_dot_tiles(2, 2, 8, "f32");
+	test_dot_tiles(16, 32, 4, "f32");
+	test_dot_tiles(1, 1, 1, "f32");
+	test_dot_tiles(64, 16, 16, "f16");
+	test_dot_tiles(4, 16, 8, "f16");
+	test_dot_tiles(32, 64, 2, "f16");
 	test_atomics();
 	test_loops();
 	test_cast();

@@ -16,8 +16,9 @@
  * extended or edited entry, or one whose header names another key (a file
  * copied or renamed), reads as corrupt and is removed, never loaded. A hit
  * reads the header and then only the blobs asked for (a launch needs the
- * metadata and the cubin, not the IR texts of every stage): one pread
- * each, each checked before it is returned.
+ * metadata and the cubin, not the IR texts of every stage), each checked
+ * before it is returned: one pread for the header and what follows it in
+ * the first 16 KB, one for each blob asked for beyond.
  *
  * The directory is created 0700, and a directory owned by another user is
  * not used at all (its entries could be anyone's). A writer killed before
@@ -63,10 +64,10 @@ static uint64_t lane(uint64_t acc, uint64_t v)
 	return rotl64(acc ^ (v * K2), 29) * K1;
 }
 
-static uint64_t check64(const void *data, size_t n)
+static uint64_t check64_seeded(const void *data, size_t n, uint64_t seed)
 {
 	const unsigned char *p = data;
-	uint64_t a = K1 ^ n, b = K2 + n, c = K3 - n, d = ~n;
+	uint64_t a = K1 ^ n ^ seed, b = K2 + n + seed, c = K3 - n - seed, d = ~n ^ seed;
 	size_t i = 0;
 	for (; i + 32 <= n; i += 32) {
 		a = lane(a, load64(p + i));
@@ -85,6 +86,21 @@ static uint64_t check64(const void *data, size_t n)
 	h *= K3;
 	h ^= h >> 32;
 	return h;
+}
+
+static uint64_t check64(const void *data, size_t n)
+{
+	return check64_seeded(data, n, 0);
+}
+
+/* Two seeds of check64 and the length: 128 bits that tell contents apart
+ * (not against an adversary: anyone who can write the cache can write its
+ * entries), at several GB/s where SHA-256 does 0.3. */
+void jit_content_key(const void *data, size_t n, char out[JIT_CONTENT_KEY_SIZE])
+{
+	snprintf(out, JIT_CONTENT_KEY_SIZE, "%016llx%016llx-%zx",
+		 (unsigned long long)check64_seeded(data, n, 0x6a09e667f3bcc908ULL),
+		 (unsigned long long)check64_seeded(data, n, 0xbb67ae8584caa73bULL), n);
 }
 
 char *jit_cache_root(void)
@@ -229,12 +245,16 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 	JitBlob *blobs = calloc(64, sizeof *blobs);
 	size_t lens[64];
 	char sums[64][17];
-	/* The header: the key line and 64 blobs of at most ~70 bytes a line fit in one read. */
-	char head[8192];
+	/* One read for the header (the key line and 64 blobs of at most ~70
+	 * bytes a line fit in its first 8 KB) and the blobs that follow it in
+	 * the first 16 KB: a small entry (the metadata first) costs one read. */
+	char chunk[16384], head[8192];
 	size_t flen = (size_t)st.st_size;
-	size_t hn = flen < sizeof head - 1 ? flen : sizeof head - 1;
-	if (!blobs || read_at(fd, head, hn, 0) != 0)
+	size_t cn = flen < sizeof chunk ? flen : sizeof chunk;
+	size_t hn = cn < sizeof head - 1 ? cn : sizeof head - 1;
+	if (!blobs || read_at(fd, chunk, cn, 0) != 0)
 		goto done;
+	memcpy(head, chunk, hn);
 	head[hn] = 0;
 	if (hn < strlen(MAGIC) || strncmp(head, MAGIC, strlen(MAGIC)) != 0)
 		goto done;
@@ -250,9 +270,6 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 		char *nl = memchr(line, '\n', hn - (size_t)(line - head));
 		if (!nl)
 			goto done; /* truncated header */
-		*nl = 0;
-		char name[32], sum[17];
-		unsigned long long len;
 		if (!strncmp(line, "end ", 4)) {
 			char want_sum[17];
 			snprintf(want_sum, sizeof want_sum, "%016llx",
@@ -262,12 +279,22 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 			line = nl + 1;
 			break;
 		}
-		if (n == 64 || sscanf(line, "%31s %llu %16s", name, &len, sum) != 3 || !valid_name(name) ||
-		    len > flen)
+		/* "<name> <length> <16 hex digits>", as jit_cache_put writes it */
+		const char *sp = memchr(line, ' ', (size_t)(nl - line));
+		if (n == 64 || !sp || sp == line || sp - line > 31)
 			goto done;
-		*nl = '\n';
-		snprintf(blobs[n].name, sizeof blobs[n].name, "%s", name);
-		snprintf(sums[n], sizeof sums[n], "%s", sum);
+		unsigned long long len = 0;
+		const char *q = sp + 1;
+		for (; q < nl && *q >= '0' && *q <= '9' && q - sp <= 19; q++)
+			len = len * 10 + (unsigned long long)(*q - '0');
+		if (q == sp + 1 || q >= nl || *q != ' ' || nl - (q + 1) != 16 || len > flen)
+			goto done;
+		memcpy(blobs[n].name, line, (size_t)(sp - line));
+		blobs[n].name[sp - line] = 0;
+		memcpy(sums[n], q + 1, 16);
+		sums[n][16] = 0;
+		if (!valid_name(blobs[n].name))
+			goto done;
 		lens[n] = (size_t)len;
 		blobs[n].len = (size_t)len;
 		total += (size_t)len;
@@ -282,12 +309,14 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 		if (!wanted(blobs[i].name, want, nwant))
 			continue;
 		char *data = malloc(lens[i] + 1);
-		if (!data || read_at(fd, data, lens[i], (off_t)off) != 0) {
-			free(data);
+		if (!data)
 			goto done;
-		}
-		data[lens[i]] = 0;
 		blobs[i].data = data;
+		if (off + lens[i] <= cn)
+			memcpy(data, chunk + off, lens[i]);
+		else if (read_at(fd, data, lens[i], (off_t)off) != 0)
+			goto done;
+		data[lens[i]] = 0;
 		char got[17];
 		snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(data, lens[i]));
 		if (strcmp(got, sums[i]) != 0)

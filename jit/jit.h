@@ -68,6 +68,11 @@ int jit_cache_get(const char *root, const char *key, const char *const *want, in
 int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n, char *errbuf,
 		  int errlen);
 void jit_blobs_free(JitBlob *blobs, int n);
+/* A key naming data by its contents (a non-cryptographic 128-bit hash and
+ * the length; a valid cache key), at memory speed: the source index of the
+ * Python package keys a source file's functions by it. */
+#define JIT_CONTENT_KEY_SIZE 52
+void jit_content_key(const void *data, size_t n, char out[JIT_CONTENT_KEY_SIZE]);
 
 /* ------------------------------------------------------------------------- */
 /* The pass table and its driver (pipeline.c)                                */

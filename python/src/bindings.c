@@ -4,12 +4,19 @@
  * cuda_attribute, cuda_context_device, cuda_set_device, ptxas_path,
  * set_pkg_ptxas, libdevice_path,
  * llvm_version). Each releases the GIL while jit/ works. build_key()
- * names the compiler build in cache keys.
+ * names the compiler build in cache keys, key_digest() hashes the data of
+ * a key (options, signature, constexprs); content_key() names a file's
+ * contents and source_index() reads the entry of those contents in the
+ * source index of runtime/jit.py.
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime.h"
 
@@ -309,6 +316,400 @@ PyObject *py_sha256(PyObject *self, PyObject *arg)
 	return PyUnicode_FromString(hex);
 }
 
+/* ------------------------------------------------------------------------- */
+/* key_digest: cache keys of Python data                                     */
+/* ------------------------------------------------------------------------- */
+
+/* A growing byte string (err: out of memory). */
+typedef struct KeyBuf {
+	char *p;
+	size_t n, cap;
+	int err;
+} KeyBuf;
+
+static void kb_put(KeyBuf *b, const void *data, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n)
+			cap *= 2;
+		char *np = realloc(b->p, cap);
+		if (!np) {
+			b->err = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, data, n);
+	b->n += n;
+}
+
+/* A tag byte, a 32-bit little-endian length, the bytes. */
+static void kb_item(KeyBuf *b, char tag, const void *data, size_t n)
+{
+	unsigned char h[5] = {(unsigned char)tag, (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+			      (unsigned char)(n >> 24)};
+	kb_put(b, h, 5);
+	kb_put(b, data, n);
+}
+
+/* Item tag, then the text of str(o) (repr when asked). 0 or -1 (exception). */
+static int kb_text(KeyBuf *b, char tag, PyObject *o, int use_repr)
+{
+	PyObject *t = use_repr ? PyObject_Repr(o) : PyObject_Str(o);
+	if (!t)
+		return -1;
+	Py_ssize_t n;
+	const char *u = PyUnicode_AsUTF8AndSize(t, &n);
+	if (!u) {
+		Py_DECREF(t);
+		return -1;
+	}
+	kb_item(b, tag, u, (size_t)n);
+	Py_DECREF(t);
+	return 0;
+}
+
+static int key_write(KeyBuf *b, PyObject *o, int depth);
+
+typedef struct KeyPair {
+	char *p;      /* the key's bytes then the value's (malloc'ed) */
+	size_t n, nk; /* all, the key's */
+} KeyPair;
+
+static int cmp_pairs(const void *x, const void *y)
+{
+	const KeyPair *a = x, *b = y;
+	size_t m = a->n < b->n ? a->n : b->n;
+	size_t mk = a->nk < b->nk ? a->nk : b->nk;
+	int c = memcmp(a->p, b->p, mk);
+	if (c || a->nk != b->nk)
+		return c ? c : a->nk < b->nk ? -1 : 1;
+	c = memcmp(a->p, b->p, m); /* equal keys (their reprs): by value */
+	return c ? c : a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* A dict: its items in the order of their keys' bytes (so insertion order
+ * does not matter). */
+static int key_write_dict(KeyBuf *b, PyObject *d, int depth)
+{
+	PyObject *items = PyDict_Items(d); /* a snapshot: reprs may run code */
+	if (!items)
+		return -1;
+	Py_ssize_t n = PyList_Size(items), i = 0;
+	KeyPair *ps = calloc((size_t)n + 1, sizeof *ps);
+	int rc = 0;
+	if (!ps) {
+		PyErr_NoMemory();
+		rc = -1;
+	}
+	for (; rc == 0 && i < n; i++) {
+		PyObject *kv = PyList_GetItem(items, i);
+		KeyBuf kb = {0};
+		rc = key_write(&kb, PyTuple_GetItem(kv, 0), depth + 1);
+		size_t nk = kb.n;
+		if (rc == 0)
+			rc = key_write(&kb, PyTuple_GetItem(kv, 1), depth + 1);
+		if (rc == 0 && kb.err) {
+			PyErr_NoMemory();
+			rc = -1;
+		}
+		ps[i].p = kb.p;
+		ps[i].n = kb.n;
+		ps[i].nk = nk;
+	}
+	if (rc == 0) {
+		qsort(ps, (size_t)n, sizeof *ps, cmp_pairs);
+		unsigned char cnt[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+					(unsigned char)(n >> 24)};
+		kb_item(b, 'D', cnt, 4);
+		for (Py_ssize_t j = 0; j < n; j++)
+			kb_put(b, ps[j].p, ps[j].n);
+	}
+	for (Py_ssize_t j = 0; j < i; j++)
+		free(ps[j].p);
+	free(ps);
+	Py_DECREF(items);
+	return rc;
+}
+
+/* Writes o as tagged bytes: None, bool, int, float, str, bytes, tuple,
+ * list and dict by value; a @jit function (an object whose _ctriton_jit is
+ * true) by its cache_key; tl.constexpr by its value; anything else by its
+ * type's name and repr. */
+static int key_write(KeyBuf *b, PyObject *o, int depth)
+{
+	if (depth > 64) {
+		PyErr_SetString(PyExc_ValueError, "key_digest: the data is nested too deeply");
+		return -1;
+	}
+	if (o == Py_None) {
+		kb_item(b, 'N', "", 0);
+		return 0;
+	}
+	if (PyBool_Check(o)) {
+		kb_item(b, 'B', o == Py_True ? "1" : "0", 1);
+		return 0;
+	}
+	if (PyLong_CheckExact(o)) {
+		int overflow;
+		long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+		if (v == -1 && PyErr_Occurred())
+			return -1;
+		if (overflow)
+			return kb_text(b, 'I', o, 0);
+		char t[32];
+		int k = snprintf(t, sizeof t, "%lld", v);
+		kb_item(b, 'I', t, (size_t)k);
+		return 0;
+	}
+	if (PyFloat_CheckExact(o))
+		return kb_text(b, 'F', o, 1);
+	if (PyUnicode_CheckExact(o)) {
+		Py_ssize_t n;
+		const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+		if (!u) { /* lone surrogates: by its repr */
+			PyErr_Clear();
+			return kb_text(b, 's', o, 1);
+		}
+		kb_item(b, 'S', u, (size_t)n);
+		return 0;
+	}
+	if (PyBytes_CheckExact(o)) {
+		kb_item(b, 'Y', PyBytes_AsString(o), (size_t)PyBytes_Size(o));
+		return 0;
+	}
+	if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+		PyObject *seq = PySequence_Tuple(o); /* a list may change while reprs run */
+		if (!seq)
+			return -1;
+		Py_ssize_t n = PyTuple_Size(seq);
+		unsigned char cnt[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+					(unsigned char)(n >> 24)};
+		kb_item(b, PyTuple_CheckExact(o) ? 'T' : 'L', cnt, 4);
+		for (Py_ssize_t i = 0; i < n; i++)
+			if (key_write(b, PyTuple_GetItem(seq, i), depth + 1) < 0) {
+				Py_DECREF(seq);
+				return -1;
+			}
+		Py_DECREF(seq);
+		return 0;
+	}
+	if (PyDict_CheckExact(o))
+		return key_write_dict(b, o, depth);
+	PyObject *jit = PyObject_GetAttrString(o, "_ctriton_jit");
+	if (!jit) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+	}
+	int is_jit = jit ? PyObject_IsTrue(jit) : 0;
+	Py_XDECREF(jit);
+	if (is_jit < 0)
+		return -1;
+	if (is_jit) {
+		PyObject *ck = PyObject_GetAttrString(o, "cache_key");
+		if (!ck)
+			return -1;
+		int rc = kb_text(b, 'J', ck, 0);
+		Py_DECREF(ck);
+		return rc;
+	}
+	PyObject *tn = PyType_GetQualName(Py_TYPE(o));
+	if (!tn)
+		return -1;
+	if (PyUnicode_CompareWithASCIIString(tn, "constexpr") == 0 && PyObject_HasAttrString(o, "value")) {
+		Py_DECREF(tn);
+		PyObject *v = PyObject_GetAttrString(o, "value");
+		if (!v)
+			return -1;
+		kb_item(b, 'C', "", 0);
+		int rc = key_write(b, v, depth + 1);
+		Py_DECREF(v);
+		return rc;
+	}
+	int rc = kb_text(b, 'R', tn, 0);
+	Py_DECREF(tn);
+	return rc < 0 ? -1 : kb_text(b, 'r', o, 1);
+}
+
+/* key_digest(data) -> hex SHA-256 of data written as key_write writes it:
+ * what a cache key is made of, without a repr of the whole in Python. */
+PyObject *py_key_digest(PyObject *self, PyObject *arg)
+{
+	KeyBuf b = {0};
+	if (key_write(&b, arg, 0) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	if (b.err) {
+		free(b.p);
+		return PyErr_NoMemory();
+	}
+	char hex[65];
+	jit_sha256_hex(b.p ? b.p : "", b.n, hex);
+	free(b.p);
+	return PyUnicode_FromString(hex);
+}
+
+/* Reads the whole file at path into *data (malloc'ed); 0, or -1 with errno. */
+static int read_file(const char *path, char **data, size_t *n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0, cap = 65536;
+	int reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (reg)
+		cap = (size_t)st.st_size + 1; /* one more byte: the end seen by the same read */
+	for (;;) {
+		if (!buf || len == cap) {
+			cap = buf ? 2 * cap : cap;
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+		}
+		ssize_t got = read(fd, buf + len, cap - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			goto fail;
+		if (got == 0)
+			break;
+		len += (size_t)got;
+		if (reg && len < cap)
+			break; /* a regular file's short read is its end (or a signal's: a miss) */
+	}
+	close(fd);
+	*data = buf;
+	*n = len;
+	return 0;
+fail:;
+	int e = errno;
+	free(buf);
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* content_key(bytes or path str) -> jit_content_key of the bytes, or of the
+ * file's contents (read at once; OSError when it cannot be). */
+PyObject *py_content_key(PyObject *self, PyObject *arg)
+{
+	char key[JIT_CONTENT_KEY_SIZE];
+	if (PyUnicode_Check(arg)) {
+		PyObject *enc = PyUnicode_EncodeFSDefault(arg);
+		if (!enc)
+			return NULL;
+		char *data = NULL;
+		size_t n = 0;
+		int rc;
+		const char *path = PyBytes_AsString(enc);
+		Py_BEGIN_ALLOW_THREADS
+		rc = read_file(path, &data, &n);
+		if (rc == 0)
+			jit_content_key(data, n, key);
+		Py_END_ALLOW_THREADS
+		free(data);
+		if (rc != 0) {
+			PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+			Py_DECREF(enc);
+			return NULL;
+		}
+		Py_DECREF(enc);
+		return PyUnicode_FromString(key);
+	}
+	Py_buffer v;
+	if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0)
+		return NULL;
+	jit_content_key(v.buf, (size_t)v.len, key);
+	PyBuffer_Release(&v);
+	return PyUnicode_FromString(key);
+}
+
+/* source_index(root, path) -> (content key of the file at path, the
+ * "index" blob of the cache entry of that key under root, or None): one
+ * call for what a new process asks of the source index of runtime/jit.py.
+ * OSError when the file cannot be read; a corrupt entry is removed and
+ * reads as None. */
+PyObject *py_source_index(PyObject *self, PyObject *args)
+{
+	const char *root;
+	PyObject *pathobj;
+	if (!PyArg_ParseTuple(args, "sU", &root, &pathobj))
+		return NULL;
+	PyObject *enc = PyUnicode_EncodeFSDefault(pathobj);
+	if (!enc)
+		return NULL;
+	const char *path = PyBytes_AsString(enc);
+	if (!path || strlen(path) != (size_t)PyBytes_Size(enc)) {
+		Py_DECREF(enc);
+		PyErr_SetString(PyExc_ValueError, "source_index: embedded null byte in the path");
+		return NULL;
+	}
+	char key[JIT_CONTENT_KEY_SIZE];
+	char *data = NULL;
+	size_t n = 0;
+	JitBlob *blobs = NULL;
+	int nb = 0, rc, got = JIT_CACHE_MISS;
+	static const char *const want[] = {"index"};
+	Py_BEGIN_ALLOW_THREADS
+	rc = read_file(path, &data, &n);
+	if (rc == 0) {
+		jit_content_key(data, n, key);
+		got = jit_cache_get(root, key, want, 1, &blobs, &nb);
+	}
+	Py_END_ALLOW_THREADS
+	free(data);
+	if (rc != 0) {
+		PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
+		Py_DECREF(enc);
+		return NULL;
+	}
+	Py_DECREF(enc);
+	PyObject *blob = NULL;
+	for (int i = 0; got == JIT_CACHE_HIT && i < nb && !blob; i++)
+		if (!strcmp(blobs[i].name, "index") && blobs[i].data)
+			blob = PyBytes_FromStringAndSize(blobs[i].data, (Py_ssize_t)blobs[i].len);
+	if (got == JIT_CACHE_HIT)
+		jit_blobs_free(blobs, nb);
+	if (!blob && PyErr_Occurred())
+		return NULL;
+	return Py_BuildValue("(sN)", key, blob ? blob : Py_NewRef(Py_None));
+}
+
+/* getenv(name) -> the value of the environment variable, or None: the C
+ * library's environment, which os.environ keeps in step (its assignments
+ * and deletions call setenv and unsetenv), read without os.environ's
+ * Python-level encoding and KeyError: a knob read costs a tenth. */
+PyObject *py_getenv(PyObject *self, PyObject *arg)
+{
+	if (!PyUnicode_Check(arg)) {
+		PyErr_SetString(PyExc_TypeError, "getenv: the name must be a str");
+		return NULL;
+	}
+	Py_ssize_t n;
+	const char *name = PyUnicode_AsUTF8AndSize(arg, &n);
+	if (!name)
+		return NULL;
+	if (strlen(name) != (size_t)n || !n || strchr(name, '=')) {
+		PyErr_SetString(PyExc_ValueError, "getenv: illegal environment variable name");
+		return NULL;
+	}
+	const char *v = getenv(name);
+	if (!v)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(v);
+}
+
 /* cache_get(root, key, names=None) -> dict name -> bytes for every blob of
  * the entry (None for those not in names: present, not read), None (miss)
  * or False (corrupt, removed). */
@@ -534,57 +935,94 @@ static int hash_file(JitSha256 *s, const char *path)
 	return 0;
 }
 
-static int cmp_names(const void *a, const void *b)
+/* An entry of a directory hash_tree walks. */
+typedef struct TreeEnt {
+	char *name;
+	int dir; /* 1 a directory, 0 a .py file, -1 not known yet */
+} TreeEnt;
+
+static int cmp_ents(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const TreeEnt *)a)->name, ((const TreeEnt *)b)->name);
 }
 
+/* The record getdents64 fills its buffer with (the kernel's struct
+ * linux_dirent64; glibc declares no type for it before 2.30). */
+typedef struct Dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+} Dirent64;
+
 /* Hashes the path (below the walk's root), size and modification time of
- * every .py file under dir, in name order; __pycache__ and dot files are
- * skipped. */
-static void hash_tree(JitSha256 *s, const char *dir, const char *rel, int depth)
+ * every .py file under the directory dfd (closed here), in name order;
+ * __pycache__ and dot files are skipped. The directory is read with
+ * getdents64 and its entries looked at relative to it (fstatat, openat),
+ * directories known by the entry's type where the file system gives it:
+ * one stat per .py file and four calls per directory, no path walked
+ * twice (a new process names the build in a few tens of microseconds). */
+static void hash_tree(JitSha256 *s, int dfd, const char *rel, int depth)
 {
-	DIR *d = depth < 8 ? opendir(dir) : NULL;
-	if (!d)
-		return;
-	char **names = NULL;
+	TreeEnt *ents = NULL;
 	size_t n = 0, cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.' || !strcmp(e->d_name, "__pycache__"))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 32;
-			char **nn = realloc(names, cap * sizeof *names);
-			if (!nn)
-				break;
-			names = nn;
-		}
-		if ((names[n] = strdup(e->d_name)))
-			n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof *names, cmp_names);
-	for (size_t i = 0; i < n; i++) {
-		char path[4096], sub[4096];
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		snprintf(sub, sizeof sub, "%s/%s", rel, names[i]);
-		struct stat st;
-		if (stat(path, &st) == 0) {
-			size_t len = strlen(names[i]);
-			if (S_ISDIR(st.st_mode)) {
-				hash_tree(s, path, sub, depth + 1);
-			} else if (S_ISREG(st.st_mode) && len > 3 && !strcmp(names[i] + len - 3, ".py")) {
-				char line[4200];
-				int k = snprintf(line, sizeof line, "%s %lld %lld.%09ld\n", sub,
-						 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-						 (long)st.st_mtim.tv_nsec);
-				jit_sha256_update(s, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+	char buf[8192] __attribute__((aligned(8)));
+	long got;
+	while (depth < 8 && (got = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < got;) {
+			const Dirent64 *e = (const Dirent64 *)(buf + off);
+			off += e->d_reclen;
+			const char *nm = e->d_name;
+			size_t len = strlen(nm);
+			int is_py = len > 3 && !strcmp(nm + len - 3, ".py");
+			int dir = e->d_type == DT_DIR ? 1 : e->d_type == DT_UNKNOWN || e->d_type == DT_LNK ? -1 : 0;
+			if (nm[0] == '.' || !strcmp(nm, "__pycache__") || (dir == 0 && (e->d_type != DT_REG || !is_py)))
+				continue; /* neither a directory nor a .py file */
+			if (n == cap) {
+				cap = cap ? 2 * cap : 32;
+				TreeEnt *ne = realloc(ents, cap * sizeof *ents);
+				if (!ne)
+					goto out;
+				ents = ne;
+			}
+			if ((ents[n].name = strdup(nm))) {
+				ents[n].dir = dir;
+				n++;
 			}
 		}
-		free(names[i]);
 	}
-	free(names);
+	qsort(ents, n, sizeof *ents, cmp_ents);
+	for (size_t i = 0; i < n; i++) {
+		char sub[4096];
+		snprintf(sub, sizeof sub, "%s/%s", rel, ents[i].name);
+		struct stat st;
+		size_t len = strlen(ents[i].name);
+		int is_py = len > 3 && !strcmp(ents[i].name + len - 3, ".py");
+		if (ents[i].dir != 1) { /* a .py file's size and mtime, or what a link or DT_UNKNOWN is */
+			if (fstatat(dfd, ents[i].name, &st, 0) != 0)
+				ents[i].dir = -1;
+			else if (S_ISDIR(st.st_mode))
+				ents[i].dir = 1;
+			else
+				ents[i].dir = S_ISREG(st.st_mode) && is_py ? 0 : -1;
+		}
+		if (ents[i].dir == 1) {
+			int sfd = openat(dfd, ents[i].name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (sfd >= 0)
+				hash_tree(s, sfd, sub, depth + 1);
+		} else if (ents[i].dir == 0) {
+			char line[4200];
+			int k = snprintf(line, sizeof line, "%s %lld %lld.%09ld\n", sub, (long long)st.st_size,
+					 (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+			jit_sha256_update(s, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+		}
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(ents[i].name);
+	free(ents);
+	close(dfd);
 }
 
 /* build_key(dirs) -> hex SHA-256 of the extension's build id (its contents
@@ -622,7 +1060,9 @@ PyObject *py_build_key(PyObject *self, PyObject *dirs)
 		int k = snprintf(tag, sizeof tag, "\ndir %zd\n", i);
 		jit_sha256_update(&s, tag, (size_t)k);
 		Py_BEGIN_ALLOW_THREADS
-		hash_tree(&s, dir, ".", 0);
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0)
+			hash_tree(&s, dfd, ".", 0);
 		Py_END_ALLOW_THREADS
 	}
 	Py_DECREF(seq);

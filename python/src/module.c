@@ -32,6 +32,17 @@ static PyMethodDef methods[] = {
 	{"build_key", py_build_key, METH_O,
 	 "build_key(dirs) -> hex digest of the extension's build id and the .py files under dirs "
 	 "(path, size, mtime)"},
+	{"key_digest", py_key_digest, METH_O,
+	 "key_digest(data) -> hex SHA-256 of nested None/bool/int/float/str/bytes/tuple/list/dict "
+	 "(dicts in key order), @jit functions by cache_key, other objects by type and repr"},
+	{"getenv", py_getenv, METH_O,
+	 "getenv(name) -> the environment variable's value (as os.environ has it), or None"},
+	{"source_index", py_source_index, METH_VARARGS,
+	 "source_index(root, path) -> (content_key(path), the 'index' blob of that entry under root "
+	 "or None)"},
+	{"content_key", py_content_key, METH_O,
+	 "content_key(bytes or path) -> a key naming the bytes, or the file's contents, by a "
+	 "128-bit hash and the length"},
 	{"cuda_probe", py_cuda_probe, METH_NOARGS,
 	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
 	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,

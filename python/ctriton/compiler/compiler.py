@@ -33,7 +33,7 @@ import sys
 import time
 from _collections_abc import MutableMapping
 
-from .. import _C
+from .. import _C, knobs
 from ..backends.compiler import GPUTarget
 
 CACHE_FORMAT = 5
@@ -157,10 +157,9 @@ def parse_options(options, backend="cuda"):
                            f"({', '.join(DEFAULT_OPTIONS)}, ...)")
         if v is not None or k in DEFAULT_OPTIONS:
             opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
-    from .. import knobs
     if knobs.runtime.debug:
         opts["debug"] = True
-    if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
+    if _C.getenv("CTRITON_SANITIZE") not in (None, "", "0"):
         opts["sanitize"] = True
     opts["sanitize"] = bool(opts["sanitize"])
     if "extern_libs" in opts:
@@ -174,6 +173,7 @@ def parse_options(options, backend="cuda"):
 
 
 _build_hash = None
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def extension_id(path):
@@ -213,9 +213,7 @@ def compiler_build_hash():
     packages (what the frontend compiles and what drives it)."""
     global _build_hash
     if _build_hash is None:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        _build_hash = _C.build_key([os.path.join(root, "language"),
-                                    os.path.join(root, "compiler")])
+        _build_hash = _C.build_key((_PKG + "/language", _PKG + "/compiler"))
     return _build_hash
 
 
@@ -240,10 +238,11 @@ class ASTSource:
         self.name = fn.__name__
 
     def hash(self):
-        body = repr([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
-                     sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
-                     sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
-        return _C.sha256(body)
+        """sha256 of the function's cache_key and of the signature,
+        constexprs and attrs (_C.key_digest: by value, dicts in key order,
+        a @jit function, the constexpr of a higher-order kernel, by its
+        cache_key)."""
+        return _C.key_digest((self.fn.cache_key, self.signature, self.constexprs, self.attrs))
 
     def launch_signature(self):
         """Per parameter in order: its type string ("constexpr" when dropped)."""
@@ -493,7 +492,7 @@ class CompiledKernel:
 def _dump_request():
     """(stages, passes) asked for by CTRITON_DUMP: stage names, and the
     comma-separated pass names of its after:PASS entries (None: none)."""
-    want = os.environ.get("CTRITON_DUMP", "")
+    want = _C.getenv("CTRITON_DUMP")
     if not want:
         return (), None
     if want in ("1", "all"):
@@ -524,8 +523,10 @@ def _dump_passes(name, dumps):
     sys.stderr.flush()
 
 
-def _dump(name, asm, cached):
-    stages, _ = _dump_request()
+def _dump(name, asm, cached, stages):
+    """Prints the stages CTRITON_DUMP named (_dump_request) to stderr."""
+    if not stages:
+        return
     for s in stages:
         text = asm.get(s)
         if text is None:
@@ -541,7 +542,7 @@ def _dump(name, asm, cached):
 
 def _report(name, kind, times, t_start):
     times["total"] = (time.perf_counter() - t_start) * 1e3
-    if os.environ.get("CTRITON_TIMING", "0") not in ("", "0"):
+    if _C.getenv("CTRITON_TIMING") not in (None, "", "0"):
         cells = " ".join(f"{k}={v:.2f}" for k, v in times.items())
         sys.stderr.write(f"ctriton timing: {name} {kind} ms: {cells}\n")
         sys.stderr.flush()
@@ -578,19 +579,19 @@ def compile(src, target=None, options=None, dump_after=None):
     # NVPTX links the extern libraries: their contents are part of the key
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
-    key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
-                          sorted((k, repr(v)) for k, v in opts.items()),
-                          [os.environ.get(v, "") for v in KEY_ENV], libs]))
+    key = _C.key_digest((CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(), opts,
+                         [_C.getenv(v) or "" for v in KEY_ENV], libs))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
-    from .. import knobs
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
-    _, env_after = _dump_request()
+    dump_stages, env_after = _dump_request()
     if isinstance(dump_after, (list, tuple)):
         dump_after = ",".join(dump_after)
     if dump_after:
         _check_passes(dump_after.split(","))
-    dump_after = ",".join(x for x in (env_after, dump_after) if x) or None
+    if env_after:
+        dump_after = env_after + "," + dump_after if dump_after else env_after
+    dump_after = dump_after or None
     use_cache = not knobs.compilation.always_compile and not dump_after
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
@@ -627,7 +628,7 @@ def compile(src, target=None, options=None, dump_after=None):
                 raise _compilation_error(r["error"])
             cpu_kernel = r.get("cpu_kernel")
             times.update(r.get("times", {}))
-        _dump(meta["name"], asm, True)
+        _dump(meta["name"], asm, True, dump_stages)
         ck = CompiledKernel(asm, meta, launch_sig or _ir_sig(meta.get("sig")), cpu_kernel)
         times["load"] = (time.perf_counter() - t) * 1e3
         ck.times = times
@@ -666,8 +667,12 @@ def compile(src, target=None, options=None, dump_after=None):
             "launch_pdl": bool(opts.get("launch_pdl")),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}
-    blobs = dict(asm)
-    blobs["meta"] = marshal.dumps(meta, 4)
+    # the metadata and the cubin first: a hit reads them with the header
+    # in one read when they are small
+    blobs = {"meta": marshal.dumps(meta, 4)}
+    if "cubin" in asm:
+        blobs["cubin"] = asm["cubin"]
+    blobs.update(asm)
     t = time.perf_counter()
     try:
         _C.cache_put(root, key, blobs)
@@ -675,7 +680,7 @@ def compile(src, target=None, options=None, dump_after=None):
         import warnings
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
     times["cache_write"] = (time.perf_counter() - t) * 1e3
-    _dump(name, asm, False)
+    _dump(name, asm, False, dump_stages)
     dumps = [tuple(d) for d in r.get("dumps", ())]
     if env_after:
         wanted = set(env_after.split(","))

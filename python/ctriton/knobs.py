@@ -49,7 +49,7 @@ def getenv(key, default=None):
     A CTRITON_X that only mirrors a knob's assignment is dropped once
     TRITON_X is gone (removed by whoever restores the environment, as
     monkeypatch or Triton's test fixtures do, which know only TRITON_X)."""
-    ck = _ctriton_key(key)
+    ck = "C" + key if key.startswith("TRITON_") else None  # _ctriton_key, inline
     if ck is not None:
         v = _environ(ck)
         if v is not None:

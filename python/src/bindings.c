@@ -5,7 +5,8 @@
  * set_pkg_ptxas, libdevice_path,
  * llvm_version). Each releases the GIL while jit/ works. build_key()
  * names the compiler build in cache keys, key_digest() hashes the data of
- * a key (options, signature, constexprs); content_key() names a file's
+ * a key (options, signature, constexprs), global_key() what a @jit
+ * function reads from its globals; content_key() names a file's
  * contents and source_index() reads the entry of those contents in the
  * source index of runtime/jit.py.
  */
@@ -376,8 +377,9 @@ static int kb_text(KeyBuf *b, char tag, PyObject *o, int use_repr)
 static int key_write(KeyBuf *b, PyObject *o, int depth);
 
 typedef struct KeyPair {
-	char *p;      /* the key's bytes then the value's (malloc'ed) */
-	size_t n, nk; /* all, the key's */
+	const char *p; /* the key's bytes then the value's */
+	size_t off;    /* where they are in the dict's scratch buffer */
+	size_t n, nk;  /* all, the key's */
 } KeyPair;
 
 static int cmp_pairs(const void *x, const void *y)
@@ -393,46 +395,57 @@ static int cmp_pairs(const void *x, const void *y)
 }
 
 /* A dict: its items in the order of their keys' bytes (so insertion order
- * does not matter). */
+ * does not matter), written first into one scratch buffer. */
 static int key_write_dict(KeyBuf *b, PyObject *d, int depth)
 {
-	PyObject *items = PyDict_Items(d); /* a snapshot: reprs may run code */
-	if (!items)
-		return -1;
-	Py_ssize_t n = PyList_Size(items), i = 0;
-	KeyPair *ps = calloc((size_t)n + 1, sizeof *ps);
+	Py_ssize_t n = PyDict_Size(d), pos = 0, i = 0;
+	KeyPair small[32];
+	PyObject *smallkv[64];
+	KeyPair *ps = n <= 32 ? small : calloc((size_t)n, sizeof *ps);
+	PyObject **kv = n <= 32 ? smallkv : calloc(2 * (size_t)n, sizeof *kv);
+	KeyBuf sc = {0};
 	int rc = 0;
-	if (!ps) {
+	if (!ps || !kv) {
+		PyErr_NoMemory();
+		rc = -1;
+		n = 0;
+	}
+	/* the items with references held first: writing them may run code (a
+	 * repr) that changes the dict */
+	for (PyObject *k, *v; i < n && PyDict_Next(d, &pos, &k, &v); i++) {
+		kv[2 * i] = Py_NewRef(k);
+		kv[2 * i + 1] = Py_NewRef(v);
+	}
+	n = i;
+	for (i = 0; rc == 0 && i < n; i++) {
+		ps[i].off = sc.n;
+		rc = key_write(&sc, kv[2 * i], depth + 1);
+		ps[i].nk = sc.n - ps[i].off;
+		if (rc == 0)
+			rc = key_write(&sc, kv[2 * i + 1], depth + 1);
+		ps[i].n = sc.n - ps[i].off;
+	}
+	if (rc == 0 && sc.err) {
 		PyErr_NoMemory();
 		rc = -1;
 	}
-	for (; rc == 0 && i < n; i++) {
-		PyObject *kv = PyList_GetItem(items, i);
-		KeyBuf kb = {0};
-		rc = key_write(&kb, PyTuple_GetItem(kv, 0), depth + 1);
-		size_t nk = kb.n;
-		if (rc == 0)
-			rc = key_write(&kb, PyTuple_GetItem(kv, 1), depth + 1);
-		if (rc == 0 && kb.err) {
-			PyErr_NoMemory();
-			rc = -1;
-		}
-		ps[i].p = kb.p;
-		ps[i].n = kb.n;
-		ps[i].nk = nk;
-	}
 	if (rc == 0) {
+		for (i = 0; i < n; i++)
+			ps[i].p = sc.p + ps[i].off;
 		qsort(ps, (size_t)n, sizeof *ps, cmp_pairs);
 		unsigned char cnt[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
 					(unsigned char)(n >> 24)};
 		kb_item(b, 'D', cnt, 4);
-		for (Py_ssize_t j = 0; j < n; j++)
-			kb_put(b, ps[j].p, ps[j].n);
+		for (i = 0; i < n; i++)
+			kb_put(b, ps[i].p, ps[i].n);
 	}
-	for (Py_ssize_t j = 0; j < i; j++)
-		free(ps[j].p);
-	free(ps);
-	Py_DECREF(items);
+	for (i = 0; i < 2 * n; i++)
+		Py_DECREF(kv[i]);
+	free(sc.p);
+	if (ps != small)
+		free(ps);
+	if (kv != smallkv)
+		free(kv);
 	return rc;
 }
 
@@ -461,9 +474,14 @@ static int key_write(KeyBuf *b, PyObject *o, int depth)
 			return -1;
 		if (overflow)
 			return kb_text(b, 'I', o, 0);
-		char t[32];
-		int k = snprintf(t, sizeof t, "%lld", v);
-		kb_item(b, 'I', t, (size_t)k);
+		char t[24], *e = t + sizeof t, *q = e; /* decimal digits, by hand: many ints per key */
+		unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+		do
+			*--q = (char)('0' + u % 10);
+		while (u /= 10);
+		if (v < 0)
+			*--q = '-';
+		kb_item(b, 'I', q, (size_t)(e - q));
 		return 0;
 	}
 	if (PyFloat_CheckExact(o))
@@ -500,8 +518,8 @@ static int key_write(KeyBuf *b, PyObject *o, int depth)
 	}
 	if (PyDict_CheckExact(o))
 		return key_write_dict(b, o, depth);
-	PyObject *jit = PyObject_GetAttrString(o, "_ctriton_jit");
-	if (!jit) {
+	PyObject *jit = PyObject_HasAttrString(o, "_ctriton_jit") ? PyObject_GetAttrString(o, "_ctriton_jit") : NULL;
+	if (!jit && PyErr_Occurred()) {
 		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
 			return -1;
 		PyErr_Clear();
@@ -555,6 +573,251 @@ PyObject *py_key_digest(PyObject *self, PyObject *arg)
 	return PyUnicode_FromString(hex);
 }
 
+/* ------------------------------------------------------------------------- */
+/* global_key: what a @jit function reads from its globals, in its key        */
+/* ------------------------------------------------------------------------- */
+
+/* The state of one global_key: the hash, the sorted names the code reads,
+ * the function itself, the JITFunction type and the callees' shared memo. */
+typedef struct GlobalKey {
+	JitSha256 s;
+	int nparts;
+	PyObject *names, *self, *jit_type, *files;
+} GlobalKey;
+
+/* Attribute names global_key looks up, interned once. */
+static PyObject *s_ctriton_jit, *s_cache_key_, *s_cache_key, *s_make_cache_key, *s_dict;
+
+/* Adds one part (a line of the joined text): a + b + c + d's str. */
+static int gk_part(GlobalKey *g, const char *pre, size_t npre, PyObject *name, const char *sep, PyObject *v)
+{
+	Py_ssize_t nn, nv;
+	const char *n = PyUnicode_AsUTF8AndSize(name, &nn);
+	const char *t = n ? PyUnicode_AsUTF8AndSize(v, &nv) : NULL;
+	if (!t)
+		return -1;
+	if (g->nparts++)
+		jit_sha256_update(&g->s, "\n", 1);
+	jit_sha256_update(&g->s, pre, npre);
+	jit_sha256_update(&g->s, n, (size_t)nn);
+	jit_sha256_update(&g->s, sep, strlen(sep));
+	jit_sha256_update(&g->s, t, (size_t)nv);
+	return 0;
+}
+
+static int gk_visit(GlobalKey *g, const char *pre, size_t npre, PyObject *scope, int depth);
+
+/* One global (or attribute) the code reads: a @jit callee by its cache_key
+ * (computed first, with the same memo of files, when not yet), a constexpr
+ * or number by its repr, a module or class (two levels deep) by the names
+ * of the code it holds. */
+static int gk_note(GlobalKey *g, const char *pre, size_t npre, PyObject *name, PyObject *obj, int depth)
+{
+	/* getattr(obj, "_ctriton_jit", False); HasAttr first: no AttributeError
+	 * made for each of the many objects without it */
+	PyObject *jit = PyObject_HasAttr(obj, s_ctriton_jit) ? PyObject_GetAttr(obj, s_ctriton_jit) : NULL;
+	if (!jit && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+	}
+	int is_jit = jit ? PyObject_IsTrue(jit) : 0;
+	Py_XDECREF(jit);
+	if (is_jit < 0)
+		return -1;
+	if (is_jit) {
+		if (obj == g->self)
+			return 0;
+		int ours = PyObject_IsInstance(obj, g->jit_type);
+		if (ours < 0)
+			return -1;
+		if (ours) {
+			PyObject *ck = PyObject_GetAttr(obj, s_cache_key_);
+			if (!ck)
+				return -1;
+			int none = ck == Py_None;
+			Py_DECREF(ck);
+			PyObject *r = none ? PyObject_CallMethodObjArgs(obj, s_make_cache_key, g->files, NULL) : NULL;
+			if (none && !r)
+				return -1;
+			Py_XDECREF(r);
+		}
+		PyObject *ck = PyObject_GetAttr(obj, s_cache_key);
+		PyObject *cs = ck ? PyObject_Str(ck) : NULL;
+		Py_XDECREF(ck);
+		int rc = cs ? gk_part(g, pre, npre, name, ":jit:", cs) : -1;
+		Py_XDECREF(cs);
+		return rc;
+	}
+	PyObject *tn = PyType_GetName(Py_TYPE(obj));
+	if (!tn)
+		return -1;
+	int is_cx = PyUnicode_CompareWithASCIIString(tn, "constexpr") == 0;
+	Py_DECREF(tn);
+	if (is_cx || PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) {
+		PyObject *r = PyObject_Repr(obj);
+		int rc = r ? gk_part(g, pre, npre, name, ":=", r) : -1;
+		Py_XDECREF(r);
+		return rc;
+	}
+	if (depth >= 2 || !(PyModule_Check(obj) || PyType_Check(obj)))
+		return 0;
+	PyObject *d = PyObject_GetAttr(obj, s_dict); /* vars(obj): no properties run */
+	if (!d)
+		return -1;
+	Py_ssize_t nn;
+	const char *n = PyUnicode_AsUTF8AndSize(name, &nn);
+	char *sub = n ? malloc(npre + (size_t)nn + 2) : NULL;
+	int rc = -1;
+	if (sub) {
+		memcpy(sub, pre, npre);
+		memcpy(sub + npre, n, (size_t)nn);
+		sub[npre + (size_t)nn] = '.';
+		rc = gk_visit(g, sub, npre + (size_t)nn + 1, d, depth + 1);
+		free(sub);
+	} else if (n) {
+		PyErr_NoMemory();
+	}
+	Py_DECREF(d);
+	return rc;
+}
+
+/* Each of the names found in scope (a dict, or a class's mappingproxy). */
+static int gk_visit(GlobalKey *g, const char *pre, size_t npre, PyObject *scope, int depth)
+{
+	Py_ssize_t n = PyList_Size(g->names);
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *name = PyList_GetItem(g->names, i), *obj;
+		if (PyDict_Check(scope)) {
+			obj = PyDict_GetItemWithError(scope, name);
+			if (!obj) {
+				if (PyErr_Occurred())
+					return -1;
+				continue;
+			}
+			Py_INCREF(obj); /* the callee's key runs Python code */
+		} else if (!(obj = PyObject_GetItem(scope, name))) {
+			if (!PyErr_ExceptionMatches(PyExc_KeyError))
+				return -1;
+			PyErr_Clear();
+			continue;
+		}
+		int rc = gk_note(g, pre, npre, name, obj, depth);
+		Py_DECREF(obj);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The names a code object and the code nested in it (closures,
+ * comprehensions) read as globals, attributes or free variables, sorted:
+ * a new list. */
+static PyObject *code_global_names(PyObject *code)
+{
+	PyObject *set = PySet_New(NULL), *todo = PyList_New(0);
+	if (!set || !todo || PyList_Append(todo, code) < 0)
+		goto fail;
+	while (PyList_Size(todo) > 0) {
+		Py_ssize_t last = PyList_Size(todo) - 1;
+		PyObject *c = PyList_GetItem(todo, last);
+		Py_INCREF(c);
+		if (PyList_SetSlice(todo, last, last + 1, NULL) < 0) {
+			Py_DECREF(c);
+			goto fail;
+		}
+		static const char *const attrs[] = {"co_names", "co_freevars"};
+		for (int k = 0; k < 2; k++) {
+			PyObject *t = PyObject_GetAttrString(c, attrs[k]);
+			PyObject *it = t ? PyObject_GetIter(t) : NULL, *x;
+			Py_XDECREF(t);
+			if (!it) {
+				Py_DECREF(c);
+				goto fail;
+			}
+			while ((x = PyIter_Next(it))) {
+				int rc = PySet_Add(set, x);
+				Py_DECREF(x);
+				if (rc < 0)
+					break;
+			}
+			Py_DECREF(it);
+			if (PyErr_Occurred()) {
+				Py_DECREF(c);
+				goto fail;
+			}
+		}
+		PyObject *consts = PyObject_GetAttrString(c, "co_consts");
+		Py_DECREF(c);
+		if (!consts)
+			goto fail;
+		for (Py_ssize_t i = 0; i < PyTuple_Size(consts); i++) {
+			PyObject *k = PyTuple_GetItem(consts, i);
+			if (Py_TYPE(k) == Py_TYPE(code) && PyList_Append(todo, k) < 0) {
+				Py_DECREF(consts);
+				goto fail;
+			}
+		}
+		Py_DECREF(consts);
+	}
+	PyObject *names = PySequence_List(set);
+	Py_DECREF(set);
+	Py_DECREF(todo);
+	if (names && PyList_Sort(names) < 0)
+		Py_CLEAR(names);
+	return names;
+fail:
+	Py_XDECREF(set);
+	Py_XDECREF(todo);
+	return NULL;
+}
+
+/* global_key(code, scope, self, jit_type, files, head) -> hex SHA-256 of
+ * the lines head (a tuple of str) and then, for each name the code reads
+ * (code_global_names) that scope holds, "name:jit:<cache_key>" for a @jit
+ * function other than self (whose key, when not made yet, is made first by
+ * its _make_cache_key(files)), "name:=<repr>" for a constexpr, bool, int,
+ * float or str, and the same for the names a module or class holds, two
+ * levels deep ("mod.name", "mod.cls.name"), joined by newlines:
+ * JITFunction.cache_key without a Python call per global. */
+PyObject *py_global_key(PyObject *self, PyObject *args)
+{
+	PyObject *code, *scope, *fn, *jit_type, *files, *head;
+	if (!PyArg_ParseTuple(args, "OOOOOO!", &code, &scope, &fn, &jit_type, &files, &PyTuple_Type, &head))
+		return NULL;
+	if (!s_dict && (!(s_ctriton_jit = PyUnicode_InternFromString("_ctriton_jit")) ||
+			!(s_cache_key_ = PyUnicode_InternFromString("_cache_key")) ||
+			!(s_cache_key = PyUnicode_InternFromString("cache_key")) ||
+			!(s_make_cache_key = PyUnicode_InternFromString("_make_cache_key")) ||
+			!(s_dict = PyUnicode_InternFromString("__dict__"))))
+		return NULL;
+	GlobalKey g = {.self = fn, .jit_type = jit_type, .files = files};
+	jit_sha256_init(&g.s);
+	for (Py_ssize_t i = 0; i < PyTuple_Size(head); i++) {
+		Py_ssize_t n;
+		const char *t = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(head, i), &n);
+		if (!t)
+			return NULL;
+		if (g.nparts++)
+			jit_sha256_update(&g.s, "\n", 1);
+		jit_sha256_update(&g.s, t, (size_t)n);
+	}
+	if (!(g.names = code_global_names(code)))
+		return NULL;
+	Py_INCREF(scope);
+	int rc = gk_visit(&g, "", 0, scope, 0);
+	Py_DECREF(scope);
+	Py_DECREF(g.names);
+	if (rc < 0)
+		return NULL;
+	uint8_t out[32];
+	jit_sha256_final(&g.s, out);
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", out[i]);
+	return PyUnicode_FromString(hex);
+}
+
 /* Reads the whole file at path into *data (malloc'ed); 0, or -1 with errno. */
 static int read_file(const char *path, char **data, size_t *n)
 {
@@ -598,6 +861,69 @@ fail:;
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+/* code_fingerprint(code) -> jit_content_key of the code's name and of the
+ * first line and line table of it and of the code nested in it (its
+ * co_consts), in the order of a depth-first walk: what, besides its file's
+ * bytes, decides which lines runtime/jit.py reads as a function's source. */
+PyObject *py_code_fingerprint(PyObject *self, PyObject *code)
+{
+	KeyBuf b = {0};
+	PyObject *name = PyObject_GetAttrString(code, "co_name");
+	if (!name)
+		return NULL;
+	int rc = kb_text(&b, 'N', name, 0);
+	Py_DECREF(name);
+	PyObject *todo = rc == 0 ? PyList_New(0) : NULL;
+	if (!todo || PyList_Append(todo, code) < 0)
+		goto fail;
+	while (PyList_Size(todo) > 0) {
+		Py_ssize_t last = PyList_Size(todo) - 1;
+		PyObject *c = Py_NewRef(PyList_GetItem(todo, last));
+		if (PyList_SetSlice(todo, last, last + 1, NULL) < 0) {
+			Py_DECREF(c);
+			goto fail;
+		}
+		PyObject *first = PyObject_GetAttrString(c, "co_firstlineno");
+		PyObject *table = first ? PyObject_GetAttrString(c, "co_linetable") : NULL;
+		PyObject *consts = table ? PyObject_GetAttrString(c, "co_consts") : NULL;
+		Py_DECREF(c);
+		long line = first ? PyLong_AsLong(first) : -1;
+		int ok = consts && PyBytes_Check(table) && PyTuple_Check(consts) && !(line == -1 && PyErr_Occurred());
+		if (ok) {
+			unsigned char l8[8];
+			for (int i = 0; i < 8; i++)
+				l8[i] = (unsigned char)((unsigned long long)line >> (8 * i));
+			kb_item(&b, 'L', l8, 8);
+			kb_item(&b, 'T', PyBytes_AsString(table), (size_t)PyBytes_Size(table));
+			for (Py_ssize_t i = 0; ok && i < PyTuple_Size(consts); i++) {
+				PyObject *k = PyTuple_GetItem(consts, i);
+				if (Py_TYPE(k) == Py_TYPE(code))
+					ok = PyList_Append(todo, k) == 0;
+			}
+		} else if (!PyErr_Occurred()) {
+			PyErr_SetString(PyExc_TypeError, "code_fingerprint: not a code object");
+		}
+		Py_XDECREF(first);
+		Py_XDECREF(table);
+		Py_XDECREF(consts);
+		if (!ok)
+			goto fail;
+	}
+	Py_DECREF(todo);
+	if (b.err) {
+		free(b.p);
+		return PyErr_NoMemory();
+	}
+	char key[JIT_CONTENT_KEY_SIZE];
+	jit_content_key(b.p ? b.p : "", b.n, key);
+	free(b.p);
+	return PyUnicode_FromString(key);
+fail:
+	Py_XDECREF(todo);
+	free(b.p);
+	return NULL;
 }
 
 /* content_key(bytes or path str) -> jit_content_key of the bytes, or of the

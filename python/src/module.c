@@ -35,11 +35,17 @@ static PyMethodDef methods[] = {
 	{"key_digest", py_key_digest, METH_O,
 	 "key_digest(data) -> hex SHA-256 of nested None/bool/int/float/str/bytes/tuple/list/dict "
 	 "(dicts in key order), @jit functions by cache_key, other objects by type and repr"},
+	{"global_key", py_global_key, METH_VARARGS,
+	 "global_key(code, scope, self, jit_type, files, head) -> the cache key of a @jit function: "
+	 "sha256 of head and of the callees, constexprs and numbers its code reads from scope"},
 	{"getenv", py_getenv, METH_O,
 	 "getenv(name) -> the environment variable's value (as os.environ has it), or None"},
 	{"source_index", py_source_index, METH_VARARGS,
 	 "source_index(root, path) -> (content_key(path), the 'index' blob of that entry under root "
 	 "or None)"},
+	{"code_fingerprint", py_code_fingerprint, METH_O,
+	 "code_fingerprint(code) -> a key of the code's name and of the first lines and line tables "
+	 "of it and of the code nested in it"},
 	{"content_key", py_content_key, METH_O,
 	 "content_key(bytes or path) -> a key naming the bytes, or the file's contents, by a "
 	 "128-bit hash and the length"},

@@ -8,6 +8,7 @@ import marshal
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -150,10 +151,10 @@ def test_corrupt_index_is_not_used(tmp_path, cache_dir):
         "flipped": lambda: path.write_bytes(valid[:-20] + bytes([valid[-20] ^ 1]) + valid[-19:]),
         "not marshal": lambda: _C.cache_put(root, key, {"index": b"\xffnot marshal"}),
         "wrong shape": lambda: _C.cache_put(root, key, {"index": marshal.dumps(
-            {"version": 1, "content": key, "fns": wrong_shape})}),
+            {"version": J._INDEX_VERSION, "content": key, "fns": wrong_shape})}),
         "not a dict": lambda: _C.cache_put(root, key, {"index": marshal.dumps([1, 2, 3])}),
         "other contents": lambda: _C.cache_put(root, key, {"index": marshal.dumps(
-            {"version": 1, "content": "0" * 32 + "-1", "fns": bad_fns})}),
+            {"version": J._INDEX_VERSION, "content": "0" * 32 + "-1", "fns": bad_fns})}),
         "other version": lambda: _C.cache_put(root, key, {"index": marshal.dumps(
             {"version": 99, "content": key, "fns": bad_fns})}),
     }
@@ -229,6 +230,10 @@ def test_key_digest():
     values = [1, True, 1.0, "1", b"1", (1,), [1], {1: 1}, None, "", (), ctriton.language.float32]
     assert len({d(v) for v in values}) == len(values)
     assert d([1, 2]) != d([2, 1]) and d(("a", "b")) != d(("ab",))
+    ints = [0, 1, -1, 10, -10, 2**63 - 1, -2**63, 2**64, -2**64, 123456789012345]
+    assert len({d(i) for i in ints}) == len(ints)
+    big = {f"k{i}": i for i in range(100)}  # more items than the small-dict path holds
+    assert d(big) == d(dict(reversed(list(big.items()))))
     assert d(ctriton.language.constexpr(3)) != d(3)
     loop = []
     loop.append(loop)
@@ -259,9 +264,87 @@ def test_fingerprint_follows_lines():
     the function and of the code nested in it."""
     a = compile("def f(x):\n    y = [i for i in x]\n    return y\n", "f.py", "exec")
     b = compile("def f(x):\n    y = [i for i in x]\n\n    return y\n", "f.py", "exec")
-    fa = [c for c in a.co_consts if type(c) is J._CODE][0]
-    fb = [c for c in b.co_consts if type(c) is J._CODE][0]
+    fa = [c for c in a.co_consts if type(c) is types.CodeType][0]
+    fb = [c for c in b.co_consts if type(c) is types.CodeType][0]
     assert J._lines_fingerprint(fa) != J._lines_fingerprint(fb)
     assert J._lines_fingerprint(fa) == J._lines_fingerprint(
         [c for c in compile("def f(x):\n    y = [i for i in x]\n    return y\n", "f.py",
-                            "exec").co_consts if type(c) is J._CODE][0])
+                            "exec").co_consts if type(c) is types.CodeType][0])
+
+
+def _reference_key(fn):
+    """JITFunction.cache_key as its docstring defines it, in Python: the
+    reference _C.global_key must agree with."""
+    digest, line = fn._source_digest({})
+    names, todo = set(), [fn.fn.__code__]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        names.update(c.co_freevars)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    names = sorted(names)
+    parts = [digest, str(line), str(fn.noinline)]
+
+    def note(dotted, obj, depth):
+        if getattr(obj, "_ctriton_jit", False):
+            if obj is not fn:
+                parts.append(f"{dotted}:jit:{obj.cache_key}")
+        elif type(obj).__name__ == "constexpr" or isinstance(obj, (bool, int, float, str)):
+            parts.append(f"{dotted}:={obj!r}")
+        elif depth < 2 and isinstance(obj, (type(os), type)):
+            d = vars(obj)
+            for a in names:
+                if a in d:
+                    note(f"{dotted}.{a}", d[a], depth + 1)
+    g = fn.__globals__
+    for n in names:
+        if n in g:
+            note(n, g[n], 0)
+    return _C.sha256("\n".join(parts))
+
+
+class _Consts:
+    WIDTH = 8
+    NAME = "w"
+
+    class Inner:
+        DEPTH = 2.5
+
+
+def _closure_kernel(scale):
+    import ctriton.language as tl
+
+    @ctriton.jit
+    def k(p, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK) * _Consts.WIDTH + _Consts.Inner.DEPTH
+        tl.store(p + offs, tl.load(p + offs) * scale + tl.cdiv(BLOCK, 2))
+    return k
+
+
+def test_global_key_matches_its_definition():
+    """The walk over globals (in C) gives what the Python definition gives,
+    for ctriton's own @jit functions, the test kernels, and a closure that
+    reads a captured value and class attributes one and two levels deep;
+    and it follows each of those values."""
+    import ctriton.language as tl
+    import kernels_for_tests as K
+    from ctriton.runtime.jit import JITFunction
+    fns = [v for m in (tl, tl.standard, tl.random, K) for v in vars(m).values()
+           if isinstance(v, JITFunction)]
+    k2, k3 = _closure_kernel(2), _closure_kernel(3)
+    fns += [k2, k3]
+    assert len(fns) > 30
+    for f in fns:
+        assert f.cache_key == _reference_key(f), f
+    assert k2.cache_key != k3.cache_key  # the captured value
+    before = k2.cache_key
+    for holder, attr in ((_Consts, "WIDTH"), (_Consts.Inner, "DEPTH")):
+        old = getattr(holder, attr)
+        setattr(holder, attr, old * 2)
+        try:
+            k2.hash = None
+            assert k2.cache_key != before and k2.cache_key == _reference_key(k2)
+        finally:
+            setattr(holder, attr, old)
+    k2.hash = None
+    assert k2.cache_key == before

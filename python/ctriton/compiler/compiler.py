@@ -43,6 +43,7 @@ CACHE_FORMAT = 5
 # textual form, which parses back (a .ttir file) and which the CPU's cache
 # hits recompile from.
 STAGES = ("ttir", "ct.ttir", "ttgir", "ct.ttgir", "llir", "ptx", "asm")
+_ASM_NAMES = frozenset(STAGES + ("cubin",))  # a cache entry's blobs that CompiledKernel.asm holds
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
 # the others are accepted and recorded). extern_libs ({name: bitcode path}):
@@ -65,7 +66,7 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
 
 
 # Environment variables that change what the backend emits: part of the key.
-KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")
+KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")  # compile() reads both
 
 
 class CompileError(RuntimeError):
@@ -367,9 +368,12 @@ class CachedAsm(MutableMapping):
 
     def __init__(self, root, key, entry):
         self._root, self._key = root, key
-        self._names = [n for n in entry if n in STAGES or n == "cubin"]
-        self._d = {n: self._value(n, v) for n, v in entry.items()
-                   if v is not None and n in self._names}
+        self._names = [n for n in entry if n in _ASM_NAMES]
+        self._d = {}
+        for n in self._names:
+            v = entry[n]
+            if v is not None:
+                self._d[n] = v if n == "cubin" else v.decode()
 
     @staticmethod
     def _value(name, blob):
@@ -580,7 +584,7 @@ def compile(src, target=None, options=None, dump_after=None):
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
     key = _C.key_digest((CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(), opts,
-                         [_C.getenv(v) or "" for v in KEY_ENV], libs))
+                         _C.getenv(KEY_ENV[0]) or "", _C.getenv(KEY_ENV[1]) or "", libs))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU

@@ -13,6 +13,7 @@ JITFunction's base class is the extension's KernelRuntime
 binding, specialization key, variant cache lookup, packing and launch
 without a Python frame. It calls back ``_ct_compile`` only on a cache miss.
 """
+import marshal
 import os
 
 from .. import _C, knobs
@@ -166,21 +167,7 @@ def _spec_decode(x):
     raise ValueError(f"bad specialization data item {x!r}")
 
 
-def _global_names(code):
-    """The names a code object and the code nested in it (closures,
-    comprehensions) read as globals, attributes or free variables (an
-    enclosing function's, resolved like globals), sorted."""
-    names, todo = set(), [code]
-    while todo:
-        c = todo.pop()
-        names.update(c.co_names)
-        names.update(c.co_freevars)
-        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
-    return sorted(names)
-
-
 _file_lines = {}  # file name -> ((size, mtime), its lines, content key): read once while unchanged
-_CODE = type(_tuple_arg_info.__code__)
 
 
 def _code_lines(code):
@@ -196,14 +183,9 @@ def _code_lines(code):
 def _lines_fingerprint(code):
     """What, besides the file's bytes, decides the source _function_source
     reads: the function's name, and the first line and line table (which
-    co_lines() decodes) of its code object and of the code nested in it."""
-    fp, todo = [code.co_name], [code]
-    while todo:
-        c = todo.pop()
-        fp.append(c.co_firstlineno)
-        fp.append(c.co_linetable)
-        todo.extend(k for k in c.co_consts if type(k) is _CODE)
-    return tuple(fp)
+    co_lines() decodes) of its code object and of the code nested in it,
+    as a key (_C.code_fingerprint)."""
+    return _C.code_fingerprint(code)
 
 
 def _def_line(block, name):
@@ -288,7 +270,7 @@ def _function_source(fn):
 # entry that fails its checksums is removed by cache_get; one that does not
 # hold that shape is not used.
 
-_INDEX_VERSION = 1
+_INDEX_VERSION = 2
 
 
 def _index_root():
@@ -299,7 +281,6 @@ def _index_fns(blob, ckey):
     """The functions of an index entry's blob for content key ckey ({}
     when there is none or it is not a valid entry)."""
     if blob is not None:
-        import marshal
         try:
             d = marshal.loads(blob)
         except (ValueError, EOFError, TypeError):
@@ -351,7 +332,6 @@ def _indexed_source(fn, files):
 def _index_add(index_key, digest, starting_line, src, files, file):
     """Records a source _function_source read in the index entry of its
     file's bytes (errors ignored: the index only saves time)."""
-    import marshal
     ckey, fp = index_key
     memo = files.get(file)
     try:
@@ -724,28 +704,17 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             raise
 
     def _compute_cache_key(self, files):
+        """sha256 of the lines: the source's sha256, its starting line, the
+        noinline flag, then for each name the code object (and the code
+        nested in it) reads that the globals hold, in name order:
+        "name:jit:<cache_key>" for a @jit callee (its key made first, with
+        the same memo of files), "name:=<repr>" for a constexpr, bool, int,
+        float or str, and the same for those names in a module or class the
+        globals hold, two levels deep ("mod.name", "mod.cls.name"; vars(),
+        no properties run). In C: _C.global_key."""
         digest, starting_line = self._source_digest(files)
-        parts = [digest, str(starting_line), str(self.noinline)]
-        names = _global_names(self.fn.__code__)
-        g = self.__globals__
-
-        def note(dotted, obj, depth):
-            if getattr(obj, "_ctriton_jit", False):
-                if obj is not self:
-                    if isinstance(obj, JITFunction) and obj._cache_key is None:
-                        obj._make_cache_key(files)  # the same files, read once
-                    parts.append(f"{dotted}:jit:{obj.cache_key}")
-            elif type(obj).__name__ == "constexpr" or isinstance(obj, (bool, int, float, str)):
-                parts.append(f"{dotted}:={obj!r}")
-            elif depth < 2 and isinstance(obj, (type(os), type)):
-                d = vars(obj)  # no properties run
-                for a in names:
-                    if a in d:
-                        note(f"{dotted}.{a}", d[a], depth + 1)
-        for n in names:
-            if n in g:
-                note(n, g[n], 0)
-        return _C.sha256("\n".join(parts))
+        return _C.global_key(self.fn.__code__, self.__globals__, self, JITFunction, files,
+                             (digest, str(starting_line), str(self.noinline)))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Cannot call @jit'd function outside of the scope of a kernel")

@@ -1,6 +1,7 @@
 /* sha256.c: SHA-256 (FIPS 180-4), small and dependency-free. Used for the
  * on-disk cache's content addresses and for the checksums of its entries.
- * On x86-64 CPUs with the SHA extensions (cpuid 7: EBX bit 29) the blocks
+ * On x86-64 CPUs with the SHA extensions (cpuid 7: EBX bit 29, as glibc's
+ * loader found it) the blocks
  * go through the SHA-NI round instructions, five to six times as fast as
  * the portable rounds, which run everywhere else (and in a build with
  * JIT_SHA256_PORTABLE defined: tests/jit/sha256_portable_test).
@@ -8,8 +9,12 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(JIT_SHA256_PORTABLE)
-#include <cpuid.h>
 #include <immintrin.h>
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+#include <sys/platform/x86.h>
+#else
+#include <cpuid.h>
+#endif
 #define HAVE_SHANI_CODE 1
 #endif
 
@@ -101,7 +106,16 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void compress_shani(uint32_t 
 	_mm_storeu_si128((__m128i *)&h[4], s1);
 }
 
-/* 1 when the CPU has the SHA extensions (and SSSE3, SSE4.1), asked once. */
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+/* 1 when the CPU has the SHA extensions (and SSSE3, SSE4.1): what glibc's
+ * loader read with CPUID at start-up (a CPUID here would be a VM exit in a
+ * guest, about 10 us). */
+static int have_shani(void)
+{
+	return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SSSE3);
+}
+#else
+/* The same from CPUID, asked once (an older glibc). */
 static int have_shani(void)
 {
 	static int known = -1;
@@ -114,6 +128,7 @@ static int have_shani(void)
 	}
 	return v;
 }
+#endif
 #endif
 
 /* n 64-byte blocks into the state. */

@@ -12,18 +12,24 @@ runs 2-3 in one call):
                 in Triton's MLIR spelling and in ctriton's form (ct.ttir,
                 ct.ttgir).
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
-default ~/.cache/ctriton), one entry per
-sha256 of (compiler build, source + callees + constexpr globals,
-specialization, options, target; for CUDA the contents of the extern_libs
-bitcode files). Entries are checksummed; a corrupt one is
-recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr;
-an entry after:PASS (after:all for every pass) prints the form after that pass
-of the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
-compile() bypass the cache read, since only stage texts are cached.
-recompiled with a warning. The compiler build is named by the extension's
+default ~/.cache/ctriton), one entry per key: _C.key_digest (SHA-256 of
+the parts, dicts in key order) of the compiler build, the kernel's
+ASTSource.hash (its cache_key: source, callees, constexpr and number
+globals; the signature, constexprs and attrs), the options, the target, the
+backend's environment settings (KEY_ENV) and, for CUDA, the contents of the
+extern_libs bitcode files. The compiler build is named by the extension's
 link-time build id and the path, size and mtime of the compiler's .py files
-(_C.build_key: nothing is read). An entry's metadata is a marshal'ed dict
-(as in .pyc files: no JSON to import or parse on a hit). CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+(_C.build_key: nothing is read). Entries are checksummed; a corrupt one is
+recompiled with a warning. An entry's metadata is a marshal'ed dict (as in
+.pyc files: no JSON to import or parse on a hit), first in the entry with
+the cubin, which a hit reads with the header. A new process finds the
+kernel's source through the source index (runtime/jit.py): each source
+file is read and hashed once, its lines are not split.
+
+CTRITON_DUMP=ttir,llir,... prints stages to stderr, also on a hit; an entry
+after:PASS (after:all for every pass) prints the form after that pass of
+the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
+compile() bypass the cache read, since only stage texts are cached.
 CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
 of each stage in milliseconds (also in CompiledKernel.times).
 """
@@ -35,6 +41,7 @@ from _collections_abc import MutableMapping
 
 from .. import _C, knobs
 from ..backends.compiler import GPUTarget
+from ..runtime.driver import driver
 
 CACHE_FORMAT = 5
 # CompiledKernel.asm's texts. "ttir" and "ttgir" are in Triton's MLIR
@@ -247,11 +254,9 @@ class ASTSource:
 
     def launch_signature(self):
         """Per parameter in order: its type string ("constexpr" when dropped)."""
-        out = []
-        for name in self.fn.arg_names:
-            t = self.signature.get(name, "constexpr")
-            out.append("constexpr" if name in self.constexprs else t)
-        return out
+        sig, cx = self.signature, self.constexprs
+        return ["constexpr" if name in cx else sig.get(name, "constexpr")
+                for name in self.fn.arg_names]
 
     def kernel_name(self):
         """The name the kernel gets: the jit's repr= of this specialization
@@ -395,6 +400,14 @@ class CachedAsm(MutableMapping):
     def __contains__(self, name):
         return name in self._names
 
+    def get(self, name, default=None):
+        if name in self._d:
+            return self._d[name]
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
     def __setitem__(self, name, value):
         self._d[name] = value
         if name not in self._names:
@@ -453,7 +466,6 @@ class CompiledKernel:
             # The image is loaded on each device at the first launch there
             # (shared memory and threads checked against that device: an
             # OutOfResources), and unloaded when the Binary dies.
-            from ..runtime.driver import driver
             active = driver.active
             if active.backend != "cuda":
                 raise RuntimeError(f"kernel {self.name} was compiled for CUDA but the active "
@@ -554,7 +566,6 @@ def _report(name, kind, times, t_start):
 
 def _target_of(target):
     if target is None:
-        from ..runtime.driver import driver
         target = driver.active.get_current_target()
     if target.backend not in ("cuda", "cpu"):
         raise ValueError(f"unsupported target backend {target.backend!r}")

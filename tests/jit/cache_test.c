@@ -2,8 +2,9 @@
  * and large (blobs inside and past the first read), with only the blobs asked
  * for read; every truncation, every flipped byte of the header and of a blob,
  * odd header lines and an entry under another key's name read as corrupt and
- * are removed; a missing entry is a miss. jit_content_key follows every byte
- * and the length. */
+ * are removed; a missing entry is a miss; the open/read/close steps read
+ * blobs into the caller's buffers. jit_content_key follows every byte and
+ * the length. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,35 @@ static void test_odd_headers(void)
 	}
 }
 
+/* The steps the Python bindings take: open, read blobs into buffers of
+ * their own, close; a blob that fails its check on read is corrupt and the
+ * entry goes when closed as such. */
+static void test_open_read(void)
+{
+	put("steps", 100, 30000);
+	JitEntry *e = malloc(sizeof *e);
+	CHECK(jit_cache_open(root, "steps", e) == JIT_CACHE_HIT && e->n == 2, "open");
+	char *meta = malloc(e->blobs[0].len), *cubin = malloc(e->blobs[1].len);
+	CHECK(jit_cache_read(e, 1, cubin) == 0 && jit_cache_read(e, 0, meta) == 0, "read both, any order");
+	CHECK(meta[3] == 'd' && cubin[5] == 35, "the bytes");
+	jit_cache_close(e, 0);
+	char path[700];
+	snprintf(path, sizeof path, "%s/steps", root);
+	size_t n;
+	char *good = read_all(path, &n);
+	good[n - 100] ^= 1; /* in the cubin, past the first read */
+	write_all(path, good, n);
+	CHECK(jit_cache_open(root, "steps", e) == JIT_CACHE_HIT, "the header is still good");
+	CHECK(jit_cache_read(e, 0, meta) == 0 && jit_cache_read(e, 1, cubin) != 0, "the cubin is not");
+	jit_cache_close(e, 1);
+	CHECK(access(path, F_OK) != 0, "removed when closed as corrupt");
+	CHECK(jit_cache_open(root, "steps", e) == JIT_CACHE_MISS, "then a miss");
+	free(good);
+	free(meta);
+	free(cubin);
+	free(e);
+}
+
 static void test_content_key(void)
 {
 	char a[JIT_CONTENT_KEY_SIZE], b[JIT_CONTENT_KEY_SIZE];
@@ -213,6 +243,7 @@ int main(void)
 	test_damage(30, 200);    /* all in the first read */
 	test_damage(500, 40000); /* the cubin past it */
 	test_odd_headers();
+	test_open_read();
 	test_content_key();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

@@ -685,14 +685,13 @@ PyObject *py_source_index(PyObject *self, PyObject *args)
 	char key[JIT_CONTENT_KEY_SIZE];
 	char *data = NULL;
 	size_t n = 0;
-	JitBlob *blobs = NULL;
-	int nb = 0, rc, got = JIT_CACHE_MISS;
-	static const char *const want[] = {"index"};
+	JitEntry entry; /* on the stack, as in _C.cache_get: no fresh pages */
+	int rc, got = JIT_CACHE_MISS;
 	Py_BEGIN_ALLOW_THREADS
 	rc = read_file(path, &data, &n);
 	if (rc == 0) {
 		jit_content_key(data, n, key);
-		got = jit_cache_get(root, key, want, 1, &blobs, &nb);
+		got = jit_cache_open(root, key, &entry);
 	}
 	Py_END_ALLOW_THREADS
 	free(data);
@@ -703,11 +702,22 @@ PyObject *py_source_index(PyObject *self, PyObject *args)
 	}
 	Py_DECREF(enc);
 	PyObject *blob = NULL;
-	for (int i = 0; got == JIT_CACHE_HIT && i < nb && !blob; i++)
-		if (!strcmp(blobs[i].name, "index") && blobs[i].data)
-			blob = PyBytes_FromStringAndSize(blobs[i].data, (Py_ssize_t)blobs[i].len);
-	if (got == JIT_CACHE_HIT)
-		jit_blobs_free(blobs, nb);
+	if (got == JIT_CACHE_HIT) {
+		int bad = 0;
+		for (int i = 0; i < entry.n && !blob && !bad; i++) {
+			if (strcmp(entry.blobs[i].name, "index"))
+				continue;
+			if (!(blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)entry.blobs[i].len)))
+				break;
+			char *dst = PyBytes_AsString(blob);
+			Py_BEGIN_ALLOW_THREADS
+			bad = jit_cache_read(&entry, i, dst) != 0;
+			Py_END_ALLOW_THREADS
+			if (bad)
+				Py_CLEAR(blob);
+		}
+		jit_cache_close(&entry, bad);
+	}
 	if (!blob && PyErr_Occurred())
 		return NULL;
 	return Py_BuildValue("(sN)", key, blob ? blob : Py_NewRef(Py_None));
@@ -808,7 +818,7 @@ static void hash_tree(JitSha256 *s, int dfd, const char *rel, int depth)
 {
 	TreeEnt *ents = NULL;
 	size_t n = 0, cap = 0;
-	char buf[8192] __attribute__((aligned(8)));
+	char buf[4096] __attribute__((aligned(8))); /* small: stack pages already touched */
 	long got;
 	while (depth < 8 && (got = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
 		for (long off = 0; off < got;) {

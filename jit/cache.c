@@ -16,8 +16,9 @@
  * extended or edited entry, or one whose header names another key (a file
  * copied or renamed), reads as corrupt and is removed, never loaded. A hit
  * reads the header and then only the blobs asked for (a launch needs the
- * metadata and the cubin, not the IR texts of every stage): one pread
- * each, each checked before it is returned.
+ * metadata and the cubin, not the IR texts of every stage), each checked
+ * before it is returned: one pread for the header and what follows it in
+ * the first 16 KB, one for each blob asked for beyond.
  *
  * The directory is created 0700, and a directory owned by another user is
  * not used at all (its entries could be anyone's). A writer killed before
@@ -63,10 +64,10 @@ static uint64_t lane(uint64_t acc, uint64_t v)
 	return rotl64(acc ^ (v * K2), 29) * K1;
 }
 
-static uint64_t check64(const void *data, size_t n)
+static uint64_t check64_seeded(const void *data, size_t n, uint64_t seed)
 {
 	const unsigned char *p = data;
-	uint64_t a = K1 ^ n, b = K2 + n, c = K3 - n, d = ~n;
+	uint64_t a = K1 ^ n ^ seed, b = K2 + n + seed, c = K3 - n - seed, d = ~n ^ seed;
 	size_t i = 0;
 	for (; i + 32 <= n; i += 32) {
 		a = lane(a, load64(p + i));
@@ -85,6 +86,21 @@ static uint64_t check64(const void *data, size_t n)
 	h *= K3;
 	h ^= h >> 32;
 	return h;
+}
+
+static uint64_t check64(const void *data, size_t n)
+{
+	return check64_seeded(data, n, 0);
+}
+
+/* Two seeds of check64 and the length: 128 bits that tell contents apart
+ * (not against an adversary: anyone who can write the cache can write its
+ * entries), at several GB/s where SHA-256 does 0.3. */
+void jit_content_key(const void *data, size_t n, char out[JIT_CONTENT_KEY_SIZE])
+{
+	snprintf(out, JIT_CONTENT_KEY_SIZE, "%016llx%016llx-%zx",
+		 (unsigned long long)check64_seeded(data, n, 0x6a09e667f3bcc908ULL),
+		 (unsigned long long)check64_seeded(data, n, 0xbb67ae8584caa73bULL), n);
 }
 
 char *jit_cache_root(void)
@@ -209,100 +225,150 @@ static int wanted(const char *name, const char *const *want, int nwant)
 	return 0;
 }
 
-int jit_cache_get(const char *root, const char *key, const char *const *want, int nwant,
-		  JitBlob **out, int *nout)
+int jit_cache_open(const char *root, const char *key, JitEntry *e)
 {
-	char path[4200];
+	e->fd = -1;
+	e->n = 0;
 	if (!valid_key(key) || foreign_dir(root))
 		return JIT_CACHE_MISS;
-	snprintf(path, sizeof path, "%s/%s", root, key);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	snprintf(e->path, sizeof e->path, "%s/%s", root, key);
+	e->fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0)
 		return JIT_CACHE_MISS;
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		close(fd);
+	if (fstat(e->fd, &st) != 0) {
+		close(e->fd);
+		e->fd = -1;
 		return JIT_CACHE_MISS;
 	}
-	int status = JIT_CACHE_CORRUPT;
-	int n = 0;
-	JitBlob *blobs = calloc(64, sizeof *blobs);
-	size_t lens[64];
-	char sums[64][17];
-	/* The header: the key line and 64 blobs of at most ~70 bytes a line fit in one read. */
+	e->ino = (unsigned long long)st.st_ino;
+	e->dev = (unsigned long long)st.st_dev;
+	/* One read for the header (the key line and 64 blobs of at most ~70
+	 * bytes a line fit in its first 8 KB) and the blobs that follow it in
+	 * the first 16 KB: a small entry (the metadata first) costs one read. */
 	char head[8192];
 	size_t flen = (size_t)st.st_size;
-	size_t hn = flen < sizeof head - 1 ? flen : sizeof head - 1;
-	if (!blobs || read_at(fd, head, hn, 0) != 0)
-		goto done;
+	e->cn = flen < sizeof e->chunk ? flen : sizeof e->chunk;
+	size_t hn = e->cn < sizeof head - 1 ? e->cn : sizeof head - 1;
+	if (read_at(e->fd, e->chunk, e->cn, 0) != 0)
+		goto corrupt;
+	memcpy(head, e->chunk, hn);
 	head[hn] = 0;
 	if (hn < strlen(MAGIC) || strncmp(head, MAGIC, strlen(MAGIC)) != 0)
-		goto done;
+		goto corrupt;
 	char *line = head + strlen(MAGIC);
 	/* the entry must be this key's */
 	size_t kl = strlen(key);
 	if (hn < (size_t)(line - head) + 5 + kl || strncmp(line, "key ", 4) != 0 ||
 	    strncmp(line + 4, key, kl) != 0 || line[4 + kl] != '\n')
-		goto done;
+		goto corrupt;
 	line += 5 + kl;
 	size_t total = 0;
 	for (;;) {
 		char *nl = memchr(line, '\n', hn - (size_t)(line - head));
 		if (!nl)
-			goto done; /* truncated header */
-		*nl = 0;
-		char name[32], sum[17];
-		unsigned long long len;
+			goto corrupt; /* truncated header */
 		if (!strncmp(line, "end ", 4)) {
 			char want_sum[17];
 			snprintf(want_sum, sizeof want_sum, "%016llx",
 				 (unsigned long long)check64(head, (size_t)(line - head)));
 			if (nl - line != 20 || memcmp(line + 4, want_sum, 16) != 0)
-				goto done;
+				goto corrupt;
 			line = nl + 1;
 			break;
 		}
-		if (n == 64 || sscanf(line, "%31s %llu %16s", name, &len, sum) != 3 || !valid_name(name) ||
-		    len > flen)
-			goto done;
-		*nl = '\n';
-		snprintf(blobs[n].name, sizeof blobs[n].name, "%s", name);
-		snprintf(sums[n], sizeof sums[n], "%s", sum);
-		lens[n] = (size_t)len;
-		blobs[n].len = (size_t)len;
+		/* "<name> <length> <16 hex digits>", as jit_cache_put writes it */
+		const char *sp = memchr(line, ' ', (size_t)(nl - line));
+		if (e->n == 64 || !sp || sp == line || sp - line > 31)
+			goto corrupt;
+		unsigned long long len = 0;
+		const char *q = sp + 1;
+		for (; q < nl && *q >= '0' && *q <= '9' && q - sp <= 19; q++)
+			len = len * 10 + (unsigned long long)(*q - '0');
+		if (q == sp + 1 || q >= nl || *q != ' ' || nl - (q + 1) != 16 || len > flen)
+			goto corrupt;
+		JitBlob *bl = &e->blobs[e->n];
+		memcpy(bl->name, line, (size_t)(sp - line));
+		bl->name[sp - line] = 0;
+		bl->data = NULL;
+		bl->len = (size_t)len;
+		memcpy(e->sums[e->n], q + 1, 16);
+		e->sums[e->n][16] = 0;
+		if (!valid_name(bl->name))
+			goto corrupt;
 		total += (size_t)len;
-		n++;
+		e->n++;
 		line = nl + 1;
 	}
 	/* The payload must be exactly what the header announces. */
 	size_t off = (size_t)(line - head);
 	if (off + total != flen)
-		goto done;
-	for (int i = 0; i < n; off += lens[i], i++) {
+		goto corrupt;
+	for (int i = 0; i < e->n; off += e->blobs[i].len, i++)
+		e->offs[i] = off;
+	return JIT_CACHE_HIT;
+corrupt:
+	jit_cache_close(e, 1);
+	return JIT_CACHE_CORRUPT;
+}
+
+int jit_cache_read(JitEntry *e, int i, void *dst)
+{
+	size_t len = e->blobs[i].len, off = e->offs[i];
+	if (off + len <= e->cn)
+		memcpy(dst, e->chunk + off, len);
+	else if (read_at(e->fd, dst, len, (off_t)off) != 0)
+		return -1;
+	char got[17];
+	snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(dst, len));
+	return strcmp(got, e->sums[i]) != 0 ? -1 : 0;
+}
+
+void jit_cache_close(JitEntry *e, int corrupt)
+{
+	if (e->fd < 0)
+		return;
+	close(e->fd);
+	e->fd = -1;
+	/* Remove a bad entry, unless a writer has replaced it since. */
+	struct stat now;
+	if (corrupt && stat(e->path, &now) == 0 && (unsigned long long)now.st_ino == e->ino &&
+	    (unsigned long long)now.st_dev == e->dev)
+		unlink(e->path);
+}
+
+int jit_cache_get(const char *root, const char *key, const char *const *want, int nwant, JitBlob **out, int *nout)
+{
+	JitEntry *e = malloc(sizeof *e);
+	if (!e)
+		return JIT_CACHE_MISS;
+	int rc = jit_cache_open(root, key, e);
+	if (rc != JIT_CACHE_HIT) {
+		free(e);
+		return rc;
+	}
+	JitBlob *blobs = calloc(64, sizeof *blobs);
+	int n = e->n;
+	for (int i = 0; blobs && i < n; i++) {
+		blobs[i] = e->blobs[i];
 		if (!wanted(blobs[i].name, want, nwant))
 			continue;
-		char *data = malloc(lens[i] + 1);
-		if (!data || read_at(fd, data, lens[i], (off_t)off) != 0) {
-			free(data);
-			goto done;
-		}
-		data[lens[i]] = 0;
+		char *data = malloc(blobs[i].len + 1);
 		blobs[i].data = data;
-		char got[17];
-		snprintf(got, sizeof got, "%016llx", (unsigned long long)check64(data, lens[i]));
-		if (strcmp(got, sums[i]) != 0)
-			goto done;
+		if (!data || jit_cache_read(e, i, data) != 0) {
+			rc = data ? JIT_CACHE_CORRUPT : JIT_CACHE_MISS;
+			break;
+		}
+		data[blobs[i].len] = 0;
 	}
-	status = JIT_CACHE_HIT;
-done:
-	close(fd);
-	if (status != JIT_CACHE_HIT) {
-		jit_blobs_free(blobs, n);
-		/* Remove the bad entry, unless a writer has replaced it since. */
-		struct stat now;
-		if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
-			unlink(path);
-		return status;
+	if (!blobs)
+		rc = JIT_CACHE_MISS;
+	jit_cache_close(e, rc == JIT_CACHE_CORRUPT);
+	free(e);
+	if (rc != JIT_CACHE_HIT) {
+		if (blobs)
+			jit_blobs_free(blobs, n);
+		return rc;
 	}
 	*out = blobs;
 	*nout = n;

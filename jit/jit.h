@@ -69,6 +69,30 @@ int jit_cache_put(const char *root, const char *key, const JitBlob *blobs, int n
 		  int errlen);
 void jit_blobs_free(JitBlob *blobs, int n);
 
+/* jit_cache_get in steps, for a reader that puts the blobs in memory of its
+ * own (the Python bindings: into bytes objects, one copy): open reads and
+ * checks the header (a corrupt entry is removed, closed), read copies blob
+ * i into dst (blobs[i].len bytes) and checks it (-1: corrupt), close closes
+ * and, when told the entry is corrupt, removes it. */
+typedef struct JitEntry {
+	int fd, n;
+	JitBlob blobs[64]; /* names and lengths; data NULL */
+	size_t offs[64];
+	char sums[64][17];
+	char path[4200];
+	unsigned long long ino, dev;
+	size_t cn;         /* bytes of the entry in chunk */
+	char chunk[16384]; /* the entry's first bytes */
+} JitEntry;
+int jit_cache_open(const char *root, const char *key, JitEntry *e);
+int jit_cache_read(JitEntry *e, int i, void *dst);
+void jit_cache_close(JitEntry *e, int corrupt);
+/* A key naming data by its contents (a non-cryptographic 128-bit hash and
+ * the length; a valid cache key), at memory speed: the source index of the
+ * Python package keys a source file's functions by it. */
+#define JIT_CONTENT_KEY_SIZE 52
+void jit_content_key(const void *data, size_t n, char out[JIT_CONTENT_KEY_SIZE]);
+
 /* ------------------------------------------------------------------------- */
 /* The pass table and its driver (pipeline.c)                                */
 /* ------------------------------------------------------------------------- */

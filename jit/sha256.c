@@ -1,7 +1,22 @@
 /* sha256.c: SHA-256 (FIPS 180-4), small and dependency-free. Used for the
  * on-disk cache's content addresses and for the checksums of its entries.
+ * On x86-64 CPUs with the SHA extensions (cpuid 7: EBX bit 29, as glibc's
+ * loader found it) the blocks
+ * go through the SHA-NI round instructions, five to six times as fast as
+ * the portable rounds, which run everywhere else (and in a build with
+ * JIT_SHA256_PORTABLE defined: tests/jit/sha256_portable_test).
  */
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(JIT_SHA256_PORTABLE)
+#include <immintrin.h>
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+#include <sys/platform/x86.h>
+#else
+#include <cpuid.h>
+#endif
+#define HAVE_SHANI_CODE 1
+#endif
 
 #include "jit/jit.h"
 
@@ -53,6 +68,82 @@ static void compress(uint32_t h[8], const uint8_t *p)
 	h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
+#ifdef HAVE_SHANI_CODE
+/* n 64-byte blocks through the SHA-NI instructions: the state as the two
+ * registers the round instruction wants (ABEF, CDGH), four rounds a step,
+ * the message schedule by sha256msg1/msg2 four words at a time. */
+__attribute__((target("sha,sse4.1,ssse3"))) static void compress_shani(uint32_t h[8], const uint8_t *p, size_t n)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+	__m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1);  /* CDAB */
+	__m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B); /* EFGH */
+	__m128i s0 = _mm_alignr_epi8(t, s1, 8);                                        /* ABEF */
+	s1 = _mm_blend_epi16(s1, t, 0xF0);                                             /* CDGH */
+	for (; n; n--, p += 64) {
+		__m128i abef = s0, cdgh = s1, w[4];
+		for (int i = 0; i < 16; i++) {
+			__m128i m;
+			if (i < 4) {
+				m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+			} else { /* W[t-16] + s0(W[t-15]) + W[t-7] + s1(W[t-2]), four at a time */
+				m = _mm_sha256msg1_epu32(w[i & 3], w[(i + 1) & 3]);
+				m = _mm_add_epi32(m, _mm_alignr_epi8(w[(i + 3) & 3], w[(i + 2) & 3], 4));
+				m = _mm_sha256msg2_epu32(m, w[(i + 3) & 3]);
+			}
+			w[i & 3] = m;
+			__m128i k = _mm_add_epi32(m, _mm_loadu_si128((const __m128i *)&K[4 * i]));
+			s1 = _mm_sha256rnds2_epu32(s1, s0, k);
+			s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(k, 0x0E));
+		}
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+	}
+	t = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
+	s1 = _mm_shuffle_epi32(s1, 0xB1);  /* DCHG */
+	s0 = _mm_blend_epi16(t, s1, 0xF0); /* DCBA */
+	s1 = _mm_alignr_epi8(s1, t, 8);    /* HGFE */
+	_mm_storeu_si128((__m128i *)&h[0], s0);
+	_mm_storeu_si128((__m128i *)&h[4], s1);
+}
+
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+/* 1 when the CPU has the SHA extensions (and SSSE3, SSE4.1): what glibc's
+ * loader read with CPUID at start-up (a CPUID here would be a VM exit in a
+ * guest, about 10 us). */
+static int have_shani(void)
+{
+	return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SSSE3);
+}
+#else
+/* The same from CPUID, asked once (an older glibc). */
+static int have_shani(void)
+{
+	static int known = -1;
+	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (v < 0) {
+		unsigned a, b, c, d;
+		v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1) && __get_cpuid(1, &a, &b, &c, &d) &&
+		    (c >> 19 & 1) && (c >> 9 & 1);
+		__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+#endif
+#endif
+
+/* n 64-byte blocks into the state. */
+static void compress_blocks(uint32_t h[8], const uint8_t *p, size_t n)
+{
+#ifdef HAVE_SHANI_CODE
+	if (have_shani()) {
+		compress_shani(h, p, n);
+		return;
+	}
+#endif
+	for (; n; n--, p += 64)
+		compress(h, p);
+}
+
 void jit_sha256_init(JitSha256 *s)
 {
 	static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -72,11 +163,12 @@ void jit_sha256_update(JitSha256 *s, const void *data, size_t n)
 		s->nbuf += take, p += take, n -= take;
 		if (s->nbuf < 64)
 			return;
-		compress(s->h, s->buf);
+		compress_blocks(s->h, s->buf, 1);
 		s->nbuf = 0;
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		compress(s->h, p);
+	compress_blocks(s->h, p, n / 64);
+	p += n / 64 * 64;
+	n %= 64;
 	memcpy(s->buf, p, n);
 	s->nbuf = n;
 }
@@ -84,15 +176,11 @@ void jit_sha256_update(JitSha256 *s, const void *data, size_t n)
 void jit_sha256_final(JitSha256 *s, uint8_t out[32])
 {
 	uint64_t bits = s->len * 8;
-	uint8_t pad = 0x80;
-	jit_sha256_update(s, &pad, 1);
-	pad = 0;
-	while (s->nbuf != 56)
-		jit_sha256_update(s, &pad, 1);
-	uint8_t len[8];
+	uint8_t pad[72] = {0x80}; /* 0x80, zeros to 56 mod 64, the length in bits */
+	size_t npad = (s->nbuf < 56 ? 56 : 120) - s->nbuf;
 	for (int i = 0; i < 8; i++)
-		len[i] = (uint8_t)(bits >> (56 - 8 * i));
-	jit_sha256_update(s, len, 8);
+		pad[npad + i] = (uint8_t)(bits >> (56 - 8 * i));
+	jit_sha256_update(s, pad, npad + 8);
 	for (int i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(s->h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);

@@ -25,6 +25,7 @@ PROG = "python -m ctriton"
 _CACHE_MAGIC = b"ctriton-cache 4\n"  # jit/cache.c
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _TMP = re.compile(r"^tmp\.[0-9a-f]{64}\.\d+\.\d+$")
+_INDEX_KEY = re.compile(r"^[0-9a-f]{32}-[0-9a-f]+$")  # jit_content_key
 
 
 # -- run, dump -------------------------------------------------------------------
@@ -104,13 +105,15 @@ def read_entry(path):
 
 
 def scan_cache(root):
-    """(kernels, autotune files, stray temporaries) of the cache at root:
-    kernels as (key, entry), the others as (path, size)."""
-    kernels, tuned, temps = [], [], []
+    """(kernels, autotune files, stray temporaries, source index entries) of
+    the cache at root: kernels as (key, entry), the others as (path, size).
+    The source index (source-index/, runtime/jit.py) holds what a new
+    process would otherwise read from the kernels' files."""
+    kernels, tuned, temps, index = [], [], [], []
     try:
         names = sorted(os.listdir(root))
     except OSError:
-        return kernels, tuned, temps
+        return kernels, tuned, temps, index
     for n in names:
         p = os.path.join(root, n)
         if _KEY.match(n) and os.path.isfile(p):
@@ -127,7 +130,19 @@ def scan_cache(root):
                     tuned.append((p, os.path.getsize(p)))
                 except OSError:
                     pass
-    return kernels, tuned, temps
+    idir = os.path.join(root, "source-index")
+    try:
+        inames = sorted(os.listdir(idir))
+    except OSError:
+        inames = []
+    for n in inames:
+        p = os.path.join(idir, n)
+        if (n.startswith("tmp.") or _INDEX_KEY.match(n)) and os.path.isfile(p):
+            try:
+                index.append((p, os.path.getsize(p)))
+            except OSError:
+                pass
+    return kernels, tuned, temps, index
 
 
 def _human(n):
@@ -157,11 +172,11 @@ def cmd_cache(argv):
     sub.add_parser("size", help="how many entries and bytes", description="How many kernels "
                    "and autotuning results the cache holds, and their bytes.")
     sub.add_parser("clear", help="remove every entry", description="Removes every kernel "
-                   "entry and autotuning result (only files in ctriton's cache formats; other "
-                   "files in the directory are left alone).")
+                   "entry, autotuning result and source index entry (only files in ctriton's "
+                   "cache formats; other files in the directory are left alone).")
     a = ap.parse_args(argv)
     root = cache_root()
-    kernels, tuned, temps = scan_cache(root)
+    kernels, tuned, temps, index = scan_cache(root)
 
     if a.action == "list":
         kernels.sort(key=lambda ke: -ke[1]["mtime"])
@@ -185,13 +200,16 @@ def cmd_cache(argv):
     if a.action == "size":
         kb = sum(e["size"] for _, e in kernels)
         tb = sum(s for _, s in tuned)
+        ib = sum(s for _, s in index)
         print(f"{root}: {len(kernels)} kernels ({_human(kb)}), {len(tuned)} autotuning "
-              f"results ({_human(tb)}); {_human(kb + tb + sum(s for _, s in temps))} in all")
+              f"results ({_human(tb)}), {len(index)} source index entries ({_human(ib)}); "
+              f"{_human(kb + tb + ib + sum(s for _, s in temps))} in all")
         return 0
 
     # clear
     removed, freed, failed = 0, 0, []
-    for path, size in [(os.path.join(root, k), e["size"]) for k, e in kernels] + tuned + temps:
+    for path, size in [(os.path.join(root, k), e["size"]) for k, e in kernels] + tuned + temps + \
+            index:
         try:
             os.unlink(path)
             removed += 1
@@ -206,6 +224,10 @@ def cmd_cache(argv):
             os.rmdir(dirpath)  # only empty folders go
         except OSError:
             pass
+    try:
+        os.rmdir(os.path.join(root, "source-index"))  # when empty
+    except OSError:
+        pass
     print(f"removed {removed} files ({_human(freed)}) from {root}")
     for f in failed:
         print(f"cannot remove {f}", file=sys.stderr)
@@ -281,7 +303,7 @@ def gather_info():
     info["libdevice"] = _toolkit.libdevice_path() or "not found (GPU math functions fail)"
     info["disassembler"] = _toolkit.disassembler_path() or "not found (asm['sass'] fails)"
     root = cache_root()
-    kernels, tuned, _ = scan_cache(root)
+    kernels, tuned, _, _ = scan_cache(root)
     info["cache"] = (f"{root} ({len(kernels)} kernels, "
                      f"{_human(sum(e['size'] for _, e in kernels) + sum(s for _, s in tuned))})")
     return info

@@ -15,6 +15,8 @@ manager restoring its values and environment), ``copy()``, ``reset()``,
 import contextlib
 import os
 
+from . import _C
+
 # importlib, re, shutil and subprocess are imported where a knob needs them:
 # `import ctriton` reads no knob that does.
 
@@ -47,14 +49,23 @@ def getenv(key, default=None):
     A CTRITON_X that only mirrors a knob's assignment is dropped once
     TRITON_X is gone (removed by whoever restores the environment, as
     monkeypatch or Triton's test fixtures do, which know only TRITON_X)."""
-    ck = _ctriton_key(key)
-    if ck is not None and ck in os.environ:
-        if key not in os.environ and ck in _mirrored and os.environ[ck] == _mirrored[ck]:
-            os.environ.pop(ck, None)
-            _mirrored.pop(ck, None)
-        else:
-            return os.environ[ck]
-    return os.environ.get(key, default)
+    ck = "C" + key if key.startswith("TRITON_") else None  # _ctriton_key, inline
+    if ck is not None:
+        v = _environ(ck)
+        if v is not None:
+            if ck in _mirrored and v == _mirrored[ck] and _environ(key) is None:
+                os.environ.pop(ck, None)
+                _mirrored.pop(ck, None)
+            else:
+                return v
+    v = _environ(key)
+    return default if v is None else v
+
+
+# os.environ.get(name) without os.environ's Python-level encoding and
+# KeyError, from the C library's environment that os.environ keeps in step
+# (a new process's first compile reads a dozen variables)
+_environ = _C.getenv
 
 
 def setenv(key, value):
@@ -309,7 +320,6 @@ class base_knobs:
 
 
 def _default_cache_dir():
-    from . import _C
     return _C.cache_root()
 
 
@@ -446,7 +456,6 @@ def _launch_hooks_changed():
     rt = globals().get("runtime")
     if rt is None:  # the module is being set up
         return
-    from . import _C
     if _hook_set(rt.launch_enter_hook) or _hook_set(rt.launch_exit_hook):
         from .runtime.jit import _launch_enter, _launch_exit
         _C.set_launch_hooks(_launch_enter, _launch_exit)

@@ -3,14 +3,9 @@
  * ptxas, sha256, cache_get, cache_put, cache_root, cuda_probe,
  * cuda_attribute, cuda_context_device, cuda_set_device, ptxas_path,
  * set_pkg_ptxas, libdevice_path,
- * llvm_version). Each releases the GIL while jit/ works. build_key()
- * names the compiler build in cache keys.
+ * llvm_version), and getenv. Each releases the GIL while jit/ works. The
+ * parts of the cache keys made in C are in key.c.
  */
-#include <dirent.h>
-#include <dlfcn.h>
-#include <link.h>
-#include <sys/stat.h>
-
 #include "runtime.h"
 
 /* ------------------------------------------------------------------------- */
@@ -309,9 +304,35 @@ PyObject *py_sha256(PyObject *self, PyObject *arg)
 	return PyUnicode_FromString(hex);
 }
 
+/* getenv(name) -> the value of the environment variable, or None: the C
+ * library's environment, which os.environ keeps in step (its assignments
+ * and deletions call setenv and unsetenv), read without os.environ's
+ * Python-level encoding and KeyError: a knob read costs a tenth. */
+PyObject *py_getenv(PyObject *self, PyObject *arg)
+{
+	if (!PyUnicode_Check(arg)) {
+		PyErr_SetString(PyExc_TypeError, "getenv: the name must be a str");
+		return NULL;
+	}
+	Py_ssize_t n;
+	const char *name = PyUnicode_AsUTF8AndSize(arg, &n);
+	if (!name)
+		return NULL;
+	if (strlen(name) != (size_t)n || !n || strchr(name, '=')) {
+		PyErr_SetString(PyExc_ValueError, "getenv: illegal environment variable name");
+		return NULL;
+	}
+	const char *v = getenv(name);
+	if (!v)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(v);
+}
+
 /* cache_get(root, key, names=None) -> dict name -> bytes for every blob of
  * the entry (None for those not in names: present, not read), None (miss)
- * or False (corrupt, removed). */
+ * or False (corrupt, removed). The blobs are read straight into their bytes
+ * objects (jit_cache_open/read): one copy, no other buffer's fresh pages to
+ * fault in (a 30 KB cubin costs a dozen page faults a copy). */
 PyObject *py_cache_get(PyObject *self, PyObject *args)
 {
 	const char *root, *key;
@@ -330,26 +351,45 @@ PyObject *py_cache_get(PyObject *self, PyObject *args)
 				return NULL;
 			}
 	}
-	JitBlob *blobs = NULL;
-	int n = 0, rc;
+	JitEntry entry, *e = &entry; /* on the stack: pages a process has touched already */
+	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = jit_cache_get(root, key, seq ? want : NULL, nwant, &blobs, &n);
+	rc = jit_cache_open(root, key, e);
 	Py_END_ALLOW_THREADS
+	PyObject *d = NULL;
+	if (rc == JIT_CACHE_HIT && (d = PyDict_New())) {
+		for (int i = 0; i < e->n && d; i++) {
+			int take = !seq;
+			for (int j = 0; j < nwant && !take; j++)
+				take = !strcmp(e->blobs[i].name, want[j]);
+			PyObject *b = take ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)e->blobs[i].len)
+					   : Py_NewRef(Py_None);
+			if (b && take) {
+				int bad;
+				char *dst = PyBytes_AsString(b);
+				Py_BEGIN_ALLOW_THREADS
+				bad = jit_cache_read(e, i, dst);
+				Py_END_ALLOW_THREADS
+				if (bad) {
+					Py_CLEAR(b);
+					Py_CLEAR(d);
+					rc = JIT_CACHE_CORRUPT;
+					break;
+				}
+			}
+			if (!b || PyDict_SetItemString(d, e->blobs[i].name, b) < 0)
+				Py_CLEAR(d);
+			Py_XDECREF(b);
+		}
+		jit_cache_close(e, rc == JIT_CACHE_CORRUPT);
+	} else if (rc == JIT_CACHE_HIT) {
+		jit_cache_close(e, 0);
+	}
 	Py_XDECREF(seq);
 	if (rc == JIT_CACHE_MISS)
 		Py_RETURN_NONE;
 	if (rc == JIT_CACHE_CORRUPT)
 		Py_RETURN_FALSE;
-	PyObject *d = PyDict_New();
-	for (int i = 0; d && i < n; i++) {
-		PyObject *b = blobs[i].data ? PyBytes_FromStringAndSize(blobs[i].data,
-									 (Py_ssize_t)blobs[i].len)
-					    : Py_NewRef(Py_None);
-		if (!b || PyDict_SetItemString(d, blobs[i].name, b) < 0)
-			Py_CLEAR(d);
-		Py_XDECREF(b);
-	}
-	jit_blobs_free(blobs, n);
 	return d;
 }
 
@@ -469,167 +509,4 @@ PyObject *py_cuda_set_device(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	Py_RETURN_NONE;
-}
-
-/* ------------------------------------------------------------------------- */
-/* build_key: what names this build of the compiler in cache keys            */
-/* ------------------------------------------------------------------------- */
-
-/* The GNU build id (a hash of the linked file, made by the linker) of the
- * loaded object that holds addr. */
-typedef struct BuildId {
-	uintptr_t addr;
-	unsigned char id[64];
-	size_t n;   /* 0: none found */
-	int found;  /* the object was found */
-} BuildId;
-
-static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
-{
-	BuildId *q = data;
-	int mine = 0;
-	for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		mine = ph->p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph->p_memsz;
-	}
-	if (!mine)
-		return 0;
-	q->found = 1;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_NOTE)
-			continue;
-		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-		const unsigned char *end = p + ph->p_memsz;
-		while (p + sizeof(ElfW(Nhdr)) <= end) {
-			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-			const unsigned char *name = p + sizeof *nh;
-			const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
-			if (desc + nh->n_descsz > end)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    !memcmp(name, "GNU", 4) && nh->n_descsz <= sizeof q->id) {
-				memcpy(q->id, desc, nh->n_descsz);
-				q->n = nh->n_descsz;
-				return 1;
-			}
-			p = desc + ((nh->n_descsz + 3) & ~3u);
-		}
-	}
-	return 1;
-}
-
-/* Hashes the file at path (the extension without a build id). */
-static int hash_file(JitSha256 *s, const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	char buf[65536];
-	size_t got;
-	while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-		jit_sha256_update(s, buf, got);
-	fclose(f);
-	return 0;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Hashes the path (below the walk's root), size and modification time of
- * every .py file under dir, in name order; __pycache__ and dot files are
- * skipped. */
-static void hash_tree(JitSha256 *s, const char *dir, const char *rel, int depth)
-{
-	DIR *d = depth < 8 ? opendir(dir) : NULL;
-	if (!d)
-		return;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.' || !strcmp(e->d_name, "__pycache__"))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 32;
-			char **nn = realloc(names, cap * sizeof *names);
-			if (!nn)
-				break;
-			names = nn;
-		}
-		if ((names[n] = strdup(e->d_name)))
-			n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof *names, cmp_names);
-	for (size_t i = 0; i < n; i++) {
-		char path[4096], sub[4096];
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		snprintf(sub, sizeof sub, "%s/%s", rel, names[i]);
-		struct stat st;
-		if (stat(path, &st) == 0) {
-			size_t len = strlen(names[i]);
-			if (S_ISDIR(st.st_mode)) {
-				hash_tree(s, path, sub, depth + 1);
-			} else if (S_ISREG(st.st_mode) && len > 3 && !strcmp(names[i] + len - 3, ".py")) {
-				char line[4200];
-				int k = snprintf(line, sizeof line, "%s %lld %lld.%09ld\n", sub,
-						 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-						 (long)st.st_mtim.tv_nsec);
-				jit_sha256_update(s, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
-			}
-		}
-		free(names[i]);
-	}
-	free(names);
-}
-
-/* build_key(dirs) -> hex SHA-256 of the extension's build id (its contents
- * when it has none) and of the path, size and modification time of every
- * .py file under each of dirs (the Python half of the compiler). No file is
- * read: a new process names the build in tens of microseconds. */
-PyObject *py_build_key(PyObject *self, PyObject *dirs)
-{
-	PyObject *seq = PySequence_Tuple(dirs);
-	if (!seq)
-		return NULL;
-	JitSha256 s;
-	jit_sha256_init(&s);
-	BuildId q = {.addr = (uintptr_t)(void *)py_build_key};
-	dl_iterate_phdr(find_build_id, &q);
-	if (q.n) {
-		jit_sha256_update(&s, "build-id ", 9);
-		jit_sha256_update(&s, q.id, q.n);
-	} else {
-		Dl_info info;
-		if (!dladdr((void *)py_build_key, &info) || !info.dli_fname ||
-		    hash_file(&s, info.dli_fname) < 0) {
-			Py_DECREF(seq);
-			PyErr_SetString(PyExc_OSError, "cannot identify the ctriton._C build");
-			return NULL;
-		}
-	}
-	for (Py_ssize_t i = 0; i < PyTuple_Size(seq); i++) {
-		const char *dir = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(seq, i), NULL);
-		if (!dir) {
-			Py_DECREF(seq);
-			return NULL;
-		}
-		char tag[16];
-		int k = snprintf(tag, sizeof tag, "\ndir %zd\n", i);
-		jit_sha256_update(&s, tag, (size_t)k);
-		Py_BEGIN_ALLOW_THREADS
-		hash_tree(&s, dir, ".", 0);
-		Py_END_ALLOW_THREADS
-	}
-	Py_DECREF(seq);
-	uint8_t out[32];
-	jit_sha256_final(&s, out);
-	char hex[65];
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", out[i]);
-	return PyUnicode_FromString(hex);
 }

@@ -29,9 +29,8 @@ static PyMethodDef methods[] = {
 	 "or False (corrupt, removed)"},
 	{"cache_put", py_cache_put, METH_VARARGS, "cache_put(root, key, {name: bytes|str})"},
 	{"cache_root", py_cache_root, METH_NOARGS, "the on-disk cache directory"},
-	{"build_key", py_build_key, METH_O,
-	 "build_key(dirs) -> hex digest of the extension's build id and the .py files under dirs "
-	 "(path, size, mtime)"},
+	{"getenv", py_getenv, METH_O,
+	 "getenv(name) -> the environment variable's value (as os.environ has it), or None"},
 	{"cuda_probe", py_cuda_probe, METH_NOARGS,
 	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
 	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,
@@ -40,6 +39,25 @@ static PyMethodDef methods[] = {
 	 "cuda_context_device() -> the device of this thread's current context, -1 when none"},
 	{"cuda_set_device", py_cuda_set_device, METH_VARARGS,
 	 "cuda_set_device(device): makes the device's primary context current on this thread"},
+	/* key.c */
+	{"key_digest", py_key_digest, METH_O,
+	 "key_digest(data) -> hex SHA-256 of nested None/bool/int/float/str/bytes/tuple/list/dict "
+	 "(dicts in key order), @jit functions by cache_key, other objects by type and repr"},
+	{"global_key", py_global_key, METH_VARARGS,
+	 "global_key(code, scope, self, jit_type, files, head) -> the cache key of a @jit function: "
+	 "sha256 of head and of the callees, constexprs and numbers its code reads from scope"},
+	{"code_fingerprint", py_code_fingerprint, METH_O,
+	 "code_fingerprint(code) -> a key of the code's name and of the first lines and line tables "
+	 "of it and of the code nested in it"},
+	{"content_key", py_content_key, METH_O,
+	 "content_key(bytes or path) -> a key naming the bytes, or the file's contents, by a "
+	 "128-bit hash and the length"},
+	{"source_index", py_source_index, METH_VARARGS,
+	 "source_index(root, path) -> (content_key(path), the 'index' blob of that entry under root "
+	 "or None)"},
+	{"build_key", py_build_key, METH_O,
+	 "build_key(dirs) -> hex digest of the extension's build id and the .py files under dirs "
+	 "(path, size, mtime)"},
 	/* launch.c */
 	{"set_backend", py_set_backend, METH_VARARGS, "set_backend(kind, stream_fn)"},
 	{"set_launch_hooks", py_set_launch_hooks, METH_VARARGS,

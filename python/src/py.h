@@ -13,8 +13,8 @@
  * _C.ast_to_ttir and _C.builtin_table, declared in its interface. */
 #include "python/frontend/frontend.h"
 
-/* ---- the launch path: specialize.c, launch.c, bindings.c (their private
- * interface is runtime.h) -------------------------------------------------
+/* ---- the launch path: specialize.c, launch.c, bindings.c, key.c (their
+ * private interface is runtime.h) -----------------------------------------
  * Types: KernelRuntime (per @jit function: rt[grid](*args) launches),
  * Binary (one compiled variant). */
 /* launch.c */
@@ -35,10 +35,17 @@ PyObject *py_sha256(PyObject *self, PyObject *arg);
 PyObject *py_cache_get(PyObject *self, PyObject *args);
 PyObject *py_cache_put(PyObject *self, PyObject *args);
 PyObject *py_cache_root(PyObject *self, PyObject *unused);
-PyObject *py_build_key(PyObject *self, PyObject *dirs);
+PyObject *py_getenv(PyObject *self, PyObject *arg);
 PyObject *py_cuda_probe(PyObject *self, PyObject *unused);
 PyObject *py_cuda_attribute(PyObject *self, PyObject *args);
 PyObject *py_cuda_context_device(PyObject *self, PyObject *unused);
 PyObject *py_cuda_set_device(PyObject *self, PyObject *args);
+/* key.c */
+PyObject *py_key_digest(PyObject *self, PyObject *arg);
+PyObject *py_global_key(PyObject *self, PyObject *args);
+PyObject *py_code_fingerprint(PyObject *self, PyObject *code);
+PyObject *py_content_key(PyObject *self, PyObject *arg);
+PyObject *py_source_index(PyObject *self, PyObject *args);
+PyObject *py_build_key(PyObject *self, PyObject *dirs);
 
 #endif

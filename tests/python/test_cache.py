@@ -47,7 +47,8 @@ def test_hit_in_new_process(cache_dir):
 
 def test_corrupt_entry_recompiled(cache_dir):
     child(100)
-    entries = [d for d in os.listdir(cache_dir) if not d.startswith("tmp.")]
+    entries = [d for d in os.listdir(cache_dir)
+               if not d.startswith("tmp.") and os.path.isfile(cache_dir / d)]  # not source-index/
     assert len(entries) == 1
     path = os.path.join(cache_dir, entries[0])
     with open(path, "rb") as f:

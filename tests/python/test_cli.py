@@ -99,6 +99,7 @@ def test_dump_command(capsys):
 
 
 def test_cache_list_size_clear(cache_dir, capsys):
+    K.add_kernel._source, K.add_kernel.hash = None, None  # read again: into the source index
     compile_add(64)
     compile_add(128)
     tuned = cache_dir / "autotune" / "ab" / ("ab" + "0" * 62)
@@ -118,9 +119,10 @@ def test_cache_list_size_clear(cache_dir, capsys):
     assert cli.main(["cache", "size"]) == 0
     out = capsys.readouterr().out
     assert "2 kernels" in out and "1 autotuning results" in out
+    assert "1 source index entries" in out  # the file of add_kernel
 
     assert cli.main(["cache", "clear"]) == 0
-    assert "removed 3 files" in capsys.readouterr().out
+    assert "removed 4 files" in capsys.readouterr().out
     assert sorted(os.listdir(cache_dir)) == sorted(["notes.txt", "f" * 64])
     assert cli.main(["cache", "size"]) == 0
     assert "0 kernels" in capsys.readouterr().out

@@ -178,11 +178,18 @@ def test_cache_chaos(chaos_dir):
 
     # the directory is private; every entry is complete and its key's own
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
-    entries = [f for f in os.listdir(root) if not f.startswith("tmp.")]
+    entries = [f for f in os.listdir(root) if not f.startswith("tmp.") and f != "source-index"]
     for f in entries:
         assert stat.S_IMODE(os.stat(root / f).st_mode) == 0o600
         r = _C.cache_get(str(root), f)
         assert isinstance(r, dict), f
+    # the kernels' source index (runtime/jit.py) is entries of the same kind
+    index = root / "source-index"
+    assert stat.S_IMODE(os.stat(index).st_mode) == 0o700
+    for f in os.listdir(index):
+        if not f.startswith("tmp."):
+            assert stat.S_IMODE(os.stat(index / f).st_mode) == 0o600
+            assert isinstance(_C.cache_get(str(index), f), dict), f
     blob_keys = {blob_key(f"shared{i}") for i in range(SHARED_KEYS)}
     for k in blob_keys & set(entries):
         assert _C.cache_get(str(root), k) == blob_content(k)

@@ -12,18 +12,24 @@ runs 2-3 in one call):
                 in Triton's MLIR spelling and in ctriton's form (ct.ttir,
                 ct.ttgir).
 Disk cache: knobs.cache.dir ($CTRITON_CACHE_DIR or $TRITON_CACHE_DIR,
-default ~/.cache/ctriton), one entry per
-sha256 of (compiler build, source + callees + constexpr globals,
-specialization, options, target; for CUDA the contents of the extern_libs
-bitcode files). Entries are checksummed; a corrupt one is
-recompiled with a warning. CTRITON_DUMP=ttir,llir,... prints stages to stderr;
-an entry after:PASS (after:all for every pass) prints the form after that pass
-of the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
-compile() bypass the cache read, since only stage texts are cached.
-recompiled with a warning. The compiler build is named by the extension's
+default ~/.cache/ctriton), one entry per key: _C.key_digest (SHA-256 of
+the parts, dicts in key order) of the compiler build, the kernel's
+ASTSource.hash (its cache_key: source, callees, constexpr and number
+globals; the signature, constexprs and attrs), the options, the target, the
+backend's environment settings (KEY_ENV) and, for CUDA, the contents of the
+extern_libs bitcode files. The compiler build is named by the extension's
 link-time build id and the path, size and mtime of the compiler's .py files
-(_C.build_key: nothing is read). An entry's metadata is a marshal'ed dict
-(as in .pyc files: no JSON to import or parse on a hit). CTRITON_DUMP=ttir,llir,... prints stages to stderr.
+(_C.build_key: nothing is read). Entries are checksummed; a corrupt one is
+recompiled with a warning. An entry's metadata is a marshal'ed dict (as in
+.pyc files: no JSON to import or parse on a hit), first in the entry with
+the cubin, which a hit reads with the header. A new process finds the
+kernel's source through the source index (runtime/jit.py): each source
+file is read and hashed once, its lines are not split.
+
+CTRITON_DUMP=ttir,llir,... prints stages to stderr, also on a hit; an entry
+after:PASS (after:all for every pass) prints the form after that pass of
+the pipeline (the pass table: _C.pass_table(), jit/pipeline.c) and makes
+compile() bypass the cache read, since only stage texts are cached.
 CTRITON_TIMING=1 prints one line per compile() to stderr with the wall time
 of each stage in milliseconds (also in CompiledKernel.times).
 """
@@ -33,8 +39,9 @@ import sys
 import time
 from _collections_abc import MutableMapping
 
-from .. import _C
+from .. import _C, knobs
 from ..backends.compiler import GPUTarget
+from ..runtime.driver import driver
 
 CACHE_FORMAT = 5
 # CompiledKernel.asm's texts. "ttir" and "ttgir" are in Triton's MLIR
@@ -43,6 +50,7 @@ CACHE_FORMAT = 5
 # textual form, which parses back (a .ttir file) and which the CPU's cache
 # hits recompile from.
 STAGES = ("ttir", "ct.ttir", "ttgir", "ct.ttgir", "llir", "ptx", "asm")
+_ASM_NAMES = frozenset(STAGES + ("cubin",))  # a cache entry's blobs that CompiledKernel.asm holds
 
 # Launch/compile options and their defaults (a subset of Triton's CUDAOptions;
 # the others are accepted and recorded). extern_libs ({name: bitcode path}):
@@ -65,7 +73,7 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
 
 
 # Environment variables that change what the backend emits: part of the key.
-KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")
+KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")  # compile() reads both
 
 
 class CompileError(RuntimeError):
@@ -157,10 +165,9 @@ def parse_options(options, backend="cuda"):
                            f"({', '.join(DEFAULT_OPTIONS)}, ...)")
         if v is not None or k in DEFAULT_OPTIONS:
             opts[k] = v if v is not None else DEFAULT_OPTIONS.get(k)
-    from .. import knobs
     if knobs.runtime.debug:
         opts["debug"] = True
-    if os.environ.get("CTRITON_SANITIZE", "0") not in ("", "0"):
+    if _C.getenv("CTRITON_SANITIZE") not in (None, "", "0"):
         opts["sanitize"] = True
     opts["sanitize"] = bool(opts["sanitize"])
     if "extern_libs" in opts:
@@ -174,6 +181,7 @@ def parse_options(options, backend="cuda"):
 
 
 _build_hash = None
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def extension_id(path):
@@ -213,9 +221,7 @@ def compiler_build_hash():
     packages (what the frontend compiles and what drives it)."""
     global _build_hash
     if _build_hash is None:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        _build_hash = _C.build_key([os.path.join(root, "language"),
-                                    os.path.join(root, "compiler")])
+        _build_hash = _C.build_key((_PKG + "/language", _PKG + "/compiler"))
     return _build_hash
 
 
@@ -240,18 +246,17 @@ class ASTSource:
         self.name = fn.__name__
 
     def hash(self):
-        body = repr([self.fn.cache_key, sorted((k, repr(v)) for k, v in self.signature.items()),
-                     sorted((repr(k), repr(v)) for k, v in self.constexprs.items()),
-                     sorted((repr(k), repr(v)) for k, v in self.attrs.items())])
-        return _C.sha256(body)
+        """sha256 of the function's cache_key and of the signature,
+        constexprs and attrs (_C.key_digest: by value, dicts in key order,
+        a @jit function, the constexpr of a higher-order kernel, by its
+        cache_key)."""
+        return _C.key_digest((self.fn.cache_key, self.signature, self.constexprs, self.attrs))
 
     def launch_signature(self):
         """Per parameter in order: its type string ("constexpr" when dropped)."""
-        out = []
-        for name in self.fn.arg_names:
-            t = self.signature.get(name, "constexpr")
-            out.append("constexpr" if name in self.constexprs else t)
-        return out
+        sig, cx = self.signature, self.constexprs
+        return ["constexpr" if name in cx else sig.get(name, "constexpr")
+                for name in self.fn.arg_names]
 
     def kernel_name(self):
         """The name the kernel gets: the jit's repr= of this specialization
@@ -368,9 +373,12 @@ class CachedAsm(MutableMapping):
 
     def __init__(self, root, key, entry):
         self._root, self._key = root, key
-        self._names = [n for n in entry if n in STAGES or n == "cubin"]
-        self._d = {n: self._value(n, v) for n, v in entry.items()
-                   if v is not None and n in self._names}
+        self._names = [n for n in entry if n in _ASM_NAMES]
+        self._d = {}
+        for n in self._names:
+            v = entry[n]
+            if v is not None:
+                self._d[n] = v if n == "cubin" else v.decode()
 
     @staticmethod
     def _value(name, blob):
@@ -391,6 +399,14 @@ class CachedAsm(MutableMapping):
 
     def __contains__(self, name):
         return name in self._names
+
+    def get(self, name, default=None):
+        if name in self._d:
+            return self._d[name]
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
     def __setitem__(self, name, value):
         self._d[name] = value
@@ -450,7 +466,6 @@ class CompiledKernel:
             # The image is loaded on each device at the first launch there
             # (shared memory and threads checked against that device: an
             # OutOfResources), and unloaded when the Binary dies.
-            from ..runtime.driver import driver
             active = driver.active
             if active.backend != "cuda":
                 raise RuntimeError(f"kernel {self.name} was compiled for CUDA but the active "
@@ -493,7 +508,7 @@ class CompiledKernel:
 def _dump_request():
     """(stages, passes) asked for by CTRITON_DUMP: stage names, and the
     comma-separated pass names of its after:PASS entries (None: none)."""
-    want = os.environ.get("CTRITON_DUMP", "")
+    want = _C.getenv("CTRITON_DUMP")
     if not want:
         return (), None
     if want in ("1", "all"):
@@ -524,8 +539,10 @@ def _dump_passes(name, dumps):
     sys.stderr.flush()
 
 
-def _dump(name, asm, cached):
-    stages, _ = _dump_request()
+def _dump(name, asm, cached, stages):
+    """Prints the stages CTRITON_DUMP named (_dump_request) to stderr."""
+    if not stages:
+        return
     for s in stages:
         text = asm.get(s)
         if text is None:
@@ -541,7 +558,7 @@ def _dump(name, asm, cached):
 
 def _report(name, kind, times, t_start):
     times["total"] = (time.perf_counter() - t_start) * 1e3
-    if os.environ.get("CTRITON_TIMING", "0") not in ("", "0"):
+    if _C.getenv("CTRITON_TIMING") not in (None, "", "0"):
         cells = " ".join(f"{k}={v:.2f}" for k, v in times.items())
         sys.stderr.write(f"ctriton timing: {name} {kind} ms: {cells}\n")
         sys.stderr.flush()
@@ -549,7 +566,6 @@ def _report(name, kind, times, t_start):
 
 def _target_of(target):
     if target is None:
-        from ..runtime.driver import driver
         target = driver.active.get_current_target()
     if target.backend not in ("cuda", "cpu"):
         raise ValueError(f"unsupported target backend {target.backend!r}")
@@ -578,19 +594,19 @@ def compile(src, target=None, options=None, dump_after=None):
     # NVPTX links the extern libraries: their contents are part of the key
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
-    key = _C.sha256(repr([CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(),
-                          sorted((k, repr(v)) for k, v in opts.items()),
-                          [os.environ.get(v, "") for v in KEY_ENV], libs]))
+    key = _C.key_digest((CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(), opts,
+                         _C.getenv(KEY_ENV[0]) or "", _C.getenv(KEY_ENV[1]) or "", libs))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
-    from .. import knobs
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
-    _, env_after = _dump_request()
+    dump_stages, env_after = _dump_request()
     if isinstance(dump_after, (list, tuple)):
         dump_after = ",".join(dump_after)
     if dump_after:
         _check_passes(dump_after.split(","))
-    dump_after = ",".join(x for x in (env_after, dump_after) if x) or None
+    if env_after:
+        dump_after = env_after + "," + dump_after if dump_after else env_after
+    dump_after = dump_after or None
     use_cache = not knobs.compilation.always_compile and not dump_after
     t = time.perf_counter()
     times["key"] = (t - t_start) * 1e3
@@ -627,7 +643,7 @@ def compile(src, target=None, options=None, dump_after=None):
                 raise _compilation_error(r["error"])
             cpu_kernel = r.get("cpu_kernel")
             times.update(r.get("times", {}))
-        _dump(meta["name"], asm, True)
+        _dump(meta["name"], asm, True, dump_stages)
         ck = CompiledKernel(asm, meta, launch_sig or _ir_sig(meta.get("sig")), cpu_kernel)
         times["load"] = (time.perf_counter() - t) * 1e3
         ck.times = times
@@ -666,8 +682,12 @@ def compile(src, target=None, options=None, dump_after=None):
             "launch_pdl": bool(opts.get("launch_pdl")),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}
-    blobs = dict(asm)
-    blobs["meta"] = marshal.dumps(meta, 4)
+    # the metadata and the cubin first: a hit reads them with the header
+    # in one read when they are small
+    blobs = {"meta": marshal.dumps(meta, 4)}
+    if "cubin" in asm:
+        blobs["cubin"] = asm["cubin"]
+    blobs.update(asm)
     t = time.perf_counter()
     try:
         _C.cache_put(root, key, blobs)
@@ -675,7 +695,7 @@ def compile(src, target=None, options=None, dump_after=None):
         import warnings
         warnings.warn(f"ctriton: could not write the kernel cache: {e}", RuntimeWarning)
     times["cache_write"] = (time.perf_counter() - t) * 1e3
-    _dump(name, asm, False)
+    _dump(name, asm, False, dump_stages)
     dumps = [tuple(d) for d in r.get("dumps", ())]
     if env_after:
         wanted = set(env_after.split(","))

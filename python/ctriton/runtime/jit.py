@@ -13,9 +13,10 @@ JITFunction's base class is the extension's KernelRuntime
 binding, specialization key, variant cache lookup, packing and launch
 without a Python frame. It calls back ``_ct_compile`` only on a cache miss.
 """
+import marshal
 import os
 
-from .. import _C
+from .. import _C, knobs
 from .interface import KernelInterface
 from .tensor import TensorWrapper, reinterpret  # noqa: F401  (Triton's names live here)
 from .constexpr_function import constexpr_function  # noqa: F401
@@ -42,7 +43,8 @@ del _b, _v
 
 # Sources are read when first needed, not at decoration, and without
 # inspect/tokenize (whose first use costs milliseconds): see
-# _function_source. inspect is the fallback.
+# _function_source. inspect is the fallback. A new process finds them in the
+# source index (_indexed_source) without splitting the file into lines.
 
 _EMPTY = object()  # no annotation / no default
 
@@ -165,20 +167,7 @@ def _spec_decode(x):
     raise ValueError(f"bad specialization data item {x!r}")
 
 
-def _global_names(code):
-    """The names a code object and the code nested in it (closures,
-    comprehensions) read as globals, attributes or free variables (an
-    enclosing function's, resolved like globals), sorted."""
-    names, todo = set(), [code]
-    while todo:
-        c = todo.pop()
-        names.update(c.co_names)
-        names.update(c.co_freevars)
-        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
-    return sorted(names)
-
-
-_file_lines = {}  # file name -> ((size, mtime), its lines): read once while unchanged
+_file_lines = {}  # file name -> ((size, mtime), its lines, content key): read once while unchanged
 
 
 def _code_lines(code):
@@ -189,6 +178,14 @@ def _code_lines(code):
         if hasattr(c, "co_lines"):
             lines |= _code_lines(c)
     return lines
+
+
+def _lines_fingerprint(code):
+    """What, besides the file's bytes, decides the source _function_source
+    reads: the function's name, and the first line and line table (which
+    co_lines() decodes) of its code object and of the code nested in it,
+    as a key (_C.code_fingerprint)."""
+    return _C.code_fingerprint(code)
 
 
 def _def_line(block, name):
@@ -203,13 +200,15 @@ def _def_line(block, name):
 
 
 def _function_source(fn):
-    """(file, src, starting_line) of fn: src is its text from the `def`
-    line through its body, dedented; starting_line the file line of `def`.
-    The lines come from the file itself, from the code object's first line
-    (the first decorator) through its last one and the lines indented under
-    the `def` that follow, less the def's indentation (no parse, no
-    tokenize); inspect reads the ones this cannot (no file, other
-    encodings)."""
+    """(file, src, starting_line, index key) of fn: src is its text from the
+    `def` line through its body, dedented; starting_line the file line of
+    `def`; index key (the content key of the file's bytes the text came
+    from, _lines_fingerprint) names it in the source index, None when the
+    text came from inspect. The lines come from the file itself, from the
+    code object's first line (the first decorator) through its last one and
+    the lines indented under the `def` that follow, less the def's
+    indentation (no parse, no tokenize); inspect reads the ones this cannot
+    (no file, other encodings)."""
     code = fn.__code__
     try:
         file = code.co_filename
@@ -218,7 +217,8 @@ def _function_source(fn):
         stamp_lines = _file_lines.get(file)
         if stamp_lines is None or stamp_lines[0] != stamp:  # as linecache.checkcache
             with open(file, "rb") as f:
-                stamp_lines = (stamp, f.read().decode("utf-8").splitlines())
+                data = f.read()
+            stamp_lines = (stamp, data.decode("utf-8").splitlines(), _C.content_key(data))
             _file_lines[file] = stamp_lines
         lines = stamp_lines[1]
         first = code.co_firstlineno
@@ -242,6 +242,7 @@ def _function_source(fn):
         later = [n for n in code_lines if n > first + d]
         body_line = block[min(later) - first] if later else ""
         col = len(body_line) - len(body_line.lstrip())
+        index_key = (stamp_lines[2], _lines_fingerprint(code))
     except (OSError, UnicodeDecodeError, IndexError, ValueError):
         import inspect
         import textwrap
@@ -250,10 +251,101 @@ def _function_source(fn):
         block = textwrap.dedent("".join(lines)).splitlines()
         d = _def_line(block, code.co_name)
         col = 1
+        index_key = None
     while block and (not block[-1].strip() or block[-1].lstrip().startswith("#") and
                      len(block[-1]) - len(block[-1].lstrip()) < col):
         block.pop()
-    return file, "\n".join(block[d:]) + "\n", first + d
+    return file, "\n".join(block[d:]) + "\n", first + d, index_key
+
+
+# -- the source index -----------------------------------------------------
+# A new process would split each kernel's file into lines to find its
+# source (tens of microseconds per function). The index, an entry of the
+# kernel cache's format under <cache dir>/source-index named by the content
+# key of a source file's bytes, holds what _function_source read from those
+# bytes: {_lines_fingerprint: (sha256 of src, starting_line, src)}. A
+# lookup reads the file once (the content key, in C) and the entry; what
+# it finds is what _function_source would read, since both follow from the
+# same bytes and the same line tables. A changed file has another key; an
+# entry that fails its checksums is removed by cache_get; one that does not
+# hold that shape is not used.
+
+_INDEX_VERSION = 2
+
+
+def _index_root():
+    return knobs.cache.dir + "/source-index"
+
+
+def _index_fns(blob, ckey):
+    """The functions of an index entry's blob for content key ckey ({}
+    when there is none or it is not a valid entry)."""
+    if blob is not None:
+        try:
+            d = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        if type(d) is dict and d.get("version") == _INDEX_VERSION and \
+                d.get("content") == ckey and type(d.get("fns")) is dict:
+            return d["fns"]
+    return {}
+
+
+def _index_read(root, ckey):
+    try:
+        entry = _C.cache_get(root, ckey, ("index",))
+    except (OSError, ValueError):
+        return {}
+    return _index_fns(entry.get("index") if entry else None, ckey)
+
+
+def _index_hit(fns, fp):
+    """fns[fp] as (sha256 of src, starting_line, src), None unless it is one."""
+    v = fns.get(fp)
+    if type(v) is tuple and len(v) == 3 and type(v[0]) is str and len(v[0]) == 64 and \
+            type(v[1]) is int and type(v[2]) is str:
+        return v
+    return None
+
+
+def _indexed_source(fn, files):
+    """(file, src, starting_line, sha256 of src) of fn from the source
+    index, or None. files memoizes each file's (index root, content key,
+    index functions) for the callees of one cache_key."""
+    code = fn.__code__
+    file = code.co_filename
+    memo = files.get(file)
+    if memo is None:
+        try:
+            root = _index_root()
+            ckey, blob = _C.source_index(root, file)
+        except (OSError, TypeError, ValueError):  # no such file (<stdin>, a zip)
+            files[file] = False
+            return None
+        memo = files[file] = (root, ckey, _index_fns(blob, ckey))
+    if memo is False:
+        return None
+    hit = _index_hit(memo[2], _lines_fingerprint(code))
+    return (file, hit[2], hit[1], hit[0]) if hit is not None else None
+
+
+def _index_add(index_key, digest, starting_line, src, files, file):
+    """Records a source _function_source read in the index entry of its
+    file's bytes (errors ignored: the index only saves time)."""
+    ckey, fp = index_key
+    memo = files.get(file)
+    try:
+        if memo and memo[1] == ckey:
+            root, fns = memo[0], memo[2]
+        else:
+            root = _index_root()
+            fns = _index_read(root, ckey)
+            files[file] = (root, ckey, fns)
+        fns[fp] = (digest, starting_line, src)
+        _C.cache_put(root, ckey, {"index": marshal.dumps(
+            {"version": _INDEX_VERSION, "content": ckey, "fns": fns})})
+    except (OSError, ValueError, TypeError):
+        pass
 
 
 def _parameters(fn):
@@ -352,7 +444,7 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     # -- source (what the frontend compiles), read on first use ----------
     def _load_source(self):
         if self._source is None:
-            self._source = _function_source(self.fn)
+            self._source = _function_source(self.fn)[:3]
         return self._source
 
     @property
@@ -433,7 +525,6 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
                 constexprs[name] = bound[name] if name in self.constexpr_params else k
             elif k == "D":
                 attrs[name] = {"divisibility": 16}
-        from .. import knobs
         opts = dict(options)
         if opts.get("debug") is None:
             dbg = self.debug
@@ -577,33 +668,53 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     # -- identity -------------------------------------------------------
     @property
     def cache_key(self):
-        """sha256 of the source and its starting line, the noinline flag, and
-        of what the code reads from its globals (by the names of its code
-        object, also one and two attributes deep into modules and classes):
-        every @jit callee's cache_key and every constexpr or number."""
+        """sha256 of the source's sha256 and its starting line, the noinline
+        flag, and of what the code reads from its globals (by the names of
+        its code object, also one and two attributes deep into modules and
+        classes): every @jit callee's cache_key and every constexpr or
+        number."""
         if self._cache_key is None:
-            self._cache_key = "pending"  # recursion guard
-            file, src, starting_line = self._load_source()
-            parts = [src, str(starting_line), str(self.noinline)]
-            names = _global_names(self.fn.__code__)
-            g = self.__globals__
-
-            def note(dotted, obj, depth):
-                if getattr(obj, "_ctriton_jit", False):
-                    if obj is not self:
-                        parts.append(f"{dotted}:jit:{obj.cache_key}")
-                elif type(obj).__name__ == "constexpr" or isinstance(obj, (bool, int, float, str)):
-                    parts.append(f"{dotted}:={obj!r}")
-                elif depth < 2 and isinstance(obj, (type(os), type)):
-                    d = vars(obj)  # no properties run
-                    for a in names:
-                        if a in d:
-                            note(f"{dotted}.{a}", d[a], depth + 1)
-            for n in names:
-                if n in g:
-                    note(n, g[n], 0)
-            self._cache_key = _C.sha256("\n".join(parts))
+            self._make_cache_key({})
         return self._cache_key
+
+    def _source_digest(self, files):
+        """(sha256 of src, starting_line). The source is what the frontend
+        compiles: loaded here when not yet (from the source index when it
+        holds it), so that a later edit of the file cannot put other text
+        under this key."""
+        if self._source is None:
+            found = _indexed_source(self.fn, files)
+            if found is not None:
+                self._source = found[:3]
+                return found[3], found[2]
+            file, src, starting_line, index_key = _function_source(self.fn)
+            self._source = (file, src, starting_line)
+            digest = _C.sha256(src)
+            if index_key is not None:
+                _index_add(index_key, digest, starting_line, src, files, file)
+            return digest, starting_line
+        return _C.sha256(self._source[1]), self._source[2]
+
+    def _make_cache_key(self, files):
+        self._cache_key = "pending"  # recursion guard
+        try:
+            self._cache_key = self._compute_cache_key(files)
+        except BaseException:
+            self._cache_key = None  # not "pending" for good
+            raise
+
+    def _compute_cache_key(self, files):
+        """sha256 of the lines: the source's sha256, its starting line, the
+        noinline flag, then for each name the code object (and the code
+        nested in it) reads that the globals hold, in name order:
+        "name:jit:<cache_key>" for a @jit callee (its key made first, with
+        the same memo of files), "name:=<repr>" for a constexpr, bool, int,
+        float or str, and the same for those names in a module or class the
+        globals hold, two levels deep ("mod.name", "mod.cls.name"; vars(),
+        no properties run). In C: _C.global_key."""
+        digest, starting_line = self._source_digest(files)
+        return _C.global_key(self.fn.__code__, self.__globals__, self, JITFunction, files,
+                             (digest, str(starting_line), str(self.noinline)))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Cannot call @jit'd function outside of the scope of a kernel")
@@ -617,7 +728,6 @@ def _launch_enter(kernel, compiled, grid, args, stream):
     registered (knobs._launch_hooks_changed): the LazyDict of the launch
     (its kernel's launch_metadata(grid, metadata, args) added), given to
     knobs.runtime.launch_enter_hook; returned for _launch_exit."""
-    from .. import knobs
     from ..compiler.compiler import LazyDict
     if stream is None:
         from .driver import driver
@@ -633,7 +743,6 @@ def _launch_enter(kernel, compiled, grid, args, stream):
 
 def _launch_exit(md):
     """Called by the C launch path after a launch that _launch_enter saw."""
-    from .. import knobs
     hook = knobs.runtime.launch_exit_hook
     if hook is not None:
         hook(md)

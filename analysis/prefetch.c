@@ -460,33 +460,40 @@ static IrValue *run_count(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrValu
 	const AnAxisInfo *f = an_axis_get(ax, v);
 	const IrType *ct = ir_type_like(a->p->ctx, v->type, ir_type(a->p->ctx, TY_I32));
 	IrOp *op = v->def;
-	IrValue *r = NULL;
+	IrValue *r = NULL, *x = NULL, *y = NULL;
 	if (f->constancy[d] >= f->prefix[d] || !op || !ir_is_block(v->type)) {
 		r = ir_select(b, aeval(a, e, v), count_const(b, ct, COUNT_MANY), count_const(b, ct, 0));
 	} else if (op->opc == OP_AND || op->opc == OP_OR) {
-		IrValue *x = run_count(a, e, b, ax, op->ops[0], d), *y = run_count(a, e, b, ax, op->ops[1], d);
-		r = ir_binary(b, op->opc == OP_AND ? OP_MIN : OP_MAX, x, y);
+		if ((x = run_count(a, e, b, ax, op->ops[0], d)) && (y = run_count(a, e, b, ax, op->ops[1], d)))
+			r = ir_binary(b, op->opc == OP_AND ? OP_MIN : OP_MAX, x, y);
 	} else if (op->opc == OP_BROADCAST) {
-		r = ir_broadcast(b, run_count(a, e, b, ax, op->ops[0], d), ct);
+		if ((x = run_count(a, e, b, ax, op->ops[0], d)))
+			r = ir_broadcast(b, x, ct);
 	} else if (op->opc == OP_EXPAND_DIMS) {
 		int axis = (int)ir_op_int(op, "axis", 0);
-		r = ir_expand_dims(b, run_count(a, e, b, ax, op->ops[0], d > axis ? d - 1 : d), axis);
+		if ((x = run_count(a, e, b, ax, op->ops[0], d > axis ? d - 1 : d)))
+			r = ir_expand_dims(b, x, axis);
 	} else if (op->opc == OP_CONVERT_LAYOUT || op->opc == OP_MULTIPLE_OF || op->opc == OP_MAX_CONTIGUOUS ||
 		   op->opc == OP_MAX_CONSTANCY) {
 		r = run_count(a, e, b, ax, op->ops[0], d);
 	} else if (op->opc == OP_CMP) {
-		/* only comparisons the axis info made prefixes get here */
-		bool run_left = !strcmp(ir_op_str(op, "pred", ""), "lt") || !strcmp(ir_op_str(op, "pred", ""), "le");
-		bool incl = !strcmp(ir_op_str(op, "pred", ""), "le") || !strcmp(ir_op_str(op, "pred", ""), "ge");
-		IrValue *x = aeval(a, e, op->ops[0]), *y = aeval(a, e, op->ops[1]);
+		/* only comparisons axis info made prefixes get here: the run on
+		 * the left for lt / le, on the right for gt / ge. Where the
+		 * comparison holds at the run's element, the count is the distance
+		 * to the bound (one more for le / ge), else 0: right for signed and
+		 * unsigned alike */
+		const char *pred = ir_op_str(op, "pred", "");
+		bool run_left = !strcmp(pred, "lt") || !strcmp(pred, "le");
+		bool incl = !strcmp(pred, "le") || !strcmp(pred, "ge");
+		IrValue *px = aeval(a, e, op->ops[0]), *py = aeval(a, e, op->ops[1]);
 		const IrType *it = op->ops[0]->type;
-		IrValue *n = run_left ? ir_binary(b, OP_SUB, y, x) : ir_binary(b, OP_SUB, x, y);
+		IrValue *n = run_left ? ir_binary(b, OP_SUB, py, px) : ir_binary(b, OP_SUB, px, py);
 		n->id = -1;
 		if (incl) {
 			n = ir_binary(b, OP_ADD, n, count_const(b, it, 1));
 			n->id = -1;
 		}
-		n = ir_binary(b, OP_MAX, n, count_const(b, it, 0));
+		n = ir_select(b, aeval(a, e, v), n, count_const(b, it, 0));
 		if (ir_scalar(it)->kind != TY_I32) {
 			n->id = -1;
 			n = ir_binary(b, OP_MIN, n, count_const(b, it, COUNT_MANY));
@@ -495,9 +502,9 @@ static IrValue *run_count(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrValu
 		}
 		r = n;
 	}
-	if (!r) /* not met: a prefix of something else (select, not) */
-		r = ir_select(b, aeval(a, e, v), count_const(b, ct, COUNT_MANY), count_const(b, ct, 0));
-	r->id = -1;
+	/* anything else (a prefix axis info does not make): no count */
+	if (r)
+		r->id = -1;
 	return r;
 }
 
@@ -513,6 +520,8 @@ static IrValue *copy_mask(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrOp *
 	    an_access_vec(ax, L->ops[0], m, cd, true) <= an_access_vec(ax, L->ops[0], m, cd, false))
 		return guarded_mask(p, b, m ? aeval(a, e, m) : NULL, ptr, iv);
 	IrValue *n = run_count(a, e, b, ax, m, cd);
+	if (!n) /* the plain mask: the backend then copies runs it is constant over */
+		return guarded_mask(p, b, aeval(a, e, m), ptr, iv);
 	IrValue *g = guarded_mask(p, b, NULL, ptr, iv);
 	IrValue *r = ir_select(b, g, n, count_const(b, n->type, 0));
 	r->id = -1;

@@ -436,8 +436,10 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 		LLVMValueRef src = nv_reg(nv, p, r);
 		LLVMValueRef sz = nv_i32(nv, bytes);
 		if (count) {
-			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec);
+			/* clamped to [0, vec]: a count past the run (or wrapped) moves the run */
+			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec), z = nv_i32(nv, 0);
 			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
+			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
 			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
 		} else if (mask)
 			sz = LLVMBuildSelect(nv->b, nv_reg(nv, mask, r), sz, nv_i32(nv, 0), "");

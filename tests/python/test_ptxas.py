@@ -206,7 +206,7 @@ def test_attention_p_stays_in_registers():
     layout."""
     import importlib
     import sys
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     sys.path.insert(0, os.path.join(root, "bench"))
     sys.path.insert(0, root)
     from compile_time import attn_fwd_sig
@@ -237,7 +237,7 @@ def test_attention_p_stays_in_registers():
 def _attn_fwd(D, nw, stage):
     import importlib
     import sys
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     sys.path.insert(0, os.path.join(root, "bench"))
     sys.path.insert(0, root)
     from compile_time import attn_fwd_sig

@@ -271,6 +271,29 @@ static bool zero_other(const IrValue *o)
 	return false;
 }
 
+/* How load L's tile sits in its slot: runs of >= 4 bytes along the rows
+ * (the tile is staged row-major), or, for the B of a warpgroup MMA (wgb),
+ * 16-byte runs down the columns: then the slot holds the tile transposed
+ * ([N][K], "K-major", what wgmma reads untransposed; the only way for B of
+ * other than 16-bit elements). And 16-byte chunks for every thread, other
+ * absent or zero. */
+static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool *trans)
+{
+	const IrType *t = L->res[0].type;
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
+	*trans = false;
+	if (!rows || (wgb && es != 2)) {
+		if (!wgb || an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16)
+			return false;
+		*trans = true;
+	}
+	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
+		return false;
+	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
+}
+
 /* A load the cp.async path can take: a 2-D 16-bit tile of at least 16 x 16
  * feeding operand A or B of a dot that runs on tensor cores. */
 static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
@@ -282,24 +305,9 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 		return false;
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
-	int es = ir_type_bits(ir_scalar(t)) / 8;
 	if (!wg && k != TY_F16 && k != TY_BF16)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles */
-	/* runs of >= 4 bytes along the rows (the tile is staged row-major), or,
-	 * for the B of a warpgroup MMA, 16-byte runs down the columns: then the
-	 * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
-	 * untransposed; the only way for B of other than 16-bit elements) */
-	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
-	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
-	*trans = false;
-	if (!rows || (wg && isb && es != 2)) {
-		if (!wg || !isb || an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16)
-			return false;
-		*trans = true;
-	}
-	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
-		return false; /* 16-byte chunks for every thread */
-	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
+	return slot_ok(L, o, ax, wg && isb, trans);
 }
 
 /* A tile used more than once: every use is operand B of a warpgroup MMA,
@@ -307,7 +315,7 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
  * pass of attention reads q^T as B of k q^T and, transposed, of dS^T q).
  * One staged slot serves all of them: warpgroup MMA reads a 16-bit B from
  * shared memory either way round (K- or MN-major). The trans ops go to
- * *tr. Then the slot's orientation as for async_ok, and its checks. */
+ * *tr. Then the slot as slot_ok has it. */
 static bool wgmma_b(PCtx *p, const IrOp *d, const IrValue *v, const AnGpuOptions *o)
 {
 	const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(p->ctx, d, o) : NULL;
@@ -340,16 +348,7 @@ static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis
 		}
 	if (seen != n)
 		return false; /* a use in a nested region */
-	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
-	if (an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4)
-		*trans = false;
-	else if (an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 16)
-		*trans = true;
-	else
-		return false;
-	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
-		return false;
-	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
+	return slot_ok(L, o, ax, true, trans);
 }
 
 /* Whether every dot of the loop body runs on warpgroup MMA. */

@@ -77,6 +77,38 @@ static int kb_text(KeyBuf *b, char tag, PyObject *o, int use_repr)
 
 static int key_write(KeyBuf *b, PyObject *o, int depth);
 
+/* Attribute names the key code looks up, interned once (under the GIL). */
+static PyObject *s_ctriton_jit, *s_cache_key_, *s_cache_key, *s_make_cache_key, *s_dict;
+
+static int intern_names(void)
+{
+	if (s_dict)
+		return 0;
+	if (!(s_ctriton_jit = PyUnicode_InternFromString("_ctriton_jit")) ||
+	    !(s_cache_key_ = PyUnicode_InternFromString("_cache_key")) ||
+	    !(s_cache_key = PyUnicode_InternFromString("cache_key")) ||
+	    !(s_make_cache_key = PyUnicode_InternFromString("_make_cache_key")) ||
+	    !(s_dict = PyUnicode_InternFromString("__dict__")))
+		return -1;
+	return 0;
+}
+
+/* 1 when o is a @jit function (getattr(o, "_ctriton_jit", False) is true),
+ * 0 when not, -1 with an exception set. HasAttr first: no AttributeError
+ * is made for each of the many objects without it. */
+static int is_jit_fn(PyObject *o)
+{
+	PyObject *jit = PyObject_HasAttr(o, s_ctriton_jit) ? PyObject_GetAttr(o, s_ctriton_jit) : NULL;
+	if (!jit && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+	}
+	int is_jit = jit ? PyObject_IsTrue(jit) : 0;
+	Py_XDECREF(jit);
+	return is_jit;
+}
+
 typedef struct KeyPair {
 	const char *p; /* the key's bytes then the value's */
 	size_t off;    /* where they are in the dict's scratch buffer */
@@ -219,18 +251,11 @@ static int key_write(KeyBuf *b, PyObject *o, int depth)
 	}
 	if (PyDict_CheckExact(o))
 		return key_write_dict(b, o, depth);
-	PyObject *jit = PyObject_HasAttrString(o, "_ctriton_jit") ? PyObject_GetAttrString(o, "_ctriton_jit") : NULL;
-	if (!jit && PyErr_Occurred()) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
-	}
-	int is_jit = jit ? PyObject_IsTrue(jit) : 0;
-	Py_XDECREF(jit);
+	int is_jit = is_jit_fn(o);
 	if (is_jit < 0)
 		return -1;
 	if (is_jit) {
-		PyObject *ck = PyObject_GetAttrString(o, "cache_key");
+		PyObject *ck = PyObject_GetAttr(o, s_cache_key);
 		if (!ck)
 			return -1;
 		int rc = kb_text(b, 'J', ck, 0);
@@ -260,7 +285,7 @@ static int key_write(KeyBuf *b, PyObject *o, int depth)
 PyObject *py_key_digest(PyObject *self, PyObject *arg)
 {
 	KeyBuf b = {0};
-	if (key_write(&b, arg, 0) < 0) {
+	if (intern_names() < 0 || key_write(&b, arg, 0) < 0) {
 		free(b.p);
 		return NULL;
 	}
@@ -286,8 +311,6 @@ typedef struct GlobalKey {
 	PyObject *names, *self, *jit_type, *files;
 } GlobalKey;
 
-/* Attribute names global_key looks up, interned once. */
-static PyObject *s_ctriton_jit, *s_cache_key_, *s_cache_key, *s_make_cache_key, *s_dict;
 
 /* Adds one part (a line of the joined text): a + b + c + d's str. */
 static int gk_part(GlobalKey *g, const char *pre, size_t npre, PyObject *name, const char *sep, PyObject *v)
@@ -314,16 +337,7 @@ static int gk_visit(GlobalKey *g, const char *pre, size_t npre, PyObject *scope,
  * of the code it holds. */
 static int gk_note(GlobalKey *g, const char *pre, size_t npre, PyObject *name, PyObject *obj, int depth)
 {
-	/* getattr(obj, "_ctriton_jit", False); HasAttr first: no AttributeError
-	 * made for each of the many objects without it */
-	PyObject *jit = PyObject_HasAttr(obj, s_ctriton_jit) ? PyObject_GetAttr(obj, s_ctriton_jit) : NULL;
-	if (!jit && PyErr_Occurred()) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
-	}
-	int is_jit = jit ? PyObject_IsTrue(jit) : 0;
-	Py_XDECREF(jit);
+	int is_jit = is_jit_fn(obj);
 	if (is_jit < 0)
 		return -1;
 	if (is_jit) {
@@ -486,11 +500,7 @@ PyObject *py_global_key(PyObject *self, PyObject *args)
 	PyObject *code, *scope, *fn, *jit_type, *files, *head;
 	if (!PyArg_ParseTuple(args, "OOOOOO!", &code, &scope, &fn, &jit_type, &files, &PyTuple_Type, &head))
 		return NULL;
-	if (!s_dict && (!(s_ctriton_jit = PyUnicode_InternFromString("_ctriton_jit")) ||
-			!(s_cache_key_ = PyUnicode_InternFromString("_cache_key")) ||
-			!(s_cache_key = PyUnicode_InternFromString("cache_key")) ||
-			!(s_make_cache_key = PyUnicode_InternFromString("_make_cache_key")) ||
-			!(s_dict = PyUnicode_InternFromString("__dict__"))))
+	if (intern_names() < 0)
 		return NULL;
 	GlobalKey g = {.self = fn, .jit_type = jit_type, .files = files};
 	jit_sha256_init(&g.s);

@@ -191,17 +191,35 @@ static void add_buf(ACtx *a, Buf b)
  * that holds the last (copies past the end may still be landing until the
  * wait after the loop). The Buf's op is the first op naming it; every op
  * naming it gets the offset. */
+static bool tile_buf_owner(const IrOp *op)
+{
+	return an_tile_buffer_op(op) && op->opc != OP_LOCAL_READ;
+}
+
+/* The bytes of a tile buffer: its slots, then (tensor-memory-access
+ * buffers, named by a {tile} type) one 8-byte mbarrier per slot. */
+int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off)
+{
+	const IrAttr *ta = ir_op_attr(op, "tile");
+	const IrType *t = ta && ta->kind == ATTR_TYPE ? ta->type : op->opc == OP_ASYNC_COPY ? op->ops[0]->type : NULL;
+	if (!t)
+		return 0;
+	int64_t S = ir_op_int(op, "stages", 1);
+	int64_t slots = align16(numel(t) * elem_bytes(ta ? ir_scalar(t) : ir_scalar(t)->elem) * S);
+	if (mbar_off)
+		*mbar_off = slots;
+	return ta ? slots + 8 * S : slots;
+}
+
 static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos)
 {
 	int64_t id = ir_op_int(op, "buffer", 0);
 	for (int i = 0; i < a->n; i++)
-		if (a->bufs[i].op->opc == OP_ASYNC_COPY && ir_op_int(a->bufs[i].op, "buffer", -1) == id)
+		if (tile_buf_owner(a->bufs[i].op) && ir_op_int(a->bufs[i].op, "buffer", -1) == id)
 			return &a->bufs[i];
-	if (op->opc != OP_ASYNC_COPY)
+	if (!tile_buf_owner(op))
 		return NULL;
-	const IrType *t = op->ops[0]->type;
-	int64_t tile = numel(t) * elem_bytes(ir_scalar(t)->elem);
-	add_buf(a, (Buf){op, align16(tile * ir_op_int(op, "stages", 1)), pos, pos, 0});
+	add_buf(a, (Buf){op, an_tile_buffer_bytes(op, NULL), pos, pos, 0});
 	return &a->bufs[a->n - 1];
 }
 
@@ -214,14 +232,14 @@ static void collect(ACtx *a, IrBlock *b)
 		if (op->opc == OP_FOR || op->opc == OP_WHILE)
 			for (int i = 0; i < a->n; i++) {
 				Buf *t = &a->bufs[i];
-				if (t->op->opc == OP_ASYNC_COPY && t->end > start)
+				if (tile_buf_owner(t->op) && t->end > start)
 					t->end = a->pos; /* used inside: live to the loop's end */
 				/* a tile staged before the loop for the dots inside it */
 				if (t->op->opc == OP_CONVERT_LAYOUT && t->start < start && t->end > start &&
 				    an_wgmma_smem_operand(t->op))
 					t->end = a->pos;
 			}
-		if (op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ) {
+		if (an_tile_buffer_op(op)) {
 			Buf *t = tile_buf(a, op, start);
 			if (t && start > t->end)
 				t->end = start;
@@ -258,8 +276,7 @@ static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off)
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++)
 			set_tile_offset(ctx, op->regions[r], id, off);
-		if ((op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ) &&
-		    ir_op_int(op, "buffer", -1) == id)
+		if (an_tile_buffer_op(op) && ir_op_int(op, "buffer", -1) == id)
 			ir_op_set_int(ctx, op, "scratch_offset", off);
 	}
 }
@@ -296,7 +313,7 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 	}
 	/* every op naming a tile buffer gets its offset */
 	for (int i = 0; i < a.n; i++)
-		if (a.bufs[i].op->opc == OP_ASYNC_COPY)
+		if (tile_buf_owner(a.bufs[i].op))
 			set_tile_offset(f->module->ctx, f->body, ir_op_int(a.bufs[i].op, "buffer", 0),
 					a.bufs[i].offset);
 	free(a.bufs);
@@ -338,7 +355,7 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 		 * pipelining pass places the barrier between a tile's copy and its
 		 * reads; a copy overwrites what earlier scratch users may still
 		 * read, and after a wait other threads' copies may have landed */
-		if (op->opc == OP_ASYNC_COPY) {
+		if (op->opc == OP_ASYNC_COPY || op->opc == OP_TMA_COPY || op->opc == OP_TMA_INIT) {
 			if (dirty && !ir_op_int(op, "ordered", 0)) {
 				IrOp *bar = ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc);
 				ir_block_insert_before(b, op, bar);
@@ -346,7 +363,8 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 			}
 			continue;
 		}
-		if (op->opc == OP_LOCAL_READ || op->opc == OP_ASYNC_WAIT) {
+		if (op->opc == OP_LOCAL_READ || op->opc == OP_ASYNC_WAIT || op->opc == OP_TMA_WAIT ||
+		    op->opc == OP_TMA_INVAL) {
 			dirty = true;
 			continue;
 		}

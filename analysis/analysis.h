@@ -87,6 +87,15 @@ void an_axis_seed_callees(IrFunc *f, const AnAxis *a);
 /* Layouts (layout.c)                                                        */
 /* ------------------------------------------------------------------------- */
 
+/* An op naming a multi-buffered tile buffer {buffer}: async_copy,
+ * local_read, and the tensor-memory-access copies and mbarrier ops. */
+int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off);
+static inline bool an_tile_buffer_op(const IrOp *op)
+{
+	return op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ || op->opc == OP_TMA_COPY ||
+	       op->opc == OP_TMA_WAIT || op->opc == OP_TMA_INIT || op->opc == OP_TMA_INVAL;
+}
+
 typedef struct AnGpuOptions {
 	int num_warps;   /* power of two */
 	int warp_size;   /* 32 */

@@ -135,7 +135,7 @@ static bool op_uses_shared(const IrOp *op, const AnGpuOptions *o, int depth)
 		IrFunc *g = an_callee(op);
 		return g && depth < 64 && (an_func_shared(g) > 0 || block_uses_shared(g->body, o, depth + 1));
 	}
-	if (an_scratch_bytes(op, o) > 0 || op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ)
+	if (an_scratch_bytes(op, o) > 0 || an_tile_buffer_op(op))
 		return true;
 	for (int r = 0; r < op->nregions; r++)
 		if (block_uses_shared(op->regions[r], o, depth))

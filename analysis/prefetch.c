@@ -169,6 +169,8 @@ static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *
 		d->nattrs = L->nattrs;
 		d->attrs = ir_alloc(p->ctx, sizeof(IrAttr) * (size_t)L->nattrs);
 		memcpy(d->attrs, L->attrs, sizeof(IrAttr) * (size_t)L->nattrs);
+		if (ir_op_int(d, "tma", 0))
+			ir_op_set_int(p->ctx, d, "tma", 0); /* the new load has no tail */
 	}
 	r->id = -1;
 	return r;
@@ -527,6 +529,40 @@ static IrValue *copy_mask(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrOp *
 	return r;
 }
 
+/* A descriptor load (a {tma} tail: tensor map, offsets) the tensor memory
+ * access unit can copy into its slot: sm_90, a 2-D tile, the map a kernel
+ * parameter, the slot in the descriptor's memory order (the copy writes
+ * rows of the block's last dim, as the slot layout has them: transposed
+ * exactly when the load is). *tile: the slot's tile type. */
+static bool tma_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, bool trans, const IrType **tile)
+{
+	if (o->arch < 90 || ir_op_int(L, "tma", 0) != 3 || L->nops != 6)
+		return false;
+	IrValue *m = L->ops[3];
+	if (m->def || m->owner != p->f->body || m->index < 0 || m->index >= p->f->body->nargs ||
+	    !ir_find_attr(p->f->params[m->index].nattrs, p->f->params[m->index].attrs, "tensormap"))
+		return false;
+	if ((ir_op_int(L, "tma_tr", 0) != 0) != trans)
+		return false;
+	const IrType *t = L->res[0].type;
+	int64_t sh[2] = {trans ? t->shape[1] : t->shape[0], trans ? t->shape[0] : t->shape[1]};
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	if (sh[0] > 256 || sh[1] * es < 16 || (sh[1] * es > 128 && (sh[1] * es) % 128))
+		return false;
+	*tile = ir_type_block(p->ctx, ir_scalar(t), 2, sh, NULL);
+	return *tile != NULL;
+}
+
+static IrOp *tma_op(IrCtx *ctx, IrBuilder *b, IrOpcode opc, int n, IrValue **ops, int buf, int S, const IrType *tile)
+{
+	IrOp *c = ir_build(b, opc, n, ops, 0, NULL, 0);
+	ir_op_set_int(ctx, c, "buffer", buf);
+	ir_op_set_int(ctx, c, "stages", S);
+	IrAttr ta = {.name = ir_intern(ctx, "tile"), .kind = ATTR_TYPE, .type = tile};
+	ir_set_attr(ctx, &c->nattrs, &c->attrs, &ta);
+	return c;
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -548,6 +584,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
 	bool ctrans[8];
+	const IrType *ctile[8]; /* a tensor-memory-access copy: its slot's tile, else NULL */
+	int ntma = 0;
 	int nc = 0, ntrs[8];
 	int64_t tile_bytes = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
@@ -569,6 +607,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		    ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* all or none: the register prefetch takes the loop */
 		ctrans[nc] = tr;
+		ctile[nc] = NULL;
+		if (tma_ok(&p, op, o, tr, &ctile[nc]))
+			ntma++;
+		else
+			ctile[nc] = NULL;
 		cand[nc++] = op;
 		tile_bytes += op->res[0].type->numel * (ir_type_bits(ir_scalar(op->res[0].type)) / 8);
 	}
@@ -597,8 +640,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	memset(a.need, 0, sizeof(bool) * (size_t)body->nargs);
 	char *seen = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(seen, 0, (size_t)p.n + 1);
+	/* a copy's slice: the pointers, mask and other, or a tensor map's offsets */
 	for (int k = 0; k < nc; k++)
-		for (int i = 0; i < cand[k]->nops; i++)
+		for (int i = ctile[k] ? 4 : 0; i < (ctile[k] ? cand[k]->nops : cand[k]->nops < 3 ? cand[k]->nops : 3); i++)
 			mark_args(&p, a.need, seen, cand[k]->ops[i]);
 
 	ir_builder_init(&p.pre, ctx);
@@ -614,6 +658,13 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * overwrites a slot an MMA still reads: measured on the H200 with 3 and
 	 * 4 stages, the shorter prefetch cost more than the overlap gained.) */
 	int D = S - 1;
+	/* tensor-memory-access buffers: their mbarriers, before the first copy */
+	if (ntma) {
+		for (int k = 0; k < nc; k++)
+			if (ctile[k])
+				tma_op(ctx, &p.pre, OP_TMA_INIT, 0, NULL, buf0 + k, S, ctile[k]);
+		ir_build(&p.pre, OP_BARRIER, 0, NULL, 0, NULL, 0);
+	}
 	/* prologue: tiles 0 .. D-1 into slots 0 .. D-1, one group each */
 	for (int it = 0; it < D; it++) {
 		IrValue *slot = ir_const_int(&p.pre, i32, it);
@@ -621,6 +672,13 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		IrValue *iv = aeval(&a, it, body->args[0]);
 		for (int k = 0; k < nc; k++) {
 			IrOp *L = cand[k];
+			if (ctile[k]) { /* thread 0 copies tile `it` where it exists */
+				p.pre.loc = L->loc;
+				IrValue *ops[5] = {L->ops[3], slot, ir_cmp(&p.pre, "lt", iv, loop->ops[1]),
+						   aeval(&a, it, L->ops[4]), aeval(&a, it, L->ops[5])};
+				tma_op(ctx, &p.pre, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k]);
+				continue;
+			}
 			IrValue *ptr = aeval(&a, it, L->ops[0]);
 			IrValue *mask = copy_mask(&a, it, &p.pre, ax, L, ctrans[k] ? 0 : 1, ptr, iv);
 			p.pre.loc = L->loc;
@@ -631,11 +689,12 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				ir_op_set_int(ctx, c, "transposed", 1);
 			ir_op_set_int(ctx, c, "stages", S);
 		}
-		ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+		if (ntma < nc)
+			ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
 	}
 	/* shadow arguments start at iteration D */
 	int nsh = 0;
-	IrValue *sh_init[65]; /* + the slot */
+	IrValue *sh_init[66]; /* + the slot and the phases */
 	int sh_idx[64];
 	for (int j = 1; j < body->nargs && nsh < 64; j++) {
 		if (!a.need[j])
@@ -652,6 +711,13 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	IrValue *rslot = ir_block_add_arg(ctx, body, i32);
 	rslot->id = -1;
+	/* the mbarrier phases, carried: bit s is the parity the next wait on
+	 * slot s waits for */
+	IrValue *phases = NULL;
+	if (ntma) {
+		phases = ir_block_add_arg(ctx, body, i32);
+		phases->id = -1;
+	}
 
 	/* body top: wait for tile k, one barrier, copies of tile k+D into the
 	 * slot read in the previous iteration, commit, then read tile k */
@@ -659,11 +725,19 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	ir_builder_init(&p.top, ctx);
 	ir_builder_before(&p.top, orig_first);
 	p.top.loc = loop->loc;
-	IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
-	ir_op_set_int(ctx, w, "pending", D - 1);
+	if (ntma < nc) {
+		IrOp *w = ir_build(&p.top, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
+		ir_op_set_int(ctx, w, "pending", D - 1);
+	}
+	for (int k = 0; k < nc; k++)
+		if (ctile[k]) {
+			IrValue *ops[2] = {rslot, phases};
+			tma_op(ctx, &p.top, OP_TMA_WAIT, 2, ops, buf0 + k, S, ctile[k]);
+		}
 	ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
 	IrValue *zero = ir_const_int(&p.top, i32, 0);
 	IrValue *one = ir_const_int(&p.top, i32, 1);
+	IrValue *ph_next = phases ? ir_binary(&p.top, OP_XOR, phases, ir_binary(&p.top, OP_SHL, one, rslot)) : NULL;
 	IrValue *nS = ir_const_int(&p.top, i32, S);
 	/* the slot of tile k + D: (rslot + D) mod S */
 	IrValue *ahead = ir_binary(&p.top, OP_ADD, rslot, ir_const_int(&p.top, i32, D));
@@ -681,6 +755,13 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	for (int k = 0; k < nc; k++) {
 		IrOp *L = cand[k];
+		if (ctile[k]) { /* tile k + D, where it exists */
+			p.top.loc = L->loc;
+			IrValue *ops[5] = {L->ops[3], wslot, ir_cmp(&p.top, "lt", a.iv_ahead, loop->ops[1]),
+					   aeval(&a, S, L->ops[4]), aeval(&a, S, L->ops[5])};
+			tma_op(ctx, &p.top, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k]);
+			continue;
+		}
 		IrValue *ptr = aeval(&a, S, L->ops[0]);
 		IrValue *mask = copy_mask(&a, S, &p.top, ax, L, ctrans[k] ? 0 : 1, ptr, a.iv_ahead);
 		p.top.loc = L->loc;
@@ -691,8 +772,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_op_set_int(ctx, c, "transposed", 1);
 		ir_op_set_int(ctx, c, "stages", S);
 	}
-	ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
-	IrValue *sh_next[65];
+	if (ntma < nc)
+		ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+	IrValue *sh_next[66];
 	for (int s = 0; s < nsh; s++)
 		sh_next[s] = aeval(&a, S, p.yield->ops[sh_idx[s] - 1]);
 	IrOp *copies_last = orig_first->prev;
@@ -732,7 +814,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	/* the loop with the shadow arguments and the slot carried */
 	sh_init[nsh] = slot0;
 	sh_next[nsh] = rnext;
-	IrOp *nl = ir_for_add_carried(f, loop, nsh + 1, sh_init, sh_next);
+	if (phases) {
+		sh_init[nsh + 1] = slot0;
+		sh_next[nsh + 1] = ph_next;
+	}
+	IrOp *nl = ir_for_add_carried(f, loop, nsh + (phases ? 2 : 1), sh_init, sh_next);
 	/* warpgroup MMA runs asynchronously: issue the copies of tile k+D (and
 	 * the address arithmetic of the iterations ahead) after the dots, so
 	 * that they overlap the tensor cores. Their slot was read in the
@@ -767,7 +853,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		for (bool done = false; !done && op && term;) {
 			IrOp *nx = op->next;
 			done = op == copies_last;
-			if (op->opc == OP_ASYNC_COPY)
+			if (op->opc == OP_ASYNC_COPY || op->opc == OP_TMA_COPY)
 				ir_op_set_int(ctx, op, "ordered", 1);
 			ir_op_unlink(op);
 			ir_block_insert_before(nb, term, op);
@@ -781,8 +867,19 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_builder_init(&ab, ctx);
 		ir_builder_before(&ab, nl->next);
 		ab.loc = loop->loc;
-		IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
-		ir_op_set_int(ctx, wa, "pending", 0);
+		if (ntma < nc) {
+			IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
+			ir_op_set_int(ctx, wa, "pending", 0);
+		}
+		/* no tensor copy is in flight (each went to a tile that exists, and
+		 * its iteration waited for it): once every thread is past its last
+		 * wait, the mbarriers go */
+		if (ntma) {
+			ir_build(&ab, OP_BARRIER, 0, NULL, 0, NULL, 0);
+			for (int k = 0; k < nc; k++)
+				if (ctile[k])
+					tma_op(ctx, &ab, OP_TMA_INVAL, 0, NULL, buf0 + k, S, ctile[k]);
+		}
 	}
 	return true;
 }

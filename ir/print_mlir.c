@@ -947,7 +947,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_LOAD:
 	case OP_STORE:
 		put(b, op->opc == OP_LOAD ? "tt.load " : "tt.store ");
-		put_values(b, op->ops, 0, op->nops);
+		put_values(b, op->ops, 0, op->opc == OP_LOAD && op->nops > 3 ? 3 : op->nops); /* not a tensor-map tail */
 		put_attrs(b, op->nattrs, op->attrs, "", no_attrs);
 		put(b, " : ");
 		put_type(b, op->ops[0]->type);
@@ -998,9 +998,17 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_ASYNC_COMMIT:
 	case OP_ASYNC_WAIT:
 	case OP_LOCAL_READ:
+	case OP_TMA_COPY:
+	case OP_TMA_WAIT:
+	case OP_TMA_INIT:
+	case OP_TMA_INVAL:
 		name = op->opc == OP_ASYNC_COPY     ? "ttg.async_copy_global_to_local"
 		       : op->opc == OP_ASYNC_COMMIT ? "ttg.async_commit_group"
 		       : op->opc == OP_ASYNC_WAIT   ? "ttg.async_wait"
+		       : op->opc == OP_TMA_COPY     ? "ttng.async_tma_copy_global_to_local"
+		       : op->opc == OP_TMA_WAIT     ? "ttng.wait_barrier"
+		       : op->opc == OP_TMA_INIT     ? "ttng.init_barrier"
+		       : op->opc == OP_TMA_INVAL    ? "ttng.inval_barrier"
 						    : "ttg.local_load";
 		put(b, name);
 		if (op->nops)

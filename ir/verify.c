@@ -702,6 +702,19 @@ static IrError *check_memory(Verifier *V, const IrOp *op)
 		if (op->nops > 2 && op->ops[2]->type != vt)
 			return fail(V, op, "other must have the result type %s, got %s", ts(V, vt),
 				    ts(V, op->ops[2]->type));
+		{
+			/* a tensor-map tail: the map, then one i32 offset per dim */
+			int64_t tail = ir_op_int(op, "tma", 0);
+			if (tail < 0 || (tail && op->nops != 3 + tail) || (!tail && op->nops > 3))
+				return fail(V, op, "takes ptr, mask and other, then {tma} more operands (tma = %lld), got %d",
+					    (long long)tail, op->nops);
+			for (int i = 3; i < op->nops; i++) {
+				const IrType *t = op->ops[i]->type;
+				if (i == 3 ? !ir_is_ptr(t) || ir_is_block(t) : t->kind != TY_I32)
+					return fail(V, op, "operand %d must be %s, got %s", i,
+						    i == 3 ? "a scalar pointer (the tensor map)" : "an i32 offset", ts(V, t));
+			}
+		}
 		if ((e = check_str_in(V, op, "cache", false, load_caches)) ||
 		    (e = check_str_in(V, op, "evict", false, evicts)) ||
 		    (e = check_opt(V, op, "volatile", ATTR_BOOL)))
@@ -1412,6 +1425,37 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 			return e;
 		if (n < 0)
 			return fail(V, op, "pending must be >= 0, got %lld", (long long)n);
+		return NULL;
+	}
+	case OP_TMA_COPY:
+	case OP_TMA_WAIT:
+	case OP_TMA_INIT:
+	case OP_TMA_INVAL: {
+		int64_t buf, st;
+		const IrAttr *ta = ir_op_attr(op, "tile");
+		if ((e = get_int(V, op, "buffer", &buf)) || (e = get_int(V, op, "stages", &st)))
+			return e;
+		if (buf < 0 || st < 1 || st > 30)
+			return fail(V, op, "buffer must be >= 0 and stages 1 to 30, got %lld and %lld",
+				    (long long)buf, (long long)st);
+		if (!ta || ta->kind != ATTR_TYPE || !ir_is_block(ta->type) || ta->type->rank != 2)
+			return fail(V, op, "needs a 2-D block type as its tile attribute");
+		if (op->opc == OP_TMA_COPY) {
+			if (!ir_is_ptr(op->ops[0]->type) || ir_is_block(op->ops[0]->type))
+				return fail(V, op, "operand 0 must be a scalar pointer (the tensor map), got %s",
+					    ts(V, op->ops[0]->type));
+			if (op->nops != 3 + ta->type->rank)
+				return fail(V, op, "takes the map, the slot, the predicate and %d coordinates, got %d operands",
+					    ta->type->rank, op->nops);
+			if (op->ops[2]->type->kind != TY_I1)
+				return fail(V, op, "the predicate must be a scalar i1, got %s", ts(V, op->ops[2]->type));
+			for (int i = 3; i < op->nops; i++)
+				if (op->ops[i]->type->kind != TY_I32)
+					return fail(V, op, "coordinates must be scalar i32, got %s", ts(V, op->ops[i]->type));
+		}
+		for (int i = op->opc == OP_TMA_COPY ? 1 : 0; i < (op->opc == OP_TMA_COPY ? 2 : op->nops); i++)
+			if (op->ops[i]->type->kind != TY_I32)
+				return fail(V, op, "operand %d must be a scalar i32, got %s", i, ts(V, op->ops[i]->type));
 		return NULL;
 	}
 	case OP_LOCAL_READ: {

@@ -59,6 +59,9 @@ typedef struct Driver {
 #undef FIELD
 	/* optional: NULL when the driver lacks it (launches with attributes fail) */
 	CUresult (*p_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+	/* cuTensorMapEncodeTiled (CUDA 12), resolved when the driver has it */
+	CUresult (*p_cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+					     const unsigned *, const unsigned *, int, int, int, int);
 	void *lib;
 	int version;
 	CUcontext ctx;
@@ -130,6 +133,7 @@ static int load_driver(void)
 	CU_FUNCS(LOAD)
 #undef LOAD
 	*(void **)&drv.p_cuLaunchKernelEx = dlsym(drv.lib, "cuLaunchKernelEx");
+	*(void **)&drv.p_cuTensorMapEncodeTiled = dlsym(drv.lib, "cuTensorMapEncodeTiled");
 	CUresult r = drv.p_cuInit(0);
 	if (r != CUDA_SUCCESS) {
 		snprintf(drv_error, sizeof drv_error, "CUDA driver not usable: cuInit failed: %s", cu_str(r));
@@ -593,5 +597,55 @@ int jit_cuda_memcpy_dtoh(void *dst, uint64_t src, size_t bytes, char *err, int e
 int jit_cuda_synchronize(char *err, int errlen)
 {
 	CU_CHECK(drv.p_cuCtxSynchronize(), "cuCtxSynchronize");
+	return 0;
+}
+
+/* A tiled CUtensorMap (128 bytes at out, 64-byte aligned) for a row-major
+ * tensor of `rank` dims (outermost first, as a TensorDescriptor has them;
+ * the last stride 1), the box inner x outer elements of the innermost two
+ * dims (1 for the others), swizzle 0 / 32 / 64 / 128 bytes, zeros out of
+ * bounds (NaN with nan). */
+int jit_cuda_tensor_map(void *out, int dtype, int esize, int rank, uint64_t base, const int64_t *shape,
+			const int64_t *strides, int box_inner, int box_outer, int swizzle, int nan, char *err, int errlen)
+{
+	if (drv_state != 1)
+		return seterr(err, errlen, "CUDA driver not initialised");
+	if (!drv.p_cuTensorMapEncodeTiled)
+		return seterr(err, errlen, "this CUDA driver has no cuTensorMapEncodeTiled (a TensorDescriptor "
+				       "on sm_90 needs CUDA 12)");
+	if (rank < 1 || rank > 5)
+		return seterr(err, errlen, "a tensor map has 1 to 5 dims, got %d", rank);
+	if (base % 16)
+		return seterr(err, errlen, "TensorDescriptor: the base must be 16-byte aligned (address %#llx)",
+			      (unsigned long long)base);
+	uint64_t dims[5], strd[4];
+	unsigned box[5], estr[5];
+	for (int i = 0; i < rank; i++) {
+		int d = rank - 1 - i; /* innermost first */
+		if (shape[d] < 1 || shape[d] > ((int64_t)1 << 32))
+			return seterr(err, errlen, "TensorDescriptor: shape[%d] = %lld (a tensor map needs 1 to 2^32)", d,
+				      (long long)shape[d]);
+		dims[i] = (uint64_t)shape[d];
+		box[i] = i == 0 ? (unsigned)box_inner : i == 1 ? (unsigned)box_outer : 1;
+		estr[i] = 1;
+		if (i > 0) {
+			int64_t b = strides[d] * esize;
+			if (strides[d] < 1 || b % 16)
+				return seterr(err, errlen,
+					      "TensorDescriptor: strides[%d] = %lld elements must be a positive multiple "
+					      "of 16 bytes",
+					      d, (long long)strides[d]);
+			strd[i - 1] = (uint64_t)b;
+		}
+	}
+	if (strides[rank - 1] != 1)
+		return seterr(err, errlen, "TensorDescriptor: the last stride must be 1, got %lld",
+			      (long long)strides[rank - 1]);
+	int sw = swizzle == 128 ? 3 : swizzle == 64 ? 2 : swizzle == 32 ? 1 : 0;
+	/* interleave none; L2 promotion 128 bytes; OOB fill none (zeros) or NaN */
+	CUresult r = drv.p_cuTensorMapEncodeTiled(out, dtype, (unsigned)rank, (void *)(uintptr_t)base, dims, strd, box,
+						  estr, 0, sw, 2, nan ? 1 : 0);
+	if (r != CUDA_SUCCESS)
+		return seterr(err, errlen, "cuTensorMapEncodeTiled failed: %s", cu_str(r));
 	return 0;
 }

@@ -203,6 +203,12 @@ typedef struct JitKernel {
 	void *cubin;       /* cuda, when ptxas was found */
 	size_t cubin_len;
 	char *sig;         /* the kernel's parameter types, ','-separated ("*fp32,i32") */
+	char *tma;         /* cuda: the tensor-map parameters (after all others), ';'-separated
+			    * "arg,box_inner,box_outer,swizzle_bytes,dtype,nan,used" and, for a
+			    * descriptor made in the kernel from parameters (arg -1), where its
+			    * fields come from: ",base_param,k0,v0,k1,v1,ks,vs" (k: 0 the constant
+			    * v, 1 / 2 / 3 the i32 / 64-bit / u32 parameter v; dims outermost
+			    * first, ks/vs the outer stride); NULL: none */
 	int shared;        /* bytes of dynamic shared memory */
 	int num_warps;
 	int n_regs;        /* from ptxas -v; -1 when unknown */
@@ -373,6 +379,11 @@ enum {
 /* jit_cuda_launch with JIT_LAUNCH_* flags: none is cuLaunchKernel; any
  * goes through cuLaunchKernelEx with the matching launch attributes (an
  * error when the driver has no cuLaunchKernelEx). */
+/* Encodes a tiled CUtensorMap into out[128] (64-byte aligned); 0, or -1 +
+ * err. dtype: a CUtensorMapDataType; shape and strides (in elements)
+ * outermost first. */
+int jit_cuda_tensor_map(void *out, int dtype, int esize, int rank, uint64_t base, const int64_t *shape,
+			const int64_t *strides, int box_inner, int box_outer, int swizzle, int nan, char *err, int errlen);
 int jit_cuda_launch_ex(const JitCudaKernel *k, const unsigned grid[3], uint64_t stream, void **params,
 		       unsigned flags, char *err, int errlen);
 

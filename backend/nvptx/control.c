@@ -505,6 +505,10 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_ASYNC_COMMIT: nv_lower_async_commit(nv, op); return;
 	case OP_ASYNC_WAIT: nv_lower_async_wait(nv, op); return;
 	case OP_LOCAL_READ: nv_lower_local_read(nv, op); return;
+	case OP_TMA_COPY: nv_lower_tma_copy(nv, op); return;
+	case OP_TMA_WAIT: nv_lower_tma_wait(nv, op); return;
+	case OP_TMA_INIT: nv_lower_tma_init(nv, op); return;
+	case OP_TMA_INVAL: nv_lower_tma_inval(nv, op); return;
 	case OP_FOR: lower_for(nv, op); return;
 	case OP_IF: lower_if(nv, op); return;
 	case OP_WHILE: lower_while(nv, op); return;

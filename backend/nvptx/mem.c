@@ -346,8 +346,8 @@ void nv_lower_store(Nv *nv, IrOp *op)
 
 static void inline_asm(Nv *nv, const char *text, const char *cons, LLVMValueRef *args, int n)
 {
-	LLVMTypeRef at[4];
-	for (int i = 0; i < n; i++)
+	LLVMTypeRef at[8];
+	for (int i = 0; i < n && i < 8; i++)
 		at[i] = LLVMTypeOf(args[i]);
 	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), at, (unsigned)n, 0);
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
@@ -476,4 +476,124 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 		return;
 	}
 	nv_read_dot_op_at(nv, op, eoff);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tensor memory access: cp.async.bulk.tensor into the slots, mbarriers       */
+/* ------------------------------------------------------------------------- */
+
+/* The 32-bit shared address of byte `off` (a value) of the scratch. */
+static LLVMValueRef smem_u32(Nv *nv, LLVMValueRef off)
+{
+	LLVMValueRef p = LLVMBuildGEP2(nv->b, LLVMInt8TypeInContext(nv->c), nv->smem, &off, 1, "");
+	return LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, p, LLVMInt64TypeInContext(nv->c), ""),
+			      LLVMInt32TypeInContext(nv->c), "");
+}
+
+/* The tile a tensor-memory-access op names, its bytes and where the
+ * buffer's mbarriers start (analysis/alloc.c lays the buffer out). */
+static const IrType *tma_tile(const IrOp *op, int64_t *tile_bytes, int64_t *mbar)
+{
+	const IrAttr *ta = ir_op_attr(op, "tile");
+	const IrType *t = ta->type;
+	an_tile_buffer_bytes(op, mbar);
+	*tile_bytes = t->numel * nv_esize(ir_scalar(t));
+	return t;
+}
+
+/* The address of slot's mbarrier. */
+static LLVMValueRef mbar_addr(Nv *nv, const IrOp *op, LLVMValueRef slot)
+{
+	int64_t tb, mb;
+	tma_tile(op, &tb, &mb);
+	LLVMValueRef off = LLVMBuildAdd(nv->b, nv_i32(nv, nv_scratch_off(op) + mb),
+					LLVMBuildMul(nv->b, slot, nv_i32(nv, 8), ""), "");
+	return smem_u32(nv, off);
+}
+
+static LLVMValueRef is_thread0(Nv *nv)
+{
+	return LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, 0), ""),
+			     LLVMInt32TypeInContext(nv->c), "");
+}
+
+/* Thread 0 initialises one mbarrier per slot (one arrival: the copying
+ * thread's arrive.expect_tx), made visible to the async proxy; every
+ * thread fences its earlier shared-memory accesses of these bytes against
+ * the copies to come (a barrier follows). */
+void nv_lower_tma_init(Nv *nv, IrOp *op)
+{
+	int S = (int)ir_op_int(op, "stages", 1);
+	LLVMValueRef t0 = is_thread0(nv);
+	for (int s = 0; s < S; s++) {
+		LLVMValueRef args[2] = {t0, mbar_addr(nv, op, nv_i32(nv, s))};
+		inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.init.shared::cta.b64 [$1], 1; }",
+			   "r,r,~{memory}", args, 2);
+	}
+	LLVMValueRef a0[1] = {t0};
+	inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p fence.mbarrier_init.release.cluster; }", "r,~{memory}",
+		   a0, 1);
+	inline_asm(nv, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+}
+
+void nv_lower_tma_inval(Nv *nv, IrOp *op)
+{
+	int S = (int)ir_op_int(op, "stages", 1);
+	LLVMValueRef t0 = is_thread0(nv);
+	for (int s = 0; s < S; s++) {
+		LLVMValueRef args[2] = {t0, mbar_addr(nv, op, nv_i32(nv, s))};
+		inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.inval.shared::cta.b64 [$1]; }",
+			   "r,r,~{memory}", args, 2);
+	}
+}
+
+/* Thread 0 (where pred holds) arms the slot's mbarrier with the tile's
+ * bytes and issues one bulk tensor copy per 128-byte column block of the
+ * slot (the slot layout of swizzled_index: rows of at most 128 bytes, the
+ * map's swizzle of the same width; wider tiles are column blocks of
+ * [rows][128 bytes] one after the other). Coordinates go innermost first. */
+void nv_lower_tma_copy(Nv *nv, IrOp *op)
+{
+	int64_t tb, mb;
+	const IrType *t = tma_tile(op, &tb, &mb);
+	int rank = t->rank, es = (int)nv_esize(ir_scalar(t));
+	if (rank != 2 || op->nops != 3 + rank) {
+		nv_fail(nv, op, "tma_copy: only 2-D tiles");
+		return;
+	}
+	int64_t R = t->shape[0], C = t->shape[1], w = 128 / es, bw = C > w ? w : C;
+	LLVMValueRef slot = nv_reg(nv, op->ops[1], 0);
+	LLVMValueRef pred = LLVMBuildAnd(nv->b, is_thread0(nv),
+					 LLVMBuildZExt(nv->b, nv_reg(nv, op->ops[2], 0), LLVMInt32TypeInContext(nv->c), ""), "");
+	LLVMValueRef tmap = LLVMBuildPtrToInt(nv->b, nv_reg(nv, op->ops[0], 0), LLVMInt64TypeInContext(nv->c), "");
+	LLVMValueRef bar = mbar_addr(nv, op, slot);
+	char text[256];
+	snprintf(text, sizeof text,
+		 "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], %lld; }",
+		 (long long)tb);
+	LLVMValueRef aa[2] = {pred, bar};
+	inline_asm(nv, text, "r,r,~{memory}", aa, 2);
+	LLVMValueRef base = LLVMBuildAdd(nv->b, nv_i32(nv, nv_scratch_off(op)), LLVMBuildMul(nv->b, slot, nv_i32(nv, tb), ""), "");
+	LLVMValueRef c_outer = nv_reg(nv, op->ops[3], 0), c_inner = nv_reg(nv, op->ops[4], 0);
+	for (int64_t j = 0; j * bw < C; j++) {
+		LLVMValueRef dst = smem_u32(nv, LLVMBuildAdd(nv->b, base, nv_i32(nv, j * R * bw * es), ""));
+		LLVMValueRef ci = j ? LLVMBuildAdd(nv->b, c_inner, nv_i32(nv, j * bw), "") : c_inner;
+		LLVMValueRef args[6] = {pred, dst, tmap, ci, c_outer, bar};
+		inline_asm(nv,
+			    "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+			    ".mbarrier::complete_tx::bytes [$1], [$2, {$3, $4}], [$5]; }",
+			    "r,r,l,r,r,r,~{memory}", args, 6);
+	}
+}
+
+/* Waits (every thread) for the phase of parity bit `slot` of phases. */
+void nv_lower_tma_wait(Nv *nv, IrOp *op)
+{
+	LLVMValueRef slot = nv_reg(nv, op->ops[0], 0), ph = nv_reg(nv, op->ops[1], 0);
+	LLVMValueRef par = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, ph, slot, ""), nv_i32(nv, 1), "");
+	LLVMValueRef args[2] = {mbar_addr(nv, op, slot), par};
+	inline_asm(nv,
+		   "{ .reg .pred done; ct_tma_wait: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+		   "@!done bra.uni ct_tma_wait; }",
+		   "r,r,~{memory}", args, 2);
 }

@@ -220,7 +220,9 @@ static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 	int np = f->body->nargs;
 	LLVMTypeRef *ptys = ir_alloc(ctx, sizeof(LLVMTypeRef) * (size_t)(np + 1));
 	for (int i = 0; i < np; i++)
-		ptys[i] = nv_llty(nv, f->body->args[i]->type);
+		ptys[i] = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "tensormap")
+				  ? LLVMPointerTypeInContext(nv->c, 0)
+				  : nv_llty(nv, f->body->args[i]->type);
 	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), ptys, (unsigned)np, 0);
 	LLVMValueRef fn = LLVMAddFunction(nv->m, f->name, fty);
 	LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
@@ -235,6 +237,19 @@ static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 					LLVMCreateStringAttribute(nv->c, "nvvm.maxnreg", 12, nreg, (unsigned)strlen(nreg)));
 	}
 	for (int i = 0; i < np; i++) {
+		/* a tensor map (a TensorDescriptor's CUtensorMap, encoded at launch):
+		 * 128 bytes by value, 64-byte aligned, addressed in place (grid
+		 * constant: cvta.param, no copy) */
+		if (ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "tensormap")) {
+			unsigned bk = LLVMGetEnumAttributeKindForName("byval", 5);
+			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);
+			LLVMTypeRef mt = LLVMArrayType2(LLVMInt8TypeInContext(nv->c), 128);
+			LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateTypeAttribute(nv->c, bk, mt));
+			LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(nv->c, ak, 64));
+			LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+						LLVMCreateStringAttribute(nv->c, "nvvm.grid_constant", 18, "", 0));
+			continue;
+		}
 		const IrAttr *d = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "divisibility");
 		if (ir_is_ptr(f->body->args[i]->type) && d && d->i >= 16) {
 			unsigned ak = LLVMGetEnumAttributeKindForName("align", 5);

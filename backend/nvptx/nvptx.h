@@ -146,6 +146,10 @@ void nv_lower_async_copy(Nv *nv, IrOp *op);
 void nv_lower_async_commit(Nv *nv, IrOp *op);
 void nv_lower_async_wait(Nv *nv, IrOp *op);
 void nv_lower_local_read(Nv *nv, IrOp *op);
+void nv_lower_tma_copy(Nv *nv, IrOp *op);
+void nv_lower_tma_wait(Nv *nv, IrOp *op);
+void nv_lower_tma_init(Nv *nv, IrOp *op);
+void nv_lower_tma_inval(Nv *nv, IrOp *op);
 void nv_lower_load(Nv *nv, IrOp *op);
 void nv_lower_store(Nv *nv, IrOp *op);
 

@@ -112,6 +112,8 @@ typedef struct Fe {
 	IrFunc *func;        /* IR function being built */
 	int nnoinline;
 	FeNoinline *noinlines; /* the noinline functions lowered so far */
+	int tma_arch;        /* CUDA compute capability x 10 when >= 90 (tensor maps), else 0 */
+	int *tmap_of_arg;    /* by kernel argument: the index of its tensor-map parameter, or -1 */
 	struct FeTdLoad *tdloads; /* descriptor loads (fe_tdesc.c) */
 	int ntdloads, captdloads;
 } Fe;
@@ -210,7 +212,7 @@ bool fe_is_tdesc(Fe *fe, const FeVal *v);
 bool fe_const_int_of(const FeVal *v, int64_t *out);
 /* A constant Python int of value x. */
 FeVal *fe_const_long(Fe *fe, int64_t x);
-FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info);
+FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info, int tmap);
 /* desc.base/shape/strides/block_shape/dtype/block_type, or a bound method. */
 FeVal *fe_tdesc_getattr(Fe *fe, PyObject *node, FeVal *d, const char *name);
 /* A descriptor method (self a descriptor) or tl.make_tensor_descriptor /

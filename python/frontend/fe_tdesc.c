@@ -29,6 +29,7 @@
  * pipelining and MMA paths take, with no shuffle of the loaded data.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "python/frontend/fe.h"
@@ -109,8 +110,106 @@ static FeVal *hint_multiple(Fe *fe, PyObject *node, FeVal *x, int64_t m)
 }
 
 /* Checks and builds a descriptor value. */
+/* x through the hints on it (the same value) */
+static IrValue *no_hints(IrValue *x)
+{
+	while (x->def && (x->def->opc == OP_MULTIPLE_OF || x->def->opc == OP_MAX_CONTIGUOUS))
+		x = x->def->ops[0];
+	return x;
+}
+
+/* A kernel parameter as a tensor-map source: 1 (i32), 2 (i64, u64), 3
+ * (u32) with *slot its index, or 0 with *c its value for a constant; -1 if
+ * neither (computed in the kernel). */
+static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
+{
+	if (fe_const_int_of(v, val))
+		return 0;
+	IrFunc *f = fe->func;
+	if (!fe_is_tensor(v) || ir_is_block(v->v->type))
+		return -1;
+	IrValue *x = no_hints(v->v);
+	if (x->def || x->owner != f->body)
+		return -1;
+	IrTypeKind k = x->type->kind;
+	*val = x->index;
+	return k == TY_I32 ? 1 : k == TY_I64 || k == TY_U64 ? 2 : k == TY_U32 ? 3 : -1;
+}
+
+/* tl.make_tensor_descriptor in the kernel over a parameter's pointer with
+ * shape and strides that are parameters or constants (tutorial 09's
+ * descriptor kernels): the launch can encode its tensor map as for a
+ * TensorDescriptor argument, from those parameters. Returns the map's
+ * parameter (added after all others, shared by equal descriptors), or -1. */
+static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, const int64_t *bs, bool nan)
+{
+	IrFunc *f = fe->func;
+	if (!fe->tma_arch || !f || !f->is_kernel || rank != 2 || !fe_is_tensor(base))
+		return -1;
+	IrValue *bv = no_hints(base->v);
+	if (bv->def || bv->owner != f->body)
+		return -1;
+	const IrType *elem = bv->type->elem;
+	int es = ir_type_bits(elem) / 8;
+	int64_t src[7] = {bv->index}, one;
+	for (int d = 0; d < 2; d++) {
+		int k = tmap_src(fe, sh[d], &src[2 + 2 * d]);
+		if (k < 0)
+			return -1;
+		src[1 + 2 * d] = k;
+	}
+	int ks = tmap_src(fe, st[0], &src[6]);
+	if (ks < 0 || !fe_const_int_of(st[1], &one) || one != 1)
+		return -1;
+	src[5] = ks;
+	if (es < 1 || es > 4 || elem->kind == TY_I1 || ir_is_ptr(elem) || bs[0] > 256 || bs[1] * es < 16 ||
+	    (bs[1] * es > 128 && (bs[1] * es) % 128))
+		return -1;
+	int64_t row = bs[1] * es > 128 ? 128 : bs[1] * es, box[2] = {row / es, bs[0]};
+	/* an equal descriptor made before: its map */
+	int ntm = 0;
+	for (int i = 0; i < f->body->nargs; i++) {
+		const IrParam *p = &f->params[i];
+		const IrAttr *sa = ir_find_attr(p->nattrs, p->attrs, "tma_src");
+		const IrAttr *ba = ir_find_attr(p->nattrs, p->attrs, "tma_box");
+		if (ir_find_attr(p->nattrs, p->attrs, "tensormap"))
+			ntm++;
+		if (sa && ba && sa->n == 7 && !memcmp(sa->ints, src, sizeof src) && ba->ints[0] == box[0] &&
+		    ba->ints[1] == box[1] && (ir_find_attr(p->nattrs, p->attrs, "tma_nan") ? ir_find_attr(p->nattrs, p->attrs, "tma_nan")->i : 0) == nan &&
+		    ir_type_bits(f->body->args[(int)src[0]]->type->elem) == ir_type_bits(elem))
+			return i;
+	}
+	if (ntm >= 8)
+		return -1;
+	/* a new parameter at the end */
+	int n = f->body->nargs;
+	IrParam *np = ir_alloc(fe->ctx, sizeof(IrParam) * (size_t)(n + 1));
+	memcpy(np, f->params, sizeof(IrParam) * (size_t)n);
+	memset(&np[n], 0, sizeof(IrParam));
+	f->params = np;
+	IrValue *a = ir_block_add_arg(fe->ctx, f->body, ir_type_ptr(fe->ctx, ir_type(fe->ctx, TY_I8), 1));
+	char nm[32];
+	snprintf(nm, sizeof nm, "tmap_%d", n);
+	np[n].name = a->name = ir_intern(fe->ctx, nm);
+	IrAttr sa = {.name = ir_intern(fe->ctx, "tma_src"), .kind = ATTR_INTS, .n = 7,
+		     .ints = ir_alloc(fe->ctx, sizeof src)};
+	memcpy(sa.ints, src, sizeof src);
+	IrAttr ba = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
+		     .ints = ir_alloc(fe->ctx, sizeof box)};
+	memcpy(ba.ints, box, sizeof box);
+	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tensormap", -1);
+	ir_set_attr(fe->ctx, &np[n].nattrs, &np[n].attrs, &ba);
+	ir_set_attr(fe->ctx, &np[n].nattrs, &np[n].attrs, &sa);
+	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_swizzle", row >= 32 ? row : 0);
+	IrTypeKind ek = elem->kind;
+	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_dtype",
+			ek == TY_F16 ? 6 : ek == TY_BF16 ? 9 : ek == TY_F32 ? 7 : es == 1 ? 0 : es == 2 ? 1 : 2);
+	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_nan", nan);
+	return n;
+}
+
 static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal *strides,
-			FeVal *block, FeVal *padding, bool on_device)
+			FeVal *block, FeVal *padding, bool on_device, int tmap)
 {
 	if (!fe_is_tensor(base) || ir_is_block(base->v->type) || !ir_is_ptr(base->v->type))
 		return fe_err(fe, node, IR_ERR_TYPE,
@@ -179,6 +278,8 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 			return fe_err(fe, node, IR_ERR_VALUE,
 				      "Padding option `nan` is not supported for integer blocks");
 	}
+	if (on_device && tmap < 0)
+		tmap = device_tmap(fe, base, sh, st, rank, bs, strcmp(pad, "nan") == 0);
 	/* the descriptor contract: a 16-byte aligned base, strides but the last
 	 * multiples of 16 bytes */
 	FeVal **st2 = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(rank + 1));
@@ -190,7 +291,7 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 	PyObject *bt = PyTuple_New(rank);
 	for (int d = 0; bt && d < rank; d++)
 		PyTuple_SetItem(bt, d, PyLong_FromLongLong(bs[d]));
-	PyObject *spec = fe_keep(fe, bt ? Py_BuildValue("[Ns]", bt, pad) : NULL);
+	PyObject *spec = fe_keep(fe, bt ? Py_BuildValue("[Nsi]", bt, pad, tmap) : NULL);
 	if (!spec)
 		return fe_pyerr(fe, node, "tl.make_tensor_descriptor()");
 	FeVal **items = ir_alloc(fe->ctx, sizeof(FeVal *) * TD_NITEMS);
@@ -206,14 +307,14 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 	return r;
 }
 
-FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info)
+FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info, int tmap)
 {
 	if (!flat || flat->kind != V_TUPLE || flat->n != 3 || !PyTuple_Check(info) ||
 	    PyTuple_Size(info) != 2)
 		return fe_err(fe, node, IR_ERR_INTERNAL, "internal error: malformed TensorDescriptor argument");
 	FeVal *block = fe_const(fe, PyTuple_GetItem(info, 0));
 	FeVal *pad = fe_const(fe, PyTuple_GetItem(info, 1));
-	return tdesc_new(fe, node, flat->items[0], flat->items[1], flat->items[2], block, pad, false);
+	return tdesc_new(fe, node, flat->items[0], flat->items[1], flat->items[2], block, pad, false, tmap);
 }
 
 static PyObject *tdesc_block_obj(FeVal *d)
@@ -339,7 +440,36 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	FeVal *other = nan ? fe_const(fe, fe_keep(fe, PyFloat_FromDouble(NAN))) : fe_const_long(fe, 0);
 	const char *kn[2] = {"mask", "other"};
 	FeVal *kv[2] = {m, other};
-	return fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
+	/* the descriptor's tensor map and the offsets, for a copy by the tensor
+	 * memory access unit (analysis/prefetch.c); ignored otherwise */
+	PyObject *tmo = PyList_Size(d->items[TD_SPEC]->obj) > 2 ? PyList_GetItem(d->items[TD_SPEC]->obj, 2) : NULL;
+	int tm = tmo && PyLong_Check(tmo) ? (int)PyLong_AsLong(tmo) : -1;
+	FeVal **off;
+	int no;
+	IrValue *c0 = NULL, *c1 = NULL;
+	if (tm >= 0 && !rows && fe->func && fe->func->is_kernel && tm < fe->func->body->nargs &&
+	    seq_items(fe, node, offsets, &no, &off, "offsets") && no == 2) {
+		const IrType *i32 = ir_type(fe->ctx, TY_I32);
+		c0 = fe_to_ir(fe, node, off[0], i32);
+		c1 = c0 ? fe_to_ir(fe, node, off[1], i32) : NULL;
+		if (!c1)
+			return NULL;
+	}
+	FeVal *r = fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
+	IrOp *ld = r && fe_is_tensor(r) ? r->v->def : NULL;
+	if (c1 && ld && ld->opc == OP_LOAD && ld->nops == 3) {
+		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
+		memcpy(ops, ld->ops, sizeof(IrValue *) * 3);
+		ops[3] = fe->func->body->args[tm];
+		ops[4] = c0;
+		ops[5] = c1;
+		ld->ops = ops;
+		ld->nops = 6;
+		ir_op_set_int(fe->ctx, ld, "tma", 3);
+		if (pos && pos[0] != 0)
+			ir_op_set_int(fe->ctx, ld, "tma_tr", 1);
+	}
+	return r;
 }
 
 static FeVal *tdesc_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets)
@@ -597,7 +727,7 @@ FeVal *fe_tdesc_call(Fe *fe, PyObject *node, const char *name, FeVal *self, int 
 		FeVal *a[5];
 		if (!fe_bind_args(fe, node, "tl.make_tensor_descriptor", 5, names, 4, nargs, args, nkw, kwn, kwv, a))
 			return NULL;
-		return tdesc_new(fe, node, a[0], a[1], a[2], a[3], a[4], true);
+		return tdesc_new(fe, node, a[0], a[1], a[2], a[3], a[4], true, -1);
 	}
 	if (!self && strcmp(name, "load_tensor_descriptor") == 0) {
 		static const char *names[] = {"desc", "offsets"};

@@ -11,6 +11,7 @@
  * constexpr expression, becomes ctriton.CompilationError("file:line:col").
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "python/frontend/fe.h"
@@ -386,6 +387,8 @@ static void set_module_attrs(Fe *fe, PyObject *options, bool *overflow, bool *cp
 		if (strcmp(k, "target") == 0) {
 			const char *ts = PyUnicode_Check(val) ? PyUnicode_AsUTF8AndSize(val, NULL) : NULL;
 			*cpu = ts && strncmp(ts, "cpu:", 4) == 0;
+			int cc = ts && strncmp(ts, "cuda:", 5) == 0 ? (int)strtol(ts + 5, NULL, 10) : 0;
+			fe->tma_arch = cc >= 90 ? cc : 0;
 			continue;
 		}
 		if (strcmp(k, "kernel_name") == 0 && PyUnicode_Check(val)) {
@@ -459,8 +462,10 @@ static FeVal *tuple_param(Fe *fe, PyObject *a, const char *an, PyObject *st, PyO
 	 * shape and padding at path + ("tensordesc",) */
 	PyObject *dk = fe_keep(fe, PySequence_Concat(path, fe_keep(fe, Py_BuildValue("(s)", "tensordesc"))));
 	PyObject *dinfo = constexprs && PyDict_Check(constexprs) && dk ? PyDict_GetItem(constexprs, dk) : NULL;
-	if (dinfo)
-		return f ? fe_tdesc_from_param(fe, a, r, dinfo) : r;
+	if (dinfo) {
+		int tm = f && PyTuple_Size(path) == 1 && fe->tmap_of_arg ? fe->tmap_of_arg[PyLong_AsLong(PyTuple_GetItem(path, 0))] : -1;
+		return f ? fe_tdesc_from_param(fe, a, r, dinfo, tm) : r;
+	}
 	PyObject *nk = fe_keep(fe, PyUnicode_FromString("namedtuple"));
 	PyObject *tk = fe_keep(fe, PySequence_Concat(path, fe_keep(fe, PyTuple_Pack(1, nk))));
 	PyObject *cls = constexprs && PyDict_Check(constexprs) && tk ? PyDict_GetItem(constexprs, tk) : NULL;
@@ -523,6 +528,48 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		if (st && PyTuple_Check(st))
 			nparams += tuple_leaves(st);
 	}
+	/* a TensorDescriptor argument on sm_90+ also gets a tensor map (the
+	 * launch encodes its CUtensorMap) when its block can be one box of the
+	 * copy engine per 128-byte column block: parameters after all others */
+	int *tmap_of = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
+	int64_t tmap_info[64][6]; /* arg, box inner, box outer, swizzle bytes, es, nan */
+	const IrType *tmap_elem[64];
+	int ntmap = 0;
+	for (Py_ssize_t i = 0; args && i < n; i++) {
+		tmap_of[i] = -1;
+		PyObject *an = fe_attr(fe, PyList_GetItem(args, i), "arg");
+		PyObject *st = an && sig && PyDict_Check(sig) ? PyDict_GetItem(sig, an) : NULL;
+		if (!fe->tma_arch || !st || !PyTuple_Check(st) || PyTuple_Size(st) != 3 || ntmap == 64)
+			continue;
+		PyObject *dk = fe_keep(fe, Py_BuildValue("(ns)", i, "tensordesc"));
+		PyObject *di = constexprs && PyDict_Check(constexprs) && dk ? PyDict_GetItem(constexprs, dk) : NULL;
+		PyObject *b0 = PyTuple_GetItem(st, 0);
+		const IrType *bt = b0 && PyUnicode_Check(b0) ? sig_type(fe, PyUnicode_AsUTF8AndSize(b0, NULL)) : NULL;
+		PyErr_Clear();
+		if (!di || !PyTuple_Check(di) || PyTuple_Size(di) != 2 || !bt || !ir_is_ptr(bt) || !bt->elem)
+			continue;
+		PyObject *bl = PyTuple_GetItem(di, 0), *pad = PyTuple_GetItem(di, 1);
+		if (!PyTuple_Check(bl) || PyTuple_Size(bl) != 2)
+			continue;
+		int64_t B0 = PyLong_AsLongLong(PyTuple_GetItem(bl, 0)), B1 = PyLong_AsLongLong(PyTuple_GetItem(bl, 1));
+		PyErr_Clear();
+		int es = ir_type_bits(bt->elem) / 8;
+		IrTypeKind ek = bt->elem->kind;
+		if (es < 1 || es > 4 || ek == TY_I1 || ir_is_ptr(bt->elem) || B0 < 1 || B0 > 256 || B1 * es < 16 ||
+		    (B1 * es > 128 && (B1 * es) % 128))
+			continue;
+		int64_t row = B1 * es > 128 ? 128 : B1 * es;
+		int64_t *ti = tmap_info[ntmap];
+		ti[0] = i;
+		ti[1] = row / es;
+		ti[2] = B0;
+		ti[3] = row >= 32 ? row : 0;
+		ti[4] = es;
+		ti[5] = pad && PyUnicode_Check(pad) && PyUnicode_CompareWithASCIIString(pad, "nan") == 0;
+		tmap_elem[ntmap] = bt->elem;
+		tmap_of[i] = ntmap++;
+	}
+	nparams += ntmap;
 	const IrType **ptys = ir_alloc(fe->ctx, sizeof(IrType *) * (size_t)(nparams + 1));
 	int *pidx = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
 	PyObject **cvals = ir_alloc(fe->ctx, sizeof(PyObject *) * (size_t)(n + 1));
@@ -564,9 +611,36 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		pidx[i] = np;
 		ptys[np++] = t;
 	}
+	int np0 = np;
+	for (int j = 0; j < ntmap; j++)
+		ptys[np++] = sig_type(fe, "*i8");
 	IrFunc *f = ir_func_new(fe->m, fe->kernel_name ? fe->kernel_name : PyUnicode_AsUTF8AndSize(name, NULL), np,
 				ptys, 0, NULL, fe_loc(fe, fdef));
 	f->is_kernel = true;
+	for (int j = 0; j < ntmap; j++) {
+		IrParam *prm = &f->params[np0 + j];
+		int64_t *ti = tmap_info[j];
+		const char *an = PyUnicode_AsUTF8AndSize(fe_attr(fe, PyList_GetItem(args, ti[0]), "arg"), NULL);
+		char *nm = ir_alloc(fe->ctx, strlen(an) + 8);
+		sprintf(nm, "%s_tmap", an);
+		prm->name = ir_intern(fe->ctx, nm);
+		f->body->args[np0 + j]->name = prm->name;
+		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tensormap", ti[0]);
+		IrAttr box = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
+			      .ints = ir_alloc(fe->ctx, 2 * sizeof(int64_t))};
+		box.ints[0] = ti[1];
+		box.ints[1] = ti[2];
+		ir_set_attr(fe->ctx, &prm->nattrs, &prm->attrs, &box);
+		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_swizzle", ti[3]);
+		/* CUtensorMapDataType: the float types where NaN padding needs them */
+		IrTypeKind ek = tmap_elem[j]->kind;
+		int dt = ek == TY_F16 ? 6 : ek == TY_BF16 ? 9 : ek == TY_F32 ? 7 : ti[4] == 1 ? 0 : ti[4] == 2 ? 1 : 2;
+		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_dtype", dt);
+		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_nan", ti[5]);
+	}
+	for (Py_ssize_t i = 0; i < n; i++)
+		tmap_of[i] = tmap_of[i] >= 0 ? np0 + tmap_of[i] : -1;
+	fe->tmap_of_arg = tmap_of;
 	fe->func = f;
 	ir_builder_init(&fe->b, fe->ctx);
 	ir_builder_at_end(&fe->b, f->body);

@@ -69,6 +69,17 @@ typedef struct Binary {
 	unsigned launch_flags; /* CUDA: JIT_LAUNCH_* (launch_pdl, launch_cooperative_grid) */
 	PyObject *sig; /* tuple of type strings (nested tuples for tuple args) */
 	int sanitize;  /* CPU kernel compiled with bounds checks: pass extents */
+	/* CUDA: the tensor-map parameters after the others, one per
+	 * TensorDescriptor argument the kernel may copy through the tensor
+	 * memory access unit: (argument, box inner, box outer, swizzle bytes,
+	 * CUtensorMapDataType, NaN padding, used, then for a descriptor made in
+	 * the kernel from parameters (argument -1) where its base, shape and
+	 * outer stride come from: jit.h); an unused one gets zeros.
+	 * last[] / map[]: the last descriptor each was encoded from. */
+	int ntma;
+	int64_t tma[MAXTD][14];
+	PackTd last[MAXTD];
+	unsigned char map[MAXTD][128];
 } Binary;
 
 static PyObject *BinaryType;
@@ -113,11 +124,17 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
 	int backend, nw, nc, shared;
 	unsigned flags = 0;
-	PyObject *sig, *cap, *image;
+	PyObject *sig, *cap, *image, *tma = NULL;
 	const char *name;
-	if (!PyArg_ParseTuple(args, "iOiiiOOs|I", &backend, &sig, &nw, &nc, &shared, &cap, &image,
-			      &name, &flags))
+	if (!PyArg_ParseTuple(args, "iOiiiOOs|IO", &backend, &sig, &nw, &nc, &shared, &cap, &image,
+			      &name, &flags, &tma))
 		return NULL;
+	Py_ssize_t ntma = tma && tma != Py_None ? PySequence_Size(tma) : 0;
+	if (ntma < 0 || ntma > MAXTD) {
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_ValueError, "Binary: at most %d tensor maps", (int)MAXTD);
+		return NULL;
+	}
 	if (flags & ~(unsigned)(JIT_LAUNCH_PDL | JIT_LAUNCH_COOPERATIVE)) {
 		PyErr_Format(PyExc_ValueError, "Binary: unknown launch flags %#x", flags);
 		return NULL;
@@ -128,6 +145,27 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		return NULL;
 	b->backend = backend;
 	b->launch_flags = flags;
+	for (Py_ssize_t j = 0; j < ntma; j++) {
+		PyObject *t = PySequence_GetItem(tma, j);
+		PyObject *tt = t ? PySequence_Tuple(t) : NULL;
+		Py_XDECREF(t);
+		if (!tt || PyTuple_Size(tt) != 14) {
+			Py_XDECREF(tt);
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_ValueError, "Binary: a tensor-map plan entry has 14 ints");
+			Py_DECREF(b);
+			return NULL;
+		}
+		for (int i = 0; i < 14; i++)
+			b->tma[j][i] = PyLong_AsLongLong(PyTuple_GetItem(tt, i));
+		Py_DECREF(tt);
+		if (PyErr_Occurred()) {
+			Py_DECREF(b);
+			return NULL;
+		}
+		b->last[j].rank = 0;
+	}
+	b->ntma = (int)ntma;
 	b->num_warps = nw;
 	b->num_ctas = nc;
 	b->shared = shared;
@@ -377,6 +415,90 @@ static int san_pack(Binary *b, PyObject *const *args, Py_ssize_t n, Pack *pk, ui
 	return 0;
 }
 
+static bool same_td(const PackTd *a, const PackTd *b)
+{
+	if (a->rank != b->rank || a->base != b->base)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+/* A field of a tensor map made in the kernel: the constant v (k 0) or
+ * parameter v as an i32 (1), a 64-bit integer or pointer (2), a u32 (3). */
+static int plan_value(const Pack *pk, int64_t k, int64_t v, int64_t *out)
+{
+	if (k == 0) {
+		*out = v;
+		return 0;
+	}
+	if (v < 0 || v >= pk->n || k < 0 || k > 3)
+		return -1;
+	uint64_t s = pk->slot[v];
+	*out = k == 1 ? (int64_t)(int32_t)(uint32_t)s : k == 3 ? (int64_t)(uint32_t)s : (int64_t)s;
+	return 0;
+}
+
+/* The tensor-map parameters: encoded from the descriptor arguments (the
+ * last encoding of each reused while the descriptor is the same), after
+ * the pk->n others. */
+static int pack_tensor_maps(Binary *b, Pack *pk)
+{
+	if (pk->n + b->ntma > MAXP) {
+		PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+		return -1;
+	}
+	for (int j = 0; j < b->ntma; j++) {
+		const int64_t *pl = b->tma[j];
+		unsigned char *out = pk->tmap[j];
+		pk->params[pk->n + j] = out;
+		if (!pl[6]) {
+			memset(out, 0, 128);
+			continue;
+		}
+		const PackTd *td = NULL;
+		PackTd made;
+		if (pl[0] < 0) { /* made in the kernel from parameters */
+			int64_t base;
+			made.arg = -1;
+			made.rank = 2;
+			made.strides[1] = 1;
+			if (plan_value(pk, 2, pl[7], &base) < 0 || plan_value(pk, pl[8], pl[9], &made.shape[0]) < 0 ||
+			    plan_value(pk, pl[10], pl[11], &made.shape[1]) < 0 ||
+			    plan_value(pk, pl[12], pl[13], &made.strides[0]) < 0) {
+				PyErr_SetString(PyExc_RuntimeError, "internal error: a tensor map's parameter is out of range");
+				return -1;
+			}
+			made.base = (uint64_t)base;
+			td = &made;
+		}
+		for (int i = 0; i < pk->ntd && !td; i++)
+			if (pk->td[i].arg == pl[0])
+				td = &pk->td[i];
+		if (!td) {
+			PyErr_Format(PyExc_TypeError, "argument %d: expected a TensorDescriptor", (int)pl[0]);
+			return -1;
+		}
+		if (!same_td(td, &b->last[j])) {
+			char err[256];
+			int dt = (int)pl[4], es = dt == 0 ? 1 : dt == 1 || dt == 6 || dt == 9 ? 2 : 4;
+			if (jit_cuda_tensor_map(b->map[j], dt, es, td->rank, td->base, td->shape, td->strides, (int)pl[1],
+						(int)pl[2], (int)pl[3], (int)pl[5], err, sizeof err) != 0) {
+				b->last[j].rank = 0;
+				if (pl[0] < 0)
+					PyErr_Format(PyExc_ValueError, "tl.make_tensor_descriptor: %s", err);
+				else
+					PyErr_Format(PyExc_ValueError, "argument %d: %s", (int)pl[0], err);
+				return -1;
+			}
+			b->last[j] = *td;
+		}
+		memcpy(out, b->map[j], 128);
+	}
+	return 0;
+}
+
 /* Launches b over grid with packed parameters, on the GPU on device dev. */
 static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject *stream)
 {
@@ -386,6 +508,8 @@ static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject 
 	if (b->backend == JIT_BACKEND_CUDA) {
 		const JitCudaKernel *k = binary_cuda(b, dev);
 		if (!k)
+			return -1;
+		if (b->ntma && pack_tensor_maps(b, pk) < 0)
 			return -1;
 		void *st = stream && stream != Py_None
 				   ? (void *)(uintptr_t)PyLong_AsUnsignedLongLong(stream)

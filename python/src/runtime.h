@@ -107,10 +107,22 @@ static inline void buf_free(Buf *b)
 
 /* Packed kernel parameters of one launch, and the device its tensors are
  * on. */
+/* A TensorDescriptor argument as packed: what its tensor map is encoded
+ * from when the kernel copies through one (launch.c). */
+enum { MAXTD = 8 };
+typedef struct PackTd {
+	int arg, rank;
+	uint64_t base;
+	int64_t shape[5], strides[5];
+} PackTd;
+
 typedef struct Pack {
 	int n;
 	uint64_t slot[MAXP];
 	void *params[MAXP];
+	int ntd;
+	PackTd td[MAXTD];
+	_Alignas(64) unsigned char tmap[MAXTD][128]; /* the encoded maps of this launch */
 	int on_gpu;   /* check that pointers are device memory, note their device */
 	int dev;      /* the device of the pointer arguments seen so far; -1: none */
 	int dev_arg;  /* the argument that set dev */
@@ -120,6 +132,7 @@ typedef struct Pack {
 static inline void pack_init(Pack *pk, int on_gpu, const struct Param *names)
 {
 	pk->n = 0;
+	pk->ntd = 0;
 	pk->on_gpu = on_gpu;
 	pk->dev = -1; /* dev_arg is set with dev */
 	pk->names = names;

@@ -559,6 +559,32 @@ static PyObject *tdesc_flat(PyObject *v)
 	return r;
 }
 
+/* Records the descriptor (flat: base, shape, strides) packed from slot s0
+ * on for its tensor map. */
+static int note_tdesc(Pack *pk, int argi, PyObject *flat, int s0)
+{
+	if (!pk || pk->ntd >= MAXTD || pk->n <= s0)
+		return 0;
+	PyObject *sh = PyTuple_GetItem(flat, 1), *st = PyTuple_GetItem(flat, 2);
+	int rank = (int)PyTuple_Size(sh);
+	if (rank < 1 || rank > 5)
+		return 0;
+	PackTd *t = &pk->td[pk->ntd];
+	t->arg = argi;
+	t->rank = rank;
+	t->base = pk->slot[s0];
+	for (int i = 0; i < rank; i++) {
+		t->shape[i] = PyLong_AsLongLong(PyTuple_GetItem(sh, i));
+		t->strides[i] = PyLong_AsLongLong(PyTuple_GetItem(st, i));
+	}
+	if (PyErr_Occurred()) {
+		PyErr_Clear();
+		return 0; /* not ints: the launch reports a descriptor it cannot encode */
+	}
+	pk->ntd++;
+	return 0;
+}
+
 static int classify_tdesc(PyObject *v, int argi, Buf *key, Pack *pk, PyObject *sigs, PyObject *specs)
 {
 	PyObject *flat = tdesc_flat(v);
@@ -569,8 +595,11 @@ static int classify_tdesc(PyObject *v, int argi, Buf *key, Pack *pk, PyObject *s
 	if (info) {
 		buf_byte(key, 'T');
 		r = py_key_constexpr(key, info);
+		int s0 = pk ? pk->n : 0;
 		if (r == 0)
 			r = py_classify(flat, NULL, argi, key, pk, sigs, specs);
+		if (r == 0)
+			r = note_tdesc(pk, argi, flat, s0);
 	}
 	Py_XDECREF(flat);
 	Py_XDECREF(bs);
@@ -760,7 +789,10 @@ int py_pack_by_sig(Pack *pk, PyObject *sig, PyObject *v, int argi)
 {
 	if (PyTuple_Check(sig) && !PyTuple_Check(v) && is_tdesc(v)) {
 		PyObject *flat = tdesc_flat(v);
+		int s0 = pk->n;
 		int r = flat ? py_pack_by_sig(pk, sig, flat, argi) : -1;
+		if (r == 0)
+			r = note_tdesc(pk, argi, flat, s0);
 		Py_XDECREF(flat);
 		return r;
 	}

@@ -361,3 +361,30 @@ add("dot-pipelined-k-loop-fp16", loop_dot_kernel,
     ttgir=["async_copy", "async_commit", "async_wait", "local_read"],
     ptx={"sm80": ["cp.async.cg.shared.global", "cp.async.wait_group"],
          "sm90": ["cp.async.cg.shared.global", "wgmma.mma_async"]})
+
+
+@triton.jit
+def desc_loop_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([0, k * BK])
+        b = b_desc.load([0, k * BK])
+        acc = tl.dot(a, b.T, acc)
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+# descriptors made in the kernel from parameters, the K loop pipelined: on
+# sm_90 the launch encodes their tensor maps and the tiles come through the
+# tensor memory access unit (K = 200: the last tile's tail is zero-filled)
+add("dot-pipelined-descriptors-fp16", desc_loop_dot_kernel,
+    lambda rng: [rng.uniform(-1, 1, (64, 200)).astype(np.float16),
+                 rng.uniform(-1, 1, (64, 200)).astype(np.float16), np.zeros((64, 64), np.float32), 64, 64, 200],
+    lambda a: {2: a[0].astype(np.float64) @ a[1].astype(np.float64).T},
+    ["dot", "for"], cx=dict(BM=64, BN=64, BK=32), tol=(2e-3, 2e-3), options=dict(num_stages=3),
+    ttgir=["tma_copy", "tma_wait", "tma_init", "tma_inval"],
+    ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
+         "sm90": ["cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "wgmma.mma_async"]})

@@ -669,7 +669,7 @@ static const ErrCase err_cases[] = {
 	{"func @f(%a: i32) {\n  %b = add %a, %a, %a : i32\n}\n",
 	 "t.ttir:2:8: op 'add' expects 2 operands, got 3"},
 	{"func @f(%p: ptr<i32>) {\n  %b = load : i32\n}\n",
-	 "t.ttir:2:8: op 'load' expects 1 to 3 operands, got 0"},
+	 "t.ttir:2:8: op 'load' expects 1 to 9 operands, got 0"},
 	{"func @f(%a: i32) {\n  %b, %c = add %a, %a : i32, i32\n}\n",
 	 "t.ttir:2:12: op 'add' expects 1 result, got 2"},
 	{"func @f(%a: i32) {\n  %b = add %a, %a loc(1:1)\n}\n",

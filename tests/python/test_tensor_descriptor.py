@@ -554,8 +554,10 @@ def test_errors(case, msg):
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 def test_sm90_matmul_descriptor_pipelined():
     """Tutorial 09's descriptor matmul (A [M, K], B [N, K] loaded and
-    transposed) on sm_90a: both tiles through cp.async into the stage
-    buffers, warpgroup MMA, no spills."""
+    transposed) on sm_90a: descriptors made in the kernel from parameters,
+    so the launch encodes their tensor maps (the plan says where base,
+    shape and stride come from) and both tiles go through the tensor memory
+    access unit into the stage buffers; warpgroup MMA, no spills."""
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
     cx = dict(BM=128, BN=128, BK=64)
     sig.update({k: "constexpr" for k in cx})
@@ -563,9 +565,13 @@ def test_sm90_matmul_descriptor_pipelined():
     k = triton.compile(ASTSource(matmul_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 3})
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
-    assert ttgir.count("async_copy ") == 6  # 2 tiles ahead + 1 in the loop, A and B
-    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
-    assert "ldmatrix" not in ptx
+    assert ttgir.count("tma_copy ") == 6  # 2 tiles ahead + 1 in the loop, A and B
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
+    # A: base a_ptr (param 0), shape (M, K) = params 3, 5, stride K; B: b_ptr, (N, K), K
+    plan = sorted(t[7:] for t in k.metadata.tma if t[6])
+    assert plan == [(0, 1, 3, 1, 5, 1, 5), (1, 1, 4, 1, 5, 1, 5)]
+    assert all(t[0] == -1 for t in k.metadata.tma)
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
@@ -796,3 +802,153 @@ def test_gpu_unknown_bounds_zero_fill(K):
     ref = (a[:, :K].float() @ b[:, :K].float().T).half()
     torch.testing.assert_close(c[:, :N], ref, atol=5e-2, rtol=1e-2)
     assert (c[:, N:] == 7.0).all()
+
+
+# -- host descriptors on sm_90: the tensor memory access unit -------------------------
+
+def _host_desc_sig(nd=2):
+    return ("*fp16", ("i32",) * nd, ("i32", "constexpr"))
+
+
+def _compile_attn_host(arch, D, BM, BN, warps, stages, stage=1):
+    """attn_fwd_desc with TensorDescriptor arguments (the signature and
+    constexprs the launcher gives such arguments: the descriptor's block
+    shape and padding under (index, "tensordesc"), its unit last stride)."""
+    dt = _host_desc_sig()
+    sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q": dt, "desc_k": dt,
+           "desc_v": dt, "desc_o": dt, "N_CTX": "i32"}
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=stage)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(1,): {"divisibility": 16}}
+    for i, bm in ((4, BM), (5, BN), (6, BN), (7, BM)):
+        cx[(i, "tensordesc")] = ((bm, D), "zero")
+        cx[(i, 2, 1)] = 1
+        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
+            attrs[leaf] = {"divisibility": 16}
+    return triton.compile(ASTSource(attn_fwd_desc, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("D,BM,BN,warps,stages,stage", [(64, 128, 64, 4, 2, 1), (64, 128, 64, 4, 3, 3),
+                                                        (128, 128, 64, 8, 2, 3)])
+def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
+    """TensorDescriptor arguments on sm_90: the K and V streams of the
+    attention loop are copied by the tensor memory access unit
+    (cp.async.bulk.tensor into the stage slots, mbarrier completion, one
+    128-byte column block per box: two boxes a tile at D = 128), not by
+    per-thread cp.async; the launch plan names the two tensor maps the loop
+    uses (128-byte swizzle, 64 x BLOCK_N boxes) and leaves Q's and O's
+    unused; zero spills."""
+    k = _compile_attn_host(90, D, BM, BN, warps, stages, stage)
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
+    loops = 2 if stage == 3 else 1
+    boxes = D // 64
+    # per loop: the prologue's stages - 1 tiles and the one in the body, K and V
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") == loops * stages * 2 * boxes
+    assert ttgir.count("tma_copy ") == loops * stages * 2
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert "mbarrier.init.shared::cta.b64" in ptx and "mbarrier.inval.shared::cta.b64" in ptx
+    assert "cp.async.cg.shared.global" not in ptx
+    assert ".param .align 64 .b8" in ptx  # the maps: 128-byte grid-constant parameters
+    plan = {t[0]: t for t in k.metadata.tma}
+    assert sorted(plan) == [4, 5, 6, 7]
+    for i in (5, 6):
+        assert plan[i][1:7] == (64, BN, 128, 6, 0, 1)
+    assert plan[4][-1] == 0 and plan[7][-1] == 0
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm80_host_descriptors_keep_cp_async():
+    """Before sm_90 a descriptor has no tensor map: the loop keeps cp.async."""
+    k = _compile_attn_host(80, 64, 128, 64, 4, 2)
+    assert not k.metadata.tma
+    assert "cp.async.bulk" not in k.asm["ptx"] and "mbarrier" not in k.asm["ptx"]
+
+
+@triton.jit
+def persistent_host_desc_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr):
+    """Tutorial 09's persistent form: each program walks tiles; each tile's K
+    loop is pipelined (its mbarriers set up and torn down per tile)."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    BN: tl.constexpr = b_desc.block_shape[0]
+    num_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * num_n
+    for tile in range(tl.program_id(0), tiles, NUM_SMS):
+        om = (tile // num_n) * BM
+        on = (tile % num_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            a = a_desc.load([om, ki * BK])
+            b = b_desc.load([on, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([om, on], acc.to(tl.float16))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_persistent_host_descriptors():
+    """In the persistent form the K loop sits in the tile loop: its
+    mbarriers are initialised before each tile's prologue and invalidated
+    after its loop (no copy in flight then), both inside the tile loop."""
+    dt = _host_desc_sig()
+    sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "M": "i32", "N": "i32", "K": "i32", "NUM_SMS": "constexpr"}
+    cx = {"NUM_SMS": 132}
+    attrs = {}
+    for i, bs in ((0, (128, 64)), (1, (128, 64)), (2, (128, 128))):
+        cx[(i, "tensordesc")] = (bs, "zero")
+        cx[(i, 2, 1)] = 1
+        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
+            attrs[leaf] = {"divisibility": 16}
+    k = triton.compile(ASTSource(persistent_host_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 8, "num_stages": 3})
+    ttgir = k.asm["ct.ttgir"]
+    outer = ttgir.index("for ")
+    assert outer < ttgir.index("tma_init") < ttgir.index("tma_copy") < ttgir.index("tma_inval")
+    assert ttgir.count("tma_copy ") == 6 and "async_copy" not in ttgir
+    assert "wgmma.mma_async" in k.asm["ptx"]
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("BM,BN,BK,warps,stages", [(128, 128, 64, 4, 3), (128, 64, 128, 8, 2),
+                                                   (64, 128, 32, 4, 4)])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_gpu_host_descriptor_matmul_tma(BM, BN, BK, warps, stages, persistent):
+    """C = A @ B.T through host descriptors (tensor maps), M, N, K not
+    multiples of the block (the copy engine zero-fills the tails), BK = 128
+    as two boxes a tile; then the same kernel on other tensors of other
+    shapes (the launch re-encodes the maps)."""
+    import torch
+    torch.manual_seed(0)
+    for M, N, K in ((300, 264, 200), (129, 72, 61 * 8)):
+        a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+        b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+        c = torch.full((M, N), 7.0, device="cuda", dtype=torch.float16)
+        da, db = TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK])
+        dc = TensorDescriptor.from_tensor(c, [BM, BN])
+        if persistent:
+            persistent_host_desc_kernel[(5,)](da, db, dc, M, N, K, 5, num_warps=warps, num_stages=stages)
+        else:
+            matmul_host_desc_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](
+                da, db, dc, K, BK, num_warps=warps, num_stages=stages)
+        torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=6e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_host_descriptor_tma_errors():
+    """A tensor map the descriptor cannot have is a clear error at launch,
+    and the next good launch works."""
+    import torch
+    a = torch.randn((256, 64), device="cuda", dtype=torch.float16)
+    b = torch.randn((128, 64), device="cuda", dtype=torch.float16)
+    c = torch.empty((256, 128), device="cuda", dtype=torch.float16)
+    da = TensorDescriptor.from_tensor(a, [128, 64])
+    db, dc = TensorDescriptor.from_tensor(b, [128, 64]), TensorDescriptor.from_tensor(c, [128, 128])
+    bad = TensorDescriptor.from_tensor(a, [128, 64])
+    bad.shape = [0, 64]
+    with pytest.raises(ValueError, match="shape"):
+        matmul_host_desc_kernel[(2, 1)](bad, db, dc, 64, 64, num_warps=4, num_stages=2)
+    matmul_host_desc_kernel[(2, 1)](da, db, dc, 64, 64, num_warps=4, num_stages=2)
+    torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=5e-2, rtol=1e-2)

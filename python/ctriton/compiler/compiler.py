@@ -479,8 +479,11 @@ class CompiledKernel:
             # cuLaunchKernelEx with those attributes
             flags = (_C.LAUNCH_PDL if getattr(md, "launch_pdl", False) else 0) | \
                 (_C.LAUNCH_COOPERATIVE if getattr(md, "launch_cooperative_grid", False) else 0)
+            # tensor-map parameters (TensorDescriptor arguments copied by the
+            # tensor memory access unit): encoded at each launch
+            tma = tuple(tuple(t) for t in (getattr(md, "tma", None) or ()))
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
-                                  md.shared, None, image, self.name, flags)
+                                  md.shared, None, image, self.name, flags, tma)
         else:
             if self._cpu_kernel is None:
                 raise RuntimeError(f"kernel {self.name} has no CPU code")
@@ -679,6 +682,7 @@ def compile(src, target=None, options=None, dump_after=None):
             "num_stages": opts["num_stages"], "shared": shared,
             "n_regs": n_regs, "n_spills": r.get("n_spills", -1),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
+            "tma": [tuple(t) for t in r.get("tma", ())],
             "launch_pdl": bool(opts.get("launch_pdl")),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}

@@ -17,6 +17,11 @@
  * So the global loads of tile k+1 are in flight while tile k goes through
  * shared memory and the tensor cores. Clones of pure ops that duplicate
  * originals are left to LLVM's value numbering.
+ *
+ * Before that, multi-buffering through shared memory (async_loop): cp.async
+ * copies of the tiles num_stages - 1 iterations ahead into slots, or, for a
+ * descriptor load with a tensor map on sm_90, tensor-memory-access copies
+ * completing on per-slot mbarriers (analysis/README.md).
  */
 #include "analysis.h"
 

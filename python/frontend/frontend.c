@@ -532,14 +532,14 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 	 * launch encodes its CUtensorMap) when its block can be one box of the
 	 * copy engine per 128-byte column block: parameters after all others */
 	int *tmap_of = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
-	int64_t tmap_info[64][6]; /* arg, box inner, box outer, swizzle bytes, es, nan */
-	const IrType *tmap_elem[64];
+	int64_t tmap_info[8][6]; /* arg, box inner, box outer, swizzle bytes, es, nan (8: the launcher's MAXTMAP) */
+	const IrType *tmap_elem[8];
 	int ntmap = 0;
 	for (Py_ssize_t i = 0; args && i < n; i++) {
 		tmap_of[i] = -1;
 		PyObject *an = fe_attr(fe, PyList_GetItem(args, i), "arg");
 		PyObject *st = an && sig && PyDict_Check(sig) ? PyDict_GetItem(sig, an) : NULL;
-		if (!fe->tma_arch || !st || !PyTuple_Check(st) || PyTuple_Size(st) != 3 || ntmap == 64)
+		if (!fe->tma_arch || !st || !PyTuple_Check(st) || PyTuple_Size(st) != 3 || ntmap == 8)
 			continue;
 		PyObject *dk = fe_keep(fe, Py_BuildValue("(ns)", i, "tensordesc"));
 		PyObject *di = constexprs && PyDict_Check(constexprs) && dk ? PyDict_GetItem(constexprs, dk) : NULL;

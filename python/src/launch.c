@@ -77,9 +77,9 @@ typedef struct Binary {
 	 * outer stride come from: jit.h); an unused one gets zeros.
 	 * last[] / map[]: the last descriptor each was encoded from. */
 	int ntma;
-	int64_t tma[MAXTD][14];
-	PackTd last[MAXTD];
-	unsigned char map[MAXTD][128];
+	int64_t tma[MAXTMAP][14];
+	PackTd last[MAXTMAP];
+	unsigned char map[MAXTMAP][128];
 } Binary;
 
 static PyObject *BinaryType;
@@ -130,9 +130,9 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			      &name, &flags, &tma))
 		return NULL;
 	Py_ssize_t ntma = tma && tma != Py_None ? PySequence_Size(tma) : 0;
-	if (ntma < 0 || ntma > MAXTD) {
+	if (ntma < 0 || ntma > MAXTMAP) {
 		if (!PyErr_Occurred())
-			PyErr_Format(PyExc_ValueError, "Binary: at most %d tensor maps", (int)MAXTD);
+			PyErr_Format(PyExc_ValueError, "Binary: at most %d tensor maps", (int)MAXTMAP);
 		return NULL;
 	}
 	if (flags & ~(unsigned)(JIT_LAUNCH_PDL | JIT_LAUNCH_COOPERATIVE)) {

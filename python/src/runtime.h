@@ -109,7 +109,7 @@ static inline void buf_free(Buf *b)
  * on. */
 /* A TensorDescriptor argument as packed: what its tensor map is encoded
  * from when the kernel copies through one (launch.c). */
-enum { MAXTD = 8 };
+enum { MAXTD = 32, MAXTMAP = 8 }; /* descriptors recorded per launch; tensor maps per kernel */
 typedef struct PackTd {
 	int arg, rank;
 	uint64_t base;
@@ -122,7 +122,7 @@ typedef struct Pack {
 	void *params[MAXP];
 	int ntd;
 	PackTd td[MAXTD];
-	_Alignas(64) unsigned char tmap[MAXTD][128]; /* the encoded maps of this launch */
+	_Alignas(64) unsigned char tmap[MAXTMAP][128]; /* the encoded maps of this launch */
 	int on_gpu;   /* check that pointers are device memory, note their device */
 	int dev;      /* the device of the pointer arguments seen so far; -1: none */
 	int dev_arg;  /* the argument that set dev */

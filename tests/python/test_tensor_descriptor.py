@@ -952,3 +952,26 @@ def test_gpu_host_descriptor_tma_errors():
         matmul_host_desc_kernel[(2, 1)](bad, db, dc, 64, 64, num_warps=4, num_stages=2)
     matmul_host_desc_kernel[(2, 1)](da, db, dc, 64, 64, num_warps=4, num_stages=2)
     torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=5e-2, rtol=1e-2)
+
+
+@triton.jit
+def many_desc_kernel(d0, d1, d2, d3, d4, d5, d6, d7, d8, out):
+    acc = d0.load([0, 0]) + d1.load([0, 0]) + d2.load([0, 0]) + d3.load([0, 0]) + d4.load([0, 0])
+    acc += d5.load([0, 0]) + d6.load([0, 0]) + d7.load([0, 0]) + d8.load([0, 0])
+    tl.store(out + tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :], acc)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_tensor_maps_at_most_eight():
+    """A kernel takes at most 8 tensor maps (the launcher's table): a ninth
+    TensorDescriptor argument is passed as before, without one."""
+    dt = _host_desc_sig()
+    sig = {f"d{i}": dt for i in range(9)}
+    sig["out"] = "*fp16"
+    cx = {}
+    for i in range(9):
+        cx[(i, "tensordesc")] = ((64, 64), "zero")
+        cx[(i, 2, 1)] = 1
+    k = triton.compile(ASTSource(many_desc_kernel, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4})
+    assert [t[0] for t in k.metadata.tma] == list(range(8))

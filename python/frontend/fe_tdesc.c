@@ -165,6 +165,8 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 	if (es < 1 || es > 4 || elem->kind == TY_I1 || ir_is_ptr(elem) || bs[0] > 256 || bs[1] * es < 16 ||
 	    (bs[1] * es > 128 && (bs[1] * es) % 128))
 		return -1;
+	if (nan && elem->kind != TY_F16 && elem->kind != TY_BF16 && elem->kind != TY_F32)
+		return -1; /* the copy engine's NaN fill is for f16, bf16 and f32 maps */
 	int64_t row = bs[1] * es > 128 ? 128 : bs[1] * es, box[2] = {row / es, bs[0]};
 	/* an equal descriptor made before: its map */
 	int ntm = 0;

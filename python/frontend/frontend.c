@@ -566,6 +566,9 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		ti[3] = row >= 32 ? row : 0;
 		ti[4] = es;
 		ti[5] = pad && PyUnicode_Check(pad) && PyUnicode_CompareWithASCIIString(pad, "nan") == 0;
+		/* NaN padding: the copy engine's NaN fill is for f16, bf16 and f32 maps */
+		if (ti[5] && ek != TY_F16 && ek != TY_BF16 && ek != TY_F32)
+			continue;
 		tmap_elem[ntmap] = bt->elem;
 		tmap_of[i] = ntmap++;
 	}

@@ -975,3 +975,20 @@ def test_sm90_tensor_maps_at_most_eight():
     k = triton.compile(ASTSource(many_desc_kernel, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4})
     assert [t[0] for t in k.metadata.tma] == list(range(8))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("dt,pad,maps", [("*fp16", "nan", 2), ("*fp8e4nv", "nan", 0), ("*fp8e4nv", "zero", 2)])
+def test_sm90_nan_padding_maps(dt, pad, maps):
+    """NaN padding through the copy engine only for f16 / bf16 / f32 maps
+    (its NaN fill); an fp8 descriptor padded with NaN keeps cp.async."""
+    d = (dt, ("i32", "i32"), ("i32", "constexpr"))
+    sig = {"a_desc": d, "b_desc": d, "c_desc": ("*fp32", ("i32", "i32"), ("i32", "constexpr")), "K": "i32",
+           "BK": "constexpr"}
+    cx = {"BK": 64}
+    for i, bs in ((0, (128, 64)), (1, (128, 64)), (2, (128, 128))):
+        cx[(i, "tensordesc")] = (bs, pad if i < 2 else "zero")
+        cx[(i, 2, 1)] = 1
+    k = triton.compile(ASTSource(matmul_host_desc_kernel, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 3})
+    assert sum(1 for t in k.metadata.tma if t[0] < 2) == maps

@@ -224,7 +224,6 @@ void jit_kernel_free(JitKernel *k)
 	free(k->asm_);
 	free(k->cubin);
 	free(k->sig);
-	free(k->tma);
 	for (int i = 0; i < k->ndumps; i++)
 		free(k->dumps[i].text);
 	free(k->dumps);

@@ -191,6 +191,8 @@ typedef struct JitDump {
 enum { JIT_MAX_RUNS = 64 };
 
 /* What a compilation produced; every pointer malloc'ed and owned here. */
+enum { JIT_MAX_TMAPS = 8 }; /* tensor maps a kernel takes (the launcher's table) */
+
 typedef struct JitKernel {
 	char *name;        /* the kernel's symbol */
 	char *ttir;        /* TTIR after the TTIR passes, printer text */
@@ -203,12 +205,14 @@ typedef struct JitKernel {
 	void *cubin;       /* cuda, when ptxas was found */
 	size_t cubin_len;
 	char *sig;         /* the kernel's parameter types, ','-separated ("*fp32,i32") */
-	char *tma;         /* cuda: the tensor-map parameters (after all others), ';'-separated
-			    * "arg,box_inner,box_outer,swizzle_bytes,dtype,nan,used" and, for a
-			    * descriptor made in the kernel from parameters (arg -1), where its
-			    * fields come from: ",base_param,k0,v0,k1,v1,ks,vs" (k: 0 the constant
-			    * v, 1 / 2 / 3 the i32 / 64-bit / u32 parameter v; dims outermost
-			    * first, ks/vs the outer stride); NULL: none */
+	/* cuda: the tensor-map parameters (after all others), each (arg,
+	 * box_inner, box_outer, swizzle_bytes, dtype, nan, used) and, for a
+	 * descriptor made in the kernel from parameters (arg -1), where its
+	 * fields come from: (base_param, k0, v0, k1, v1, ks, vs) (k: 0 the
+	 * constant v, 1 / 2 / 3 the i32 / 64-bit / u32 parameter v; dims
+	 * outermost first, ks/vs the outer stride), zeros otherwise */
+	int ntma;
+	int64_t tma[JIT_MAX_TMAPS][14];
 	int shared;        /* bytes of dynamic shared memory */
 	int num_warps;
 	int n_regs;        /* from ptxas -v; -1 when unknown */

@@ -247,11 +247,10 @@ static bool uses_tmap(const IrBlock *b, const IrValue *m)
 }
 
 /* The launch plan of the kernel's tensor-map parameters (JitKernel.tma). */
-static char *tma_plan(IrFunc *f)
+static void tma_plan(IrFunc *f, JitKernel *k)
 {
-	size_t cap = 1, len = 0;
-	char *s = NULL;
-	for (int i = 0; i < f->body->nargs; i++) {
+	k->ntma = 0;
+	for (int i = 0; i < f->body->nargs && k->ntma < JIT_MAX_TMAPS; i++) {
 		const IrParam *pr = &f->params[i];
 		const IrAttr *a = ir_find_attr(pr->nattrs, pr->attrs, "tensormap");
 		const IrAttr *box = ir_find_attr(pr->nattrs, pr->attrs, "tma_box");
@@ -261,23 +260,18 @@ static char *tma_plan(IrFunc *f)
 		const IrAttr *dt = ir_find_attr(pr->nattrs, pr->attrs, "tma_dtype");
 		const IrAttr *nan = ir_find_attr(pr->nattrs, pr->attrs, "tma_nan");
 		const IrAttr *src = ir_find_attr(pr->nattrs, pr->attrs, "tma_src");
-		int64_t sv[7] = {0};
+		int64_t *e = k->tma[k->ntma++];
+		memset(e, 0, sizeof k->tma[0]);
+		e[0] = a->i;
+		e[1] = box->ints[0];
+		e[2] = box->ints[1];
+		e[3] = sw ? sw->i : 0;
+		e[4] = dt ? dt->i : 0;
+		e[5] = nan ? nan->i : 0;
+		e[6] = uses_tmap(f->body, f->body->args[i]);
 		if (src && src->kind == ATTR_INTS && src->n == 7)
-			memcpy(sv, src->ints, sizeof sv);
-		char e[400];
-		int n = snprintf(e, sizeof e, "%s%lld,%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%lld,%lld,%lld,%lld",
-				 len ? ";" : "", (long long)a->i, (long long)box->ints[0], (long long)box->ints[1],
-				 sw ? (long long)sw->i : 0, dt ? (long long)dt->i : 0, nan ? (long long)nan->i : 0,
-				 uses_tmap(f->body, f->body->args[i]), (long long)sv[0], (long long)sv[1], (long long)sv[2],
-				 (long long)sv[3], (long long)sv[4], (long long)sv[5], (long long)sv[6]);
-		char *ns = realloc(s, cap + len + (size_t)n + 1);
-		if (!ns)
-			break;
-		s = ns;
-		memcpy(s + len, e, (size_t)n + 1);
-		len += (size_t)n;
+			memcpy(e + 7, src->ints, 7 * sizeof(int64_t));
 	}
-	return s;
 }
 
 /* Callees first: a call is a scratch user of its callee's total. */
@@ -290,8 +284,8 @@ static IrError *run_allocate_shared(JitPipe *p)
 			an_allocate_shared(fs[i], &p->ao);
 	p->shared = an_allocate_shared(p->kernel, &p->ao);
 	p->out->shared = (int)p->shared;
-	if (p->on == JIT_ON_CUDA && !p->out->tma)
-		p->out->tma = tma_plan(p->kernel);
+	if (p->on == JIT_ON_CUDA)
+		tma_plan(p->kernel, p->out);
 	if (p->on == JIT_ON_CUDA)
 		return be_nvptx_check_shared(p->m, p->target.arch, p->shared);
 	return NULL;

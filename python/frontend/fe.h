@@ -213,6 +213,10 @@ bool fe_const_int_of(const FeVal *v, int64_t *out);
 /* A constant Python int of value x. */
 FeVal *fe_const_long(Fe *fe, int64_t x);
 FeVal *fe_tdesc_from_param(Fe *fe, PyObject *node, FeVal *flat, PyObject *info, int tmap);
+/* Tensor maps (sm_90): whether a block [B0, B1] of elem can have one, and
+ * the attributes of its parameter (fe_tdesc.c). */
+bool fe_tmap_ok(const IrType *elem, int64_t B0, int64_t B1, bool nan);
+void fe_tmap_attrs(Fe *fe, IrParam *prm, int64_t arg, const IrType *elem, int64_t B0, int64_t B1, bool nan);
 /* desc.base/shape/strides/block_shape/dtype/block_type, or a bound method. */
 FeVal *fe_tdesc_getattr(Fe *fe, PyObject *node, FeVal *d, const char *name);
 /* A descriptor method (self a descriptor) or tl.make_tensor_descriptor /

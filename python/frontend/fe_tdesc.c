@@ -136,6 +136,53 @@ static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
 	return k == TY_I32 ? 1 : k == TY_I64 || k == TY_U64 ? 2 : k == TY_U32 ? 3 : -1;
 }
 
+/* The tensor map of a block [B0, B1] of elem (padding NaN or zeros): its
+ * box is one 128-byte column block (B1 * es bytes a row, at most 128; the
+ * slot layout of the pipelined copies), swizzled at the row width. False
+ * when the copy engine cannot take it: 1-4 byte numbers, B0 <= 256 rows,
+ * rows of at least 16 bytes, a whole number of 128-byte blocks, NaN fill
+ * only for f16 / bf16 / f32. */
+static bool tmap_box(const IrType *elem, int64_t B0, int64_t B1, bool nan, int64_t box[2], int64_t *swizzle)
+{
+	int es = ir_type_bits(elem) / 8;
+	IrTypeKind k = elem->kind;
+	if (es < 1 || es > 4 || k == TY_I1 || ir_is_ptr(elem) || B0 < 1 || B0 > 256 || B1 * es < 16 ||
+	    (B1 * es > 128 && (B1 * es) % 128) || (nan && k != TY_F16 && k != TY_BF16 && k != TY_F32))
+		return false;
+	int64_t row = B1 * es > 128 ? 128 : B1 * es;
+	box[0] = row / es;
+	box[1] = B0;
+	*swizzle = row >= 32 ? row : 0;
+	return true;
+}
+
+bool fe_tmap_ok(const IrType *elem, int64_t B0, int64_t B1, bool nan)
+{
+	int64_t box[2], sw;
+	return tmap_box(elem, B0, B1, nan, box, &sw);
+}
+
+/* Marks prm as the tensor map (for fe_tmap_ok's block) of argument arg
+ * (-1: made in the kernel): its box, swizzle, CUtensorMapDataType (the
+ * float types where NaN padding needs them, else unsigned of the width)
+ * and padding, for the launch plan (jit/pipeline.c). */
+void fe_tmap_attrs(Fe *fe, IrParam *prm, int64_t arg, const IrType *elem, int64_t B0, int64_t B1, bool nan)
+{
+	int64_t box[2], sw;
+	tmap_box(elem, B0, B1, nan, box, &sw);
+	int es = ir_type_bits(elem) / 8;
+	IrTypeKind k = elem->kind;
+	IrAttr ba = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
+		     .ints = ir_alloc(fe->ctx, sizeof box)};
+	memcpy(ba.ints, box, sizeof box);
+	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tensormap", arg);
+	ir_set_attr(fe->ctx, &prm->nattrs, &prm->attrs, &ba);
+	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_swizzle", sw);
+	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_dtype",
+			k == TY_F16 ? 6 : k == TY_BF16 ? 9 : k == TY_F32 ? 7 : es == 1 ? 0 : es == 2 ? 1 : 2);
+	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_nan", nan);
+}
+
 /* tl.make_tensor_descriptor in the kernel over a parameter's pointer with
  * shape and strides that are parameters or constants (tutorial 09's
  * descriptor kernels): the launch can encode its tensor map as for a
@@ -150,7 +197,6 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 	if (bv->def || bv->owner != f->body)
 		return -1;
 	const IrType *elem = bv->type->elem;
-	int es = ir_type_bits(elem) / 8;
 	int64_t src[7] = {bv->index}, one;
 	for (int d = 0; d < 2; d++) {
 		int k = tmap_src(fe, sh[d], &src[2 + 2 * d]);
@@ -162,12 +208,9 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 	if (ks < 0 || !fe_const_int_of(st[1], &one) || one != 1)
 		return -1;
 	src[5] = ks;
-	if (es < 1 || es > 4 || elem->kind == TY_I1 || ir_is_ptr(elem) || bs[0] > 256 || bs[1] * es < 16 ||
-	    (bs[1] * es > 128 && (bs[1] * es) % 128))
+	int64_t box[2], sw;
+	if (!tmap_box(elem, bs[0], bs[1], nan, box, &sw))
 		return -1;
-	if (nan && elem->kind != TY_F16 && elem->kind != TY_BF16 && elem->kind != TY_F32)
-		return -1; /* the copy engine's NaN fill is for f16, bf16 and f32 maps */
-	int64_t row = bs[1] * es > 128 ? 128 : bs[1] * es, box[2] = {row / es, bs[0]};
 	/* an equal descriptor made before: its map */
 	int ntm = 0;
 	for (int i = 0; i < f->body->nargs; i++) {
@@ -176,10 +219,10 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 		const IrAttr *ba = ir_find_attr(p->nattrs, p->attrs, "tma_box");
 		if (ir_find_attr(p->nattrs, p->attrs, "tensormap"))
 			ntm++;
+		const IrAttr *na = ir_find_attr(p->nattrs, p->attrs, "tma_nan");
 		if (sa && ba && sa->n == 7 && !memcmp(sa->ints, src, sizeof src) && ba->ints[0] == box[0] &&
-		    ba->ints[1] == box[1] && (ir_find_attr(p->nattrs, p->attrs, "tma_nan") ? ir_find_attr(p->nattrs, p->attrs, "tma_nan")->i : 0) == nan &&
-		    ir_type_bits(f->body->args[(int)src[0]]->type->elem) == ir_type_bits(elem))
-			return i;
+		    ba->ints[1] == box[1] && na && na->i == nan)
+			return i; /* the same base parameter: the same element type */
 	}
 	if (ntm >= 8)
 		return -1;
@@ -196,17 +239,8 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 	IrAttr sa = {.name = ir_intern(fe->ctx, "tma_src"), .kind = ATTR_INTS, .n = 7,
 		     .ints = ir_alloc(fe->ctx, sizeof src)};
 	memcpy(sa.ints, src, sizeof src);
-	IrAttr ba = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
-		     .ints = ir_alloc(fe->ctx, sizeof box)};
-	memcpy(ba.ints, box, sizeof box);
-	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tensormap", -1);
-	ir_set_attr(fe->ctx, &np[n].nattrs, &np[n].attrs, &ba);
 	ir_set_attr(fe->ctx, &np[n].nattrs, &np[n].attrs, &sa);
-	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_swizzle", row >= 32 ? row : 0);
-	IrTypeKind ek = elem->kind;
-	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_dtype",
-			ek == TY_F16 ? 6 : ek == TY_BF16 ? 9 : ek == TY_F32 ? 7 : es == 1 ? 0 : es == 2 ? 1 : 2);
-	ir_set_attr_int(fe->ctx, &np[n].nattrs, &np[n].attrs, "tma_nan", nan);
+	fe_tmap_attrs(fe, &np[n], -1, elem, bs[0], bs[1], nan);
 	return n;
 }
 

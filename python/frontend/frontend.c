@@ -532,7 +532,7 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 	 * launch encodes its CUtensorMap) when its block can be one box of the
 	 * copy engine per 128-byte column block: parameters after all others */
 	int *tmap_of = ir_alloc(fe->ctx, sizeof(int) * (size_t)(n + 1));
-	int64_t tmap_info[8][6]; /* arg, box inner, box outer, swizzle bytes, es, nan (8: the launcher's MAXTMAP) */
+	int64_t tmap_info[8][4]; /* arg, B0, B1, nan (8: the launcher's MAXTMAP) */
 	const IrType *tmap_elem[8];
 	int ntmap = 0;
 	for (Py_ssize_t i = 0; args && i < n; i++) {
@@ -551,23 +551,13 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		PyObject *bl = PyTuple_GetItem(di, 0), *pad = PyTuple_GetItem(di, 1);
 		if (!PyTuple_Check(bl) || PyTuple_Size(bl) != 2)
 			continue;
-		int64_t B0 = PyLong_AsLongLong(PyTuple_GetItem(bl, 0)), B1 = PyLong_AsLongLong(PyTuple_GetItem(bl, 1));
-		PyErr_Clear();
-		int es = ir_type_bits(bt->elem) / 8;
-		IrTypeKind ek = bt->elem->kind;
-		if (es < 1 || es > 4 || ek == TY_I1 || ir_is_ptr(bt->elem) || B0 < 1 || B0 > 256 || B1 * es < 16 ||
-		    (B1 * es > 128 && (B1 * es) % 128))
-			continue;
-		int64_t row = B1 * es > 128 ? 128 : B1 * es;
 		int64_t *ti = tmap_info[ntmap];
 		ti[0] = i;
-		ti[1] = row / es;
-		ti[2] = B0;
-		ti[3] = row >= 32 ? row : 0;
-		ti[4] = es;
-		ti[5] = pad && PyUnicode_Check(pad) && PyUnicode_CompareWithASCIIString(pad, "nan") == 0;
-		/* NaN padding: the copy engine's NaN fill is for f16, bf16 and f32 maps */
-		if (ti[5] && ek != TY_F16 && ek != TY_BF16 && ek != TY_F32)
+		ti[1] = PyLong_AsLongLong(PyTuple_GetItem(bl, 0));
+		ti[2] = PyLong_AsLongLong(PyTuple_GetItem(bl, 1));
+		ti[3] = pad && PyUnicode_Check(pad) && PyUnicode_CompareWithASCIIString(pad, "nan") == 0;
+		PyErr_Clear();
+		if (!fe_tmap_ok(bt->elem, ti[1], ti[2], ti[3]))
 			continue;
 		tmap_elem[ntmap] = bt->elem;
 		tmap_of[i] = ntmap++;
@@ -628,18 +618,7 @@ static void compile_kernel(Fe *fe, PyObject *jitfn, PyObject *sig, PyObject *con
 		sprintf(nm, "%s_tmap", an);
 		prm->name = ir_intern(fe->ctx, nm);
 		f->body->args[np0 + j]->name = prm->name;
-		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tensormap", ti[0]);
-		IrAttr box = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
-			      .ints = ir_alloc(fe->ctx, 2 * sizeof(int64_t))};
-		box.ints[0] = ti[1];
-		box.ints[1] = ti[2];
-		ir_set_attr(fe->ctx, &prm->nattrs, &prm->attrs, &box);
-		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_swizzle", ti[3]);
-		/* CUtensorMapDataType: the float types where NaN padding needs them */
-		IrTypeKind ek = tmap_elem[j]->kind;
-		int dt = ek == TY_F16 ? 6 : ek == TY_BF16 ? 9 : ek == TY_F32 ? 7 : ti[4] == 1 ? 0 : ti[4] == 2 ? 1 : 2;
-		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_dtype", dt);
-		ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_nan", ti[5]);
+		fe_tmap_attrs(fe, prm, ti[0], tmap_elem[j], ti[1], ti[2], ti[3]);
 	}
 	for (Py_ssize_t i = 0; i < n; i++)
 		tmap_of[i] = tmap_of[i] >= 0 ? np0 + tmap_of[i] : -1;

@@ -149,24 +149,13 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		Py_DECREF(c);
 	}
 	set_int(d, "shared", k.shared);
-	if (k.tma) { /* the tensor-map parameters' launch plan: tuples of 14 ints (jit.h) */
-		PyObject *l = PyList_New(0);
-		for (const char *c = k.tma; l && *c;) {
-			long long v[14];
-			int used = 0;
-			if (sscanf(c, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld%n", &v[0], &v[1],
-				   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
-				   &used) != 14)
-				break;
+	if (k.ntma) { /* the tensor-map parameters' launch plan: tuples of 14 ints (jit.h) */
+		PyObject *l = PyList_New(k.ntma);
+		for (int j = 0; l && j < k.ntma; j++) {
 			PyObject *e = PyTuple_New(14);
 			for (int i = 0; e && i < 14; i++)
-				PyTuple_SetItem(e, i, PyLong_FromLongLong(v[i]));
-			if (e)
-				PyList_Append(l, e);
-			Py_XDECREF(e);
-			c += used;
-			if (*c == ';')
-				c++;
+				PyTuple_SetItem(e, i, PyLong_FromLongLong(k.tma[j][i]));
+			PyList_SetItem(l, j, e);
 		}
 		if (l)
 			PyDict_SetItemString(d, "tma", l);

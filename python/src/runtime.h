@@ -109,7 +109,7 @@ static inline void buf_free(Buf *b)
  * on. */
 /* A TensorDescriptor argument as packed: what its tensor map is encoded
  * from when the kernel copies through one (launch.c). */
-enum { MAXTD = 32, MAXTMAP = 8 }; /* descriptors recorded per launch; tensor maps per kernel */
+enum { MAXTD = 32, MAXTMAP = JIT_MAX_TMAPS }; /* descriptors recorded per launch; tensor maps per kernel */
 typedef struct PackTd {
 	int arg, rank;
 	uint64_t base;

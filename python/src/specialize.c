@@ -560,10 +560,10 @@ static PyObject *tdesc_flat(PyObject *v)
 }
 
 /* Records the descriptor (flat: base, shape, strides) packed from slot s0
- * on for its tensor map. */
+ * on for its tensor map (GPU launches only: the CPU has none). */
 static int note_tdesc(Pack *pk, int argi, PyObject *flat, int s0)
 {
-	if (!pk || pk->ntd >= MAXTD || pk->n <= s0)
+	if (!pk || !pk->on_gpu || pk->ntd >= MAXTD || pk->n <= s0)
 		return 0;
 	PyObject *sh = PyTuple_GetItem(flat, 1), *st = PyTuple_GetItem(flat, 2);
 	int rank = (int)PyTuple_Size(sh);

@@ -166,6 +166,7 @@ bool an_staged_pair(const IrOp *op)
 typedef struct Buf {
 	IrOp *op;
 	int64_t size, start, end, offset;
+	bool mbar; /* a tensor-memory-access buffer's mbarriers (its slots are another Buf) */
 } Buf;
 
 typedef struct ACtx {
@@ -196,31 +197,40 @@ static bool tile_buf_owner(const IrOp *op)
 	return an_tile_buffer_op(op) && op->opc != OP_LOCAL_READ;
 }
 
-/* The bytes of a tile buffer: its slots, then (tensor-memory-access
- * buffers, named by a {tile} type) one 8-byte mbarrier per slot and, for a
- * warp-specialized buffer ({ws}), one more per slot (its empty mbarriers). */
-int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off)
+/* The bytes of a tile buffer's slots; *mbar_bytes (when asked) those of
+ * its mbarriers: a tensor-memory-access buffer (named by a {tile} type) has
+ * one 8-byte mbarrier per slot and, warp-specialized ({ws}), one more per
+ * slot (its empty mbarriers), allocated apart from the slots (placed at
+ * {mbar_offset}: after 1 KiB-aligned slots they would cost up to 1 KiB of
+ * padding each, enough to keep a second CTA off a multiprocessor). */
+int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_bytes)
 {
 	const IrAttr *ta = ir_op_attr(op, "tile");
 	const IrType *t = ta && ta->kind == ATTR_TYPE ? ta->type : op->opc == OP_ASYNC_COPY ? op->ops[0]->type : NULL;
+	if (mbar_bytes)
+		*mbar_bytes = t && ta ? 8 * ir_op_int(op, "stages", 1) * (ir_op_int(op, "ws", 0) ? 2 : 1) : 0;
 	if (!t)
 		return 0;
 	int64_t S = ir_op_int(op, "stages", 1);
-	int64_t slots = align16(numel(t) * elem_bytes(ta ? ir_scalar(t) : ir_scalar(t)->elem) * S);
-	if (mbar_off)
-		*mbar_off = slots;
-	return ta ? slots + 8 * S * (ir_op_int(op, "ws", 0) ? 2 : 1) : slots;
+	return align16(numel(t) * elem_bytes(ta ? ir_scalar(t) : ir_scalar(t)->elem) * S);
 }
 
-static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos)
+/* The Buf of the slots (mbar false) or of the mbarriers (true) of the
+ * buffer op names, made at pos by its first owner. */
+static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos, bool mbar)
 {
 	int64_t id = ir_op_int(op, "buffer", 0);
 	for (int i = 0; i < a->n; i++)
-		if (tile_buf_owner(a->bufs[i].op) && ir_op_int(a->bufs[i].op, "buffer", -1) == id)
+		if (tile_buf_owner(a->bufs[i].op) && a->bufs[i].mbar == mbar &&
+		    ir_op_int(a->bufs[i].op, "buffer", -1) == id)
 			return &a->bufs[i];
 	if (!tile_buf_owner(op))
 		return NULL;
-	add_buf(a, (Buf){op, an_tile_buffer_bytes(op, NULL), pos, pos, 0});
+	int64_t mb;
+	int64_t sz = an_tile_buffer_bytes(op, &mb);
+	if (mbar && !mb)
+		return NULL;
+	add_buf(a, (Buf){op, mbar ? align16(mb) : sz, pos, pos, 0, mbar});
 	return &a->bufs[a->n - 1];
 }
 
@@ -241,9 +251,11 @@ static void collect(ACtx *a, IrBlock *b)
 					t->end = a->pos;
 			}
 		if (an_tile_buffer_op(op)) {
-			Buf *t = tile_buf(a, op, start);
-			if (t && start > t->end)
-				t->end = start;
+			for (int m = 0; m < 2; m++) {
+				Buf *t = tile_buf(a, op, start, m);
+				if (t && start > t->end)
+					t->end = start;
+			}
 			continue;
 		}
 		if (op->opc == OP_DOT && an_is_wgmma(op->res[0].type)) {
@@ -260,7 +272,7 @@ static void collect(ACtx *a, IrBlock *b)
 		/* the first of a staged pair stays live through the second: both
 		 * tiles are written before one barrier, then both read */
 		int64_t end = an_staged_pair(op) ? start + 1 : start;
-		add_buf(a, (Buf){op, align16(sz), start, end, 0});
+		add_buf(a, (Buf){op, align16(sz), start, end, 0, false});
 	}
 }
 
@@ -272,13 +284,13 @@ static int by_size_desc(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off)
+static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off, const char *attr)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++)
-			set_tile_offset(ctx, op->regions[r], id, off);
+			set_tile_offset(ctx, op->regions[r], id, off, attr);
 		if (an_tile_buffer_op(op) && ir_op_int(op, "buffer", -1) == id)
-			ir_op_set_int(ctx, op, "scratch_offset", off);
+			ir_op_set_int(ctx, op, attr, off);
 	}
 }
 
@@ -310,13 +322,14 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 		a.bufs[i].offset = off;
 		if (off + a.bufs[i].size > total)
 			total = off + a.bufs[i].size;
-		ir_op_set_int(f->module->ctx, a.bufs[i].op, "scratch_offset", off);
+		if (!a.bufs[i].mbar)
+			ir_op_set_int(f->module->ctx, a.bufs[i].op, "scratch_offset", off);
 	}
 	/* every op naming a tile buffer gets its offset */
 	for (int i = 0; i < a.n; i++)
 		if (tile_buf_owner(a.bufs[i].op))
 			set_tile_offset(f->module->ctx, f->body, ir_op_int(a.bufs[i].op, "buffer", 0),
-					a.bufs[i].offset);
+					a.bufs[i].offset, a.bufs[i].mbar ? "mbar_offset" : "scratch_offset");
 	free(a.bufs);
 	/* a called function's total: its caller's scratch for the call */
 	if (!f->is_kernel && (total > 0 || ir_find_attr(f->nattrs, f->attrs, "shared")))

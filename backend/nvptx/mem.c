@@ -490,28 +490,24 @@ static LLVMValueRef smem_u32(Nv *nv, LLVMValueRef off)
 			      LLVMInt32TypeInContext(nv->c), "");
 }
 
-/* The tile a tensor-memory-access op names, its bytes and where the
- * buffer's mbarriers start (analysis/alloc.c lays the buffer out). */
-static const IrType *tma_tile(const IrOp *op, int64_t *tile_bytes, int64_t *mbar)
+/* The tile a tensor-memory-access op names and its bytes. */
+static const IrType *tma_tile(const IrOp *op, int64_t *tile_bytes)
 {
-	const IrAttr *ta = ir_op_attr(op, "tile");
-	const IrType *t = ta->type;
-	an_tile_buffer_bytes(op, mbar);
+	const IrType *t = ir_op_attr(op, "tile")->type;
 	*tile_bytes = t->numel * nv_esize(ir_scalar(t));
 	return t;
 }
 
 /* The address of slot's mbarrier: its full one (the copy completes it)
  * or, empty = true, a warp-specialized buffer's empty one (the consumers
- * complete it), `stages` mbarriers further. */
+ * complete it), `stages` mbarriers further. The buffer's mbarriers are
+ * allocated apart from its slots ({mbar_offset}, analysis/alloc.c). */
 static LLVMValueRef mbar_at(Nv *nv, const IrOp *op, LLVMValueRef slot, bool empty)
 {
-	int64_t tb, mb;
-	tma_tile(op, &tb, &mb);
+	int64_t mb = ir_op_int(op, "mbar_offset", 0);
 	if (empty)
 		mb += 8 * ir_op_int(op, "stages", 1);
-	LLVMValueRef off = LLVMBuildAdd(nv->b, nv_i32(nv, nv_scratch_off(op) + mb),
-					LLVMBuildMul(nv->b, slot, nv_i32(nv, 8), ""), "");
+	LLVMValueRef off = LLVMBuildAdd(nv->b, nv_i32(nv, mb), LLVMBuildMul(nv->b, slot, nv_i32(nv, 8), ""), "");
 	return smem_u32(nv, off);
 }
 
@@ -575,8 +571,8 @@ void nv_lower_tma_inval(Nv *nv, IrOp *op)
  * [rows][128 bytes] one after the other). Coordinates go innermost first. */
 void nv_lower_tma_copy(Nv *nv, IrOp *op)
 {
-	int64_t tb, mb;
-	const IrType *t = tma_tile(op, &tb, &mb);
+	int64_t tb;
+	const IrType *t = tma_tile(op, &tb);
 	int rank = t->rank, es = (int)nv_esize(ir_scalar(t));
 	if (rank != 2 || op->nops != 3 + rank) {
 		nv_fail(nv, op, "tma_copy: only 2-D tiles");

@@ -536,7 +536,8 @@ static IrValue *copy_mask(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrOp *
 
 /* A descriptor load (a {tma} tail: tensor map, offsets) the tensor memory
  * access unit can copy into its slot: sm_90, a 2-D tile, the map a kernel
- * parameter, the slot in the descriptor's memory order (the copy writes
+ * parameter or made in the kernel (tensormap_create, outside the loop:
+ * slice_ok), the slot in the descriptor's memory order (the copy writes
  * rows of the block's last dim, as the slot layout has them: transposed
  * exactly when the load is). *tile: the slot's tile type. */
 static bool tma_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, bool trans, const IrType **tile)
@@ -544,8 +545,9 @@ static bool tma_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, bool trans, const Ir
 	if (o->arch < 90 || ir_op_int(L, "tma", 0) != 3 || L->nops != 6)
 		return false;
 	IrValue *m = L->ops[3];
-	if (m->def || m->owner != p->f->body || m->index < 0 || m->index >= p->f->body->nargs ||
-	    !ir_find_attr(p->f->params[m->index].nattrs, p->f->params[m->index].attrs, "tensormap"))
+	bool made = m->def && m->def->opc == OP_TMAP_CREATE && p->f->is_kernel;
+	if (!made && (m->def || m->owner != p->f->body || m->index < 0 || m->index >= p->f->body->nargs ||
+		      !ir_find_attr(p->f->params[m->index].nattrs, p->f->params[m->index].attrs, "tensormap")))
 		return false;
 	if ((ir_op_int(L, "tma_tr", 0) != 0) != trans)
 		return false;

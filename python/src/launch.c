@@ -550,10 +550,12 @@ static PyObject *scratch_alloc(Binary *b, const int g[3], void *st, uint64_t *pt
 		return NULL;
 	}
 	if (*ptr % (uint64_t)b->gscratch_align) {
-		PyErr_Format(PyExc_ValueError,
-			     "the allocator returned memory at %#llx for the kernel's global scratch, which must be "
-			     "aligned to %d bytes",
-			     (unsigned long long)*ptr, b->gscratch_align);
+		char msg[160];
+		snprintf(msg, sizeof msg,
+			 "the allocator returned memory at %#llx for the kernel's global scratch, which must be "
+			 "aligned to %d bytes",
+			 (unsigned long long)*ptr, b->gscratch_align);
+		PyErr_SetString(PyExc_ValueError, msg);
 		Py_DECREF(buf);
 		return NULL;
 	}

@@ -388,3 +388,35 @@ def test_gpu_no_allocator_then_launch():
         triton.set_allocator(None)
     a, b, c, M, N, K = groups[0]
     torch.testing.assert_close(c[:, :N], (a[:, :K].float() @ b[:, :K].float().T).half(), atol=6e-2, rtol=1e-2)
+
+
+@triton.jit
+def made_in_loop_kernel(ptrs, sizes, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The descriptors made anew in each iteration of the dot loop."""
+    a = tl.load(ptrs).to(tl.pointer_type(tl.float16))
+    b = tl.load(ptrs + 1).to(tl.pointer_type(tl.float16))
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    K = tl.load(sizes + 2)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(tl.cdiv(K, BK)):
+        a_desc = tl.make_tensor_descriptor(a, [M, K], [K, 1], [BM, BK])
+        b_desc = tl.make_tensor_descriptor(b, [K, N], [N, 1], [BK, BN])
+        acc = tl.dot(a_desc.load([tl.program_id(0) * BM, kk * BK]), b_desc.load([kk * BK, 0]), acc)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+
+@needs_ptxas
+def test_sm90_map_made_in_the_loop_keeps_cp_async():
+    """A map made inside the dot loop cannot be ahead of the copies: the loop
+    keeps its cp.async pipeline, and the maps (read by no tensor copy) are
+    neither written nor given scratch."""
+    sig = {"ptrs": "*i64", "sizes": "*i32", "c_ptr": "*fp16", "BM": "constexpr", "BN": "constexpr",
+           "BK": "constexpr"}
+    k = triton.compile(ASTSource(made_in_loop_kernel, sig, dict(BM=64, BN=64, BK=64),
+                                 {(i,): {"divisibility": 16} for i in range(3)}),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+    ptx = k.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx
+    assert "tensormap" not in ptx and "cp.async.bulk.tensor" not in ptx
+    assert k.metadata.global_scratch_size == 0

@@ -420,3 +420,63 @@ def test_sm90_map_made_in_the_loop_keeps_cp_async():
     assert "cp.async.cg.shared.global" in ptx
     assert "tensormap" not in ptx and "cp.async.bulk.tensor" not in ptx
     assert k.metadata.global_scratch_size == 0
+
+
+@triton.jit
+def mixed_maps_kernel(a_desc, b_ptrs, sizes, c_ptr, BN: tl.constexpr):
+    """A through a TensorDescriptor argument (the launch encodes its map), B
+    over a loaded pointer and sizes (the kernel makes its map)."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    b = tl.load(b_ptrs).to(tl.pointer_type(tl.float16))
+    N = tl.load(sizes)
+    K = tl.load(sizes + 1)
+    b_desc = tl.make_tensor_descriptor(b, [N, K], [K, 1], [BN, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([tl.program_id(0) * BM, kk * BK]), b_desc.load([0, kk * BK]).T, acc)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16), mask=rm[:, None] < a_desc.shape[0])
+
+
+def _compile_mixed():
+    dt = ("*fp16", ("i32", "i32"), ("i32", "constexpr"))
+    sig = {"a_desc": dt, "b_ptrs": "*i64", "sizes": "*i32", "c_ptr": "*fp16", "BN": "constexpr"}
+    cx = {"BN": 128, (0, "tensordesc"): ((128, 64), "zero"), (0, 2, 1): 1}
+    return triton.compile(ASTSource(mixed_maps_kernel, sig, cx, {}), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": 4, "num_stages": 3})
+
+
+@needs_ptxas
+def test_sm90_parameter_order_with_both_kinds_of_map():
+    """The kernel's parameters: the arguments, then the maps the launch
+    encodes (128-byte grid constants), then the global scratch buffer; the
+    metadata (also from the disk cache) names both."""
+    k = _compile_mixed()
+    params = re.search(r"\.entry mixed_maps_kernel\((.*?)\)", k.asm["ptx"], re.S).group(1).split(",")
+    assert ".b8 mixed_maps_kernel_param_7[128]" in params[-2]
+    assert ".ptr .global" in params[-1] and params[-1].strip().endswith("_param_8")
+    assert [t[0] for t in k.metadata.tma] == [0] and k.metadata.global_scratch_size == 128
+    assert k.asm["ptx"].count("tensormap.cp_fenceproxy") == 1 and k.n_spills == 0
+    hit = _compile_mixed()
+    assert hit.times.get("load") is not None and "frontend" not in hit.times
+    assert hit.metadata.global_scratch_size == 128 and hit.metadata.global_scratch_align == 128
+
+
+@pytest.mark.gpu
+def test_gpu_mixed_maps(torch_allocator):
+    import torch
+    from ctriton.tools.tensor_descriptor import TensorDescriptor
+    torch.manual_seed(0)
+    M, N, K = 300, 100, 200
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    c = torch.zeros((M, 128), device="cuda", dtype=torch.float16)
+    bp = torch.tensor([b.data_ptr()], device="cuda")
+    sizes = torch.tensor([N, K], device="cuda", dtype=torch.int32)
+    mixed_maps_kernel[(triton.cdiv(M, 128),)](TensorDescriptor.from_tensor(a, [128, 64]), bp, sizes, c, 128,
+                                              num_warps=4, num_stages=3)
+    torch.testing.assert_close(c[:, :N], (a.float() @ b.float().T).half(), atol=6e-2, rtol=1e-2)
+    assert (c[:, N:] == 0).all()
+    assert torch_allocator[0][:2] == (128 * triton.cdiv(M, 128), 128)

@@ -202,7 +202,8 @@ static bool tile_buf_owner(const IrOp *op)
 }
 
 /* The bytes of a tile buffer: its slots, then (tensor-memory-access
- * buffers, named by a {tile} type) one 8-byte mbarrier per slot. */
+ * buffers, named by a {tile} type) one 8-byte mbarrier per slot and, for a
+ * warp-specialized buffer ({ws}), one more per slot (its empty mbarriers). */
 int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off)
 {
 	const IrAttr *ta = ir_op_attr(op, "tile");
@@ -213,7 +214,7 @@ int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off)
 	int64_t slots = align16(numel(t) * elem_bytes(ta ? ir_scalar(t) : ir_scalar(t)->elem) * S);
 	if (mbar_off)
 		*mbar_off = slots;
-	return ta ? slots + 8 * S : slots;
+	return ta ? slots + 8 * S * (ir_op_int(op, "ws", 0) ? 2 : 1) : slots;
 }
 
 static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos)
@@ -346,6 +347,11 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 			dirty = false;
 			continue;
 		}
+		/* the producer of a warp-specialized kernel: its copies and the
+		 * consumers' reads are ordered by mbarriers, and it takes part in
+		 * no barrier */
+		if (op->opc == OP_WARP_SPEC || op->opc == OP_TMA_RELEASE)
+			continue;
 		if (op->nregions) {
 			bool inner = false;
 			for (int r = 0; r < op->nregions; r++)

@@ -95,7 +95,8 @@ int64_t an_tile_buffer_bytes(const IrOp *op, int64_t *mbar_off);
 static inline bool an_tile_buffer_op(const IrOp *op)
 {
 	return op->opc == OP_ASYNC_COPY || op->opc == OP_LOCAL_READ || op->opc == OP_TMA_COPY ||
-	       op->opc == OP_TMA_WAIT || op->opc == OP_TMA_INIT || op->opc == OP_TMA_INVAL;
+	       op->opc == OP_TMA_WAIT || op->opc == OP_TMA_INIT || op->opc == OP_TMA_INVAL ||
+	       op->opc == OP_TMA_RELEASE;
 }
 
 typedef struct AnGpuOptions {
@@ -212,6 +213,16 @@ IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);
 int an_split_dots(IrFunc *f, const AnGpuOptions *o);
 
 void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
+/* Warp specialization (prefetch.c): the consumer warp count the kernel f
+ * compiles with when a loop of it asks for warp specialization
+ * ({warp_specialize}) and can get it (sm_90, num_stages >= 2, a top-level
+ * loop whose dots take tensor-descriptor tiles): 8 for num_warps 4 when
+ * every dot of the loop has M a multiple of 128 (two consumer warpgroups
+ * split M, as Triton partitions the data), else num_warps; 0 when no loop
+ * qualifies. an_prefetch_dot_loads then gives the first such loop one
+ * producer warp (the module attribute ws_warps) that issues its tensor
+ * copies, the consumers releasing each slot through an mbarrier. */
+int an_ws_plan(IrFunc *f, const AnGpuOptions *o, int num_stages);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
  * only each thread's own elements per iteration; the loop carries those

@@ -190,16 +190,21 @@ static IrValue *new_load(PCtx *p, IrBuilder *b, IrOp *L, IrValue *ptr, IrValue *
  * carried shadow arguments). */
 typedef struct AEnv {
 	IrValue **memo; /* by original value id */
-	int it;
+	int it;         /* >= 0: prologue iteration; -1: lookahead; -2: producer loop */
+	IrBuilder *b;   /* the producer loop's body (it == -2) */
+	IrValue *iv;    /* its induction variable */
+	IrValue **args; /* by body arg index: its carried arguments */
 } AEnv;
 
 typedef struct ACtx {
 	PCtx *p;
-	AEnv *envs; /* envs[0 .. S-1]: prologue iterations; envs[S]: lookahead */
+	AEnv *envs; /* envs[0 .. S-1]: prologue iterations; envs[S]: lookahead; envs[S + 1]: producer */
 	int S;
 	IrValue **shadow;  /* by body arg index: the carried shadow argument */
 	bool *need;        /* by body arg index: used by the copies' slices */
 	IrValue *iv_ahead; /* iv + D * step, in the body */
+	IrBuilder *wb;     /* warp specialization: where values from before the loop are cloned */
+	IrValue **wmap;    /* by original value id: their clones */
 } ACtx;
 
 static IrValue *aeval(ACtx *a, int e, IrValue *v);
@@ -209,18 +214,39 @@ static IrValue *aeval_cb(PCtx *p, IrValue *v)
 	return aeval(p->actx, p->aenv, v);
 }
 
+static IrValue *ws_clone(ACtx *a, IrValue *v);
+
+static IrValue *ws_clone_cb(PCtx *p, IrValue *v)
+{
+	return ws_clone(p->actx, v);
+}
+
+/* A value from before the loop, computed again in the producer's region
+ * (ws_clonable said it can be: pure scalar ops of the kernel body over its
+ * parameters). */
+static IrValue *ws_clone(ACtx *a, IrValue *v)
+{
+	if (!v->def)
+		return v;
+	if (!a->wmap[v->id])
+		a->wmap[v->id] = clone_def(a->p, a->wb, v, ws_clone_cb);
+	return a->wmap[v->id];
+}
+
 static IrValue *aeval(ACtx *a, int e, IrValue *v)
 {
 	PCtx *p = a->p;
-	if (!in_body(p, v))
-		return v;
 	AEnv *en = &a->envs[e];
+	if (!in_body(p, v))
+		return en->it == -2 ? ws_clone(a, v) : v;
 	if (en->memo[v->id])
 		return en->memo[v->id];
 	IrValue *r;
 	if (!v->def) {
 		int j = v->index;
-		if (en->it < 0)
+		if (en->it == -2)
+			r = j == 0 ? en->iv : en->args[j];
+		else if (en->it < 0)
 			r = j == 0 ? a->iv_ahead : a->shadow[j];
 		else if (en->it == 0)
 			r = j == 0 ? p->loop->ops[0] : p->loop->ops[2 + j];
@@ -234,7 +260,7 @@ static IrValue *aeval(ACtx *a, int e, IrValue *v)
 	} else {
 		int save = p->aenv;
 		p->aenv = e;
-		r = clone_def(p, en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
+		r = clone_def(p, en->it == -2 ? en->b : en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
 		p->aenv = save;
 	}
 	return en->memo[v->id] = r;
@@ -563,14 +589,451 @@ static bool tma_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, bool trans, const Ir
 	return *tile != NULL;
 }
 
-static IrOp *tma_op(IrCtx *ctx, IrBuilder *b, IrOpcode opc, int n, IrValue **ops, int buf, int S, const IrType *tile)
+static IrOp *tma_op(IrCtx *ctx, IrBuilder *b, IrOpcode opc, int n, IrValue **ops, int buf, int S, const IrType *tile,
+		    bool ws)
 {
 	IrOp *c = ir_build(b, opc, n, ops, 0, NULL, 0);
 	ir_op_set_int(ctx, c, "buffer", buf);
 	ir_op_set_int(ctx, c, "stages", S);
+	if (ws)
+		ir_op_set_int(ctx, c, "ws", 1);
 	IrAttr ta = {.name = ir_intern(ctx, "tile"), .kind = ATTR_TYPE, .type = tile};
 	ir_set_attr(ctx, &c->nattrs, &c->attrs, &ta);
 	return c;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Warp specialization: a producer warp issues the tensor copies             */
+/* ------------------------------------------------------------------------- */
+
+/* A warp-specialized loop (Triton's tl.range(..., warp_specialize=True))
+ * whose tiles all come through the tensor memory access unit: one producer
+ * warp, after the kernel's num_warps consumer warps, runs a loop of its own
+ * over the same iterations that waits for a slot to be free (its empty
+ * mbarrier) and copies the tile into it; the consumers wait for the tile
+ * (its full mbarrier), compute, and release the slot they read in the
+ * previous iteration once its warpgroup MMAs are done (tma_release). The
+ * consumer loop then holds no barrier and no copy, and the producer runs up
+ * to num_stages tiles ahead. The producer's code sits in a warp_specialize
+ * region at the top of the kernel (after the mbarriers' initialisation and
+ * a barrier of every warp): the scalars its loop needs from before the loop
+ * are computed again there. */
+
+/* The producer is a warpgroup (its first warp copies, the others exit at
+ * once): registers move between warpgroups only (setmaxnreg), so with two
+ * consumer warpgroups the producer's gives most of its registers to them. */
+#define WS_WARPS 4
+
+static bool ws_clonable(PCtx *p, const IrValue *v, int depth)
+{
+	if (!v->def)
+		return v->owner == p->f->body; /* a parameter */
+	const IrOp *d = v->def;
+	if (depth > 64 || !valid_id(p, v) || ir_is_block(v->type) || d->parent != p->f->body || d->nregions ||
+	    !ir_op_pure(d))
+		return false;
+	for (int i = 0; i < d->nops; i++)
+		if (!ws_clonable(p, d->ops[i], depth + 1))
+			return false;
+	return true;
+}
+
+/* v (a copy's coordinate, or what a carried value it reads becomes) can be
+ * computed by the producer: scalars of the body over the carried values the
+ * copies need and values from before the loop it can compute again. */
+static bool ws_slice_ok(PCtx *p, const ACtx *a, IrValue *v, char *seen)
+{
+	if (!in_body(p, v))
+		return ws_clonable(p, v, 0);
+	if (!valid_id(p, v) || ir_is_block(v->type))
+		return false;
+	if (seen[v->id])
+		return true;
+	seen[v->id] = 1;
+	if (!v->def)
+		return v->index == 0 || (a->need[v->index] && ws_slice_ok(p, a, p->yield->ops[v->index - 1], seen));
+	if (v->def->nregions || !ir_op_pure(v->def))
+		return false;
+	for (int i = 0; i < v->def->nops; i++)
+		if (!ws_slice_ok(p, a, v->def->ops[i], seen))
+			return false;
+	return true;
+}
+
+static bool has_warp_spec(const IrFunc *f)
+{
+	for (const IrOp *op = f->body->first; op; op = op->next)
+		if (op->opc == OP_WARP_SPEC)
+			return true;
+	return false;
+}
+
+/* The loop asks for warp specialization and its place allows it. */
+static bool ws_loop(const IrFunc *f, const IrOp *loop, const AnGpuOptions *o)
+{
+	return o->arch >= 90 && f->is_kernel && ir_op_int(loop, "warp_specialize", 0) && loop->parent == f->body &&
+	       wgmma_loop(loop->regions[0], o) && !has_warp_spec(f);
+}
+
+/* A descriptor load whose tensor map is a kernel parameter. */
+static bool map_param_load(const IrFunc *f, const IrOp *op)
+{
+	if (op->opc != OP_LOAD || ir_op_int(op, "tma", 0) != 3 || op->nops != 6)
+		return false;
+	const IrValue *m = op->ops[3];
+	return !m->def && m->owner == f->body && m->index >= 0 && m->index < f->body->nargs &&
+	       ir_find_attr(f->params[m->index].nattrs, f->params[m->index].attrs, "tensormap");
+}
+
+int an_ws_plan(IrFunc *f, const AnGpuOptions *o, int num_stages)
+{
+	if (o->arch < 90 || num_stages < 2 || !f->is_kernel || (o->num_warps != 4 && o->num_warps != 8))
+		return 0;
+	for (const IrOp *op = f->body->first; op; op = op->next) {
+		if (op->opc != OP_FOR || !ir_op_int(op, "warp_specialize", 0))
+			continue;
+		int ndots = 0, nmaps = 0;
+		bool m128 = true;
+		for (const IrOp *q = op->regions[0]->first; q; q = q->next) {
+			if (q->opc == OP_DOT) {
+				ndots++;
+				m128 = m128 && q->res[0].type->rank == 2 && q->res[0].type->shape[0] % 128 == 0;
+			}
+			nmaps += map_param_load(f, q);
+		}
+		if (ndots && nmaps)
+			return o->num_warps == 4 && m128 ? 8 : o->num_warps;
+	}
+	return 0;
+}
+
+/* The producer of the loop p->loop: before the kernel's first op, the
+ * buffers' mbarriers (full and empty) and a barrier of every warp, then the
+ * warp_specialize region with a loop over the same iterations, carrying
+ * the values the copies' coordinates read, a slot and the empty mbarriers'
+ * phases (bit s: the parity of slot s's next wait, all ones at first, so
+ * that the first num_stages copies go at once). Each iteration waits for
+ * its slot to be free and copies its tiles into it. */
+static void ws_producer(ACtx *a, int buf0, int nc, IrOp *const *cand, const IrType *const *ctile)
+{
+	PCtx *p = a->p;
+	IrCtx *ctx = p->ctx;
+	IrFunc *f = p->f;
+	IrOp *loop = p->loop;
+	IrBlock *body = p->body;
+	int S = a->S;
+	const IrType *i32 = ir_type(ctx, TY_I32);
+	IrBuilder eb;
+	ir_builder_init(&eb, ctx);
+	ir_builder_before(&eb, f->body->first);
+	eb.loc = loop->loc;
+	for (int k = 0; k < nc; k++)
+		tma_op(ctx, &eb, OP_TMA_INIT, 0, NULL, buf0 + k, S, ctile[k], true);
+	ir_op_set_int(ctx, ir_build(&eb, OP_BARRIER, 0, NULL, 0, NULL, 0), "all", 1);
+	IrOp *W = ir_build(&eb, OP_WARP_SPEC, 0, NULL, 0, NULL, 1);
+	ir_op_set_int(ctx, W, "producer_warps", WS_WARPS);
+	ir_set_attr_int(ctx, &f->module->nattrs, &f->module->attrs, "ws_warps", WS_WARPS);
+	IrBuilder wb;
+	ir_builder_init(&wb, ctx);
+	ir_builder_at_end(&wb, W->regions[0]);
+	wb.loc = loop->loc;
+	IrOp *wy = ir_yield(&wb, 0, NULL);
+	ir_builder_before(&wb, wy);
+	a->wb = &wb;
+	size_t msz = sizeof(IrValue *) * ((size_t)p->n + 1);
+	a->wmap = ir_alloc(ctx, msz);
+	memset(a->wmap, 0, msz);
+
+	/* the loop: bounds, the carried values the copies need, slot, phases */
+	int na = 0;
+	IrValue **ops = ir_alloc(ctx, sizeof(IrValue *) * (size_t)(body->nargs + 5));
+	for (int i = 0; i < 3; i++)
+		ops[i] = ws_clone(a, loop->ops[i]);
+	for (int j = 1; j < body->nargs; j++)
+		if (a->need[j])
+			ops[3 + na++] = ws_clone(a, loop->ops[2 + j]);
+	ops[3 + na] = ir_const_int(&wb, i32, 0);
+	ops[4 + na] = ir_const_int(&wb, i32, (1 << S) - 1);
+	int nca = na + 2;
+	const IrType **tys = ir_alloc(ctx, sizeof(IrType *) * (size_t)nca);
+	for (int i = 0; i < nca; i++)
+		tys[i] = ops[3 + i]->type;
+	IrOp *PL = ir_build(&wb, OP_FOR, 3 + nca, ops, nca, tys, 1);
+	for (int i = 0; i < PL->nres; i++)
+		PL->res[i].id = -1;
+	ir_builder_before(&wb, PL); /* values from before the loop go before it */
+	IrBlock *pbody = PL->regions[0];
+	AEnv *en = &a->envs[S + 1];
+	en->iv = ir_block_add_arg(ctx, pbody, loop->ops[0]->type);
+	en->iv->id = -1;
+	en->args = ir_alloc(ctx, sizeof(IrValue *) * (size_t)body->nargs);
+	for (int j = 1; j < body->nargs; j++)
+		if (a->need[j]) {
+			en->args[j] = ir_block_add_arg(ctx, pbody, body->args[j]->type);
+			en->args[j]->id = -1;
+		}
+	IrValue *slot = ir_block_add_arg(ctx, pbody, i32), *ph = ir_block_add_arg(ctx, pbody, i32);
+	slot->id = ph->id = -1;
+	IrBuilder pb;
+	ir_builder_init(&pb, ctx);
+	ir_builder_at_end(&pb, pbody);
+	pb.loc = loop->loc;
+	en->b = &pb;
+	IrValue *yes = ir_const_int(&pb, ir_type(ctx, TY_I1), 1);
+	for (int k = 0; k < nc; k++) {
+		IrOp *L = cand[k];
+		pb.loc = L->loc;
+		IrValue *wops[2] = {slot, ph};
+		IrOp *w = tma_op(ctx, &pb, OP_TMA_WAIT, 2, wops, buf0 + k, S, ctile[k], true);
+		ir_op_set_int(ctx, w, "empty", 1);
+		IrValue *cops[5] = {L->ops[3], slot, yes, aeval(a, S + 1, L->ops[4]), aeval(a, S + 1, L->ops[5])};
+		tma_op(ctx, &pb, OP_TMA_COPY, 5, cops, buf0 + k, S, ctile[k], true);
+	}
+	pb.loc = loop->loc;
+	IrValue **ys = ir_alloc(ctx, sizeof(IrValue *) * (size_t)nca);
+	int ny = 0;
+	for (int j = 1; j < body->nargs; j++)
+		if (a->need[j])
+			ys[ny++] = aeval(a, S + 1, p->yield->ops[j - 1]);
+	IrValue *one = ir_const_int(&pb, i32, 1);
+	IrValue *s1 = ir_binary(&pb, OP_ADD, slot, one);
+	ys[ny++] = ir_select(&pb, ir_cmp(&pb, "eq", s1, ir_const_int(&pb, i32, S)), ir_const_int(&pb, i32, 0), s1);
+	ys[ny++] = ir_binary(&pb, OP_XOR, ph, ir_binary(&pb, OP_SHL, one, slot));
+	ir_yield(&pb, ny, ys);
+}
+
+/* Whether op reads v. */
+static bool reads_value(const IrOp *op, const IrValue *v)
+{
+	for (int i = 0; i < op->nops; i++)
+		if (op->ops[i] == v)
+			return true;
+	return false;
+}
+
+/* The dots of body that read buffer buf's tile (through the local_reads
+ * of the buffer: their only users must be dots), first and last; false
+ * when a read of the slot has another user. */
+static bool buffer_dots(IrFunc *f, IrBlock *body, int64_t buf, IrOp **first, IrOp **last)
+{
+	*first = *last = NULL;
+	for (IrOp *r = body->first; r; r = r->next) {
+		if (r->opc != OP_LOCAL_READ || ir_op_int(r, "buffer", -1) != buf)
+			continue;
+		int users = 0;
+		for (IrOp *op = body->first; op; op = op->next)
+			if (reads_value(op, &r->res[0])) {
+				if (op->opc != OP_DOT)
+					return false;
+				users++;
+				if (!*first || op->id < (*first)->id)
+					*first = op;
+				if (!*last || op->id > (*last)->id)
+					*last = op;
+			}
+		if (users != ir_count_uses(f, &r->res[0]))
+			return false;
+	}
+	return *first != NULL;
+}
+
+/* Attention's warp-specialized loop (the last dot in flight into the next
+ * iteration): each slot goes back to the producer as soon as the MMAs that
+ * read it are done, so that it refills a whole iteration earlier (with
+ * one CTA on a multiprocessor nothing else hides the copy's latency). A
+ * tile read by dots this iteration waits for (Q @ K^T's K) is released
+ * right after the last of them (its wait comes at once: the softmax reads
+ * it); a tile the flying dot reads (V) is released, the previous
+ * iteration's slot, right after the first dot, whose wait retires the
+ * flying one. Each tile's wait moves down to just before its first dot, so
+ * Q @ K^T starts as soon as K is there. */
+static void ws_early_release(IrCtx *ctx, IrFunc *f, IrBlock *nb, int buf0, int nc, IrValue *rslot, IrValue *lb)
+{
+	int id = 0;
+	IrOp *first = NULL, *last = NULL;
+	for (IrOp *op = nb->first; op; op = op->next) {
+		op->id = id++;
+		if (op->opc == OP_DOT) {
+			first = first ? first : op;
+			last = op;
+		}
+	}
+	for (int k = 0; k < nc; k++) {
+		IrOp *d0, *d1, *rel = NULL, *wait = NULL;
+		if (!buffer_dots(f, nb, buf0 + k, &d0, &d1) || (d1 == last && d0 != last))
+			continue; /* read by the flying dot and an earlier one: at the end */
+		for (IrOp *op = nb->first; op; op = op->next)
+			if (ir_op_int(op, "buffer", -1) == buf0 + k) {
+				if (op->opc == OP_TMA_RELEASE)
+					rel = op;
+				else if (op->opc == OP_TMA_WAIT)
+					wait = op;
+			}
+		if (!rel || !wait)
+			continue;
+		IrOp *at = d1 == last ? first : d1; /* the release goes right after it */
+		IrOp *after = at->next;
+		IrBuilder b;
+		ir_builder_init(&b, ctx);
+		ir_builder_before(&b, after);
+		b.loc = rel->loc;
+		if (d1 != last) { /* this iteration's slot */
+			ir_op_set_operand(rel, 0, rslot);
+			ir_op_set_operand(rel, 1, ir_const_int(&b, ir_type(ctx, TY_I1), 1));
+		} else { /* the previous iteration's (its slot computed at the top) */
+			ir_op_set_operand(rel, 1, ir_cmp(&b, "ne", nb->args[0], lb));
+		}
+		ir_op_unlink(rel);
+		ir_block_insert_before(nb, after, rel);
+		ir_op_set_int(ctx, rel, "wgmma_pending", 0);
+		ir_op_unlink(wait);
+		ir_block_insert_before(nb, d0, wait);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Persistent kernels: the next tile's first copies under this tile's end    */
+/* ------------------------------------------------------------------------- */
+
+/* A pipelined loop L nested in an outer `for` O (a persistent kernel's
+ * tile loop: tutorial 09) fills its slots in a prologue before it, so
+ * each tile starts with the tensor cores idle until its first tiles land.
+ * When the prologue's copies depend on the outer iteration only through
+ * O's induction variable, the copies of the next outer iteration are
+ * issued right after L (its slots are free: its copies are waited for and
+ * a barrier follows), so they land while this tile's epilogue runs, and
+ * the first iteration's before O. Each copy is masked off where that outer
+ * iteration does not exist. */
+typedef struct OEnv {
+	IrOp *outer;
+	IrBuilder *b;
+	IrValue *iv;     /* the outer induction value this environment stands for */
+	IrValue **memo;  /* by value id */
+	int n;
+} OEnv;
+
+static bool oslice_ok(const OEnv *e, const IrValue *v, int depth)
+{
+	IrBlock *ob = e->outer->regions[0];
+	if (v->def ? v->def->parent != ob : v->owner != ob)
+		return !v->def || v->owner != ob; /* defined outside the outer loop */
+	if (!v->def)
+		return v->index == 0; /* the outer induction variable only */
+	const IrOp *d = v->def;
+	if (depth > 200 || v->id < 0 || v->id >= e->n || d->nregions || !ir_op_pure(d))
+		return false;
+	for (int i = 0; i < d->nops; i++)
+		if (!oslice_ok(e, d->ops[i], depth + 1))
+			return false;
+	return true;
+}
+
+static IrValue *oclone(OEnv *e, IrValue *v)
+{
+	IrBlock *ob = e->outer->regions[0];
+	if (v->def ? v->def->parent != ob : v->owner != ob)
+		return v;
+	if (!v->def)
+		return e->iv;
+	if (e->memo[v->id])
+		return e->memo[v->id];
+	IrOp *d = v->def;
+	IrValue *ops[8];
+	IrValue **o = d->nops <= 8 ? ops : ir_alloc(e->b->ctx, sizeof(*o) * (size_t)d->nops);
+	for (int i = 0; i < d->nops; i++)
+		o[i] = oclone(e, d->ops[i]);
+	const IrType *tys[8];
+	const IrType **t = d->nres <= 8 ? tys : ir_alloc(e->b->ctx, sizeof(*t) * (size_t)d->nres);
+	for (int i = 0; i < d->nres; i++)
+		t[i] = d->res[i].type;
+	e->b->loc = d->loc;
+	IrOp *c = ir_build(e->b, d->opc, d->nops, o, d->nres, t, 0);
+	if (d->nattrs) {
+		c->nattrs = d->nattrs;
+		c->attrs = ir_alloc(e->b->ctx, sizeof(IrAttr) * (size_t)d->nattrs);
+		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
+	}
+	for (int i = 0; i < c->nres; i++)
+		c->res[i].id = -1;
+	return e->memo[v->id] = &c->res[v->index];
+}
+
+/* The copy c again in environment e, masked off unless `exists`. */
+static void oclone_copy(OEnv *e, IrOp *c, IrValue *exists)
+{
+	IrCtx *ctx = e->b->ctx;
+	IrValue *ptr = oclone(e, c->ops[0]);
+	IrValue *mask = c->nops > 2 ? oclone(e, c->ops[2]) : NULL;
+	e->b->loc = c->loc;
+	const IrType *bt = ir_type_like(ctx, ptr->type, ir_type(ctx, TY_I1));
+	IrValue *g = ir_splat(e->b, exists, bt);
+	if (!mask)
+		mask = g;
+	else if (ir_scalar(mask->type)->kind == TY_I1)
+		mask = ir_binary(e->b, OP_AND, mask, g);
+	else /* copied-element counts: none where the iteration does not exist */
+		mask = ir_select(e->b, g, mask, ir_const_int(e->b, mask->type, 0));
+	IrValue *ops[3] = {ptr, oclone(e, c->ops[1]), mask};
+	IrOp *n = ir_build(e->b, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
+	n->nattrs = c->nattrs;
+	n->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)c->nattrs);
+	memcpy(n->attrs, c->attrs, sizeof(IrAttr) * (size_t)c->nattrs);
+}
+
+/* first .. L: the ops the pipelining put before L (its prologue among them);
+ * after: the op after which the next outer iteration's copies go. */
+static void hoist_prologue_outer(IrCtx *ctx, IrFunc *f, IrOp *L, IrOp *first, IrOp *after)
+{
+	IrOp *O = L->parent ? L->parent->parent_op : NULL;
+	if (!O || O->opc != OP_FOR || O->nops < 3 || !first || !after || ir_is_block(O->ops[0]->type))
+		return;
+	OEnv e = {.outer = O, .n = an_number_values(f)};
+	int ncopies = 0;
+	for (IrOp *op = first; op && op != L; op = op->next) {
+		if (op->opc == OP_ASYNC_COPY) {
+			ncopies++;
+			for (int i = 0; i < op->nops; i++)
+				if (!oslice_ok(&e, op->ops[i], 0))
+					return;
+		} else if (op->opc != OP_ASYNC_COMMIT && !ir_op_pure(op))
+			return;
+	}
+	if (!ncopies)
+		return;
+	size_t msz = sizeof(IrValue *) * ((size_t)e.n + 1);
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	e.b = &b;
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0: the first outer iteration's, before O; pass 1: the next
+		 * one's, after L */
+		e.memo = ir_alloc(ctx, msz);
+		memset(e.memo, 0, msz);
+		if (pass == 0)
+			ir_builder_before(&b, O);
+		else
+			ir_builder_before(&b, after->next);
+		b.loc = O->loc;
+		IrValue *iv = O->ops[0];
+		if (pass == 1) {
+			IrValue *xs[2] = {O->regions[0]->args[0], O->ops[2]};
+			iv = ir_build1(&b, OP_ADD, O->ops[0]->type, 2, xs);
+			iv->id = -1;
+		}
+		e.iv = iv;
+		IrValue *exists = ir_cmp(&b, "lt", iv, O->ops[1]);
+		for (IrOp *op = first; op != L; op = op->next) {
+			if (op->opc == OP_ASYNC_COPY)
+				oclone_copy(&e, op, exists);
+			else if (op->opc == OP_ASYNC_COMMIT)
+				ir_build(&b, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+		}
+	}
+	for (IrOp *op = first, *nx; op != L; op = nx) {
+		nx = op->next;
+		if (op->opc == OP_ASYNC_COPY || op->opc == OP_ASYNC_COMMIT)
+			ir_op_unlink(op);
+	}
 }
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
@@ -581,6 +1044,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	    y->nops != body->nargs - 1 || ir_is_block(loop->ops[0]->type))
 		return false;
 	AnAxis *ax = an_axis_info(f);
+	IrBlock *lblock = loop->parent;
+	IrOp *lprev = loop->prev; /* what the pipelining adds before the loop comes after it */
 	PCtx p;
 	memset(&p, 0, sizeof p);
 	p.ctx = ctx;
@@ -638,11 +1103,12 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	memset(&a, 0, sizeof a);
 	a.p = &p;
 	a.S = S;
-	a.envs = ir_alloc(ctx, sizeof(AEnv) * (size_t)(S + 1));
-	for (int e = 0; e <= S; e++) {
+	a.envs = ir_alloc(ctx, sizeof(AEnv) * (size_t)(S + 2));
+	memset(a.envs, 0, sizeof(AEnv) * (size_t)(S + 2));
+	for (int e = 0; e <= S + 1; e++) {
 		a.envs[e].memo = ir_alloc(ctx, msz);
 		memset(a.envs[e].memo, 0, msz);
-		a.envs[e].it = e < S ? e : -1;
+		a.envs[e].it = e < S ? e : e == S ? -1 : -2;
 	}
 	a.shadow = ir_alloc(ctx, sizeof(IrValue *) * (size_t)body->nargs);
 	a.need = ir_alloc(ctx, sizeof(bool) * (size_t)body->nargs);
@@ -654,6 +1120,19 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	for (int k = 0; k < nc; k++)
 		for (int i = ctile[k] ? 4 : 0; i < (ctile[k] ? cand[k]->nops : cand[k]->nops < 3 ? cand[k]->nops : 3); i++)
 			mark_args(&p, a.need, seen, cand[k]->ops[i]);
+	/* warp specialization: every tile through the tensor memory access
+	 * unit, the copies' slices computable by the producer */
+	bool ws = ntma == nc && ws_loop(f, loop, o);
+	if (ws) {
+		memset(seen, 0, (size_t)p.n + 1);
+		for (int i = 0; ws && i < 3; i++)
+			ws = ws_clonable(&p, loop->ops[i], 0);
+		for (int j = 1; ws && j < body->nargs; j++)
+			ws = !a.need[j] || (!ir_is_block(body->args[j]->type) && ws_clonable(&p, loop->ops[2 + j], 0));
+		for (int k = 0; ws && k < nc; k++)
+			for (int i = 4; ws && i < cand[k]->nops; i++)
+				ws = ws_slice_ok(&p, &a, cand[k]->ops[i], seen);
+	}
 
 	ir_builder_init(&p.pre, ctx);
 	ir_builder_before(&p.pre, loop);
@@ -668,15 +1147,18 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * overwrites a slot an MMA still reads: measured on the H200 with 3 and
 	 * 4 stages, the shorter prefetch cost more than the overlap gained.) */
 	int D = S - 1;
+	/* the producer: its region and its loop */
+	if (ws)
+		ws_producer(&a, buf0, nc, cand, ctile);
 	/* tensor-memory-access buffers: their mbarriers, before the first copy */
-	if (ntma) {
+	if (ntma && !ws) {
 		for (int k = 0; k < nc; k++)
 			if (ctile[k])
-				tma_op(ctx, &p.pre, OP_TMA_INIT, 0, NULL, buf0 + k, S, ctile[k]);
+				tma_op(ctx, &p.pre, OP_TMA_INIT, 0, NULL, buf0 + k, S, ctile[k], ws);
 		ir_build(&p.pre, OP_BARRIER, 0, NULL, 0, NULL, 0);
 	}
 	/* prologue: tiles 0 .. D-1 into slots 0 .. D-1, one group each */
-	for (int it = 0; it < D; it++) {
+	for (int it = 0; !ws && it < D; it++) {
 		IrValue *slot = ir_const_int(&p.pre, i32, it);
 		slot->id = -1;
 		IrValue *iv = aeval(&a, it, body->args[0]);
@@ -686,7 +1168,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				p.pre.loc = L->loc;
 				IrValue *ops[5] = {L->ops[3], slot, ir_cmp(&p.pre, "lt", iv, loop->ops[1]),
 						   aeval(&a, it, L->ops[4]), aeval(&a, it, L->ops[5])};
-				tma_op(ctx, &p.pre, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k]);
+				tma_op(ctx, &p.pre, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k], ws);
 				continue;
 			}
 			IrValue *ptr = aeval(&a, it, L->ops[0]);
@@ -706,7 +1188,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	int nsh = 0;
 	IrValue *sh_init[66]; /* + the slot and the phases */
 	int sh_idx[64];
-	for (int j = 1; j < body->nargs && nsh < 64; j++) {
+	for (int j = 1; !ws && j < body->nargs && nsh < 64; j++) {
 		if (!a.need[j])
 			continue;
 		sh_init[nsh] = aeval(&a, D, body->args[j]);
@@ -742,9 +1224,10 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	for (int k = 0; k < nc; k++)
 		if (ctile[k]) {
 			IrValue *ops[2] = {rslot, phases};
-			tma_op(ctx, &p.top, OP_TMA_WAIT, 2, ops, buf0 + k, S, ctile[k]);
+			tma_op(ctx, &p.top, OP_TMA_WAIT, 2, ops, buf0 + k, S, ctile[k], ws);
 		}
-	ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
+	if (!ws)
+		ir_build(&p.top, OP_BARRIER, 0, NULL, 0, NULL, 0);
 	IrValue *zero = ir_const_int(&p.top, i32, 0);
 	IrValue *one = ir_const_int(&p.top, i32, 1);
 	IrValue *ph_next = phases ? ir_binary(&p.top, OP_XOR, phases, ir_binary(&p.top, OP_SHL, one, rslot)) : NULL;
@@ -763,13 +1246,22 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		IrValue *ys[2] = {body->args[0], d};
 		a.iv_ahead = ir_build1(&p.top, OP_ADD, body->args[0]->type, 2, ys);
 	}
+	/* warp-specialized: the slot read in the previous iteration (there is
+	 * one after the first) is free once its MMAs are done */
+	IrValue *later = ws ? ir_cmp(&p.top, "ne", body->args[0], loop->ops[0]) : NULL;
 	for (int k = 0; k < nc; k++) {
 		IrOp *L = cand[k];
+		if (ws) {
+			IrValue *ops[2] = {wslot, later};
+			IrOp *r = tma_op(ctx, &p.top, OP_TMA_RELEASE, 2, ops, buf0 + k, S, ctile[k], ws);
+			ir_op_set_int(ctx, r, "wgmma_pending", 1);
+			continue;
+		}
 		if (ctile[k]) { /* tile k + D, where it exists */
 			p.top.loc = L->loc;
 			IrValue *ops[5] = {L->ops[3], wslot, ir_cmp(&p.top, "lt", a.iv_ahead, loop->ops[1]),
 					   aeval(&a, S, L->ops[4]), aeval(&a, S, L->ops[5])};
-			tma_op(ctx, &p.top, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k]);
+			tma_op(ctx, &p.top, OP_TMA_COPY, 5, ops, buf0 + k, S, ctile[k], ws);
 			continue;
 		}
 		IrValue *ptr = aeval(&a, S, L->ops[0]);
@@ -849,7 +1341,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		int fly = chained_accs(nb) && (o->num_warps == 4 || o->num_warps == 8) ? 1
 			: last_dot_flies(nb)                                           ? 2
 											: 0;
-		if (fly) {
+		if (fly && ws)
+			ir_op_set_int(ctx, nl, "wgmma_inflight", fly);
+		else if (fly) {
 			IrBuilder bb;
 			ir_builder_init(&bb, ctx);
 			ir_builder_before(&bb, copies_first->next);
@@ -869,6 +1363,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_block_insert_before(nb, term, op);
 			op = nx;
 		}
+		if (ws && fly == 2)
+			ws_early_release(ctx, f, nb, buf0, nc, rslot, loop->ops[0]);
 	}
 	nl = drop_dead_carried(f, nl);
 	/* after the loop: no copy (the zero-filling ones past the end) in flight */
@@ -880,6 +1376,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		if (ntma < nc) {
 			IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
 			ir_op_set_int(ctx, wa, "pending", 0);
+			if (!ntma)
+				hoist_prologue_outer(ctx, f, nl, lprev ? lprev->next : lblock->first, wa);
 		}
 		/* no tensor copy is in flight (each went to a tile that exists, and
 		 * its iteration waited for it): once every thread is past its last
@@ -888,7 +1386,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_build(&ab, OP_BARRIER, 0, NULL, 0, NULL, 0);
 			for (int k = 0; k < nc; k++)
 				if (ctile[k])
-					tma_op(ctx, &ab, OP_TMA_INVAL, 0, NULL, buf0 + k, S, ctile[k]);
+					tma_op(ctx, &ab, OP_TMA_INVAL, 0, NULL, buf0 + k, S, ctile[k], ws);
 		}
 	}
 	return true;

@@ -89,19 +89,43 @@ def run_case(case, mods, make, ref, flops):
     row(case, times, flops, bad)
 
 
-def tutorial06(mods, quick):
+def pin06(mods, pin):
+    """Both sides' autotuner reduced to one configuration (BM, BN, warps,
+    stages), its earlier choices forgotten; None: the tutorial's own list."""
+    for m in mods.values():
+        at = m._attn_fwd
+        if not hasattr(at, "_all_configs"):
+            at._all_configs = list(at.configs)
+        if pin is None:
+            at.configs = list(at._all_configs)
+        else:
+            bm, bn, w, st = pin
+            at.configs = [m.triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn), num_stages=st, num_warps=w,
+                                          pre_hook=m._host_descriptor_pre_hook)]
+        at.cache = {}
+
+
+def tutorial06(mods, quick, pins=(None,), heads=(64, 128), modes=(False, True), ws="tutorial"):
     Z, H = 4, 32
-    for D in (64, 128):
-        for causal in (False, True):
-            for N in (4096,) if quick else (1024, 4096, 16384):
-                q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-                sm = 1.3
-                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
-                flops = 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
-                ws = not causal  # the tutorial's choice on Hopper
-                run_case(f"06 attention fwd D{D} {'causal' if causal else 'full'} N{N}", mods,
-                         lambda m, q=q, k=k, v=v, c=causal, w=ws: (lambda: m.attention(q, k, v, c, sm, w)), ref,
-                         flops)
+    for pin in pins:
+        pin06(mods, pin)
+        tag = "" if pin is None else " [%dx%d w%d s%d]" % pin
+        for D in heads:
+            for causal in modes:
+                if pin is not None and (pin[1] > D or (causal and pin[1] > pin[0])):
+                    continue  # the tutorial's own rules (static_assert, prune)
+                _tut06_case(mods, quick, D, causal, Z, H, tag, ws)
+
+
+def _tut06_case(mods, quick, D, causal, Z, H, tag, wsmode):
+    for N in (4096,) if quick else (1024, 4096, 16384):
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        sm = 1.3
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
+        flops = 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
+        ws = not causal if wsmode == "tutorial" else wsmode == "on"  # the tutorial's choice on Hopper
+        run_case(f"06 attention fwd D{D} {'causal' if causal else 'full'} N{N}{tag}{' ws' if ws else ''}", mods,
+                 lambda m, q=q, k=k, v=v, c=causal, w=ws: (lambda: m.attention(q, k, v, c, sm, w)), ref, flops)
 
 
 def tutorial08(mods, quick):
@@ -150,9 +174,23 @@ def main():
     ap.add_argument("--only", choices=["06", "08", "09"], action="append")
     ap.add_argument("--quick", action="store_true", help="one size per case")
     ap.add_argument("--out")
+    ap.add_argument("--pin", action="append", default=[],
+                    help="06 only: one configuration BM,BN,WARPS,STAGES for both sides (repeatable)")
+    ap.add_argument("--heads", default="64,128", help="06: head dims")
+    ap.add_argument("--modes", default="full,causal", help="06: full, causal or both")
+    ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
+                    help="06: warp_specialize as the tutorial's benchmark sets it (full only), always, never")
+    ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
     a = ap.parse_args()
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
+    if a.warm:
+        import time
+        x = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+        t0 = time.time()
+        while time.time() - t0 < a.warm:
+            x @ x
+        torch.cuda.synchronize()
     files = {"06": "06-fused-attention.py", "08": "08-grouped-gemm.py", "09": "09-persistent-matmul.py"}
     for key, fn in files.items():
         if a.only and key not in a.only:
@@ -163,7 +201,11 @@ def main():
                 mods[impl] = load(os.path.join(a.tutorials, fn), impl)
             except Exception as e:  # noqa: BLE001
                 print(f"  {impl} loading {fn}: {type(e).__name__}: {str(e)[:400]}", flush=True)
-        if mods:
+        if mods and key == "06":
+            pins = [tuple(int(x) for x in p.split(",")) for p in a.pin] or [None]
+            tutorial06(mods, a.quick, pins, tuple(int(h) for h in a.heads.split(",")),
+                       tuple(m == "causal" for m in a.modes.split(",")), a.ws)
+        elif mods:
             globals()[f"tutorial{key}"](mods, a.quick)
     if a.out and ROWS:
         with open(a.out, "w") as f:

@@ -710,6 +710,20 @@ static void put_if(Buf *b, const IrOp *op, int level)
 	}
 }
 
+/* warp_specialize as Triton's ttg.warp_specialize: the consumers are the
+ * default partition (the code after it), the producer partition0. */
+static void put_warp_spec(Buf *b, const IrOp *op, int level)
+{
+	putf(b, "ttg.warp_specialize() attributes {requestedRegisters = array<i32>} default {\n");
+	indent(b, level + 1);
+	put(b, "ttg.warp_yield\n");
+	indent(b, level);
+	putf(b, "} partition0() num_warps(%" PRId64 ") {\n", ir_op_int(op, "producer_warps", 1));
+	put_block(b, op->regions[0], level + 1, op);
+	indent(b, level);
+	put(b, "}");
+}
+
 static void put_while(Buf *b, const IrOp *op, int level)
 {
 	const IrBlock *before = op->regions[0], *after = op->regions[1];
@@ -1003,6 +1017,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_TMA_INIT:
 	case OP_TMA_INVAL:
 	case OP_TMAP_CREATE:
+	case OP_TMA_RELEASE:
 		name = op->opc == OP_ASYNC_COPY     ? "ttg.async_copy_global_to_local"
 		       : op->opc == OP_ASYNC_COMMIT ? "ttg.async_commit_group"
 		       : op->opc == OP_ASYNC_WAIT   ? "ttg.async_wait"
@@ -1011,6 +1026,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		       : op->opc == OP_TMA_INIT     ? "ttng.init_barrier"
 		       : op->opc == OP_TMA_INVAL    ? "ttng.inval_barrier"
 		       : op->opc == OP_TMAP_CREATE  ? "ttng.tensormap_create"
+		       : op->opc == OP_TMA_RELEASE  ? "ttng.arrive_barrier"
 						    : "ttg.local_load";
 		put(b, name);
 		if (op->nops)
@@ -1078,6 +1094,8 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 			put(b, "tt.scan.return");
 		else if (owner && owner->opc == OP_MAP_ELEM)
 			put(b, "tt.map_elementwise.return");
+		else if (owner && owner->opc == OP_WARP_SPEC)
+			put(b, "ttg.warp_return");
 		else
 			put(b, "scf.yield");
 		if (op->opc == OP_CONDITION) {
@@ -1101,6 +1119,9 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		break;
 	case OP_WHILE:
 		put_while(b, op, level);
+		break;
+	case OP_WARP_SPEC:
+		put_warp_spec(b, op, level);
 		break;
 	default:
 		if ((name = binary_name(op))) {

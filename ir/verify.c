@@ -1125,6 +1125,61 @@ static const IrType *result_type(const IrOp *op, int i)
 	return op->res[i].type;
 }
 
+/* The producer code of a warp-specialized kernel: scalars, loops and
+ * tensor copies only (its warps hold no part of a block and take part in
+ * no barrier of the consumers). */
+static IrError *check_producer_block(Verifier *V, const IrOp *ws, const IrBlock *b)
+{
+	for (const IrOp *op = b->first; op; op = op->next) {
+		switch (op->opc) {
+		case OP_BARRIER:
+		case OP_CALL:
+		case OP_RETURN:
+		case OP_WARP_SPEC:
+		case OP_TMA_RELEASE:
+		case OP_TMA_INIT:
+		case OP_TMA_INVAL:
+		case OP_LOCAL_READ:
+		case OP_ASYNC_COPY:
+		case OP_ASYNC_WAIT:
+		case OP_ASYNC_COMMIT:
+			return fail(V, ws, "region may not hold '%s' (the producer runs scalars, loops and tensor copies)",
+				    ir_opinfo(op->opc)->name);
+		default:
+			break;
+		}
+		for (int i = 0; i < op->nres; i++)
+			if (ir_is_block(op->res[i].type))
+				return fail(V, ws, "region may not hold block values ('%s' makes %s)", ir_opinfo(op->opc)->name,
+					    ts(V, op->res[i].type));
+		for (int r = 0; r < op->nregions; r++) {
+			for (int i = 0; i < op->regions[r]->nargs; i++)
+				if (ir_is_block(op->regions[r]->args[i]->type))
+					return fail(V, ws, "region may not hold block values (a '%s' carries %s)",
+						    ir_opinfo(op->opc)->name, ts(V, op->regions[r]->args[i]->type));
+			IrError *e = check_producer_block(V, ws, op->regions[r]);
+			if (e)
+				return e;
+		}
+	}
+	return NULL;
+}
+
+static IrError *check_warp_spec(Verifier *V, const IrOp *op)
+{
+	int64_t n;
+	IrError *e = get_int(V, op, "producer_warps", &n);
+	if (e)
+		return e;
+	if (n < 1 || n > 4)
+		return fail(V, op, "producer_warps must be 1 to 4, got %lld", (long long)n);
+	if (!V->f->is_kernel || op->parent != V->f->body)
+		return fail(V, op, "must be an op of a kernel's body (not nested, not in a noinline function)");
+	if (op->regions[0]->nargs)
+		return fail(V, op, "region takes no arguments");
+	return check_producer_block(V, op, op->regions[0]);
+}
+
 static IrError *check_for(Verifier *V, const IrOp *op)
 {
 	const IrType *lb = op->ops[0]->type, *ub = op->ops[1]->type, *st = op->ops[2]->type;
@@ -1488,7 +1543,8 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 	case OP_TMA_COPY:
 	case OP_TMA_WAIT:
 	case OP_TMA_INIT:
-	case OP_TMA_INVAL: {
+	case OP_TMA_INVAL:
+	case OP_TMA_RELEASE: {
 		int64_t buf, st;
 		const IrAttr *ta = ir_op_attr(op, "tile");
 		if ((e = get_int(V, op, "buffer", &buf)) || (e = get_int(V, op, "stages", &st)))
@@ -1511,11 +1567,22 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 				if (op->ops[i]->type->kind != TY_I32)
 					return fail(V, op, "coordinates must be scalar i32, got %s", ts(V, op->ops[i]->type));
 		}
-		for (int i = op->opc == OP_TMA_COPY ? 1 : 0; i < (op->opc == OP_TMA_COPY ? 2 : op->nops); i++)
+		if (op->opc == OP_TMA_RELEASE) {
+			if (!ir_op_int(op, "ws", 0))
+				return fail(V, op, "releases a slot of a warp-specialized buffer only (ws = 1)");
+			if (op->ops[1]->type->kind != TY_I1)
+				return fail(V, op, "the predicate must be a scalar i1, got %s", ts(V, op->ops[1]->type));
+		}
+		if (ir_op_int(op, "empty", 0) && (op->opc != OP_TMA_WAIT || !ir_op_int(op, "ws", 0)))
+			return fail(V, op, "empty = 1 is a tma_wait of a warp-specialized buffer (ws = 1)");
+		int last = op->opc == OP_TMA_COPY || op->opc == OP_TMA_RELEASE ? op->opc == OP_TMA_COPY ? 2 : 1 : op->nops;
+		for (int i = op->opc == OP_TMA_COPY ? 1 : 0; i < last; i++)
 			if (op->ops[i]->type->kind != TY_I32)
 				return fail(V, op, "operand %d must be a scalar i32, got %s", i, ts(V, op->ops[i]->type));
 		return NULL;
 	}
+	case OP_WARP_SPEC:
+		return check_warp_spec(V, op);
 	case OP_LOCAL_READ: {
 		int64_t buf;
 		if (op->ops[0]->type->kind != TY_I32)

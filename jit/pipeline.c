@@ -169,13 +169,24 @@ static IrError *run_split_dots(JitPipe *p)
 	return NULL;
 }
 
+/* Warp specialization may change the warp count first: a loop that asks
+ * for it with num_warps 4 and 128-row dots runs on two consumer warpgroups
+ * (an_ws_plan), and the producer's warps come on top (ws_warps). */
 static IrError *run_prefetch(JitPipe *p)
 {
 	const IrAttr *ns = ir_find_attr(p->m->nattrs, p->m->attrs, "num_stages");
+	int S = ns && ns->kind == ATTR_INT ? (int)ns->i : 1;
+	int nw = p->on == JIT_ON_CUDA && p->kernel ? an_ws_plan(p->kernel, &p->ao, S) : 0;
+	if (nw && nw != p->ao.num_warps) {
+		p->ao.num_warps = p->opt.num_warps = nw;
+		ir_set_attr_int(p->m->ctx, &p->m->nattrs, &p->m->attrs, "num_warps", nw);
+	}
 	int n;
 	IrFunc **fs = gpu_funcs(p, &n);
 	for (int i = 0; i < n; i++)
-		an_prefetch_dot_loads(fs[i], &p->ao, ns && ns->kind == ATTR_INT ? (int)ns->i : 1);
+		an_prefetch_dot_loads(fs[i], &p->ao, S);
+	const IrAttr *ws = ir_find_attr(p->m->nattrs, p->m->attrs, "ws_warps");
+	p->out->num_warps = p->opt.num_warps + (ws && ws->kind == ATTR_INT ? (int)ws->i : 0);
 	return NULL;
 }
 

@@ -118,12 +118,8 @@ static void lower_gdc(Nv *nv, IrOp *op)
 {
 	if (nv->ao.arch < 90)
 		return;
-	const char *text = strcmp(ir_op_str(op, "kind", ""), "wait") == 0 ? "griddepcontrol.wait;"
-									  : "griddepcontrol.launch_dependents;";
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), NULL, 0, 0);
-	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"~{memory}", 9, 1, 0,
-					     LLVMInlineAsmDialectATT, 0);
-	LLVMBuildCall2(nv->b, fty, asmv, NULL, 0, "");
+	nv_asm_void(nv, strcmp(ir_op_str(op, "kind", ""), "wait") == 0 ? "griddepcontrol.wait;"
+								   : "griddepcontrol.launch_dependents;");
 }
 
 /* ------------------------------------------------------------------------- */
@@ -159,6 +155,42 @@ static void loop_metadata(Nv *nv, const IrOp *op, LLVMValueRef br)
 	LLVMMetadataRef id = LLVMMDNodeInContext2(nv->c, ops, 2);
 	LLVMMetadataReplaceAllUsesWith(self, id); /* the loop id names itself */
 	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(nv->c, "llvm.loop", 9), LLVMMetadataAsValue(nv->c, id));
+}
+
+/* warp_specialize: the warps after the consumers (a warpgroup) run the
+ * region (the producer: its first warp; the others exit) and exit; the
+ * consumers go on past it. When the kernel's register cap at entry (the
+ * register file over all its threads) is below what the consumers may use,
+ * the producer's warpgroup gives registers to the consumers' (setmaxnreg:
+ * 40 for the producer, the rest shared by the consumer warpgroups). */
+static void lower_warp_spec(Nv *nv, IrOp *op)
+{
+	int nw = nv->ao.num_warps, pw = (int)ir_op_int(op, "producer_warps", 1);
+	int wgs = (nw + pw + 3) / 4, cap = 65536 / (wgs * 128) / 8 * 8;
+	int give = pw == 4 && nw % 4 == 0 && cap < 232 ? (512 - 40 * pw / 4) / (nw / 4) / 8 * 8 : 0;
+	if (give > 256)
+		give = 256;
+	LLVMBasicBlockRef pb = nv_new_bb(nv, "ws.producer"), cb = nv_new_bb(nv, "ws.consumer");
+	LLVMBasicBlockRef lb = nv_new_bb(nv, "ws.lead"), xb = nv_new_bb(nv, "ws.exit");
+	LLVMValueRef isp = LLVMBuildICmp(nv->b, LLVMIntUGE, nv->warp, nv_i32(nv, nw), "");
+	LLVMBuildCondBr(nv->b, isp, pb, cb);
+	LLVMPositionBuilderAtEnd(nv->b, pb);
+	if (give)
+		nv_asm_void(nv, "setmaxnreg.dec.sync.aligned.u32 40;");
+	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->warp, nv_i32(nv, nw), ""), lb, xb);
+	LLVMPositionBuilderAtEnd(nv->b, xb);
+	LLVMBuildRetVoid(nv->b);
+	LLVMPositionBuilderAtEnd(nv->b, lb);
+	nv->in_producer = true;
+	nv_lower_block(nv, op->regions[0]);
+	nv->in_producer = false;
+	LLVMBuildRetVoid(nv->b);
+	LLVMPositionBuilderAtEnd(nv->b, cb);
+	if (give) {
+		char text[64];
+		snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %d;", give);
+		nv_asm_void(nv, text);
+	}
 }
 
 static void lower_for(Nv *nv, IrOp *op)
@@ -499,7 +531,13 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_MAP_ELEM: nv_lower_map(nv, op); return;
 	case OP_PRINT: lower_print(nv, op); return;
 	case OP_ASSERT: lower_assert(nv, op); return;
-	case OP_BARRIER: nv_barrier(nv); return;
+	case OP_BARRIER:
+		if (ir_op_int(op, "all", 0)) /* every warp, the producer's too */
+			nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){nv_i32(nv, 0)}, 1);
+		else
+			nv_barrier(nv);
+		return;
+	case OP_WARP_SPEC: lower_warp_spec(nv, op); return;
 	case OP_GDC: lower_gdc(nv, op); return;
 	case OP_ASYNC_COPY: nv_lower_async_copy(nv, op); return;
 	case OP_ASYNC_COMMIT: nv_lower_async_commit(nv, op); return;
@@ -510,6 +548,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_TMA_INIT: nv_lower_tma_init(nv, op); return;
 	case OP_TMA_INVAL: nv_lower_tma_inval(nv, op); return;
 	case OP_TMAP_CREATE: nv_lower_tmap_create(nv, op); return;
+	case OP_TMA_RELEASE: nv_lower_tma_release(nv, op); return;
 	case OP_FOR: lower_for(nv, op); return;
 	case OP_IF: lower_if(nv, op); return;
 	case OP_WHILE: lower_while(nv, op); return;
@@ -540,7 +579,9 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
 		/* barrier {wgmma_pending = 1}: all but the newest MMA group done;
 		 * the newest stays in flight past the yield (for {wgmma_inflight}) */
-		int pend = op->opc == OP_BARRIER && !nv->settle_all ? (int)ir_op_int(op, "wgmma_pending", 0) : 0;
+		int pend = (op->opc == OP_BARRIER || op->opc == OP_TMA_RELEASE) && !nv->settle_all
+				   ? (int)ir_op_int(op, "wgmma_pending", 0)
+				   : 0;
 		if (nv->wg_dot && (pend || !nv_wgmma_keeps_flying(nv, op)))
 			nv_wgmma_wait(nv, pend);
 		if (nv->fly_arg && (op->nregions || nv_reads(op, nv->fly_arg)))

@@ -139,8 +139,25 @@ LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name)
 	return LLVMAppendBasicBlockInContext(nv->c, nv->fn, name);
 }
 
+/* One PTX statement without operands, ordered with memory (a "memory"
+ * clobber, side effects). */
+void nv_asm_void(Nv *nv, const char *text)
+{
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), NULL, 0, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"~{memory}", 9, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(nv->b, fty, asmv, NULL, 0, "");
+}
+
+/* A barrier of the CTA's threads; in a warp-specialized kernel, of the
+ * consumer warps (named barrier 1: the producer runs no barrier). */
 void nv_barrier(Nv *nv)
 {
+	if (nv->ws_warps) {
+		LLVMValueRef a[2] = {nv_i32(nv, 1), nv_i32(nv, nv->ao.num_warps * nv->ao.warp_size)};
+		nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.count", NULL, 0, a, 2);
+		return;
+	}
 	nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){nv_i32(nv, 0)}, 1);
 }
 

@@ -501,26 +501,39 @@ static const IrType *tma_tile(const IrOp *op, int64_t *tile_bytes, int64_t *mbar
 	return t;
 }
 
-/* The address of slot's mbarrier. */
-static LLVMValueRef mbar_addr(Nv *nv, const IrOp *op, LLVMValueRef slot)
+/* The address of slot's mbarrier: its full one (the copy completes it)
+ * or, empty = true, a warp-specialized buffer's empty one (the consumers
+ * complete it), `stages` mbarriers further. */
+static LLVMValueRef mbar_at(Nv *nv, const IrOp *op, LLVMValueRef slot, bool empty)
 {
 	int64_t tb, mb;
 	tma_tile(op, &tb, &mb);
+	if (empty)
+		mb += 8 * ir_op_int(op, "stages", 1);
 	LLVMValueRef off = LLVMBuildAdd(nv->b, nv_i32(nv, nv_scratch_off(op) + mb),
 					LLVMBuildMul(nv->b, slot, nv_i32(nv, 8), ""), "");
 	return smem_u32(nv, off);
 }
 
+static LLVMValueRef mbar_addr(Nv *nv, const IrOp *op, LLVMValueRef slot)
+{
+	return mbar_at(nv, op, slot, false);
+}
+
+/* The thread that issues copies and initialises mbarriers: thread 0, or in
+ * a warp-specialized kernel's producer the producer's first thread. */
 static LLVMValueRef is_thread0(Nv *nv)
 {
-	return LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, 0), ""),
+	int lead = nv->in_producer ? nv->ao.num_warps * nv->ao.warp_size : 0;
+	return LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, lead), ""),
 			     LLVMInt32TypeInContext(nv->c), "");
 }
 
 /* Thread 0 initialises one mbarrier per slot (one arrival: the copying
- * thread's arrive.expect_tx), made visible to the async proxy; every
- * thread fences its earlier shared-memory accesses of these bytes against
- * the copies to come (a barrier follows). */
+ * thread's arrive.expect_tx) and, for a warp-specialized buffer, one empty
+ * mbarrier per slot (one arrival per consumer warp), made visible to the
+ * async proxy; every thread fences its earlier shared-memory accesses of
+ * these bytes against the copies to come (a barrier follows). */
 void nv_lower_tma_init(Nv *nv, IrOp *op)
 {
 	int S = (int)ir_op_int(op, "stages", 1);
@@ -529,6 +542,13 @@ void nv_lower_tma_init(Nv *nv, IrOp *op)
 		LLVMValueRef args[2] = {t0, mbar_addr(nv, op, nv_i32(nv, s))};
 		inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.init.shared::cta.b64 [$1], 1; }",
 			   "r,r,~{memory}", args, 2);
+	}
+	for (int s = 0; ir_op_int(op, "ws", 0) && s < S; s++) {
+		char text[128];
+		snprintf(text, sizeof text, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.init.shared::cta.b64 [$1], %d; }",
+			 nv->ao.num_warps);
+		LLVMValueRef args[2] = {t0, mbar_at(nv, op, nv_i32(nv, s), true)};
+		inline_asm(nv, text, "r,r,~{memory}", args, 2);
 	}
 	LLVMValueRef a0[1] = {t0};
 	inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p fence.mbarrier_init.release.cluster; }", "r,~{memory}",
@@ -540,7 +560,8 @@ void nv_lower_tma_inval(Nv *nv, IrOp *op)
 {
 	int S = (int)ir_op_int(op, "stages", 1);
 	LLVMValueRef t0 = is_thread0(nv);
-	for (int s = 0; s < S; s++) {
+	int n = ir_op_int(op, "ws", 0) ? 2 * S : S; /* the empty mbarriers follow the full ones */
+	for (int s = 0; s < n; s++) {
 		LLVMValueRef args[2] = {t0, mbar_addr(nv, op, nv_i32(nv, s))};
 		inline_asm(nv, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.inval.shared::cta.b64 [$1]; }",
 			   "r,r,~{memory}", args, 2);
@@ -590,14 +611,31 @@ void nv_lower_tma_copy(Nv *nv, IrOp *op)
 	}
 }
 
-/* Waits (every thread) for the phase of parity bit `slot` of phases. */
+/* Waits (every thread) for the phase of parity bit `slot` of phases of
+ * the slot's full mbarrier, or with {empty} its empty one. */
 void nv_lower_tma_wait(Nv *nv, IrOp *op)
 {
 	LLVMValueRef slot = nv_reg(nv, op->ops[0], 0), ph = nv_reg(nv, op->ops[1], 0);
 	LLVMValueRef par = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, ph, slot, ""), nv_i32(nv, 1), "");
-	LLVMValueRef args[2] = {mbar_addr(nv, op, slot), par};
+	LLVMValueRef args[2] = {mbar_at(nv, op, slot, ir_op_int(op, "empty", 0) != 0), par};
 	inline_asm(nv,
 		   "{ .reg .pred done; ct_tma_wait: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
 		   "@!done bra.uni ct_tma_wait; }",
+		   "r,r,~{memory}", args, 2);
+}
+
+/* A consumer warp is done with the slot (where pred holds): its lane 0
+ * arrives on the slot's empty mbarrier, which completes once every
+ * consumer warp has (the producer waits for that before it copies the next
+ * tile into the slot). The arrive releases the warp's earlier reads. */
+void nv_lower_tma_release(Nv *nv, IrOp *op)
+{
+	LLVMValueRef slot = nv_reg(nv, op->ops[0], 0);
+	LLVMValueRef l0 = LLVMBuildICmp(nv->b, LLVMIntEQ, nv->lane, nv_i32(nv, 0), "");
+	LLVMValueRef pred = LLVMBuildZExt(nv->b, LLVMBuildAnd(nv->b, l0, nv_reg(nv, op->ops[1], 0), ""),
+					  LLVMInt32TypeInContext(nv->c), "");
+	LLVMValueRef args[2] = {pred, mbar_at(nv, op, slot, true)};
+	inline_asm(nv,
+		   "{ .reg .pred p; .reg .b64 st; setp.ne.b32 p, $0, 0; @p mbarrier.arrive.shared::cta.b64 st, [$1]; }",
 		   "r,r,~{memory}", args, 2);
 }

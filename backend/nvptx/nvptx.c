@@ -213,7 +213,8 @@ IrError *be_nvptx_check_shared(IrModule *m, int arch, int64_t shared)
 }
 
 /* The kernel: PTX kernel calling convention, one parameter per IR
- * parameter (scalars and pointers), nvvm.maxntid = 32 x num_warps. */
+ * parameter (scalars and pointers), nvvm.maxntid = 32 x num_warps (plus
+ * the producer's warps of a warp-specialized kernel). */
 static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 {
 	IrCtx *ctx = nv->ctx;
@@ -232,7 +233,7 @@ static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 	LLVMValueRef fn = LLVMAddFunction(nv->m, f->name, fty);
 	LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
 	char ntid[16];
-	snprintf(ntid, sizeof ntid, "%d", nv->opt->num_warps * warp);
+	snprintf(ntid, sizeof ntid, "%d", (nv->opt->num_warps + nv->ws_warps) * warp);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
 				LLVMCreateStringAttribute(nv->c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
 	if (nv->opt->maxnreg > 0) { /* the kernel's own: a .func has none */
@@ -306,6 +307,7 @@ static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
 	nv.fn = fn;
 	nv.smem = mod->smem;
 	nv.nstr = mod->nstr;
+	nv.ws_warps = mod->ws_warps;
 	nv.ax = an_axis_info(f); /* also numbers the values for nv.vals */
 	nv.nvals = an_number_values(f);
 	nv.vals = ir_alloc(ctx, sizeof(NvVals) * (size_t)(nv.nvals + 1));
@@ -372,6 +374,8 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	nv.opt = opt;
 	nv.ao = (AnGpuOptions){opt->num_warps, warp, arch};
 	nv.ptx = ptxv;
+	const IrAttr *wsa = ir_find_attr(m->nattrs, m->attrs, "ws_warps");
+	nv.ws_warps = wsa && wsa->kind == ATTR_INT ? (int)wsa->i : 0;
 	nv.c = LLVMContextCreate();
 	BeNvModule *nm = calloc(1, sizeof *nm);
 	if (!nm)

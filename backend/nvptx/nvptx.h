@@ -67,6 +67,11 @@ typedef struct Nv {
 	int fly_n;
 	bool settle_all; /* {wgmma_pending} barriers wait for every group */
 	int nstr;
+	/* warp specialization: the producer's warps after the num_warps
+	 * consumers (barriers then count the consumers only), and whether the
+	 * code being lowered is the producer's (its lane 0 issues the copies) */
+	int ws_warps;
+	bool in_producer;
 } Nv;
 
 /* map.c */
@@ -93,6 +98,7 @@ LLVMValueRef *nv_regbuf(Nv *nv, int n);
 LLVMValueRef nv_and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b); /* NULL: true */
 LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name);
 void nv_barrier(Nv *nv);
+void nv_asm_void(Nv *nv, const char *text); /* one PTX statement, no operands, memory clobber */
 LLVMValueRef nv_shfl(Nv *nv, const char *mode, LLVMValueRef v, LLVMValueRef b); /* "bfly" / "idx", whole warp */
 int64_t nv_esize(const IrType *t); /* bytes of one element in scratch (i1: 1) */
 LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize);
@@ -151,6 +157,7 @@ void nv_lower_tma_copy(Nv *nv, IrOp *op);
 void nv_lower_tma_wait(Nv *nv, IrOp *op);
 void nv_lower_tma_init(Nv *nv, IrOp *op);
 void nv_lower_tma_inval(Nv *nv, IrOp *op);
+void nv_lower_tma_release(Nv *nv, IrOp *op);
 void nv_lower_load(Nv *nv, IrOp *op);
 void nv_lower_store(Nv *nv, IrOp *op);
 

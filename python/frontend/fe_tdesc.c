@@ -118,9 +118,40 @@ static IrValue *no_hints(IrValue *x)
 	return x;
 }
 
-/* A kernel parameter as a tensor-map source: 1 (i32), 2 (i64, u64), 3
- * (u32) with *slot its index, or 0 with *c its value for a constant; -1 if
- * neither (computed in the kernel). */
+/* x a kernel parameter of an integer type: 1 (i32), 2 (i64, u64), 3 (u32)
+ * with *idx its index; else -1. */
+static int tmap_param(const IrFunc *f, IrValue *x, int64_t *idx)
+{
+	x = no_hints(x);
+	if (ir_is_block(x->type) || x->def || x->owner != f->body)
+		return -1;
+	IrTypeKind k = x->type->kind;
+	*idx = x->index;
+	return k == TY_I32 ? 1 : k == TY_I64 || k == TY_U64 ? 2 : k == TY_U32 ? 3 : -1;
+}
+
+/* x a product of kernel parameters (tutorial 06's y_dim = Z * H * N_CTX):
+ * its factors into fs (at most 3). */
+static bool tmap_factors(const IrFunc *f, IrValue *x, IrValue **fs, int *n)
+{
+	x = no_hints(x);
+	int64_t idx;
+	if (tmap_param(f, x, &idx) > 0) {
+		if (*n == 3)
+			return false;
+		fs[(*n)++] = x;
+		return true;
+	}
+	return x->def && x->def->opc == OP_MUL && !ir_is_block(x->type) && ir_is_int(x->type) &&
+	       tmap_factors(f, x->def->ops[0], fs, n) && tmap_factors(f, x->def->ops[1], fs, n);
+}
+
+/* A tensor-map source (a shape or stride of a descriptor made in the
+ * kernel, jit.h's JitKernel.tma): 0 with *val the value of a constant; 1
+ * (i32), 2 (i64, u64), 3 (u32) for a kernel parameter, *val its index; 4
+ * for a product of two or three parameters, *val packing each factor in 20
+ * bits (index in bits 0-15, its kind 1-3 in bits 16-17, bit 18 set); -1
+ * for anything else (computed in the kernel otherwise). */
 static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
 {
 	if (fe_const_int_of(v, val))
@@ -128,12 +159,20 @@ static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
 	IrFunc *f = fe->func;
 	if (!fe_is_tensor(v) || ir_is_block(v->v->type))
 		return -1;
-	IrValue *x = no_hints(v->v);
-	if (x->def || x->owner != f->body)
+	int k = tmap_param(f, v->v, val);
+	if (k > 0)
+		return k;
+	IrValue *fs[3];
+	int n = 0;
+	if (!tmap_factors(f, v->v, fs, &n) || n < 2)
 		return -1;
-	IrTypeKind k = x->type->kind;
-	*val = x->index;
-	return k == TY_I32 ? 1 : k == TY_I64 || k == TY_U64 ? 2 : k == TY_U32 ? 3 : -1;
+	*val = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t idx;
+		int kk = tmap_param(f, fs[i], &idx);
+		*val |= (idx | (int64_t)kk << 16 | (int64_t)1 << 18) << (20 * i);
+	}
+	return 4;
 }
 
 /* The tensor map of a block [B0, B1] of elem (padding NaN or zeros): its

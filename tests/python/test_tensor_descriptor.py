@@ -580,7 +580,8 @@ def test_sm90_matmul_descriptor_pipelined():
 @triton.jit
 def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.constexpr, start_m, qk_scale,
                     BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
+                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr,
+                    WS: tl.constexpr):
     # (as upstream: offs_m, offs_n and N_CTX are annotated tl.constexpr but
     # given tensors; Triton ignores a callee's annotations)
     if STAGE == 1:
@@ -592,7 +593,7 @@ def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.conste
         lo, hi = 0, N_CTX
     offsetk_y = offset_y + lo
     offsetv_y = offset_y + lo
-    for start_n in tl.range(lo, hi, BLOCK_N):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = desc_k.load([offsetk_y, 0]).T
         qk = tl.dot(q, k)
@@ -621,9 +622,9 @@ def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.conste
 @triton.jit
 def attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  STAGE: tl.constexpr):
-    """Upstream tutorial 06's forward kernel structure (fp16, no warp
-    specialization), descriptors made inside or passed in."""
+                  STAGE: tl.constexpr, WS: tl.constexpr = False):
+    """Upstream tutorial 06's forward kernel structure (fp16; its loops warp
+    specialized when WS), descriptors made inside or passed in."""
     dtype = tl.float16
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
@@ -647,10 +648,10 @@ def attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
     if STAGE & 1:
         acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m,
                                         qk_scale, BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m,
-                                        offs_n, N_CTX)
+                                        offs_n, N_CTX, WS)
     if STAGE & 2:
         acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m,
-                                        qk_scale, BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+                                        qk_scale, BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX, WS)
     m_i += tl.math.log2(l_i)
     acc = acc / l_i[:, None]
     m_ptrs = M + off_hz * N_CTX + offs_m
@@ -661,11 +662,10 @@ def attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("stage", [1, 3])
 def test_sm90_attention_descriptor_wgmma(stage):
-    """The attention kernel with device-side descriptors on sm_90a: their
-    first dim (Z * H * N_CTX) is computed, so the kernel makes K's and V's
-    maps itself (in 256 bytes of global scratch a program); K (loaded
-    [N, D] and transposed) and V go through the tensor memory access unit,
-    both dots on wgmma."""
+    """The attention kernel with device-side descriptors on sm_90a: K (loaded
+    [N, D] and transposed) and V through the tensor memory access unit (their
+    shapes are products of parameters: the launch encodes the maps), both
+    dots on wgmma."""
     sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q": "*fp16",
            "desc_k": "*fp16", "desc_v": "*fp16", "desc_o": "*fp16", "N_CTX": "i32"}
     cx = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, STAGE=stage)
@@ -675,9 +675,8 @@ def test_sm90_attention_descriptor_wgmma(stage):
                        options={"num_warps": 4, "num_stages": 2})
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert " trans " not in k.asm["ct.ttir"]
-    assert "tma_copy" in ttgir and "async_copy" not in ttgir
-    assert ptx.count("tensormap.cp_fenceproxy") == 2 and "cp.async.bulk.tensor" in ptx
-    assert k.metadata.global_scratch_size == 256
+    assert "tma_copy" in ttgir and "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg.shared.global" not in ptx
+    assert "tensormap.cp_fenceproxy" not in ptx and k.metadata.global_scratch_size == 0  # no map made
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
@@ -717,6 +716,46 @@ def test_gpu_attention_descriptors(causal, host, torch_allocator):
                         BLOCK_N=BLOCK_N, STAGE=3 if causal else 1, num_warps=4, num_stages=2)
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
     torch.testing.assert_close(o, ref, atol=2e-2, rtol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("D,BM,BN,warps,stages", [(64, 128, 64, 4, 2), (64, 128, 128, 4, 3), (128, 128, 128, 4, 2),
+                                                  (128, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 64, 64, 4, 4)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("host", [True, False])
+def test_gpu_attention_warp_specialized(D, BM, BN, warps, stages, causal, host):
+    """The warp-specialized forms against torch: many iterations (each slot
+    refilled several times, phases flipping), several heads and batches;
+    causal takes a specialized first loop and a plain second one; host
+    TensorDescriptors, or descriptors made in the kernel over the pointers
+    (shape Z * H * N_CTX: the launch encodes their maps)."""
+    import torch
+    if causal and BN > BM:
+        pytest.skip("causal needs BLOCK_N <= BLOCK_M")
+    Z, H, N_CTX = 2, 3, 1024
+    torch.manual_seed(1)
+    q, k, v = (torch.randn((Z, H, N_CTX, D), device="cuda", dtype=torch.float16) for _ in range(3))
+    sm_scale = 0.7
+    o = torch.full_like(q, float("nan"))
+    M = torch.empty((Z, H, N_CTX), device="cuda", dtype=torch.float32)
+    y_dim = Z * H * N_CTX
+    def descs(o):
+        if not host:
+            return [q, k, v, o]
+        return [TensorDescriptor(t, [y_dim, D], [D, 1], [bm, D]) for t, bm in ((q, BM), (k, BN), (v, BN), (o, BM))]
+    args = descs(o)
+    grid = (triton.cdiv(N_CTX, BM), Z * H)
+    kern = attn_fwd_desc[grid](sm_scale, M, Z, H, *args, N_CTX, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+                               STAGE=3 if causal else 1, WS=True, num_warps=warps, num_stages=stages)
+    assert "warp_specialize {" in kern.asm["ct.ttgir"]
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
+    torch.testing.assert_close(o, ref, atol=2e-2, rtol=0)
+    for _ in range(3):  # the same result every time (no race between producer and consumers)
+        o2 = torch.full_like(q, float("nan"))
+        args = descs(o2)
+        attn_fwd_desc[grid](sm_scale, M, Z, H, *args, N_CTX, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+                            STAGE=3 if causal else 1, WS=True, num_warps=warps, num_stages=stages)
+        assert torch.equal(o2, o)
 
 
 @pytest.mark.gpu
@@ -871,14 +910,14 @@ def _host_desc_sig(nd=2):
     return ("*fp16", ("i32",) * nd, ("i32", "constexpr"))
 
 
-def _compile_attn_host(arch, D, BM, BN, warps, stages, stage=1):
+def _compile_attn_host(arch, D, BM, BN, warps, stages, stage=1, ws=False):
     """attn_fwd_desc with TensorDescriptor arguments (the signature and
     constexprs the launcher gives such arguments: the descriptor's block
     shape and padding under (index, "tensordesc"), its unit last stride)."""
     dt = _host_desc_sig()
     sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q": dt, "desc_k": dt,
            "desc_v": dt, "desc_o": dt, "N_CTX": "i32"}
-    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=stage)
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=stage, WS=ws)
     sig.update({k: "constexpr" for k in cx})
     attrs = {(1,): {"divisibility": 16}}
     for i, bm in ((4, BM), (5, BN), (6, BN), (7, BM)):
@@ -918,6 +957,105 @@ def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
         assert plan[i][1:7] == (64, BN, 128, 6, 0, 1)
     assert plan[4][-1] == 0 and plan[7][-1] == 0
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+def _loop_bodies(ttgir):
+    """The text of each top-level `for` of the kernel's TTGIR (two-space
+    indent: the kernel body's ops)."""
+    out, cur = [], None
+    for line in ttgir.splitlines():
+        if cur is None and line.startswith("  ") and not line.startswith("   ") and " = for " in line:
+            cur = [line]
+        elif cur is not None:
+            cur.append(line)
+            if line.startswith("  }"):
+                out.append("\n".join(cur))
+                cur = None
+    return out
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("D,BM,BN,warps,stages", [(64, 128, 64, 4, 2), (64, 128, 128, 4, 3), (128, 128, 128, 4, 2),
+                                                  (128, 128, 64, 8, 2), (64, 64, 64, 4, 3), (128, 64, 64, 4, 2)])
+def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
+    """tl.range(..., warp_specialize=True) over TensorDescriptor tiles on
+    sm_90: a producer warpgroup after the consumers issues the K and V
+    copies in a loop of its own (waiting on each slot's empty mbarrier); the
+    consumers' loop holds no barrier and no copy, only waits for the tiles
+    and releases each slot after its MMAs; with num_warps 4 and 128-row dots
+    the data is split over two consumer warpgroups (8 warps) and the
+    producer gives registers to them (setmaxnreg); zero spills."""
+    k = _compile_attn_host(90, D, BM, BN, warps, stages, ws=True)
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
+    consumers = 8 if BM == 128 else warps
+    assert f"num_warps = {consumers}," in ttgir and "ws_warps = 4" in ttgir
+    assert k.metadata.num_warps == consumers + 4
+    assert f".maxntid {32 * (consumers + 4)}" in ptx
+    head, _, rest = ttgir.partition("warp_specialize {producer_warps = 4} {")
+    assert rest, "no producer region"
+    assert head.count("tma_init {") == 2 and "barrier {all = 1}" in head
+    producer = rest[:rest.index("\n  }")]
+    assert producer.count("tma_copy ") == 2 and producer.count("empty = 1") == 2
+    loops = _loop_bodies(ttgir)
+    assert len(loops) == 1
+    body = loops[0]
+    assert "tma_copy" not in body and "barrier" not in body
+    assert body.count("tma_wait ") == 2 and body.count("tma_release ") == 2
+    assert ttgir.count("tma_copy ") == 2  # the producer's, nothing before the consumer loop
+    # the consumers' barriers count only them; the producer's warpgroup gives
+    # its registers to two consumer warpgroups
+    assert f"bar.sync \t1, {32 * consumers};" in ptx
+    assert ptx.count("bar.sync \t0;") == 1  # after the mbarriers' initialisation, every warp
+    assert ("setmaxnreg.inc.sync.aligned.u32 232;" in ptx) == (consumers == 8)
+    assert ptx.count("cp.async.bulk.tensor.2d") == 2 * (D // 64)
+    assert "mbarrier.arrive.shared::cta.b64" in ptx
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("ws", [False, True])
+def test_sm90_device_descriptor_product_shape(ws):
+    """Descriptors made in the kernel over pointer parameters with a shape
+    that is a product of parameters (tutorial 06's y_dim = Z * H * N_CTX,
+    its form on Hopper with warp specialization): the launch encodes their
+    tensor maps (plan kind 4: the factors' parameter indices), and the loop
+    copies through the tensor memory access unit (warp-specialized when
+    asked)."""
+    sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q": "*fp16",
+           "desc_k": "*fp16", "desc_v": "*fp16", "desc_o": "*fp16", "N_CTX": "i32"}
+    cx = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, STAGE=1, WS=ws)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] not in ("constexpr", "fp32")}
+    k = triton.compile(ASTSource(attn_fwd_desc, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 2})
+    used = [t for t in k.metadata.tma if t[6]]
+    assert sorted(t[7] for t in used) == [5, 6]  # K and V, from desc_k / desc_v
+    for t in used:
+        assert t[8] == 4  # shape[0]: a product
+        fs = [(t[9] >> (20 * i)) & 0xFFFFF for i in range(3)]
+        assert [(f & 0xFFFF, (f >> 16) & 3) for f in fs if f & (1 << 18)] == [(2, 1), (3, 1), (8, 1)]
+        assert (t[10], t[11], t[12], t[13]) == (0, 64, 0, 64)
+    assert "cp.async.bulk.tensor.2d" in k.asm["ptx"]
+    assert ("warp_specialize {" in k.asm["ct.ttgir"]) == ws
+    assert k.n_spills == 0
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_warp_specialize_where_it_cannot():
+    """warp_specialize=True where there is no producer to make: on sm_80
+    (no tensor memory access) the loop is pipelined as without it; with two
+    loops (causal) only the first is specialized, the second pipelined as
+    before (its own copies and barriers)."""
+    k = _compile_attn_host(80, 64, 128, 64, 4, 2, ws=True)
+    assert "warp_specialize {" not in k.asm["ct.ttgir"] and k.metadata.num_warps == 4
+    assert "cp.async.bulk" not in k.asm["ptx"] and "setmaxnreg" not in k.asm["ptx"]
+    k = _compile_attn_host(90, 64, 128, 64, 4, 2, stage=3, ws=True)
+    ttgir = k.asm["ct.ttgir"]
+    assert ttgir.count("warp_specialize {") == 1
+    loops = _loop_bodies(ttgir)
+    assert len(loops) == 2 and "tma_release" in loops[0] and "tma_release" not in loops[1]
+    assert "tma_copy" in loops[1] and "barrier" in loops[1]
+    assert k.n_spills == 0
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")

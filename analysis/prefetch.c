@@ -1129,9 +1129,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ws = ws_clonable(&p, loop->ops[i], 0);
 		for (int j = 1; ws && j < body->nargs; j++)
 			ws = !a.need[j] || (!ir_is_block(body->args[j]->type) && ws_clonable(&p, loop->ops[2 + j], 0));
-		for (int k = 0; ws && k < nc; k++)
+		for (int k = 0; ws && k < nc; k++) {
+			ws = ws_clonable(&p, cand[k]->ops[3], 0); /* a map made in the kernel: not the producer's */
 			for (int i = 4; ws && i < cand[k]->nops; i++)
 				ws = ws_slice_ok(&p, &a, cand[k]->ops[i], seen);
+		}
 	}
 
 	ir_builder_init(&p.pre, ctx);

@@ -480,3 +480,34 @@ def test_gpu_mixed_maps(torch_allocator):
     torch.testing.assert_close(c[:, :N], (a.float() @ b.float().T).half(), atol=6e-2, rtol=1e-2)
     assert (c[:, N:] == 0).all()
     assert torch_allocator[0][:2] == (128 * triton.cdiv(M, 128), 128)
+
+
+@triton.jit
+def made_ws_kernel(a_desc, b_ptr, N, K, PAD, c_ptr, BN: tl.constexpr):
+    """A through a launch-encoded map, B's rows K + PAD apart (a sum: the
+    kernel makes B's map), the loop asking for warp specialization."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K + PAD, 1], [BN, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in tl.range(tl.cdiv(K, BK), warp_specialize=True):
+        acc = tl.dot(a_desc.load([tl.program_id(0) * BM, kk * BK]), b_desc.load([0, kk * BK]).T, acc)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+
+@needs_ptxas
+def test_sm90_made_maps_are_not_warp_specialized():
+    """A warp_specialize loop copying through a map the kernel makes (and one
+    the launch encodes): the producer would run before the made map exists,
+    so the loop pipelines as without the request (tensor copies through
+    both maps, no producer warpgroup)."""
+    dt = ("*fp16", ("i32", "i32"), ("i32", "constexpr"))
+    sig = {"a_desc": dt, "b_ptr": "*fp16", "N": "i32", "K": "i32", "PAD": "i32", "c_ptr": "*fp16",
+           "BN": "constexpr"}
+    cx = {"BN": 128, (0, "tensordesc"): ((128, 64), "zero"), (0, 2, 1): 1}
+    k = triton.compile(ASTSource(made_ws_kernel, sig, cx, {(1,): {"divisibility": 16}}),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
+    assert "warp_specialize {" not in ttgir and "tma_release" not in ttgir and "setmaxnreg" not in ptx
+    assert ptx.count("tensormap.cp_fenceproxy") == 1 and ttgir.count("tma_copy ") == 6
+    assert k.n_spills == 0

@@ -27,6 +27,7 @@ except ImportError:
     triton = None
 
 ROWS = []
+CASE_FILTER = None  # --case: a regular expression the case names must match
 
 
 def load(path, impl):
@@ -72,6 +73,8 @@ def row(case, times, flops, bad):
 
 def run_case(case, mods, make, ref, flops):
     """make(mod) -> a no-argument launch returning the result."""
+    if CASE_FILTER and not re.search(CASE_FILTER, case):
+        return
     times, bad = {}, []
     for impl, m in mods.items():
         try:
@@ -181,7 +184,10 @@ def main():
     ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
                     help="06: warp_specialize as the tutorial's benchmark sets it (full only), always, never")
     ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
+    ap.add_argument("--case", help="only the cases whose names match this regular expression")
     a = ap.parse_args()
+    global CASE_FILTER
+    CASE_FILTER = a.case
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.warm:

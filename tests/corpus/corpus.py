@@ -43,6 +43,8 @@ SM90_ONLY = {
     "tma_wait": "waits on a slot's mbarrier (prefetch pass, sm_90)",
     "tma_init": "initialises a buffer's mbarriers (prefetch pass, sm_90)",
     "tma_inval": "invalidates a buffer's mbarriers (prefetch pass, sm_90)",
+    "tma_release": "a consumer warp hands a slot back to the producer (warp specialization, sm_90)",
+    "warp_specialize": "the producer warpgroup's code (warp specialization, sm_90)",
     "tensormap_create": "a tensor map the kernel writes (frontend, sm_90: a descriptor over values it computes)",
 }
 TTGIR_ONLY.update(SM90_ONLY)

@@ -81,9 +81,11 @@ static LLVMValueRef slot_addr(Nv *nv, int64_t off)
 	LLVMValueRef z = LLVMBuildZExt(nv->b, sreg(nv, "llvm.nvvm.read.ptx.sreg.ctaid.z"), i64, "");
 	LLVMValueRef nx = LLVMBuildZExt(nv->b, sreg(nv, "llvm.nvvm.read.ptx.sreg.nctaid.x"), i64, "");
 	LLVMValueRef ny = LLVMBuildZExt(nv->b, sreg(nv, "llvm.nvvm.read.ptx.sreg.nctaid.y"), i64, "");
-	LLVMValueRef lin = LLVMBuildAdd(nv->b, x, LLVMBuildMul(nv->b, nx, LLVMBuildAdd(nv->b, y, LLVMBuildMul(nv->b, ny, z, ""), ""), ""), "");
-	LLVMValueRef byte = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, lin, LLVMConstInt(i64, (unsigned long long)an_global_scratch(nv->f), 0), ""),
-					 LLVMConstInt(i64, (unsigned long long)off, 0), "");
+	LLVMValueRef lin = LLVMBuildAdd(
+		nv->b, x, LLVMBuildMul(nv->b, nx, LLVMBuildAdd(nv->b, y, LLVMBuildMul(nv->b, ny, z, ""), ""), ""), "");
+	LLVMValueRef byte = LLVMBuildAdd(
+		nv->b, LLVMBuildMul(nv->b, lin, LLVMConstInt(i64, (unsigned long long)an_global_scratch(nv->f), 0), ""),
+		LLVMConstInt(i64, (unsigned long long)off, 0), "");
 	return LLVMBuildGEP2(nv->b, LLVMInt8TypeInContext(nv->c), nv->gscratch, &byte, 1, "");
 }
 
@@ -96,8 +98,9 @@ void nv_lower_tmap_create(Nv *nv, IrOp *op)
 		return;
 	}
 	if (nv->ao.arch != 90 || !nv->gscratch || !nv->f->is_kernel) {
-		nv_fail(nv, op, "tensormap_create: a tensor map is made on the device only in a kernel for sm_90 "
-				"(sm_90a), with global scratch");
+		nv_fail(nv, op,
+			"tensormap_create: a tensor map is made on the device only in a kernel for sm_90 "
+			"(sm_90a), with global scratch");
 		return;
 	}
 	const IrAttr *box = ir_op_attr(op, "tma_box");
@@ -110,8 +113,10 @@ void nv_lower_tmap_create(Nv *nv, IrOp *op)
 	int64_t soff = (nv_scratch_off(op) + AN_TMAP_BYTES - 1) / AN_TMAP_BYTES * AN_TMAP_BYTES;
 	LLVMValueRef s0 = nv_smem_addr(nv, soff, nv_i32(nv, 0), 1);
 	LLVMValueRef s32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, s0, i64, ""), i32, "");
-	LLVMValueRef warp0 = LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntULT, nv->tid, nv_i32(nv, 32), ""), i32, "");
-	LLVMValueRef thread0 = LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, 0), ""), i32, "");
+	LLVMValueRef warp0 =
+		LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntULT, nv->tid, nv_i32(nv, 32), ""), i32, "");
+	LLVMValueRef thread0 =
+		LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->tid, nv_i32(nv, 0), ""), i32, "");
 
 	/* 1. zeros, one word per lane of warp 0 */
 	LLVMValueRef zw[2] = {warp0, LLVMBuildAdd(nv->b, s32, LLVMBuildShl(nv->b, nv->lane, nv_i32(nv, 2), ""), "")};
@@ -153,7 +158,8 @@ void nv_lower_tmap_create(Nv *nv, IrOp *op)
 	LLVMValueRef ca[3] = {warp0, g64, s32};
 	asm_call(nv,
 		 "{ .reg .pred p; setp.ne.b32 p, $0, 0;\n"
-		 "@p tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [$1], [$2], 128;\n"
+		 "@p tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [$1], "
+		 "[$2], 128;\n"
 		 "@p fence.proxy.tensormap::generic.acquire.gpu [$1], 128;\n"
 		 "@p cp.async.bulk.commit_group;\n"
 		 "@p cp.async.bulk.wait_group.read 0; }",

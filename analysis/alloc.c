@@ -25,7 +25,10 @@
  *       for a scalar, the block row-major when its layout has copies of
  *       elements in other warps (an_atomic_scratch).
  *   call: the callee's own allocation (its "shared" total), from the base
- *       the call passes (see call.c).
+ *       the call passes (see call.c);
+ *   tensormap_create (with a global scratch slot): the 128-byte map built
+ *       by tensormap.replace at the first 128-byte aligned address inside
+ *       its 256 bytes, then copied to global memory.
  * A buffer lives only while its op runs (but the staged B tile of a
  * warpgroup dot lives until the dot, which reads it by descriptor), so allocation by liveness puts the
  * buffers of different ops on top of each other; the first-fit allocator
@@ -134,6 +137,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		return an_atomic_scratch(op);
 	case OP_CALL:
 		return an_func_shared(an_callee(op));
+	case OP_TMAP_CREATE: /* a map staged for tensormap.replace, 128-byte aligned inside */
+		return ir_op_attr(op, "gscratch") ? 2 * AN_TMAP_BYTES : 0;
 	default:
 		return 0;
 	}
@@ -398,6 +403,14 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 				}
 				dirty = true;
 			}
+			continue;
+		}
+		/* a tensor map made in the kernel ends with a barrier after its
+		 * last read of its scratch (backend/nvptx/tmap.c): clean after it */
+		if (op->opc == OP_TMAP_CREATE && an_scratch_bytes(op, o) > 0) {
+			if (dirty)
+				ir_block_insert_before(b, op, ir_op_new(ctx, OP_BARRIER, 0, NULL, 0, NULL, 0, op->loc));
+			dirty = false;
 			continue;
 		}
 		if (an_scratch_bytes(op, o) > 0) {

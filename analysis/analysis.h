@@ -20,6 +20,8 @@
  *                                per iteration, across threads once after
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
+ *   gscratch.c an_allocate_global_scratch  a global scratch slot per tensor
+ *                                map the kernel makes for its tensor copies
  *   alloc.c   an_insert_barriers `barrier` ops where scratch is reused
  *             an_allocate_shared scratch bytes per op, offsets by liveness in
  *                                one dynamic shared block ("scratch_offset")
@@ -280,6 +282,20 @@ int64_t an_func_shared(const IrFunc *f);
 /* Whether op (or an op nested in it, or a function it calls) uses shared
  * memory; before allocation too. */
 bool an_uses_shared(const IrOp *op, const AnGpuOptions *o);
+
+/* ------------------------------------------------------------------------- */
+/* Global scratch memory (gscratch.c)                                        */
+/* ------------------------------------------------------------------------- */
+
+/* A tensor map's bytes (and its alignment in global scratch). */
+enum { AN_TMAP_BYTES = 128 };
+/* Gives every tensormap_create of kernel f whose map a tma_copy reads a
+ * "gscratch" attribute (its byte offset in the program's slice; the others
+ * lose theirs), sets f's "global_scratch" attribute to the bytes a program
+ * needs (none when 0) and returns them. */
+int64_t an_allocate_global_scratch(IrFunc *f);
+/* f's global scratch bytes per program (its "global_scratch"; 0: none). */
+int64_t an_global_scratch(const IrFunc *f);
 
 /* ------------------------------------------------------------------------- */
 /* Shared memory and barriers (alloc.c)                                      */

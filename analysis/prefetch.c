@@ -562,17 +562,22 @@ static IrValue *copy_mask(ACtx *a, int e, IrBuilder *b, const AnAxis *ax, IrOp *
 
 /* A descriptor load (a {tma} tail: tensor map, offsets) the tensor memory
  * access unit can copy into its slot: sm_90, a 2-D tile, the map a kernel
- * parameter, the slot in the descriptor's memory order (the copy writes
- * rows of the block's last dim, as the slot layout has them: transposed
- * exactly when the load is). *tile: the slot's tile type. */
+ * parameter or made in the kernel before the loop (tensormap_create; the
+ * load is in the body, so a map not made there is made outside), the
+ * offsets computable ahead, the slot in the descriptor's memory order (the
+ * copy writes rows of the block's last dim, as the slot layout has them:
+ * transposed exactly when the load is). *tile: the slot's tile type. */
 static bool tma_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, bool trans, const IrType **tile)
 {
 	if (o->arch < 90 || ir_op_int(L, "tma", 0) != 3 || L->nops != 6)
 		return false;
 	IrValue *m = L->ops[3];
-	if (m->def || m->owner != p->f->body || m->index < 0 || m->index >= p->f->body->nargs ||
-	    !ir_find_attr(p->f->params[m->index].nattrs, p->f->params[m->index].attrs, "tensormap"))
+	bool made = m->def && m->def->opc == OP_TMAP_CREATE && p->f->is_kernel && !in_body(p, m);
+	if (!made && (m->def || m->owner != p->f->body || m->index < 0 || m->index >= p->f->body->nargs ||
+		      !ir_find_attr(p->f->params[m->index].nattrs, p->f->params[m->index].attrs, "tensormap")))
 		return false;
+	if (!slice_ok(p, L->ops[4]) || !slice_ok(p, L->ops[5]))
+		return false; /* the offsets, evaluated ahead */
 	if ((ir_op_int(L, "tma_tr", 0) != 0) != trans)
 		return false;
 	const IrType *t = L->res[0].type;
@@ -1065,7 +1070,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		if (!multi && !dot_user(body, &op->res[0]))
 			continue;
 		bool ok = true, tr = false;
-		for (int i = 0; ok && i < op->nops; i++)
+		for (int i = 0; ok && i < op->nops && i < 3; i++) /* a tensor-map tail: tma_ok */
 			ok = slice_ok(&p, op->ops[i]);
 		if (ok && multi && nc < 8)
 			ok = async_ok_multi(&p, op, o, ax, &tr, trs[nc], &ntrs[nc]);
@@ -1124,9 +1129,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ws = ws_clonable(&p, loop->ops[i], 0);
 		for (int j = 1; ws && j < body->nargs; j++)
 			ws = !a.need[j] || (!ir_is_block(body->args[j]->type) && ws_clonable(&p, loop->ops[2 + j], 0));
-		for (int k = 0; ws && k < nc; k++)
+		for (int k = 0; ws && k < nc; k++) {
+			ws = ws_clonable(&p, cand[k]->ops[3], 0); /* a map made in the kernel: not the producer's */
 			for (int i = 4; ws && i < cand[k]->nops; i++)
 				ws = ws_slice_ok(&p, &a, cand[k]->ops[i], seen);
+		}
 	}
 
 	ir_builder_init(&p.pre, ctx);
@@ -1490,7 +1497,7 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 		if (ir_count_uses(f, &op->res[0]) != 1 || !dot_user(body, &op->res[0]))
 			continue;
 		bool ok = true;
-		for (int i = 0; ok && i < op->nops; i++)
+		for (int i = 0; ok && i < op->nops && i < 3; i++) /* the loads made anew drop the tail */
 			ok = slice_ok(&p, op->ops[i]);
 		if (ok)
 			cand[nc++] = op;

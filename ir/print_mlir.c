@@ -1016,6 +1016,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_TMA_WAIT:
 	case OP_TMA_INIT:
 	case OP_TMA_INVAL:
+	case OP_TMAP_CREATE:
 	case OP_TMA_RELEASE:
 		name = op->opc == OP_ASYNC_COPY     ? "ttg.async_copy_global_to_local"
 		       : op->opc == OP_ASYNC_COMMIT ? "ttg.async_commit_group"
@@ -1024,6 +1025,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		       : op->opc == OP_TMA_WAIT     ? "ttng.wait_barrier"
 		       : op->opc == OP_TMA_INIT     ? "ttng.init_barrier"
 		       : op->opc == OP_TMA_INVAL    ? "ttng.inval_barrier"
+		       : op->opc == OP_TMAP_CREATE  ? "ttng.tensormap_create"
 		       : op->opc == OP_TMA_RELEASE  ? "ttng.arrive_barrier"
 						    : "ttg.local_load";
 		put(b, name);

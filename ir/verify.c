@@ -1221,6 +1221,64 @@ static IrError *check_while(Verifier *V, const IrOp *op)
 				 "the result types");
 }
 
+
+/* The byte width of a CUtensorMapDataType a tensor map may have (the codes
+ * the launch encodes: u8, u16, u32, f16, f32, bf16); 0 for another code. */
+static int tmap_dtype_bytes(int64_t dt)
+{
+	switch (dt) {
+	case 0: return 1;
+	case 1: case 6: case 9: return 2;
+	case 2: case 7: return 4;
+	default: return 0;
+	}
+}
+
+/* tensormap_create: a pointer to 1-4 byte numbers, three integer scalars,
+ * a ptr<i8> result, and a map description a tensor copy can use: a box row
+ * of 16 to 128 bytes (a power of two) within the swizzle span, at most 256
+ * rows, a data type of the element's width (NaN fill only for floats). */
+static IrError *check_tmap_create(Verifier *V, const IrOp *op)
+{
+	IrError *e;
+	const IrType *p = op->ops[0]->type;
+	if (!is_ptr_t(p) || ir_is_block(p) || !p->elem || ir_is_block(p->elem) || !is_num_t(p->elem) ||
+	    p->elem->kind == TY_I1 || ir_type_bits(p->elem) < 8 || ir_type_bits(p->elem) > 32)
+		return fail(V, op, "operand 0 must be a scalar pointer to 1 to 4-byte numbers, got %s", ts(V, p));
+	for (int i = 1; i < 4; i++) {
+		const IrType *t = op->ops[i]->type;
+		if (ir_is_block(t) || !is_int_t(t) || t->kind == TY_I1)
+			return fail(V, op, "operand %d (%s) must be an integer scalar, got %s", i,
+				    i == 1 ? "rows" : i == 2 ? "cols" : "row_stride", ts(V, t));
+	}
+	const IrType *r = op->res[0].type;
+	if (!is_ptr_t(r) || ir_is_block(r) || !r->elem || r->elem->kind != TY_I8)
+		return fail(V, op, "result must be a ptr<i8> (the map), got %s", ts(V, r));
+	const IrAttr *box, *nan, *gs;
+	int64_t sw, dt;
+	if ((e = get_attr(V, op, "tma_box", ATTR_INTS, true, &box)) || (e = get_int(V, op, "tma_swizzle", &sw)) ||
+	    (e = get_int(V, op, "tma_dtype", &dt)) || (e = get_attr(V, op, "tma_nan", ATTR_BOOL, true, &nan)) ||
+	    (e = get_attr(V, op, "gscratch", ATTR_INT, false, &gs)))
+		return e;
+	int es = ir_type_bits(p->elem) / 8;
+	if (tmap_dtype_bytes(dt) != es)
+		return fail(V, op, "tma_dtype %lld is not a tensor-map data type of %s's width", (long long)dt,
+			    ts(V, p->elem));
+	if (nan->i && dt != 6 && dt != 7 && dt != 9)
+		return fail(V, op, "tma_nan needs a float data type (f16, f32, bf16), got tma_dtype %lld", (long long)dt);
+	if (sw != 0 && sw != 32 && sw != 64 && sw != 128)
+		return fail(V, op, "tma_swizzle must be 0, 32, 64 or 128 (bytes), got %lld", (long long)sw);
+	int64_t row = box->n == 2 ? box->ints[0] * es : 0;
+	if (box->n != 2 || row < 16 || row > 128 || (row & (row - 1)) || box->ints[1] < 1 || box->ints[1] > 256 ||
+	    (sw && row > sw))
+		return fail(V, op,
+			    "tma_box must be [inner, outer] with an inner row of 16 to 128 bytes (a power of two, within "
+			    "the swizzle) and 1 to 256 rows, got %s",
+			    ints_str(V, box->n, box->ints));
+	if (gs && (gs->i < 0 || gs->i % 128))
+		return fail(V, op, "gscratch must be a non-negative multiple of 128, got %lld", (long long)gs->i);
+	return NULL;
+}
 /* The index of region b among the regions of its owner. */
 static int region_index(const IrBlock *b)
 {
@@ -1537,6 +1595,8 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 			return fail(V, op, "buffer must be >= 0, got %lld", (long long)buf);
 		return NULL;
 	}
+	case OP_TMAP_CREATE:
+		return check_tmap_create(V, op);
 	case OP_ASSUME:
 	case OP_ASSERT:
 		if (ir_scalar(op->ops[0]->type)->kind != TY_I1)

@@ -216,6 +216,8 @@ typedef struct JitKernel {
 	int ntma;
 	int64_t tma[JIT_MAX_TMAPS][14];
 	int shared;        /* bytes of dynamic shared memory */
+	int global_scratch;       /* cuda: bytes of global scratch per program (0: none) */
+	int global_scratch_align; /* and their alignment */
 	int num_warps;
 	int n_regs;        /* from ptxas -v; -1 when unknown */
 	int n_spills;

@@ -236,6 +236,15 @@ static IrError *run_thread_locality(JitPipe *p)
 	return NULL;
 }
 
+/* The kernel's tensor maps get their global scratch slots (the callees
+ * make none: the frontend builds maps in the kernel only). */
+static IrError *run_allocate_global(JitPipe *p)
+{
+	p->out->global_scratch = (int)an_allocate_global_scratch(p->kernel);
+	p->out->global_scratch_align = p->out->global_scratch ? AN_TMAP_BYTES : 1;
+	return NULL;
+}
+
 static IrError *run_insert_barriers(JitPipe *p)
 {
 	int n;
@@ -408,6 +417,8 @@ const JitPass jit_passes[] = {
 	 JIT_T_TTGIR, run_thread_locality,
 	 "a reduction accumulated into a loop-carried value reduces each thread's own elements per iteration; "
 	 "the loop carries those partials, reduced across threads once after it"},
+	{"allocate-global", JIT_S_TTGIR, CUDA, true, false, V, 0, 0, JIT_T_TTGIR, run_allocate_global,
+	 "a slot of the program's global scratch for each tensor map the kernel makes for its tensor copies"},
 	{"insert-barriers", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_BARRIERS, 0, JIT_T_TTGIR,
 	 run_insert_barriers, "a barrier op before each scratch user that may overwrite what another still reads"},
 	{"allocate-shared", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_SHARED, 0, JIT_T_TTGIR,

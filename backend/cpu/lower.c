@@ -651,6 +651,9 @@ static void lower_op_(Cg *cg, IrOp *op)
 	}
 	case OP_BARRIER:
 	case OP_GDC: return; /* one grid at a time: nothing to wait for or release */
+	case OP_TMAP_CREATE: /* loads ignore their tensor-map tail here: no map, no scratch */
+		cg_set(cg, &op->res[0], cg_scalar(LLVMConstNull(cg->t_ptr)));
+		return;
 	case OP_FOR: lower_for(cg, op); return;
 	case OP_IF: lower_if(cg, op); return;
 	case OP_WHILE: lower_while(cg, op); return;

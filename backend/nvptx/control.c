@@ -547,6 +547,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_TMA_WAIT: nv_lower_tma_wait(nv, op); return;
 	case OP_TMA_INIT: nv_lower_tma_init(nv, op); return;
 	case OP_TMA_INVAL: nv_lower_tma_inval(nv, op); return;
+	case OP_TMAP_CREATE: nv_lower_tmap_create(nv, op); return;
 	case OP_TMA_RELEASE: nv_lower_tma_release(nv, op); return;
 	case OP_FOR: lower_for(nv, op); return;
 	case OP_IF: lower_if(nv, op); return;

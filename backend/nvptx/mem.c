@@ -582,7 +582,11 @@ void nv_lower_tma_copy(Nv *nv, IrOp *op)
 	LLVMValueRef slot = nv_reg(nv, op->ops[1], 0);
 	LLVMValueRef pred = LLVMBuildAnd(nv->b, is_thread0(nv),
 					 LLVMBuildZExt(nv->b, nv_reg(nv, op->ops[2], 0), LLVMInt32TypeInContext(nv->c), ""), "");
-	LLVMValueRef tmap = LLVMBuildPtrToInt(nv->b, nv_reg(nv, op->ops[0], 0), LLVMInt64TypeInContext(nv->c), "");
+	/* the map's generic address (a parameter's, or global scratch: tmap.c) */
+	LLVMValueRef mp = nv_reg(nv, op->ops[0], 0);
+	if (LLVMGetPointerAddressSpace(LLVMTypeOf(mp)) != 0)
+		mp = LLVMBuildAddrSpaceCast(nv->b, mp, LLVMPointerTypeInContext(nv->c, 0), "");
+	LLVMValueRef tmap = LLVMBuildPtrToInt(nv->b, mp, LLVMInt64TypeInContext(nv->c), "");
 	LLVMValueRef bar = mbar_addr(nv, op, slot);
 	char text[256];
 	snprintf(text, sizeof text,

@@ -224,7 +224,12 @@ static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 		ptys[i] = ir_find_attr(f->params[i].nattrs, f->params[i].attrs, "tensormap")
 				  ? LLVMPointerTypeInContext(nv->c, 0)
 				  : nv_llty(nv, f->body->args[i]->type);
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), ptys, (unsigned)np, 0);
+	/* the global scratch buffer, after every other parameter (the launcher's
+	 * order: arguments, tensor maps, scratch) */
+	bool gs = an_global_scratch(f) > 0;
+	if (gs)
+		ptys[np] = LLVMPointerTypeInContext(nv->c, 1);
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), ptys, (unsigned)(np + gs), 0);
 	LLVMValueRef fn = LLVMAddFunction(nv->m, f->name, fty);
 	LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
 	char ntid[16];
@@ -326,6 +331,8 @@ static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
 	}
 	if (!f->is_kernel && an_func_shared(f) > 0)
 		nv.smem = LLVMGetParam(fn, k++); /* this call's scratch */
+	if (f->is_kernel && an_global_scratch(f) > 0)
+		nv.gscratch = LLVMGetParam(fn, k++);
 	nv_lower_block(&nv, f->body);
 	if (!nv.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(nv.b)))
 		nv_lower_return(&nv, NULL);
@@ -353,6 +360,11 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	if (err)
 		return err;
 	IrFunc *f = find_kernel(m);
+	/* a kernel that makes tensor maps (tmap.c): tensormap.replace and the
+	 * tensormap proxy fences (PTX 8.3), the stride in bytes (PTX 8.6 on;
+	 * Triton's choice too) */
+	if (f && an_global_scratch(f) > 0 && ptxv < 87)
+		ptxv = 87;
 
 	be_llvm_init();
 	Nv nv;

@@ -50,6 +50,7 @@ typedef struct Nv {
 	NvVals *vals;
 	int nvals;
 	LLVMValueRef tid, lane, warp, smem;
+	LLVMValueRef gscratch; /* the kernel's global scratch buffer (its last parameter), or NULL */
 	bool need_libdevice;
 	IrError *err;
 	const IrOp *staged; /* second of a staged dot_op pair, already lowered */
@@ -159,6 +160,9 @@ void nv_lower_tma_inval(Nv *nv, IrOp *op);
 void nv_lower_tma_release(Nv *nv, IrOp *op);
 void nv_lower_load(Nv *nv, IrOp *op);
 void nv_lower_store(Nv *nv, IrOp *op);
+
+/* tmap.c: tensormap_create (a tensor map written in global scratch) */
+void nv_lower_tmap_create(Nv *nv, IrOp *op);
 
 /* atomic.c: atomic_rmw, atomic_cas */
 void nv_lower_atomic(Nv *nv, IrOp *op);

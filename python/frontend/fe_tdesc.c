@@ -34,7 +34,7 @@
 
 #include "python/frontend/fe.h"
 
-enum { TD_BASE, TD_SHAPE, TD_STRIDES, TD_SPEC, TD_NITEMS };
+enum { TD_BASE, TD_SHAPE, TD_STRIDES, TD_SPEC, TD_TMAP, TD_NITEMS };
 #define TD_MAX_RANK 5
 
 bool fe_is_tdesc(Fe *fe, const FeVal *v)
@@ -205,7 +205,8 @@ bool fe_tmap_ok(const IrType *elem, int64_t B0, int64_t B1, bool nan)
  * (-1: made in the kernel): its box, swizzle, CUtensorMapDataType (the
  * float types where NaN padding needs them, else unsigned of the width)
  * and padding, for the launch plan (jit/pipeline.c). */
-void fe_tmap_attrs(Fe *fe, IrParam *prm, int64_t arg, const IrType *elem, int64_t B0, int64_t B1, bool nan)
+/* The attributes describing that map (a parameter's or a tensormap_create's). */
+static void tmap_attrs(Fe *fe, int *nattrs, IrAttr **attrs, const IrType *elem, int64_t B0, int64_t B1, bool nan)
 {
 	int64_t box[2], sw;
 	tmap_box(elem, B0, B1, nan, box, &sw);
@@ -214,12 +215,17 @@ void fe_tmap_attrs(Fe *fe, IrParam *prm, int64_t arg, const IrType *elem, int64_
 	IrAttr ba = {.name = ir_intern(fe->ctx, "tma_box"), .kind = ATTR_INTS, .n = 2,
 		     .ints = ir_alloc(fe->ctx, sizeof box)};
 	memcpy(ba.ints, box, sizeof box);
-	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tensormap", arg);
-	ir_set_attr(fe->ctx, &prm->nattrs, &prm->attrs, &ba);
-	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_swizzle", sw);
-	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_dtype",
+	ir_set_attr(fe->ctx, nattrs, attrs, &ba);
+	ir_set_attr_int(fe->ctx, nattrs, attrs, "tma_swizzle", sw);
+	ir_set_attr_int(fe->ctx, nattrs, attrs, "tma_dtype",
 			k == TY_F16 ? 6 : k == TY_BF16 ? 9 : k == TY_F32 ? 7 : es == 1 ? 0 : es == 2 ? 1 : 2);
-	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tma_nan", nan);
+	ir_set_attr_int(fe->ctx, nattrs, attrs, "tma_nan", nan);
+}
+
+void fe_tmap_attrs(Fe *fe, IrParam *prm, int64_t arg, const IrType *elem, int64_t B0, int64_t B1, bool nan)
+{
+	ir_set_attr_int(fe->ctx, &prm->nattrs, &prm->attrs, "tensormap", arg);
+	tmap_attrs(fe, &prm->nattrs, &prm->attrs, elem, B0, B1, nan);
 }
 
 /* tl.make_tensor_descriptor in the kernel over a parameter's pointer with
@@ -281,6 +287,35 @@ static int device_tmap(Fe *fe, FeVal *base, FeVal **sh, FeVal **st, int rank, co
 	ir_set_attr(fe->ctx, &np[n].nattrs, &np[n].attrs, &sa);
 	fe_tmap_attrs(fe, &np[n], -1, elem, bs[0], bs[1], nan);
 	return n;
+}
+
+/* tl.make_tensor_descriptor in the kernel over values it computes (loaded
+ * pointers, sizes and strides: tutorial 08's grouped GEMM): on sm_90 the
+ * kernel writes the map itself (tensormap_create, the encoding of
+ * fe_tmap_attrs), into global scratch that the launch gets from the
+ * allocator when a tensor copy reads it. Returns the map, or NULL when
+ * the descriptor cannot have one (then its loads stay plain loads). */
+static IrValue *made_tmap(Fe *fe, PyObject *node, FeVal *base, FeVal **sh, FeVal **st, int rank, const int64_t *bs,
+			  bool nan)
+{
+	IrFunc *f = fe->func;
+	int64_t one;
+	/* sm_90a: tensormap.replace (the sm_100 family compiles without the
+	 * arch-specific features) */
+	if (fe->tma_arch != 90 || !f || !f->is_kernel || rank != 2 || !fe_is_tensor(base) ||
+	    !fe_const_int_of(st[1], &one) || one != 1)
+		return NULL;
+	const IrType *elem = base->v->type->elem;
+	if (!fe_tmap_ok(elem, bs[0], bs[1], nan))
+		return NULL;
+	IrValue *ops[4] = {no_hints(base->v), fe_to_ir(fe, node, sh[0], NULL), NULL, NULL};
+	ops[2] = ops[1] ? fe_to_ir(fe, node, sh[1], NULL) : NULL;
+	ops[3] = ops[2] ? fe_to_ir(fe, node, st[0], NULL) : NULL;
+	if (!ops[3])
+		return NULL;
+	IrValue *m = ir_build1(&fe->b, OP_TMAP_CREATE, ir_type_ptr(fe->ctx, ir_type(fe->ctx, TY_I8), 1), 4, ops);
+	tmap_attrs(fe, &m->def->nattrs, &m->def->attrs, elem, bs[0], bs[1], nan);
+	return m;
 }
 
 static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal *strides,
@@ -353,8 +388,13 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 			return fe_err(fe, node, IR_ERR_VALUE,
 				      "Padding option `nan` is not supported for integer blocks");
 	}
+	IrValue *made = NULL;
 	if (on_device && tmap < 0)
 		tmap = device_tmap(fe, base, sh, st, rank, bs, strcmp(pad, "nan") == 0);
+	if (on_device && tmap < 0)
+		made = made_tmap(fe, node, base, sh, st, rank, bs, strcmp(pad, "nan") == 0);
+	if (fe_has_error(fe))
+		return NULL;
 	/* the descriptor contract: a 16-byte aligned base, strides but the last
 	 * multiples of 16 bytes */
 	FeVal **st2 = ir_alloc(fe->ctx, sizeof(FeVal *) * (size_t)(rank + 1));
@@ -374,6 +414,7 @@ static FeVal *tdesc_new(Fe *fe, PyObject *node, FeVal *base, FeVal *shape, FeVal
 	items[TD_SHAPE] = fe_make_tuple(fe, rank, sh);
 	items[TD_STRIDES] = fe_make_tuple(fe, rank, st2);
 	items[TD_SPEC] = fe_const(fe, spec);
+	items[TD_TMAP] = made ? fe_tensor(fe, made) : fe_none(fe); /* a map made in the kernel */
 	FeVal *r = ir_alloc(fe->ctx, sizeof(FeVal));
 	r->kind = V_TUPLE;
 	r->n = TD_NITEMS;
@@ -519,11 +560,15 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	 * memory access unit (analysis/prefetch.c); ignored otherwise */
 	PyObject *tmo = PyList_Size(d->items[TD_SPEC]->obj) > 2 ? PyList_GetItem(d->items[TD_SPEC]->obj, 2) : NULL;
 	int tm = tmo && PyLong_Check(tmo) ? (int)PyLong_AsLong(tmo) : -1;
+	FeVal *made = d->items[TD_TMAP];
+	IrValue *map = tm >= 0 && fe->func && tm < fe->func->body->nargs ? fe->func->body->args[tm]
+		       : fe_is_tensor(made)                                ? made->v
+									   : NULL;
 	FeVal **off;
 	int no;
 	IrValue *c0 = NULL, *c1 = NULL;
-	if (tm >= 0 && !rows && fe->func && fe->func->is_kernel && tm < fe->func->body->nargs &&
-	    seq_items(fe, node, offsets, &no, &off, "offsets") && no == 2) {
+	if (map && !rows && fe->func && fe->func->is_kernel && seq_items(fe, node, offsets, &no, &off, "offsets") &&
+	    no == 2) {
 		const IrType *i32 = ir_type(fe->ctx, TY_I32);
 		c0 = fe_to_ir(fe, node, off[0], i32);
 		c1 = c0 ? fe_to_ir(fe, node, off[1], i32) : NULL;
@@ -535,7 +580,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	if (c1 && ld && ld->opc == OP_LOAD && ld->nops == 3) {
 		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
 		memcpy(ops, ld->ops, sizeof(IrValue *) * 3);
-		ops[3] = fe->func->body->args[tm];
+		ops[3] = map;
 		ops[4] = c0;
 		ops[5] = c1;
 		ld->ops = ops;

@@ -149,6 +149,9 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		Py_DECREF(c);
 	}
 	set_int(d, "shared", k.shared);
+	/* global scratch per program (Triton's metadata names), for the allocator at launch */
+	set_int(d, "global_scratch_size", k.global_scratch);
+	set_int(d, "global_scratch_align", k.global_scratch_align > 0 ? k.global_scratch_align : 1);
 	if (k.ntma) { /* the tensor-map parameters' launch plan: tuples of 14 ints (jit.h) */
 		PyObject *l = PyList_New(k.ntma);
 		for (int j = 0; l && j < k.ntma; j++) {

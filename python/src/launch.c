@@ -80,6 +80,11 @@ typedef struct Binary {
 	int64_t tma[MAXTMAP][14];
 	PackTd last[MAXTMAP];
 	unsigned char map[MAXTMAP][128];
+	/* CUDA: global scratch bytes per program (tensor maps made on the
+	 * device) and their alignment; 0: none (the buffer, from the
+	 * allocator at each launch, is the last parameter) */
+	int64_t gscratch;
+	int gscratch_align;
 } Binary;
 
 static PyObject *BinaryType;
@@ -116,19 +121,26 @@ static void Binary_dealloc(PyObject *self)
 }
 
 /* Binary(backend, signature, num_warps, num_ctas, shared, cpu_kernel_capsule,
- *        cuda_image, name, launch_flags=0): a launchable variant. A CUDA
- * image (bytes) is loaded on each device at the variant's first launch
- * there; launch_flags (JIT_LAUNCH_*) are the attributes of its CUDA
- * launches (the CPU has none to set). */
+ *        cuda_image, name, launch_flags=0, tma=None, global_scratch_size=0,
+ *        global_scratch_align=1): a launchable variant. A CUDA image (bytes)
+ * is loaded on each device at the variant's first launch there;
+ * launch_flags (JIT_LAUNCH_*) are the attributes of its CUDA launches (the
+ * CPU has none to set); tma the tensor-map plan (jit.h); a CUDA kernel
+ * with global scratch gets a buffer from the allocator at each launch. */
 static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
-	int backend, nw, nc, shared;
+	int backend, nw, nc, shared, galign = 1;
+	long long gsize = 0;
 	unsigned flags = 0;
 	PyObject *sig, *cap, *image, *tma = NULL;
 	const char *name;
-	if (!PyArg_ParseTuple(args, "iOiiiOOs|IO", &backend, &sig, &nw, &nc, &shared, &cap, &image,
-			      &name, &flags, &tma))
+	if (!PyArg_ParseTuple(args, "iOiiiOOs|IOLi", &backend, &sig, &nw, &nc, &shared, &cap, &image,
+			      &name, &flags, &tma, &gsize, &galign))
 		return NULL;
+	if (gsize < 0 || galign < 1 || (galign & (galign - 1))) {
+		PyErr_Format(PyExc_ValueError, "Binary: global scratch of %lld bytes aligned to %d", gsize, galign);
+		return NULL;
+	}
 	Py_ssize_t ntma = tma && tma != Py_None ? PySequence_Size(tma) : 0;
 	if (ntma < 0 || ntma > MAXTMAP) {
 		if (!PyErr_Occurred())
@@ -166,6 +178,8 @@ static PyObject *Binary_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		b->last[j].rank = 0;
 	}
 	b->ntma = (int)ntma;
+	b->gscratch = backend == JIT_BACKEND_CUDA ? gsize : 0; /* the CPU's programs need none */
+	b->gscratch_align = galign;
 	b->num_warps = nw;
 	b->num_ctas = nc;
 	b->shared = shared;
@@ -512,6 +526,55 @@ static int pack_tensor_maps(Binary *b, Pack *pk)
 	return 0;
 }
 
+/* The allocator of the current context: ctriton.runtime.allocation's
+ * context variable, looked up once. */
+static PyObject *allocator_var;
+
+/* The global scratch of a launch of b over g on stream st (Triton's
+ * launcher): one call of the current allocator with (bytes per program x
+ * programs, alignment, stream); *ptr the buffer's data_ptr(). Returns the
+ * buffer, held until the launch is queued; NULL + an exception (the
+ * NullAllocator's RuntimeError when none is set), nothing launched. */
+static PyObject *scratch_alloc(Binary *b, const int g[3], void *st, uint64_t *ptr)
+{
+	if (!allocator_var) {
+		PyObject *m = PyImport_ImportModule("ctriton.runtime.allocation");
+		allocator_var = m ? PyObject_GetAttrString(m, "_allocator") : NULL;
+		Py_XDECREF(m);
+		if (!allocator_var)
+			return NULL;
+	}
+	long long size;
+	if (__builtin_mul_overflow((long long)g[0] * g[1], (long long)g[2], &size) ||
+	    __builtin_mul_overflow(size, (long long)b->gscratch, &size)) {
+		PyErr_SetString(PyExc_OverflowError, "global scratch: the grid needs more than 2**63 bytes");
+		return NULL;
+	}
+	PyObject *fn = PyObject_CallMethod(allocator_var, "get", NULL);
+	PyObject *buf = fn ? PyObject_CallFunction(fn, "LiK", size, b->gscratch_align,
+						   (unsigned long long)(uintptr_t)st)
+			   : NULL;
+	Py_XDECREF(fn);
+	PyObject *p = buf ? PyObject_CallMethod(buf, "data_ptr", NULL) : NULL;
+	*ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
+	Py_XDECREF(p);
+	if (!p || PyErr_Occurred()) {
+		Py_XDECREF(buf);
+		return NULL;
+	}
+	if (*ptr % (uint64_t)b->gscratch_align) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+			 "the allocator returned memory at %#llx for the kernel's global scratch, which must be "
+			 "aligned to %d bytes",
+			 (unsigned long long)*ptr, b->gscratch_align);
+		PyErr_SetString(PyExc_ValueError, msg);
+		Py_DECREF(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 /* Launches b over grid with packed parameters, on the GPU on device dev. */
 static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject *stream)
 {
@@ -527,11 +590,24 @@ static int binary_launch(Binary *b, int dev, const int g[3], Pack *pk, PyObject 
 		void *st = stream && stream != Py_None
 				   ? (void *)(uintptr_t)PyLong_AsUnsignedLongLong(stream)
 				   : current_stream(dev);
+		/* global scratch: the last parameter, after the tensor maps */
+		uint64_t scratch = 0;
+		PyObject *sbuf = NULL;
+		if (b->gscratch) {
+			if (pk->n + b->ntma >= MAXP) {
+				PyErr_SetString(PyExc_ValueError, "too many kernel parameters");
+				return -1;
+			}
+			if (!(sbuf = scratch_alloc(b, g, st, &scratch)))
+				return -1;
+			pk->params[pk->n + b->ntma] = &scratch;
+		}
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
 		const unsigned ug[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
 		rc = jit_cuda_launch_ex(k, ug, (uint64_t)(uintptr_t)st, pk->params, b->launch_flags, err, sizeof err);
 		Py_END_ALLOW_THREADS
+		Py_XDECREF(sbuf);
 		if (rc != 0) {
 			PyErr_SetString(PyExc_RuntimeError, err);
 			return -1;

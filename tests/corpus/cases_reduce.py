@@ -416,3 +416,34 @@ add("dot-warp-specialized-descriptors-fp16", ws_loop_dot_kernel,
     ttgir=["warp_specialize", "tma_release", "tma_copy", "tma_wait", "tma_init", "tma_inval"],
     ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
          "sm90": ["cp.async.bulk.tensor.2d", "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc", "bar.sync \t1, 256;"]})
+
+
+@triton.jit
+def desc_loaded_sizes_dot_kernel(a_ptr, b_ptr, c_ptr, sizes, BM: tl.constexpr, BN: tl.constexpr,
+                                 BK: tl.constexpr):
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    K = tl.load(sizes + 2)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([0, k * BK]), b_desc.load([0, k * BK]).T, acc)
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+# desc_loop_dot_kernel with the sizes read from memory: on sm_90 the kernel
+# makes the two maps itself (tensormap_create, in the program's global scratch) and
+# the tiles still come through the tensor memory access unit
+add("dot-pipelined-made-maps-fp16", desc_loaded_sizes_dot_kernel,
+    lambda rng: [rng.uniform(-1, 1, (64, 200)).astype(np.float16),
+                 rng.uniform(-1, 1, (64, 200)).astype(np.float16), np.zeros((64, 64), np.float32),
+                 np.array([64, 64, 200], np.int32)],
+    lambda a: {2: a[0].astype(np.float64) @ a[1].astype(np.float64).T},
+    ["dot", "for"], cx=dict(BM=64, BN=64, BK=32), tol=(2e-3, 2e-3), options=dict(num_stages=3),
+    ttgir=["tensormap_create", "tma_copy", "tma_wait", "tma_init", "tma_inval"],
+    ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
+         "sm90": ["tensormap.replace.tile.global_address", "fence.proxy.tensormap::generic.acquire.gpu",
+                  "cp.async.bulk.tensor.2d", "wgmma.mma_async"]})

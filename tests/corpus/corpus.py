@@ -45,6 +45,7 @@ SM90_ONLY = {
     "tma_inval": "invalidates a buffer's mbarriers (prefetch pass, sm_90)",
     "tma_release": "a consumer warp hands a slot back to the producer (warp specialization, sm_90)",
     "warp_specialize": "the producer warpgroup's code (warp specialization, sm_90)",
+    "tensormap_create": "a tensor map the kernel writes (frontend, sm_90: a descriptor over values it computes)",
 }
 TTGIR_ONLY.update(SM90_ONLY)
 # GPU-only ops (no CPU column either): the CPU backend rejects them with a
@@ -288,9 +289,15 @@ def run_gpu(case, capfd=None):
     args = case.make_args()
     want = case.expected(args)
     dev = [DeviceArray(a) if isinstance(a, np.ndarray) else a for a in args]
-    with active_backend("cuda"):
-        k = case.kernel[case.grid](*dev, **case.cx, **case.launch_options())
-        torch.cuda.synchronize()
+    import ctriton
+    # global scratch (tensor maps made in the kernel) from torch
+    ctriton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+    try:
+        with active_backend("cuda"):
+            k = case.kernel[case.grid](*dev, **case.cx, **case.launch_options())
+            torch.cuda.synchronize()
+    finally:
+        ctriton.set_allocator(None)
     if case.stdout:   # device printf reaches the C stdio buffer at the synchronize
         import ctypes
         ctypes.CDLL(None).fflush(None)

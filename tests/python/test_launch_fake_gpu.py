@@ -203,3 +203,111 @@ def test_stream_getter_and_torch(fake_cuda, tmp_path):
         print(json.dumps(out))
     """, tmp_path)
     assert got == [1234, 99, 0, 0]
+
+
+MADE_MAPS = """
+@triton.jit
+def made(ptrs, sizes, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # descriptors over loaded values: on sm_90 the kernel makes their maps
+    # in global scratch, which the launch gets from the allocator
+    a = tl.load(ptrs).to(tl.pointer_type(tl.float16))
+    b = tl.load(ptrs + 1).to(tl.pointer_type(tl.float16))
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    K = tl.load(sizes + 2)
+    a_desc = tl.make_tensor_descriptor(a, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b, [N, K], [K, 1], [BN, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(tl.cdiv(K, BK)):
+        x = a_desc.load([tl.program_id(0) * BM, kk * BK])
+        y = b_desc.load([tl.program_id(1) * BN, kk * BK])
+        acc = tl.dot(x, y.T, acc)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+@triton.jit
+def plain(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+class Buf:
+    def __init__(self, p):
+        self.p = p
+    def data_ptr(self):
+        return self.p
+
+calls = []
+def alloc(size, alignment, stream):
+    calls.append([size, alignment, stream])
+    return Buf(0x20000)
+
+def count():
+    return lib.fake_launch().contents.count
+
+lib.fake_set_nparams(4)
+args = (CudaTensor(4096, "torch.int64"), CudaTensor(8192, "torch.int32"), CudaTensor(1 << 16, "torch.float16"))
+kw = dict(BM=64, BN=64, BK=64, num_warps=4, num_stages=3)
+"""
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_global_scratch_from_the_allocator(fake_cuda, tmp_path):
+    """A kernel with global scratch: the launch calls the allocator once with
+    (bytes per program x programs, alignment, stream) and passes its
+    buffer's data_ptr() after the other parameters; a compiled kernel's own
+    launch too; a kernel without scratch never calls it."""
+    got = run_child(fake_cuda, MADE_MAPS + textwrap.dedent("""
+        out = {}
+        triton.set_allocator(alloc)
+        ck = made[(3, 2)](*args, stream=77, **kw)
+        out["meta"] = [ck.metadata.global_scratch_size, ck.metadata.global_scratch_align]
+        out["a"] = record(4)
+        out["calls_a"] = list(calls)
+        made[(5,)](*args, **kw)
+        out["b"] = record(4)
+        ck[(2, 1, 1)](*args, 64, 64, 64)  # every argument, constexprs too
+        out["c"] = record(4)
+        out["calls"] = list(calls)
+        del calls[:]
+        lib.fake_set_nparams(1)  # the fake reads that many parameters
+        plain[(4,)](CudaTensor(4096))
+        out["plain"] = [list(calls), record(1)["params"]]
+        print(json.dumps(out))
+    """), tmp_path)
+    size, align = got["meta"]
+    assert size == 256 and align == 128
+    assert got["calls_a"] == [[size * 6, 128, 77]]
+    assert got["a"]["params"] == [4096, 8192, 1 << 16, 0x20000] and got["a"]["grid"] == [3, 2, 1]
+    assert got["calls"][1:] == [[size * 5, 128, 0], [size * 2, 128, 0]]
+    assert got["b"]["params"][3] == 0x20000 and got["c"]["params"][3] == 0x20000
+    assert got["c"]["count"] == got["a"]["count"] + 2
+    assert got["plain"] == [[], [4096]]
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_global_scratch_without_allocator(fake_cuda, tmp_path):
+    """No allocator: Triton's RuntimeError before anything is launched; the
+    next launch, with an allocator, works. A buffer that is not aligned as
+    the kernel asks is a ValueError, also launching nothing."""
+    got = run_child(fake_cuda, MADE_MAPS + textwrap.dedent("""
+        out = {}
+        n0 = count()
+        try:
+            made[(2,)](*args, **kw)
+        except RuntimeError as e:
+            out["err"] = str(e)
+        out["after_err"] = count() - n0
+        triton.set_allocator(lambda size, align, stream: Buf(0x30000 + 16))
+        try:
+            made[(2,)](*args, **kw)
+        except ValueError as e:
+            out["misaligned"] = str(e)
+        out["after_misaligned"] = count() - n0
+        triton.set_allocator(alloc)
+        made[(2,)](*args, **kw)
+        out["ok"] = [count() - n0, record(4)["params"], list(calls)]
+        print(json.dumps(out))
+    """), tmp_path)
+    assert got["err"] == ("Kernel requires a runtime memory allocation, but no allocator was set. "
+                          "Use triton.set_allocator to specify an allocator.")
+    assert got["after_err"] == 0 and got["after_misaligned"] == 0
+    assert "aligned to 128 bytes" in got["misaligned"]
+    assert got["ok"] == [1, [4096, 8192, 1 << 16, 0x20000], [[512, 128, 0]]]

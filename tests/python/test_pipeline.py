@@ -65,7 +65,8 @@ def test_pass_table_rows():
     cuda = _pipeline_rows("cuda")
     assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "flatten-loops",
                     "split-dots", "prefetch", "axis-info",
-                    "assign-layouts", "remove-converts", "thread-locality", "insert-barriers", "allocate-shared", "nvptx-lower",
+                    "assign-layouts", "remove-converts", "thread-locality", "allocate-global", "insert-barriers", "allocate-shared",
+                    "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
     assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce",
                                     "flatten-loops", "reduce-lanes", "cpu-codegen"]

@@ -3,8 +3,10 @@ TensorDescriptor arguments, with desc.load / store / atomic_add lowered to
 masked pointer-block accesses. CPU end-to-end against numpy (in- and
 out-of-bounds blocks, ranks 1-5, host and device descriptors, `.T` into
 tl.dot, atomics); compile-only for sm_90 (a descriptor matmul and attention
-take the cp.async + wgmma path); tutorial 06's attention structure on the
-GPU against torch."""
+take the tensor memory access or cp.async path, and wgmma; descriptors over
+values the kernel computes get maps made in the kernel, see also
+test_grouped_gemm_tma.py); tutorial 06's attention structure on the GPU
+against torch."""
 import math
 import os
 import shutil
@@ -674,16 +676,27 @@ def test_sm90_attention_descriptor_wgmma(stage):
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert " trans " not in k.asm["ct.ttir"]
     assert "tma_copy" in ttgir and "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg.shared.global" not in ptx
+    assert "tensormap.cp_fenceproxy" not in ptx and k.metadata.global_scratch_size == 0  # no map made
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
 # -- GPU: tutorial 06's attention with descriptors against torch --------------------
 
+@pytest.fixture
+def torch_allocator():
+    """Global scratch from torch (descriptors made in the kernel over values
+    it computes need it on sm_90)."""
+    import torch
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+    yield
+    triton.set_allocator(None)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("host", [False, True])
-def test_gpu_attention_descriptors(causal, host):
+def test_gpu_attention_descriptors(causal, host, torch_allocator):
     import torch
     Z, H, N_CTX, D = 2, 3, 256, 64
     BLOCK_M, BLOCK_N = 128, 64
@@ -797,6 +810,43 @@ def _compile_sizes_desc(arch, warps=8):
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_unknown_bounds_take_made_maps():
+    """Descriptors over sizes read from memory on sm_90: the kernel makes A's
+    and B's maps and the tiles go through the tensor memory access unit,
+    which zero-fills what lies past M, N or K (C's map, stored through
+    only, is never written)."""
+    k = _compile_sizes_desc(90)
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async" in ptx
+    assert ptx.count("tensormap.cp_fenceproxy") == 2 and "cp.async.bulk.tensor" in ptx
+    assert "cp.async.cg.shared.global" not in ptx
+    assert ptx.count("ld.global") <= 6, ptx.count("ld.global")  # the six sizes
+    assert k.metadata.global_scratch_size == 256
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@triton.jit
+def matmul_sizes_ptr_kernel(a_ptr, b_ptr, c_ptr, sizes, BM: tl.constexpr, BN: tl.constexpr,
+                            BK: tl.constexpr):
+    """matmul_sizes_desc_kernel's loads written with pointers and masks."""
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    K = tl.load(sizes + 2)
+    lda = tl.multiple_of(tl.load(sizes + 3), 8)
+    ldb = tl.multiple_of(tl.load(sizes + 4), 8)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        rk = ki * BK + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * lda + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rn[None, :] * ldb + rk[:, None], mask=(rn[None, :] < N) & (rk[:, None] < K), other=0.0)
+        acc = tl.dot(a, b, acc)
+    ldc = tl.load(sizes + 5)
+    tl.store(c_ptr + rm[:, None] * ldc + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 def test_sm90_unknown_bounds_take_zero_filling_copies():
     """A bound of unknown divisibility (K from memory) leaves the mask true on
     a prefix of each 16-byte run: the tiles still go through cp.async, each
@@ -804,12 +854,17 @@ def test_sm90_unknown_bounds_take_zero_filling_copies():
     as TMA fills out-of-bounds elements), instead of element-wise loads
     (137 scalar ld.global and 548 bytes of spills before)."""
     import re
-    k = _compile_sizes_desc(90)
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "sizes": "*i32"}
+    cx = dict(BM=128, BN=128, BK=64)
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): {"divisibility": 16} for i in range(4)}
+    k = triton.compile(ASTSource(matmul_sizes_ptr_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 8, "num_stages": 3})
     ptx = k.asm["ptx"]
     assert "wgmma.mma_async" in ptx
     copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", ptx)
     assert len(copies) >= 16, len(copies)
-    assert ptx.count("ld.global") <= 6, ptx.count("ld.global")  # the six sizes
+    assert ptx.count("ld.global") <= 6, ptx.count("ld.global")  # the sizes
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
@@ -824,11 +879,13 @@ def test_sm80_unknown_bounds_compile():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("K", [203, 64, 1])
-def test_gpu_unknown_bounds_zero_fill(K):
-    """The K tail's partial vectors on the GPU: the rows are padded to 16-byte
-    multiples and the padding is NaN, so an element read past K (or a
-    vector not zero-filled) poisons the result; C's padding columns must
-    stay untouched."""
+@pytest.mark.parametrize("form", ["desc", "ptr"])
+def test_gpu_unknown_bounds_zero_fill(K, form, torch_allocator):
+    """The K tail on the GPU, through the maps the kernel makes (desc: the
+    copy engine's zero fill) and through cp.async's partial vectors (ptr):
+    the rows are padded to 16-byte multiples and the padding is NaN, so an
+    element read past K (or a vector not zero-filled) poisons the result;
+    C's padding columns must stay untouched."""
     import torch
     torch.manual_seed(0)
     M, N = 300, 260
@@ -840,8 +897,8 @@ def test_gpu_unknown_bounds_zero_fill(K):
     ldc = 264
     c = torch.full((M, ldc), 7.0, device="cuda", dtype=torch.float16)
     sizes = torch.tensor([M, N, K, ld, ld, ldc], device="cuda", dtype=torch.int32)
-    matmul_sizes_desc_kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, sizes, 128, 128, 64,
-                                                                          num_warps=8, num_stages=3)
+    kernel = matmul_sizes_desc_kernel if form == "desc" else matmul_sizes_ptr_kernel
+    kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, sizes, 128, 128, 64, num_warps=8, num_stages=3)
     ref = (a[:, :K].float() @ b[:, :K].float().T).half()
     torch.testing.assert_close(c[:, :N], ref, atol=5e-2, rtol=1e-2)
     assert (c[:, N:] == 7.0).all()

@@ -482,8 +482,10 @@ class CompiledKernel:
             # tensor-map parameters (TensorDescriptor arguments copied by the
             # tensor memory access unit): encoded at each launch
             tma = tuple(tuple(t) for t in (getattr(md, "tma", None) or ()))
+            # global scratch: the allocator is called at each launch
+            scratch = (getattr(md, "global_scratch_size", 0), getattr(md, "global_scratch_align", 1))
             self._bin = _C.Binary(_C.BACKEND_CUDA, self.launch_sig, md.num_warps, md.num_ctas,
-                                  md.shared, None, image, self.name, flags, tma)
+                                  md.shared, None, image, self.name, flags, tma, *scratch)
         else:
             if self._cpu_kernel is None:
                 raise RuntimeError(f"kernel {self.name} has no CPU code")
@@ -683,6 +685,10 @@ def compile(src, target=None, options=None, dump_after=None):
             "n_regs": n_regs, "n_spills": r.get("n_spills", -1),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "tma": [tuple(t) for t in r.get("tma", ())],
+            # global scratch per program (tensor maps made on the device): the
+            # launch asks the allocator (triton.set_allocator) for it
+            "global_scratch_size": r.get("global_scratch_size", 0),
+            "global_scratch_align": r.get("global_scratch_align", 1),
             "launch_pdl": bool(opts.get("launch_pdl")),
             "launch_cooperative_grid": bool(opts.get("launch_cooperative_grid")),
             "options": {k: repr(v) for k, v in opts.items()}}

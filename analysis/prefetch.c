@@ -891,6 +891,43 @@ static void ws_early_release(IrCtx *ctx, IrFunc *f, IrBlock *nb, int buf0, int n
 	}
 }
 
+/* A loop whose tiles all come through the tensor memory access unit and
+ * whose copies wait behind a {wgmma_pending} barrier (every warp is past
+ * the previous iteration's reads of the slot they refill): its top barrier
+ * orders nothing (each thread sees a tile through its own mbarrier wait),
+ * so it goes, and each tile's wait moves down to just before the first dot
+ * reading it (Q @ K^T starts as soon as K is there, V is waited for at P @
+ * V). A fast warp is then at most the iteration the pending barrier allows
+ * ahead, so no wait meets a later phase of its mbarrier. */
+static void tma_waits_down(IrFunc *f, IrBlock *nb, int buf0, int nc)
+{
+	int id = 0;
+	IrOp *top = NULL;
+	for (IrOp *op = nb->first; op; op = op->next) {
+		op->id = id++;
+		if (!top && op->opc == OP_BARRIER && !ir_op_attr(op, "wgmma_pending"))
+			top = op;
+	}
+	if (!top)
+		return;
+	for (IrOp *op = nb->first; op != top; op = op->next)
+		if (op->opc != OP_TMA_WAIT)
+			return; /* not the top barrier after the waits */
+	ir_op_unlink(top);
+	for (int k = 0; k < nc; k++) {
+		IrOp *d0, *d1, *wait = NULL;
+		if (!buffer_dots(f, nb, buf0 + k, &d0, &d1))
+			continue;
+		for (IrOp *op = nb->first; op && !wait; op = op->next)
+			if (op->opc == OP_TMA_WAIT && ir_op_int(op, "buffer", -1) == buf0 + k)
+				wait = op;
+		if (wait) {
+			ir_op_unlink(wait);
+			ir_block_insert_before(nb, d0, wait);
+		}
+	}
+}
+
 /* ------------------------------------------------------------------------- */
 /* Persistent kernels: the next tile's first copies under this tile's end    */
 /* ------------------------------------------------------------------------- */
@@ -1354,6 +1391,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_op_set_int(ctx, bar, "wgmma_pending", 1);
 			ir_op_set_int(ctx, nl, "wgmma_inflight", fly);
 			copies_first = bar->prev;
+			if (ntma == nc)
+				tma_waits_down(f, nb, buf0, nc);
 		}
 		IrOp *op = copies_first->next;
 		for (bool done = false; !done && op && term;) {

@@ -24,7 +24,7 @@
  * row addresses of one ldmatrix phase (8 rows, one chunk each) then fall on
  * 8 distinct 16-byte bank groups, and with the tile 1 KiB aligned this is
  * the 128-, 64- or 32-byte swizzled layout the warpgroup MMA reads by
- * descriptor (see desc_at). */
+ * descriptor (see desc_base). */
 static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es)
 {
 	LLVMBuilderRef B = nv->b;
@@ -86,7 +86,7 @@ static void write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
 	}
 }
 
-/* One ldmatrix (x4 or x2, .trans for B) at the address of this lane. */
+/* One ldmatrix (x4 or x2, .trans for B) at the 32-bit shared address of this lane. */
 static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef *out)
 {
 	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
@@ -99,8 +99,7 @@ static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef 
 	const char *cons = n == 4 ? "=r,=r,=r,=r,r" : "=r,=r,r";
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef a = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, addr, LLVMInt64TypeInContext(nv->c), ""), i32, "");
-	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, &a, 1, "");
+	LLVMValueRef d = LLVMBuildCall2(nv->b, fty, asmv, &addr, 1, "");
 	for (int i = 0; i < n; i++)
 		out[i] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 }
@@ -134,10 +133,7 @@ bool nv_smem_operand(const IrOp *op)
 
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff)
 {
-	LLVMValueRef p = nv_smem_addr(nv, off, eoff ? eoff : nv_i32(nv, 0), nv_esize(op->res[0].type));
-	LLVMValueRef a = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, p, LLVMInt64TypeInContext(nv->c), ""),
-					LLVMInt32TypeInContext(nv->c), "");
-	nv_set1(nv, &op->res[0], a);
+	nv_set1(nv, &op->res[0], nv_smem_addr32(nv, off, eoff, nv_esize(op->res[0].type)));
 }
 
 /* Shared memory written by ordinary stores (or cp.async) that the tensor
@@ -211,7 +207,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dm->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k8, nv_i32(nv, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, 4, false, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
+				ldmatrix(nv, 4, false, nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -232,7 +228,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, cnt, true, nv_smem_addr(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
+				ldmatrix(nv, cnt, true, nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -400,7 +396,7 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 }
 
 /* Warpgroup MMA (sm_90a) matrix descriptors of tiles in the layout of
- * swizzled_index, at shared address base + off. Start address, LBO and
+ * swizzled_index, at 32-bit shared address base. Start address, LBO and
  * SBO are in 16-byte units; bits 62-63 pick the swizzle (1: 128 bytes,
  * 2: 64, 3: 32).
  *   B [K][N], N contiguous ("MN-major", read transposed), N a multiple of
@@ -410,15 +406,15 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
  *   A [M][K], K contiguous ("K-major"): rows of rb = min(K, 64) * 2 bytes
  *     swizzled at rb, SBO = 8 rows; LBO unused (a K step stays in a row).
  *     A B slot filled transposed ([N][K]) is read the same way, untransposed. */
-static LLVMValueRef desc_at(Nv *nv, LLVMValueRef base, int64_t off, uint64_t hi)
+static LLVMValueRef desc_base(Nv *nv, LLVMValueRef base, uint64_t hi)
 {
-	/* base >> 4 fits the 14-bit field (shared addresses are below 256 KiB)
-	 * and off is a multiple of 16 inside the tile: the descriptor of the
-	 * tile plus a constant, which LLVM folds into one add per use */
+	/* base >> 4 fits the 14-bit field (shared addresses are below 256 KiB),
+	 * computed in 32 bits; the descriptor of a K step or block at byte off
+	 * of the tile is this one plus off >> 4, added next to its MMA (see
+	 * wgmma_text) */
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(nv->c);
 	LLVMValueRef a = LLVMBuildLShr(nv->b, base, nv_i32(nv, 4), "");
-	LLVMValueRef d = LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
-	return LLVMBuildAdd(nv->b, d, LLVMConstInt(i64, (uint64_t)off >> 4, 0), "");
+	return LLVMBuildOr(nv->b, LLVMBuildZExt(nv->b, a, i64, ""), LLVMConstInt(i64, hi, 0), "");
 }
 
 static uint64_t desc_b_bits(int64_t K, int64_t N)
@@ -463,6 +459,41 @@ static LLVMValueRef asm_call(Nv *nv, const char *text, const char *cons, LLVMTyp
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
 					     LLVMInlineAsmDialectATT, 0);
 	return LLVMBuildCall2(nv->b, fty, asmv, args, (unsigned)n, "");
+}
+
+/* The text of one wgmma (head: the instruction and its types; tail: the
+ * scale and transpose immediates): accumulators $0..$nacc-1, A (four
+ * registers, or a descriptor) and B's descriptor, then the scale-d flag.
+ * A descriptor operand is its tile's (desc_base); a K step or block at
+ * aoff / boff 16-byte units from the tile's start is that plus the
+ * constant, added here, next to the MMA: LLVM cannot hoist the sum out of
+ * the loop (a loop-invariant A would hold a 64-bit register per K step
+ * across it), and ptxas computes it into the MMA's uniform registers
+ * (UIADD3.64). */
+static void wgmma_text(char *text, size_t tl, const char *head, const char *tail, int nacc, bool asmem,
+		       int64_t aoff, int64_t boff)
+{
+	int na = asmem ? 1 : 4, t;
+	t = snprintf(text, tl, "{\n.reg .pred p;\n%s%ssetp.ne.b32 p, $%d, 0;\n",
+		     aoff ? ".reg .b64 da;\n" : "", boff ? ".reg .b64 db;\n" : "", nacc + na + 1);
+	if (aoff)
+		t += snprintf(text + t, tl - (size_t)t, "add.s64 da, $%d, %lld;\n", nacc, (long long)aoff);
+	if (boff)
+		t += snprintf(text + t, tl - (size_t)t, "add.s64 db, $%d, %lld;\n", nacc + na, (long long)boff);
+	t += snprintf(text + t, tl - (size_t)t, "%s {", head);
+	for (int i = 0; i < nacc; i++)
+		t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
+	t += snprintf(text + t, tl - (size_t)t, "}, ");
+	if (!asmem)
+		t += snprintf(text + t, tl - (size_t)t, "{$%d,$%d,$%d,$%d}", nacc, nacc + 1, nacc + 2, nacc + 3);
+	else if (aoff)
+		t += snprintf(text + t, tl - (size_t)t, "da");
+	else
+		t += snprintf(text + t, tl - (size_t)t, "$%d", nacc);
+	if (boff)
+		t += snprintf(text + t, tl - (size_t)t, ", db, p%s;\n}", tail);
+	else
+		t += snprintf(text + t, tl - (size_t)t, ", $%d, p%s;\n}", nacc + na, tail);
 }
 
 /* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
@@ -542,28 +573,20 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	for (int i = 0; i < nacc; i++)
 		rt[i] = accty;
 	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nacc, 0);
-	size_t tl = (size_t)nacc * 8 + 256;
+	size_t tl = (size_t)nacc * 8 + 320;
 	char *text = ir_alloc(nv->ctx, tl), *cons = ir_alloc(nv->ctx, (size_t)nacc * 8 + 64);
 	LLVMValueRef *args = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nacc + 6));
-	/* "{.reg .pred p; setp.ne.b32 p, 1, 0; wgmma... {$0..}, a, desc, p[, imms];}" */
-	int t = snprintf(text, tl, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-			 "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", nacc + na + 1, in, kstep,
-			 isint ? "s32" : "f32", wgmma_type(ak), wgmma_type(bk16));
-	for (int i = 0; i < nacc; i++)
-		t += snprintf(text + t, tl - (size_t)t, "%s$%d", i ? "," : "", i);
-	if (!asmem)
-		t += snprintf(text + t, tl - (size_t)t, "}, {$%d,$%d,$%d,$%d}, $%d, p", nacc, nacc + 1, nacc + 2,
-			      nacc + 3, nacc + 4);
-	else
-		t += snprintf(text + t, tl - (size_t)t, "}, $%d, $%d, p", nacc, nacc + 1);
+	char head[96], tail[32];
+	snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s", in, kstep, isint ? "s32" : "f32",
+		 wgmma_type(ak), wgmma_type(bk16));
 	if (b16 && !asmem)
-		snprintf(text + t, tl - (size_t)t, ", 1, 1, %d;\n}", bkm ? 0 : 1);
+		snprintf(tail, sizeof tail, ", 1, 1, %d", bkm ? 0 : 1);
 	else if (b16)
-		snprintf(text + t, tl - (size_t)t, ", 1, 1, 0, %d;\n}", bkm ? 0 : 1);
-	else if (!isint)
-		snprintf(text + t, tl - (size_t)t, ", 1, 1;\n}");
+		snprintf(tail, sizeof tail, ", 1, 1, 0, %d", bkm ? 0 : 1);
 	else
-		snprintf(text + t, tl - (size_t)t, ";\n}");
+		snprintf(tail, sizeof tail, "%s", isint ? "" : ", 1, 1");
+	LLVMValueRef adesc = asmem ? desc_base(nv, abase, desc_kmajor_bits(rb)) : NULL;
+	LLVMValueRef bdesc = desc_base(nv, bbase, bkm ? desc_kmajor_bits(rb) : desc_b_bits(K, N));
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, isint ? "=r," : "=f,");
@@ -590,20 +613,20 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					}
 				for (int ki = g0; ki < nk && ki < g0 + gs; ki++) {
 					int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
+					int64_t aoff = 0, boff;
 					if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
-						int64_t off = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
-						args[0] = desc_at(nv, abase, off, desc_kmajor_bits(rb));
+						aoff = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
+						args[0] = adesc;
 					} else {
 						for (int i = 0; i < 4; i++)
 							args[i] = apk[(mi * nk + ki) * 4 + i];
 					}
 					if (bkm) /* rows n of b's block, like A */
-						args[na] = desc_at(nv, bbase, (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128,
-								   desc_kmajor_bits(rb));
+						boff = (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128;
 					else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
-						args[na] = desc_at(nv, bbase,
-								   (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128),
-								   desc_b_bits(K, N));
+						boff = (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128);
+					args[na] = bdesc;
+					wgmma_text(text, tl, head, tail, nacc, asmem, aoff >> 4, boff >> 4);
 					/* scale-d 0: D = A B, the partial sum's start */
 					bool fresh = (split || zero) && ki == g0;
 					args[na + 1] = nv_i32(nv, fresh ? 0 : 1);

@@ -217,6 +217,18 @@ LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t es
 	return LLVMBuildGEP2(nv->b, i8, nv->smem, &off, 1, "");
 }
 
+/* Inline PTX takes shared addresses as 32-bit registers. Computed from the
+ * 64-bit pointer and truncated, the arithmetic stays 64-bit (LLVM moves the
+ * truncation after it: sign-extended offsets, 64-bit shifts), and ptxas
+ * keeps it so; from the array's 32-bit address it is 32-bit throughout. */
+LLVMValueRef nv_smem_addr32(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize)
+{
+	LLVMValueRef off = nv_i32(nv, byte_off);
+	if (idx)
+		off = LLVMBuildAdd(nv->b, off, LLVMBuildMul(nv->b, idx, nv_i32(nv, esize), ""), "");
+	return LLVMBuildAdd(nv->b, nv->smem32, off, "");
+}
+
 void nv_smem_store(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v)
 {
 	LLVMValueRef p = nv_smem_addr(nv, off, idx, nv_esize(t));

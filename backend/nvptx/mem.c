@@ -427,9 +427,7 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 			LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
 			LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
 					      : nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
-			LLVMValueRef dst = nv_smem_addr(nv, nv_scratch_off(op), idx, eb);
-			d32 = LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, dst, LLVMInt64TypeInContext(nv->c), ""),
-					     LLVMInt32TypeInContext(nv->c), "");
+			d32 = nv_smem_addr32(nv, nv_scratch_off(op), idx, eb);
 			if (r == 0)
 				d32_0 = d32;
 		}
@@ -485,9 +483,7 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 /* The 32-bit shared address of byte `off` (a value) of the scratch. */
 static LLVMValueRef smem_u32(Nv *nv, LLVMValueRef off)
 {
-	LLVMValueRef p = LLVMBuildGEP2(nv->b, LLVMInt8TypeInContext(nv->c), nv->smem, &off, 1, "");
-	return LLVMBuildTrunc(nv->b, LLVMBuildPtrToInt(nv->b, p, LLVMInt64TypeInContext(nv->c), ""),
-			      LLVMInt32TypeInContext(nv->c), "");
+	return LLVMBuildAdd(nv->b, nv->smem32, off, "");
 }
 
 /* The tile a tensor-memory-access op names and its bytes. */

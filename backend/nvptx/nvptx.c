@@ -333,6 +333,7 @@ static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
 		nv.smem = LLVMGetParam(fn, k++); /* this call's scratch */
 	if (f->is_kernel && an_global_scratch(f) > 0)
 		nv.gscratch = LLVMGetParam(fn, k++);
+	nv.smem32 = LLVMBuildPtrToInt(nv.b, nv.smem, LLVMInt32TypeInContext(nv.c), "smem32");
 	nv_lower_block(&nv, f->body);
 	if (!nv.err && !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(nv.b)))
 		nv_lower_return(&nv, NULL);

@@ -51,6 +51,10 @@ typedef struct Nv {
 	int nvals;
 	LLVMValueRef tid, lane, warp, smem;
 	LLVMValueRef gscratch; /* the kernel's global scratch buffer (its last parameter), or NULL */
+	/* smem's 32-bit shared-window address: what inline PTX takes (mbarriers,
+	 * bulk copies, cp.async, ldmatrix, matrix descriptors), so that their
+	 * address arithmetic is 32-bit (see nv_smem_addr32) */
+	LLVMValueRef smem32;
 	bool need_libdevice;
 	IrError *err;
 	const IrOp *staged; /* second of a staged dot_op pair, already lowered */
@@ -102,6 +106,8 @@ void nv_asm_void(Nv *nv, const char *text); /* one PTX statement, no operands, m
 LLVMValueRef nv_shfl(Nv *nv, const char *mode, LLVMValueRef v, LLVMValueRef b); /* "bfly" / "idx", whole warp */
 int64_t nv_esize(const IrType *t); /* bytes of one element in scratch (i1: 1) */
 LLVMValueRef nv_smem_addr(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize);
+/* the same byte as a 32-bit shared address (idx NULL: byte_off itself) */
+LLVMValueRef nv_smem_addr32(Nv *nv, int64_t byte_off, LLVMValueRef idx, int64_t esize);
 void nv_smem_store(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx, LLVMValueRef v);
 LLVMValueRef nv_smem_load(Nv *nv, const IrType *t, int64_t off, LLVMValueRef idx);
 int64_t nv_scratch_off(const IrOp *op);

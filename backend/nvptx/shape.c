@@ -585,8 +585,7 @@ void nv_lower_histogram(Nv *nv, IrOp *op)
 			ok = LLVMBuildAnd(B, ok, nv_reg(nv, mask, r), "");
 		if (owner)
 			ok = LLVMBuildAnd(B, ok, owner, "");
-		LLVMValueRef p = nv_smem_addr(nv, off, LLVMBuildTrunc(B, v, i32, ""), 4);
-		LLVMValueRef args[2] = {ok, LLVMBuildTrunc(B, LLVMBuildPtrToInt(B, p, i64, ""), i32, "")};
+		LLVMValueRef args[2] = {ok, nv_smem_addr32(nv, off, LLVMBuildTrunc(B, v, i32, ""), 4)};
 		LLVMBuildCall2(B, fty, incf, args, 2, "");
 	}
 	nv_barrier(nv);

@@ -10,6 +10,7 @@
  * a multi-buffered tile) and local_read (ldmatrix out of a slot).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvptx.h"
@@ -344,10 +345,13 @@ void nv_lower_store(Nv *nv, IrOp *op)
 /* Multi-buffered tiles: cp.async into swizzled slots, ldmatrix out           */
 /* ------------------------------------------------------------------------- */
 
+/* One inline asm statement with side effects and at most 20 operands. */
 static void inline_asm(Nv *nv, const char *text, const char *cons, LLVMValueRef *args, int n)
 {
-	LLVMTypeRef at[8];
-	for (int i = 0; i < n && i < 8; i++)
+	LLVMTypeRef at[20];
+	if (n > 20)
+		abort();
+	for (int i = 0; i < n; i++)
 		at[i] = LLVMTypeOf(args[i]);
 	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), at, (unsigned)n, 0);
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
@@ -560,11 +564,29 @@ void nv_lower_tma_inval(Nv *nv, IrOp *op)
 	}
 }
 
-/* Thread 0 (where pred holds) arms the slot's mbarrier with the tile's
- * bytes and issues one bulk tensor copy per 128-byte column block of the
- * slot (the slot layout of swizzled_index: rows of at most 128 bytes, the
- * map's swizzle of the same width; wider tiles are column blocks of
- * [rows][128 bytes] one after the other). Coordinates go innermost first. */
+/* The warp that issues the copies: warp 0, or in a warp-specialized
+ * kernel's producer the producer's first warp (the only one that runs). */
+static int issue_warp(Nv *nv)
+{
+	return nv->in_producer ? nv->ao.num_warps : 0;
+}
+
+/* The issuing warp (where pred holds) arms the slot's mbarrier with the
+ * tile's bytes and issues one bulk tensor copy per 128-byte column block of
+ * the slot (the slot layout of swizzled_index: rows of at most 128 bytes,
+ * the map's swizzle of the same width; wider tiles are column blocks of
+ * [rows][128 bytes] one after the other). Coordinates go innermost first.
+ * One asm statement: a warp-uniform branch (the warp id comes from lane 0,
+ * pred is a scalar) around elect.sync, which picks one lane of the whole
+ * warp, and the arrive and copies predicated by it: ptxas issues each copy
+ * once, straight-line (a per-thread condition, tid == 0, made it loop over
+ * the warp's lanes, electing each in turn, for every copy).
+ * Where the CTA's warps all run the copy through a parameter's map, column
+ * block j is issued by warp j instead (as Triton does; one copy in the
+ * code, its block's offsets from the warp id), and warp 0 arms the
+ * mbarrier: a block landing before the arrive leaves the transaction count
+ * negative and the phase open until the arrive, so the order of the warps
+ * does not matter. */
 void nv_lower_tma_copy(Nv *nv, IrOp *op)
 {
 	int64_t tb;
@@ -575,32 +597,64 @@ void nv_lower_tma_copy(Nv *nv, IrOp *op)
 		return;
 	}
 	int64_t R = t->shape[0], C = t->shape[1], w = 128 / es, bw = C > w ? w : C;
-	LLVMValueRef slot = nv_reg(nv, op->ops[1], 0);
-	LLVMValueRef pred = LLVMBuildAnd(nv->b, is_thread0(nv),
-					 LLVMBuildZExt(nv->b, nv_reg(nv, op->ops[2], 0), LLVMInt32TypeInContext(nv->c), ""), "");
+	int nbox = (int)((C + bw - 1) / bw);
 	/* the map's generic address (a parameter's, or global scratch: tmap.c) */
 	LLVMValueRef mp = nv_reg(nv, op->ops[0], 0);
+	bool param = LLVMIsAArgument(mp) != NULL;
 	if (LLVMGetPointerAddressSpace(LLVMTypeOf(mp)) != 0)
 		mp = LLVMBuildAddrSpaceCast(nv->b, mp, LLVMPointerTypeInContext(nv->c, 0), "");
+	/* split over the warps: only a parameter's map (a grid constant); a map
+	 * made in the kernel is acquired by the warp that made it (tmap.c) */
+	bool split = nbox > 1 && param && !nv->in_producer && nbox <= nv->ao.num_warps;
+	if (!split && nbox > 8) {
+		nv_fail(nv, op, "tma_copy: at most 8 column blocks of 128 bytes (got %d)", nbox);
+		return;
+	}
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMValueRef slot = nv_reg(nv, op->ops[1], 0), opred = nv_reg(nv, op->ops[2], 0);
 	LLVMValueRef tmap = LLVMBuildPtrToInt(nv->b, mp, LLVMInt64TypeInContext(nv->c), "");
 	LLVMValueRef bar = mbar_addr(nv, op, slot);
-	char text[256];
-	snprintf(text, sizeof text,
-		 "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], %lld; }",
-		 (long long)tb);
-	LLVMValueRef aa[2] = {pred, bar};
-	inline_asm(nv, text, "r,r,~{memory}", aa, 2);
 	LLVMValueRef base = LLVMBuildAdd(nv->b, nv_i32(nv, nv_scratch_off(op)), LLVMBuildMul(nv->b, slot, nv_i32(nv, tb), ""), "");
 	LLVMValueRef c_outer = nv_reg(nv, op->ops[3], 0), c_inner = nv_reg(nv, op->ops[4], 0);
-	for (int64_t j = 0; j * bw < C; j++) {
-		LLVMValueRef dst = smem_u32(nv, LLVMBuildAdd(nv->b, base, nv_i32(nv, j * R * bw * es), ""));
-		LLVMValueRef ci = j ? LLVMBuildAdd(nv->b, c_inner, nv_i32(nv, j * bw), "") : c_inner;
-		LLVMValueRef args[6] = {pred, dst, tmap, ci, c_outer, bar};
-		inline_asm(nv,
-			    "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p cp.async.bulk.tensor.2d.shared::cluster.global.tile"
-			    ".mbarrier::complete_tx::bytes [$1], [$2, {$3, $4}], [$5]; }",
-			    "r,r,l,r,r,r,~{memory}", args, 6);
+	/* operands: $0 this warp copies, $1 mbarrier, $2 map, $3 outer
+	 * coordinate, $4 this warp arms the mbarrier, then per copy its slot
+	 * address and inner coordinate */
+	LLVMValueRef args[5 + 2 * 8] = {NULL, bar, tmap, c_outer, NULL};
+	char text[320 + 8 * 160], cons[64];
+	int n = 5;
+	if (split) {
+		LLVMValueRef j = nv->warp;
+		args[0] = LLVMBuildAnd(nv->b, LLVMBuildICmp(nv->b, LLVMIntULT, j, nv_i32(nv, nbox), ""), opred, "");
+		args[4] = LLVMBuildICmp(nv->b, LLVMIntEQ, j, nv_i32(nv, 0), "");
+		args[n++] = smem_u32(nv, LLVMBuildAdd(nv->b, base, LLVMBuildMul(nv->b, j, nv_i32(nv, R * bw * es), ""), ""));
+		args[n++] = LLVMBuildAdd(nv->b, c_inner, LLVMBuildMul(nv->b, j, nv_i32(nv, bw), ""), "");
+	} else {
+		args[0] = LLVMBuildAnd(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->warp, nv_i32(nv, issue_warp(nv)), ""),
+				       opred, "");
+		args[4] = LLVMConstInt(LLVMInt1TypeInContext(nv->c), 1, 0);
+		for (int j = 0; j < nbox; j++) {
+			args[n++] = smem_u32(nv, LLVMBuildAdd(nv->b, base, nv_i32(nv, j * R * bw * es), ""));
+			args[n++] = j ? LLVMBuildAdd(nv->b, c_inner, nv_i32(nv, j * bw), "") : c_inner;
+		}
 	}
+	args[0] = LLVMBuildZExt(nv->b, args[0], i32, "");
+	args[4] = LLVMBuildZExt(nv->b, args[4], i32, "");
+	int u = snprintf(text, sizeof text,
+			 "{\n.reg .pred p, e, a;\nsetp.ne.b32 p, $0, 0;\n@!p bra.uni ct_tma_skip;\n"
+			 "elect.sync _|e, -1;\nsetp.ne.and.b32 a, $4, 0, e;\n"
+			 "@a mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], %lld;\n",
+			 (long long)tb);
+	int v = snprintf(cons, sizeof cons, "r,r,l,r,r");
+	for (int k = 5; k < n; k += 2) {
+		u += snprintf(text + u, sizeof text - (size_t)u,
+			      "@e cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+			      " [$%d], [$2, {$%d, $3}], [$1];\n",
+			      k, k + 1);
+		v += snprintf(cons + v, sizeof cons - (size_t)v, ",r,r");
+	}
+	snprintf(text + u, sizeof text - (size_t)u, "ct_tma_skip:\n}");
+	snprintf(cons + v, sizeof cons - (size_t)v, ",~{memory}");
+	inline_asm(nv, text, cons, args, n);
 }
 
 /* Waits (every thread) for the phase of parity bit `slot` of phases of

@@ -931,22 +931,28 @@ def _compile_attn_host(arch, D, BM, BN, warps, stages, stage=1, ws=False):
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("D,BM,BN,warps,stages,stage", [(64, 128, 64, 4, 2, 1), (64, 128, 64, 4, 3, 3),
-                                                        (128, 128, 64, 8, 2, 3)])
+                                                        (128, 128, 64, 8, 2, 3), (128, 128, 64, 4, 2, 3),
+                                                        (128, 128, 64, 4, 3, 3)])
 def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
     """TensorDescriptor arguments on sm_90: the K and V streams of the
     attention loop are copied by the tensor memory access unit
     (cp.async.bulk.tensor into the stage slots, mbarrier completion, one
-    128-byte column block per box: two boxes a tile at D = 128), not by
-    per-thread cp.async; the launch plan names the two tensor maps the loop
-    uses (128-byte swizzle, 64 x BLOCK_N boxes) and leaves Q's and O's
-    unused; zero spills."""
+    128-byte column block per box: two boxes a tile at D = 128, issued by
+    warps 0 and 1), not by per-thread cp.async; each copy is issued by one
+    lane elect.sync picks in a warp-uniform branch; the launch plan names the
+    two tensor maps the loop uses (128-byte swizzle, 64 x BLOCK_N boxes) and
+    leaves Q's and O's unused; zero spills."""
     k = _compile_attn_host(90, D, BM, BN, warps, stages, stage)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     loops = 2 if stage == 3 else 1
-    boxes = D // 64
-    # per loop: the prologue's stages - 1 tiles and the one in the body, K and V
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") == loops * stages * 2 * boxes
-    assert ttgir.count("tma_copy ") == loops * stages * 2
+    # per loop: the prologue's stages - 1 tiles and the one in the body, K and
+    # V; one copy statement a tile (warp j copies column block j)
+    copies = loops * stages * 2
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") == copies
+    assert ttgir.count("tma_copy ") == copies
+    assert ptx.count("@!p bra.uni ct_tma_skip;\nelect.sync _|e, -1;") == copies
+    assert ptx.count("@a mbarrier.arrive.expect_tx") == copies
+    assert ptx.count("@e cp.async.bulk.tensor") == copies
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert "mbarrier.init.shared::cta.b64" in ptx and "mbarrier.inval.shared::cta.b64" in ptx
     assert "cp.async.cg.shared.global" not in ptx
@@ -957,6 +963,29 @@ def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
         assert plan[i][1:7] == (64, BN, 128, 6, 0, 1)
     assert plan[4][-1] == 0 and plan[7][-1] == 0
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+def _have_disassembler():
+    from ctriton import _toolkit
+    return _toolkit.disassembler_path() is not None
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.skipif(not _have_disassembler(), reason="no cuobjdump / nvdisasm")
+@pytest.mark.parametrize("D,warps,ws", [(64, 4, False), (128, 4, False), (128, 8, False), (128, 4, True)])
+def test_sm90_tma_copies_straight_line_sass(D, warps, ws):
+    """In the SASS: every bulk tensor copy is one UTMALDG issued
+    straight-line (no per-thread predicate for ptxas to turn into a loop
+    electing each lane in turn: BRA.U.ANY), one per copy statement of the
+    PTX; no 64-bit shared-address arithmetic (USHF.R.U64, ULEA.HI.X.SX32);
+    no spill loads in the loop-heavy D128 / 4-warp form."""
+    BN = 128 if ws else 64
+    k = _compile_attn_host(90, D, 128, BN, warps, 2, 1 if ws else 3, ws=ws)
+    ptx, sass = k.asm["ptx"], k.asm["sass"]
+    assert "BRA.U.ANY" not in sass
+    assert sass.count("UTMALDG") == ptx.count("cp.async.bulk.tensor.2d")
+    assert "USHF.R.U64" not in sass and "ULEA.HI.X.SX32" not in sass
+    assert "LDL" not in sass and k.n_spills == 0
 
 
 def _loop_bodies(ttgir):

@@ -415,6 +415,7 @@ LLVMTypeRef nv_callee_type(Nv *nv, const IrFunc *g)
  * or a struct of all of them in order. */
 static void lower_call(Nv *nv, IrOp *op)
 {
+	nv->wg_bb = NULL; /* the callee's MMA groups are not counted */
 	IrFunc *g = an_callee(op);
 	LLVMValueRef fn = g ? LLVMGetNamedFunction(nv->m, g->name) : NULL;
 	if (!fn) {

@@ -446,6 +446,7 @@ static const char *wgmma_type(IrTypeKind k)
 
 static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n);
 static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n);
+static void wgmma_commit(Nv *nv);
 
 /* One inline asm statement; operands: nout "=f" outputs tied to the first
  * nout inputs, then the rest. */
@@ -639,8 +640,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 				}
 			}
 		if (split) {
-			asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL,
-				 0);
+			wgmma_commit(nv);
 			wait_tied(nv, 0, part, mc.n);
 			for (int r = 0; r < mc.n; r++) { /* add.f32: nothing to contract it with */
 				acc[r] = LLVMBuildFAdd(nv->b, acc[r], part[r], "");
@@ -654,7 +654,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	}
 	/* in flight: the copies of the next tiles (address arithmetic, cp.async)
 	 * may be issued before the wait */
-	asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
+	wgmma_commit(nv);
 	nv->wg_dot = op;
 	nv->wg_acc = acc;
 	nv->wg_n = mc.n;
@@ -673,28 +673,44 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 	return true;
 }
 
+/* commit_group: one more group in flight (counted where the count is known) */
+static void wgmma_commit(Nv *nv)
+{
+	asm_call(nv, "wgmma.commit_group.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
+	if (LLVMGetInsertBlock(nv->b) == nv->wg_bb)
+		nv->wg_out++;
+}
+
 /* wait_group pending with regs (f32 or i32) tied through it, so that nothing
- * reads them earlier; regs get the values after the wait. */
+ * reads them earlier; regs get the values after the wait. A wait that an
+ * earlier one in the same straight-line code covers (at most `pending`
+ * groups committed since it) emits nothing: the registers are still tied
+ * through an empty statement. */
 static void wait_tied(Nv *nv, int pending, LLVMValueRef *regs, int n)
 {
+	LLVMBasicBlockRef bb = LLVMGetInsertBlock(nv->b);
+	if (bb == nv->wg_bb && nv->wg_out <= pending) {
+		tie_regs(nv, "", regs, n);
+		return;
+	}
 	char text[48];
 	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
 	tie_regs(nv, text, regs, n);
+	nv->wg_bb = bb;
+	nv->wg_out = pending;
 }
 
-/* One asm statement (text) with regs (f32 or i32) tied through it, so that
- * nothing reads them before it; regs get its outputs. */
+/* One asm statement (text) with regs (f32 or i32, each its own type) tied
+ * through it, so that nothing reads them before it; regs get its outputs. */
 static void tie_regs(Nv *nv, const char *text, LLVMValueRef *regs, int n)
 {
-	LLVMTypeRef ty = LLVMTypeOf(regs[0]);
-	bool isint = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind;
 	LLVMTypeRef *wt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		wt[i] = ty;
 	char *wc = ir_alloc(nv->ctx, (size_t)n * 12 + 16);
 	int u = 0;
-	for (int i = 0; i < n; i++)
-		u += sprintf(wc + u, "%s=%s", i ? "," : "", isint ? "r" : "f");
+	for (int i = 0; i < n; i++) {
+		wt[i] = LLVMTypeOf(regs[i]);
+		u += sprintf(wc + u, "%s=%s", i ? "," : "", LLVMGetTypeKind(wt[i]) == LLVMIntegerTypeKind ? "r" : "f");
+	}
 	for (int i = 0; i < n; i++)
 		u += sprintf(wc + u, ",%d", i);
 	LLVMValueRef w = asm_call(nv, text, wc, LLVMStructTypeInContext(nv->c, wt, (unsigned)n, 0), regs, n);
@@ -708,14 +724,24 @@ void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
 }
 
 /* The wait for the dot in flight (at most `pending` groups left). The
- * previous iteration's MMA, if still flying, is older: done as well. */
+ * previous iteration's MMA, if still flying, is older: done as well, its
+ * registers tied through the same wait (one statement, one wait). */
 void nv_wgmma_wait(Nv *nv, int pending)
 {
-	wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
+	if (nv->fly_arg && pending <= 1) {
+		int n = nv->wg_n + nv->fly_n;
+		LLVMValueRef *regs = nv_regbuf(nv, n);
+		memcpy(regs, nv->wg_acc, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
+		memcpy(regs + nv->wg_n, nv->fly_regs, sizeof(LLVMValueRef) * (size_t)nv->fly_n);
+		wait_tied(nv, pending, regs, n);
+		memcpy(nv->wg_acc, regs, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
+		nv_set(nv, nv->fly_arg, nv->fly_n, regs + nv->wg_n);
+		nv->fly_arg = NULL;
+	} else {
+		wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
+	}
 	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
 	nv->wg_dot = NULL;
-	if (nv->fly_arg && pending <= 1)
-		nv_wgmma_settle(nv, pending);
 }
 
 /* The previous iteration's MMA is done once at most `pending` newer groups

@@ -70,6 +70,11 @@ typedef struct Nv {
 	LLVMValueRef *fly_regs;
 	int fly_n;
 	bool settle_all; /* {wgmma_pending} barriers wait for every group */
+	/* warpgroup MMA groups committed and perhaps not done, counted in
+	 * straight-line code: wg_out in block wg_bb (elsewhere unknown), so a
+	 * wait an earlier one already covers is not emitted (see wait_tied) */
+	LLVMBasicBlockRef wg_bb;
+	int wg_out;
 	int nstr;
 	/* warp specialization: the producer's warps after the num_warps
 	 * consumers (barriers then count the consumers only), and whether the

@@ -9,6 +9,7 @@ test_grouped_gemm_tma.py); tutorial 06's attention structure on the GPU
 against torch."""
 import math
 import os
+import re
 import shutil
 
 import numpy as np
@@ -963,6 +964,50 @@ def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
         assert plan[i][1:7] == (64, BN, 128, 6, 0, 1)
     assert plan[4][-1] == 0 and plan[7][-1] == 0
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+def _ptx_loops(ptx):
+    """The PTX text of each loop: from a label to the branch back to it."""
+    out = []
+    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M):
+        back = re.search(r"\bbra(\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx[m.end():])
+        if back:
+            out.append(ptx[m.end():m.end() + back.end()])
+    return out
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("D,BM,BN,warps,stages,stage", [(64, 128, 64, 4, 3, 3), (128, 128, 64, 4, 2, 3),
+                                                        (128, 128, 128, 8, 2, 1)])
+def test_sm90_attention_loop_addresses_and_waits(D, BM, BN, warps, stages, stage):
+    """The TMA attention loops' shared addresses, matrix descriptors and
+    waits: slot, mbarrier and descriptor arithmetic is 32-bit (no 64-bit
+    shift, sign extension or truncation of a shared address in the loop);
+    every wgmma takes its tile's descriptor plus a constant added in its own
+    statement (so a loop-invariant Q's descriptors are not hoisted out of
+    the loop as registers); the Q @ K^T wait ties both dots' registers
+    through one wait_group 0, and the copies' wait_group 1 (only P @ V
+    committed since) is not emitted: one wait a loop."""
+    k = _compile_attn_host(90, D, BM, BN, warps, stages, stage)
+    ptx = k.asm["ptx"]
+    loops = [b for b in _ptx_loops(ptx) if "wgmma.mma_async" in b]
+    assert len(loops) == (2 if stage == 3 else 1)
+    for body in loops:
+        for bad in ("shr.u64", "cvt.s64.s32", "cvt.u32.u64", "shl.b64"):
+            assert bad not in body, bad
+        mmas = re.findall(r"\{\n[^{}]*wgmma\.mma_async[^}]*\}[^;]*;\n\}", body)
+        assert len(mmas) == body.count("wgmma.mma_async")
+        for m in mmas:
+            # B's descriptor: the tile's (a register) or `db`, the tile's plus
+            # an offset computed in the statement; the first K step has none
+            desc_b = re.search(r", (%rd\d+|db), p, 1, 1", m).group(1)
+            if desc_b == "db":
+                assert re.search(r"add\.s64 db, %rd\d+, \d+;", m), m
+        offs = [m for m in mmas if "add.s64 d" in m]
+        assert offs and len(offs) < len(mmas)
+        assert re.findall(r"wgmma\.wait_group\.sync\.aligned \d+;", body) == ["wgmma.wait_group.sync.aligned 0;"]
+        assert body.count("wgmma.commit_group") == 2
+    assert k.n_spills == 0
 
 
 def _have_disassembler():

@@ -259,7 +259,10 @@ static void lower_for(Nv *nv, IrOp *op)
 			nv->fly_regs[j] = phis[fk][j];
 		nv->fly_n = np[fk];
 	}
+	const IrBlock *fly_body = nv->fly_body;
+	nv->fly_body = kind == 2 ? body : NULL;
 	nv_lower_block(nv, body);
+	nv->fly_body = fly_body;
 	if (nv->fly_arg) /* never read: done by the end of the iteration */
 		nv_wgmma_settle(nv, 0);
 	nv->fly_arg = fly_arg;
@@ -583,9 +586,18 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		int pend = (op->opc == OP_BARRIER || op->opc == OP_TMA_RELEASE) && !nv->settle_all
 				   ? (int)ir_op_int(op, "wgmma_pending", 0)
 				   : 0;
-		if (nv->wg_dot && (pend || !nv_wgmma_keeps_flying(nv, op)))
+		/* the yield of a {wgmma_inflight = 2} body taking the dot still in
+		 * flight (no barrier after it left it flying, as in a
+		 * warp-specialized consumer's loop): it stays in flight across
+		 * the back edge */
+		if (nv->wg_dot && !pend && op->opc == OP_YIELD && blk == nv->fly_body &&
+		    nv_reads(op, &nv->wg_dot->res[0]))
+			nv_wgmma_leave(nv);
+		else if (nv->wg_dot && (pend || !nv_wgmma_keeps_flying(nv, op)))
 			nv_wgmma_wait(nv, pend);
-		if (nv->fly_arg && (op->nregions || nv_reads(op, nv->fly_arg)))
+		/* the previous iteration's dot, still in flight, is done before
+		 * anything reads its result or releases a slot it may read */
+		if (nv->fly_arg && (op->nregions || op->opc == OP_TMA_RELEASE || nv_reads(op, nv->fly_arg)))
 			nv_wgmma_settle(nv, 0);
 		nv_lower_op(nv, op);
 	}

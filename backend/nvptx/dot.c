@@ -744,6 +744,17 @@ void nv_wgmma_wait(Nv *nv, int pending)
 	nv->wg_dot = NULL;
 }
 
+/* The dot in flight at the yield of a {wgmma_inflight = 2} loop's body: its
+ * registers tied through an empty statement become its result, the MMA
+ * still running (the next iteration's first wait settles it, or the wait
+ * after the loop). */
+void nv_wgmma_leave(Nv *nv)
+{
+	tie_regs(nv, "", nv->wg_acc, nv->wg_n);
+	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
+	nv->wg_dot = NULL;
+}
+
 /* The previous iteration's MMA is done once at most `pending` newer groups
  * are left: its registers tied through that wait become the carried
  * argument's values. */

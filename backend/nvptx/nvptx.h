@@ -70,6 +70,9 @@ typedef struct Nv {
 	LLVMValueRef *fly_regs;
 	int fly_n;
 	bool settle_all; /* {wgmma_pending} barriers wait for every group */
+	/* the body of a {wgmma_inflight = 2} loop being lowered: a dot its
+	 * yield takes still in flight stays in flight across the back edge */
+	const IrBlock *fly_body;
 	/* warpgroup MMA groups committed and perhaps not done, counted in
 	 * straight-line code: wg_out in block wg_bb (elsewhere unknown), so a
 	 * wait an earlier one already covers is not emitted (see wait_tied) */
@@ -150,6 +153,7 @@ LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R
 			   LLVMValueRef eoff);
 void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
 void nv_wgmma_settle(Nv *nv, int pending); /* waits for fly_arg's MMA, sets it */
+void nv_wgmma_leave(Nv *nv); /* sets wg_dot's result without a wait: in flight past the yield */
 void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n); /* wait_group 0, regs tied through */
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */

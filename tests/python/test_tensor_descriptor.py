@@ -1058,7 +1058,9 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     consumers' loop holds no barrier and no copy, only waits for the tiles
     and releases each slot after its MMAs; with num_warps 4 and 128-row dots
     the data is split over two consumer warpgroups (8 warps) and the
-    producer gives registers to them (setmaxnreg); zero spills."""
+    producer gives registers to them (setmaxnreg); P @ V stays in flight
+    across the consumers' back edge (one wait an iteration, Q @ K^T's, which
+    settles it too); zero spills."""
     k = _compile_attn_host(90, D, BM, BN, warps, stages, ws=True)
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     consumers = 8 if BM == 128 else warps
@@ -1083,6 +1085,9 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     assert ("setmaxnreg.inc.sync.aligned.u32 232;" in ptx) == (consumers == 8)
     assert ptx.count("cp.async.bulk.tensor.2d") == 2 * (D // 64)
     assert "mbarrier.arrive.shared::cta.b64" in ptx
+    mma_loops = [b for b in _ptx_loops(ptx) if "wgmma.mma_async" in b]
+    assert len(mma_loops) == 1
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned \d+;", mma_loops[0]) == ["wgmma.wait_group.sync.aligned 0;"]
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 

@@ -928,151 +928,6 @@ static void tma_waits_down(IrFunc *f, IrBlock *nb, int buf0, int nc)
 	}
 }
 
-/* ------------------------------------------------------------------------- */
-/* Persistent kernels: the next tile's first copies under this tile's end    */
-/* ------------------------------------------------------------------------- */
-
-/* A pipelined loop L nested in an outer `for` O (a persistent kernel's
- * tile loop: tutorial 09) fills its slots in a prologue before it, so
- * each tile starts with the tensor cores idle until its first tiles land.
- * When the prologue's copies depend on the outer iteration only through
- * O's induction variable, the copies of the next outer iteration are
- * issued right after L (its slots are free: its copies are waited for and
- * a barrier follows), so they land while this tile's epilogue runs, and
- * the first iteration's before O. Each copy is masked off where that outer
- * iteration does not exist. */
-typedef struct OEnv {
-	IrOp *outer;
-	IrBuilder *b;
-	IrValue *iv;     /* the outer induction value this environment stands for */
-	IrValue **memo;  /* by value id */
-	int n;
-} OEnv;
-
-static bool oslice_ok(const OEnv *e, const IrValue *v, int depth)
-{
-	IrBlock *ob = e->outer->regions[0];
-	if (v->def ? v->def->parent != ob : v->owner != ob)
-		return !v->def || v->owner != ob; /* defined outside the outer loop */
-	if (!v->def)
-		return v->index == 0; /* the outer induction variable only */
-	const IrOp *d = v->def;
-	if (depth > 200 || v->id < 0 || v->id >= e->n || d->nregions || !ir_op_pure(d))
-		return false;
-	for (int i = 0; i < d->nops; i++)
-		if (!oslice_ok(e, d->ops[i], depth + 1))
-			return false;
-	return true;
-}
-
-static IrValue *oclone(OEnv *e, IrValue *v)
-{
-	IrBlock *ob = e->outer->regions[0];
-	if (v->def ? v->def->parent != ob : v->owner != ob)
-		return v;
-	if (!v->def)
-		return e->iv;
-	if (e->memo[v->id])
-		return e->memo[v->id];
-	IrOp *d = v->def;
-	IrValue *ops[8];
-	IrValue **o = d->nops <= 8 ? ops : ir_alloc(e->b->ctx, sizeof(*o) * (size_t)d->nops);
-	for (int i = 0; i < d->nops; i++)
-		o[i] = oclone(e, d->ops[i]);
-	const IrType *tys[8];
-	const IrType **t = d->nres <= 8 ? tys : ir_alloc(e->b->ctx, sizeof(*t) * (size_t)d->nres);
-	for (int i = 0; i < d->nres; i++)
-		t[i] = d->res[i].type;
-	e->b->loc = d->loc;
-	IrOp *c = ir_build(e->b, d->opc, d->nops, o, d->nres, t, 0);
-	if (d->nattrs) {
-		c->nattrs = d->nattrs;
-		c->attrs = ir_alloc(e->b->ctx, sizeof(IrAttr) * (size_t)d->nattrs);
-		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
-	}
-	for (int i = 0; i < c->nres; i++)
-		c->res[i].id = -1;
-	return e->memo[v->id] = &c->res[v->index];
-}
-
-/* The copy c again in environment e, masked off unless `exists`. */
-static void oclone_copy(OEnv *e, IrOp *c, IrValue *exists)
-{
-	IrCtx *ctx = e->b->ctx;
-	IrValue *ptr = oclone(e, c->ops[0]);
-	IrValue *mask = c->nops > 2 ? oclone(e, c->ops[2]) : NULL;
-	e->b->loc = c->loc;
-	const IrType *bt = ir_type_like(ctx, ptr->type, ir_type(ctx, TY_I1));
-	IrValue *g = ir_splat(e->b, exists, bt);
-	if (!mask)
-		mask = g;
-	else if (ir_scalar(mask->type)->kind == TY_I1)
-		mask = ir_binary(e->b, OP_AND, mask, g);
-	else /* copied-element counts: none where the iteration does not exist */
-		mask = ir_select(e->b, g, mask, ir_const_int(e->b, mask->type, 0));
-	IrValue *ops[3] = {ptr, oclone(e, c->ops[1]), mask};
-	IrOp *n = ir_build(e->b, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
-	n->nattrs = c->nattrs;
-	n->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)c->nattrs);
-	memcpy(n->attrs, c->attrs, sizeof(IrAttr) * (size_t)c->nattrs);
-}
-
-/* first .. L: the ops the pipelining put before L (its prologue among them);
- * after: the op after which the next outer iteration's copies go. */
-static void hoist_prologue_outer(IrCtx *ctx, IrFunc *f, IrOp *L, IrOp *first, IrOp *after)
-{
-	IrOp *O = L->parent ? L->parent->parent_op : NULL;
-	if (!O || O->opc != OP_FOR || O->nops < 3 || !first || !after || ir_is_block(O->ops[0]->type))
-		return;
-	OEnv e = {.outer = O, .n = an_number_values(f)};
-	int ncopies = 0;
-	for (IrOp *op = first; op && op != L; op = op->next) {
-		if (op->opc == OP_ASYNC_COPY) {
-			ncopies++;
-			for (int i = 0; i < op->nops; i++)
-				if (!oslice_ok(&e, op->ops[i], 0))
-					return;
-		} else if (op->opc != OP_ASYNC_COMMIT && !ir_op_pure(op))
-			return;
-	}
-	if (!ncopies)
-		return;
-	size_t msz = sizeof(IrValue *) * ((size_t)e.n + 1);
-	IrBuilder b;
-	ir_builder_init(&b, ctx);
-	e.b = &b;
-	for (int pass = 0; pass < 2; pass++) {
-		/* pass 0: the first outer iteration's, before O; pass 1: the next
-		 * one's, after L */
-		e.memo = ir_alloc(ctx, msz);
-		memset(e.memo, 0, msz);
-		if (pass == 0)
-			ir_builder_before(&b, O);
-		else
-			ir_builder_before(&b, after->next);
-		b.loc = O->loc;
-		IrValue *iv = O->ops[0];
-		if (pass == 1) {
-			IrValue *xs[2] = {O->regions[0]->args[0], O->ops[2]};
-			iv = ir_build1(&b, OP_ADD, O->ops[0]->type, 2, xs);
-			iv->id = -1;
-		}
-		e.iv = iv;
-		IrValue *exists = ir_cmp(&b, "lt", iv, O->ops[1]);
-		for (IrOp *op = first; op != L; op = op->next) {
-			if (op->opc == OP_ASYNC_COPY)
-				oclone_copy(&e, op, exists);
-			else if (op->opc == OP_ASYNC_COMMIT)
-				ir_build(&b, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
-		}
-	}
-	for (IrOp *op = first, *nx; op != L; op = nx) {
-		nx = op->next;
-		if (op->opc == OP_ASYNC_COPY || op->opc == OP_ASYNC_COMMIT)
-			ir_op_unlink(op);
-	}
-}
-
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -1081,8 +936,6 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	    y->nops != body->nargs - 1 || ir_is_block(loop->ops[0]->type))
 		return false;
 	AnAxis *ax = an_axis_info(f);
-	IrBlock *lblock = loop->parent;
-	IrOp *lprev = loop->prev; /* what the pipelining adds before the loop comes after it */
 	PCtx p;
 	memset(&p, 0, sizeof p);
 	p.ctx = ctx;
@@ -1417,8 +1270,6 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		if (ntma < nc) {
 			IrOp *wa = ir_build(&ab, OP_ASYNC_WAIT, 0, NULL, 0, NULL, 0);
 			ir_op_set_int(ctx, wa, "pending", 0);
-			if (!ntma)
-				hoist_prologue_outer(ctx, f, nl, lprev ? lprev->next : lblock->first, wa);
 		}
 		/* no tensor copy is in flight (each went to a tile that exists, and
 		 * its iteration waited for it): once every thread is past its last

@@ -364,11 +364,12 @@ add("dot-pipelined-k-loop-fp16", loop_dot_kernel,
 
 
 @triton.jit
-def desc_loop_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def desc_loop_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         WS: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
     acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=WS):
         a = a_desc.load([0, k * BK])
         b = b_desc.load([0, k * BK])
         acc = tl.dot(a, b.T, acc)
@@ -384,35 +385,21 @@ add("dot-pipelined-descriptors-fp16", desc_loop_dot_kernel,
     lambda rng: [rng.uniform(-1, 1, (64, 200)).astype(np.float16),
                  rng.uniform(-1, 1, (64, 200)).astype(np.float16), np.zeros((64, 64), np.float32), 64, 64, 200],
     lambda a: {2: a[0].astype(np.float64) @ a[1].astype(np.float64).T},
-    ["dot", "for"], cx=dict(BM=64, BN=64, BK=32), tol=(2e-3, 2e-3), options=dict(num_stages=3),
+    ["dot", "for"], cx=dict(BM=64, BN=64, BK=32, WS=False), tol=(2e-3, 2e-3), options=dict(num_stages=3),
     ttgir=["tma_copy", "tma_wait", "tma_init", "tma_inval"],
     ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
          "sm90": ["cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "wgmma.mma_async"]})
-
-
-@triton.jit
-def ws_loop_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=True):
-        a = a_desc.load([0, k * BK])
-        b = b_desc.load([0, k * BK])
-        acc = tl.dot(a, b.T, acc)
-    rm = tl.arange(0, BM)
-    rn = tl.arange(0, BN)
-    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
 
 
 # the same loop asking for warp specialization: on sm_90 a producer
 # warpgroup copies the tiles (its own loop in a warp_specialize region) and
 # the consumers (two warpgroups: 128 rows with num_warps 4) release each
 # slot; elsewhere the request changes nothing
-add("dot-warp-specialized-descriptors-fp16", ws_loop_dot_kernel,
+add("dot-warp-specialized-descriptors-fp16", desc_loop_dot_kernel,
     lambda rng: [rng.uniform(-1, 1, (128, 200)).astype(np.float16),
                  rng.uniform(-1, 1, (64, 200)).astype(np.float16), np.zeros((128, 64), np.float32), 128, 64, 200],
     lambda a: {2: a[0].astype(np.float64) @ a[1].astype(np.float64).T},
-    ["dot", "for"], cx=dict(BM=128, BN=64, BK=32), tol=(2e-3, 2e-3), options=dict(num_stages=3),
+    ["dot", "for"], cx=dict(BM=128, BN=64, BK=32, WS=True), tol=(2e-3, 2e-3), options=dict(num_stages=3),
     ttgir=["warp_specialize", "tma_release", "tma_copy", "tma_wait", "tma_init", "tma_inval"],
     ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
          "sm90": ["cp.async.bulk.tensor.2d", "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc", "bar.sync \t1, 256;"]})

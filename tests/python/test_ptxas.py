@@ -12,6 +12,7 @@ import ctriton
 from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler import ASTSource
 
+from ptx_util import ptx_loops
 from test_golden_ttir import CASES
 
 PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
@@ -234,16 +235,6 @@ def test_attention_p_stays_in_registers():
     assert "exp2" in ttgir and any("exp2" in ln and "#mma<version = [3, 0]" in ln for ln in ttgir.splitlines())
 
 
-def _ptx_loops(ptx):
-    """The PTX text of each loop: from a label to the branch back to it."""
-    out = []
-    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M):
-        back = re.search(r"\bbra(\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx[m.end():])
-        if back:
-            out.append(ptx[m.end():m.end() + back.end()])
-    return out
-
-
 def _attn_fwd(D, nw, stage):
     import importlib
     import sys
@@ -275,7 +266,7 @@ def test_attention_loop_body_is_lean(D, nw):
     k = _attn_fwd(D, nw, 1)
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     assert "wgmma_inflight = 2" in ttgir and "wgmma_pending = 1" in ttgir
-    loop = [b for b in _ptx_loops(ptx) if "wgmma.mma_async" in b]
+    loop = [b for b in ptx_loops(ptx) if "wgmma.mma_async" in b]
     assert len(loop) == 1
     assert loop[0].count("wgmma.commit_group") == 2
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned \d+;", loop[0]) == ["wgmma.wait_group.sync.aligned 0;"]

@@ -21,6 +21,7 @@ from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler import ASTSource
 from ctriton.tools.tensor_descriptor import TensorDescriptor
 from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+from ptx_util import ptx_loops
 
 PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
     "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else shutil.which("ptxas"))
@@ -966,16 +967,6 @@ def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
-def _ptx_loops(ptx):
-    """The PTX text of each loop: from a label to the branch back to it."""
-    out = []
-    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M):
-        back = re.search(r"\bbra(\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx[m.end():])
-        if back:
-            out.append(ptx[m.end():m.end() + back.end()])
-    return out
-
-
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("D,BM,BN,warps,stages,stage", [(64, 128, 64, 4, 3, 3), (128, 128, 64, 4, 2, 3),
                                                         (128, 128, 128, 8, 2, 1)])
@@ -990,7 +981,7 @@ def test_sm90_attention_loop_addresses_and_waits(D, BM, BN, warps, stages, stage
     committed since) is not emitted: one wait a loop."""
     k = _compile_attn_host(90, D, BM, BN, warps, stages, stage)
     ptx = k.asm["ptx"]
-    loops = [b for b in _ptx_loops(ptx) if "wgmma.mma_async" in b]
+    loops = [b for b in ptx_loops(ptx) if "wgmma.mma_async" in b]
     assert len(loops) == (2 if stage == 3 else 1)
     for body in loops:
         for bad in ("shr.u64", "cvt.s64.s32", "cvt.u32.u64", "shl.b64"):
@@ -1085,7 +1076,7 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     assert ("setmaxnreg.inc.sync.aligned.u32 232;" in ptx) == (consumers == 8)
     assert ptx.count("cp.async.bulk.tensor.2d") == 2 * (D // 64)
     assert "mbarrier.arrive.shared::cta.b64" in ptx
-    mma_loops = [b for b in _ptx_loops(ptx) if "wgmma.mma_async" in b]
+    mma_loops = [b for b in ptx_loops(ptx) if "wgmma.mma_async" in b]
     assert len(mma_loops) == 1
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned \d+;", mma_loops[0]) == ["wgmma.wait_group.sync.aligned 0;"]
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"

@@ -1131,7 +1131,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *r1 = ir_binary(&p.top, OP_ADD, rslot, one);
 	IrValue *rnext = ir_select(&p.top, ir_cmp(&p.top, "eq", r1, nS), zero, r1);
 	IrOp *copies_first = orig_first->prev; /* the copy group starts after this op */
-	{
+	if (!ws) { /* warp-specialized, the producer computes what copies need */
 		IrValue *st = ir_const_int(&p.top, loop->ops[2]->type, D);
 		IrValue *xs[2] = {loop->ops[2], st};
 		IrValue *d = ir_build1(&p.top, OP_MUL, loop->ops[2]->type, 2, xs);

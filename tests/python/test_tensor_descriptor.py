@@ -1129,6 +1129,26 @@ def test_warp_specialize_where_it_cannot():
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_mbarriers_apart_from_slots():
+    """A tensor-memory-access buffer's mbarriers are allocated apart from
+    its 1 KiB-aligned slots: tutorial 06's causal D128 64x64 with 3 stages
+    (Q 16 KiB, K and V 48 KiB each) fits in half of the H200's 227 KiB, so
+    two CTAs share a multiprocessor (with the mbarriers after each slot
+    array it took 116736 bytes); every mbarrier offset lies outside every
+    buffer's slots."""
+    k = _compile_attn_host(90, 128, 64, 64, 4, 3, stage=3)
+    assert k.metadata.shared <= 232448 // 2, k.metadata.shared
+    ttgir = k.asm["ct.ttgir"]
+    slots = {}
+    for m in re.finditer(r"tma_init \{buffer = (\d+), mbar_offset = (\d+), scratch_offset = (\d+), stages = (\d+)", ttgir):
+        slots[int(m[1])] = (int(m[2]), int(m[3]), int(m[3]) + 16384 * int(m[4]))
+    assert len(slots) == 4  # K and V of each loop
+    for mb, _, _ in slots.values():
+        for _, lo, hi in slots.values():
+            assert not lo <= mb < hi
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 def test_sm80_host_descriptors_keep_cp_async():
     """Before sm_90 a descriptor has no tensor map: the loop keeps cp.async."""
     k = _compile_attn_host(80, 64, 128, 64, 4, 2)

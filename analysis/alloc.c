@@ -56,6 +56,17 @@ static int64_t elem_bytes(const IrType *t)
 	return b < 1 ? 1 : b;
 }
 
+int64_t an_shared_limit(int arch)
+{
+	if (arch >= 90)
+		return 232448;
+	if (arch == 80 || arch == 87)
+		return 166912;
+	if (arch >= 86)
+		return 101376;
+	return 65536;
+}
+
 static int64_t numel(const IrType *t) { return ir_is_block(t) ? t->numel : 1; }
 
 /* An atomic whose old value is used hands it from the thread that did the
@@ -172,6 +183,7 @@ typedef struct Buf {
 	IrOp *op;
 	int64_t size, start, end, offset;
 	bool mbar; /* a tensor-memory-access buffer's mbarriers (its slots are another Buf) */
+	int depth; /* nesting depth of the first op naming it */
 } Buf;
 
 typedef struct ACtx {
@@ -179,6 +191,9 @@ typedef struct ACtx {
 	Buf *bufs;
 	int n, cap;
 	int64_t pos;
+	int depth;	    /* regions entered */
+	int64_t wait0_pos;  /* the latest async_wait {pending = 0} seen, */
+	int wait0_depth;    /* and its depth */
 } ACtx;
 
 static void add_buf(ACtx *a, Buf b)
@@ -235,20 +250,43 @@ static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos, bool mbar)
 	int64_t sz = an_tile_buffer_bytes(op, &mb);
 	if (mbar && !mb)
 		return NULL;
-	add_buf(a, (Buf){op, mbar ? align16(mb) : sz, pos, pos, 0, mbar});
+	add_buf(a, (Buf){op, mbar ? align16(mb) : sz, pos, pos, 0, mbar, a->depth});
 	return &a->bufs[a->n - 1];
+}
+
+/* A cp.async buffer whose whole life lies inside one iteration of the
+ * loop at start: first named by a copy at the top of the body (each
+ * iteration writes it before reading it), then drained by an
+ * async_wait {pending = 0}, also at the top of the body, after its last
+ * use (copies past the end have landed). Nothing carries across the back
+ * edge, so it need not live to the loop's end: a persistent kernel's
+ * epilogue may reuse its bytes. mbarrier buffers keep their phases
+ * across iterations and always live to the end. */
+static bool drained_in_body(const ACtx *a, const Buf *t, int64_t start)
+{
+	int64_t mb = 0;
+	if (t->mbar || t->start <= start || t->depth != a->depth + 1 || t->op->opc != OP_ASYNC_COPY)
+		return false;
+	an_tile_buffer_bytes(t->op, &mb);
+	return mb == 0 && a->wait0_depth == a->depth + 1 && a->wait0_pos >= t->end && a->wait0_pos > start;
 }
 
 static void collect(ACtx *a, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
 		int64_t start = a->pos++;
+		a->depth++;
 		for (int r = 0; r < op->nregions; r++)
 			collect(a, op->regions[r]);
+		a->depth--;
+		if (op->opc == OP_ASYNC_WAIT && ir_op_int(op, "pending", -1) == 0) {
+			a->wait0_pos = start;
+			a->wait0_depth = a->depth;
+		}
 		if (op->opc == OP_FOR || op->opc == OP_WHILE)
 			for (int i = 0; i < a->n; i++) {
 				Buf *t = &a->bufs[i];
-				if (tile_buf_owner(t->op) && t->end > start)
+				if (tile_buf_owner(t->op) && t->end > start && !drained_in_body(a, t, start))
 					t->end = a->pos; /* used inside: live to the loop's end */
 				/* a tile staged before the loop for the dots inside it */
 				if (t->op->opc == OP_CONVERT_LAYOUT && t->start < start && t->end > start &&
@@ -277,7 +315,7 @@ static void collect(ACtx *a, IrBlock *b)
 		/* the first of a staged pair stays live through the second: both
 		 * tiles are written before one barrier, then both read */
 		int64_t end = an_staged_pair(op) ? start + 1 : start;
-		add_buf(a, (Buf){op, align16(sz), start, end, 0, false});
+		add_buf(a, (Buf){op, align16(sz), start, end, 0, false, a->depth});
 	}
 }
 
@@ -301,7 +339,7 @@ static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off, con
 
 int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 {
-	ACtx a = {o, NULL, 0, 0, 0};
+	ACtx a = {o, NULL, 0, 0, 0, 0, -1, -1};
 	collect(&a, f->body);
 	if (a.n > 1)
 		qsort(a.bufs, (size_t)a.n, sizeof(Buf), by_size_desc);

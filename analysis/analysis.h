@@ -304,6 +304,9 @@ int64_t an_global_scratch(const IrFunc *f);
 /* Bytes of shared scratch op needs while it runs (0 for most ops). The
  * backend lays its data out inside that range as documented in alloc.c. */
 int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o);
+/* The device's limit on dynamic shared memory per block (the opt-in
+ * maximum) for compute capability arch * 10. */
+int64_t an_shared_limit(int arch);
 /* The scratch bytes of an atomic_rmw / atomic_cas: 0 unless its old value is
  * used and held by threads that did not do the atomic (see alloc.c). */
 int64_t an_atomic_scratch(const IrOp *op);

@@ -928,6 +928,43 @@ static void tma_waits_down(IrFunc *f, IrBlock *nb, int buf0, int nc)
 	}
 }
 
+/* The largest scratch any op of b (or of its regions) needs, but for the
+ * conversions of the nc loads in cand (they become reads of the slots). */
+static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int nc)
+{
+	int64_t m = 0;
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++) {
+			int64_t x = max_scratch(op->regions[r], o, cand, nc);
+			m = x > m ? x : m;
+		}
+		bool staged = false;
+		for (int k = 0; k < nc && op->opc == OP_CONVERT_LAYOUT; k++)
+			staged |= op->ops[0]->def == cand[k];
+		/* layouts come later: a dot on tensor cores needs no scratch */
+		if (op->opc == OP_DOT && an_dot_mma_layout(b->func->module->ctx, op, o))
+			staged = true;
+		int64_t x = staged ? 0 : an_scratch_bytes(op, o);
+		m = x > m ? x : m;
+	}
+	return m;
+}
+
+/* The shared memory a loop's multi-buffered tiles may take: the device's
+ * limit less what the loop's own scratch users need (they live alongside
+ * the slots) and a little for alignment. What follows the loop (an
+ * epilogue's layout conversion) reuses the slots' bytes once the copies
+ * are drained (alloc.c), so it needs none. Tensor-memory-access loops keep
+ * the old margin: their mbarriers keep phases across an outer loop, so
+ * their slots live through a persistent kernel's epilogue. */
+static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, bool tma, IrOp **cand, int nc)
+{
+	int64_t limit = an_shared_limit(o->arch);
+	if (tma)
+		return limit < 160 * 1024 ? limit - 2048 : 160 * 1024;
+	return limit - max_scratch(body, o, cand, nc) - 2048;
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
 {
 	IrBlock *body = loop->regions[0];
@@ -983,9 +1020,10 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	if (!nc)
 		return false;
 	/* shared memory: fewer stages when the tiles are large */
-	while (S > 2 && tile_bytes * S > 160 * 1024)
+	int64_t budget = stage_budget(body, o, ntma > 0, cand, nc);
+	while (S > 2 && tile_bytes * S > budget)
 		S--;
-	if (tile_bytes * S > 160 * 1024)
+	if (tile_bytes * S > budget)
 		return false;
 
 	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);

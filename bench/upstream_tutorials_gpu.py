@@ -145,7 +145,38 @@ def tutorial08(mods, quick):
                      lambda m: (lambda: m.group_gemm_tma_fn(A, BT)), ref, 2.0 * g * N ** 3)
 
 
-def tutorial09(mods, quick):
+def pin09(mods, pin):
+    """Every autotuned kernel of tutorial 09 reduced to its configurations
+    with BLOCK_SIZE_M, _N, _K, warps and stages = pin (None: all of them)."""
+    for m in mods.values():
+        for at in vars(m).values():
+            if not (hasattr(at, "configs") and hasattr(at, "cache")):
+                continue
+            if not hasattr(at, "_all_configs"):
+                at._all_configs = list(at.configs)
+            keep = list(at._all_configs)
+            if pin is not None:
+                bm, bn, bk, w, st = pin
+                keep = [c for c in keep if (c.kwargs.get("BLOCK_SIZE_M"), c.kwargs.get("BLOCK_SIZE_N"),
+                                            c.kwargs.get("BLOCK_SIZE_K"), c.num_warps, c.num_stages) == pin]
+            at.configs = keep or list(at._all_configs)
+            at.cache = {}
+
+
+def tutorial09(mods, quick, pins=(None,)):
+    for pin in pins:
+        pin09(mods, pin)
+        _tutorial09(mods, quick, "" if pin is None else " [%dx%dx%d w%d s%d]" % pin)
+        for impl, m in mods.items():  # what each side's autotuner chose
+            for name, at in vars(m).items():
+                for key, c in (getattr(at, "cache", None) or {}).items() if hasattr(at, "configs") else ():
+                    kw = c.kwargs
+                    print(f"  {impl} {name}: {kw.get('BLOCK_SIZE_M')}x{kw.get('BLOCK_SIZE_N')}x"
+                          f"{kw.get('BLOCK_SIZE_K')} w{c.num_warps} s{c.num_stages}"
+                          f"{' subtile' if kw.get('EPILOGUE_SUBTILE') else ''}", flush=True)
+
+
+def _tutorial09(mods, quick, tag):
     M = N = 8192
     for K in (4096,) if quick else (512, 4096):
         a = torch.randn((M, K), device="cuda", dtype=torch.float16)
@@ -154,20 +185,20 @@ def tutorial09(mods, quick):
         bt = b.T.contiguous()  # as the tutorial: B stored N x K
         flops = 2.0 * M * N * K
         m0 = next(iter(mods.values()))
-        run_case(f"09 matmul (naive) {M}x{N}x{K}", mods, lambda m: (lambda: m.matmul(a, bt.T)), ref, flops)
-        run_case(f"09 matmul persistent {M}x{N}x{K}", mods, lambda m: (lambda: m.matmul_persistent(a, bt.T)), ref,
+        run_case(f"09 matmul (naive) {M}x{N}x{K}{tag}", mods, lambda m: (lambda: m.matmul(a, bt.T)), ref, flops)
+        run_case(f"09 matmul persistent {M}x{N}x{K}{tag}", mods, lambda m: (lambda: m.matmul_persistent(a, bt.T)), ref,
                  flops)
         if m0.HAS_HOST_TENSOR_DESC:
             # as the tutorial's own benchmark: no warp specialization with
             # host descriptors on Hopper (Triton 3.6's pass pipeline fails there)
             hopper = torch.cuda.get_device_capability()[0] == 9
             for ws in (False, True) if m0.HAS_WARP_SPECIALIZE and not hopper else (False,):
-                run_case(f"09 matmul tma ws={ws} {M}x{N}x{K}", mods,
+                run_case(f"09 matmul tma ws={ws} {M}x{N}x{K}{tag}", mods,
                          lambda m, ws=ws: (lambda: m.matmul_tma(a, bt, ws)), ref, flops)
-                run_case(f"09 matmul tma persistent ws={ws} {M}x{N}x{K}", mods,
+                run_case(f"09 matmul tma persistent ws={ws} {M}x{N}x{K}{tag}", mods,
                          lambda m, ws=ws: (lambda: m.matmul_tma_persistent(a, bt, ws)), ref, flops)
         if m0.HAS_TENSOR_DESC:
-            run_case(f"09 matmul descriptor persistent {M}x{N}x{K}", mods,
+            run_case(f"09 matmul descriptor persistent {M}x{N}x{K}{tag}", mods,
                      lambda m: (lambda: m.matmul_descriptor_persistent(a, bt, False)), ref, flops)
 
 
@@ -179,6 +210,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--pin", action="append", default=[],
                     help="06 only: one configuration BM,BN,WARPS,STAGES for both sides (repeatable)")
+    ap.add_argument("--pin09", action="append", default=[],
+                    help="09 only: BM,BN,BK,WARPS,STAGES, the configurations of the tutorial's lists both sides "
+                         "keep (repeatable)")
     ap.add_argument("--heads", default="64,128", help="06: head dims")
     ap.add_argument("--modes", default="full,causal", help="06: full, causal or both")
     ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
@@ -211,6 +245,8 @@ def main():
             pins = [tuple(int(x) for x in p.split(",")) for p in a.pin] or [None]
             tutorial06(mods, a.quick, pins, tuple(int(h) for h in a.heads.split(",")),
                        tuple(m == "causal" for m in a.modes.split(",")), a.ws)
+        elif mods and key == "09":
+            tutorial09(mods, a.quick, [tuple(int(x) for x in p.split(",")) for p in a.pin09] or [None])
         elif mods:
             globals()[f"tutorial{key}"](mods, a.quick)
     if a.out and ROWS:

@@ -181,13 +181,7 @@ static void internalize(LLVMModuleRef m, LLVMValueRef kernel)
 /* The device limit on dynamic shared memory per block (opt-in maximum). */
 int64_t be_nvptx_shared_limit(int arch)
 {
-	if (arch >= 90)
-		return 232448;
-	if (arch == 80 || arch == 87)
-		return 166912;
-	if (arch >= 86)
-		return 101376;
-	return 65536;
+	return an_shared_limit(arch);
 }
 
 IrError *be_nvptx_check_options(IrModule *m, const BeOptions *opt)

@@ -273,15 +273,49 @@ def test_flatten_keeps_a_dot_loop_pipelined():
     assert "wgmma.mma_async" in k.asm["ptx"] and k.n_spills == 0
 
 
+def _persistent_sm90(BM, BN, BK, warps, stages):
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "n_tiles": "i32"}
+    cx = dict(BM=BM, BN=BN, BK=BK, NUM_SMS=132)
+    s = dict(sig, **{k: "constexpr" for k in cx})
+    attrs = {(i,): {"divisibility": 16} for i in range(6)}
+    return triton.compile(ASTSource(persistent_matmul, s, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ptxas") and not __import__("os").path.exists(
+    "/usr/local/cuda/bin/ptxas"), reason="ptxas not found")
+@pytest.mark.parametrize("BN,BK,stages", [(256, 64, 3), (256, 64, 4), (256, 128, 2), (128, 128, 3)])
+def test_persistent_epilogue_reuses_the_slots(BN, BK, stages):
+    """In a persistent nest the K loop's cp.async slots are drained (wait for
+    all copies) before each tile's epilogue, so the epilogue's layout
+    conversion reuses their bytes: shared memory is the slots alone, and the
+    stages asked for fit (the limit is the device's, not a fixed 160 KiB:
+    128x256x64 with 4 stages is 192 KiB; 128x256x128 with 2 stages was left
+    unpipelined and spilled). The next tile's first copies wait at a barrier
+    for the epilogue's last reads of those bytes."""
+    k = _persistent_sm90(128, BN, BK, 8, stages)
+    slots = stages * (128 * BK + BK * BN) * 2
+    assert k.metadata.shared == slots, (k.metadata.shared, slots)
+    assert k.n_spills == 0 and "cp.async.cg" in k.asm["ptx"]
+    g = k.asm["ct.ttgir"]
+    conv = re.search(r"convert_layout .*\{scratch_offset = (\d+)\}", g)
+    assert conv and int(conv.group(1)) < slots  # inside the slots' bytes
+    outer = g[g.index("flatten = true"):]
+    first_copy = outer.index("async_copy ")
+    assert "barrier loc" in outer[:first_copy]  # epilogue reads, then the next tile's copies
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize("n_tiles,programs", [(12, 5), (7, 9), (64, 16)])
-def test_gpu_persistent_matmul(stages, n_tiles, programs):
-    """A persistent nest (each tile's K loop pipelined): programs with
-    several tiles, one tile and none (more programs than tiles) against
-    torch; tiles past n_tiles untouched."""
+@pytest.mark.parametrize("BN,warps", [(128, 4), (256, 8)])
+def test_gpu_persistent_matmul(stages, n_tiles, programs, BN, warps):
+    """A persistent nest (each tile's K loop pipelined, its epilogue in the
+    slots' bytes): programs with several tiles, one tile and none (more
+    programs than tiles) against torch; tiles past n_tiles untouched."""
     import torch
-    BM = BN = 128
+    BM = 128
     BK = 64
     n_n = 4
     M, N, K = (n_tiles + n_n - 1) // n_n * BM, n_n * BN, 512
@@ -290,7 +324,7 @@ def test_gpu_persistent_matmul(stages, n_tiles, programs):
     b = torch.randn((K, N), device="cuda", dtype=torch.float16)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     persistent_matmul[(programs,)](a, b, c, M, N, K, n_tiles, BM=BM, BN=BN, BK=BK, NUM_SMS=programs,
-                                   num_warps=4, num_stages=stages)
+                                   num_warps=warps, num_stages=stages)
     ref = (a.float() @ b.float())
     done = n_tiles // n_n * BM
     torch.testing.assert_close(c[:done].float(), ref[:done], atol=0.1, rtol=1e-2)

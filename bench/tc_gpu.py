@@ -7,8 +7,11 @@ kernel source compiled by both, in one process) vs torch.
   - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
   - fused attention backward (causal): kernels/attention.py's
     attention_backward, checked against torch autograd of SDPA;
-  - fused attention forward: kernels/attention.py's `attn_fwd`, Z4 H32
-    N4096, HEAD_DIM 64 and 128, causal and not; checked against torch SDPA.
+  - fused attention forward: kernels/attention.py's `attn_fwd` (pointers)
+    and `attn_fwd_tma` (descriptors made in the kernel; warp-specialized
+    where the row says ws), Z4 H32 N4096 (--quick: Z2 H16 N2048), HEAD_DIM
+    64 and 128, causal and not, a few configurations each (and each side's
+    best); checked against torch SDPA.
 
 Prints one row per case (TFLOP/s, ratios) and, with --out FILE, writes the
 table as markdown. Medians of do_bench.
@@ -169,6 +172,59 @@ def attention_cases(mods, quick):
                    ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+# (BLOCK_M, BLOCK_N, warps, stages, warp_specialize) per (HEAD_DIM, causal)
+TMA_CONFIGS = {
+    (64, False): [(128, 64, 4, 2, True), (128, 64, 4, 3, True), (128, 64, 4, 2, False)],
+    (128, False): [(128, 128, 4, 2, True), (128, 64, 4, 2, True), (128, 64, 8, 2, False)],
+    (64, True): [(128, 64, 4, 2, False), (128, 64, 4, 3, False), (128, 64, 4, 2, True)],
+    (128, True): [(128, 64, 8, 2, False), (128, 64, 8, 3, False), (128, 64, 4, 2, True)],
+}
+
+
+def attention_tma_cases(mods, quick):
+    """kernels/attention.py's attn_fwd_tma: the same configurations on both
+    sides (Triton needs an allocator for descriptors made in the kernel),
+    then each side's best."""
+    Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
+    for D in (64, 128):
+        for causal in (False, True):
+            q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            sm = 0.5
+            ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
+            flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
+            t_torch = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=sm))
+            best = {}
+            for (BM, BN, nw, ns, ws) in TMA_CONFIGS[(D, causal)]:
+                times, bad = {}, []
+                for name, m in mods.items():
+                    o = torch.full_like(q, float("nan"))
+                    M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
+                    grid = (triton_cdiv(N, BM), Z * H)
+                    f = lambda m=m, o=o, M=M: m.attn_fwd_tma[grid](  # noqa: E731
+                        q, k, v, sm, M, o, Z, H, N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+                        STAGE=3 if causal else 1, WARP_SPECIALIZE=ws, num_warps=nw, num_stages=ns)
+                    try:
+                        f()
+                        torch.cuda.synchronize()
+                    except Exception as e:  # noqa: BLE001
+                        print(f"  {name} attn tma D{D}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                        continue
+                    err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+                    if not err < 1e-2:
+                        bad.append(f"{name} rel.err {err:.2e}")
+                    times[name] = bench(f)
+                    if not bad and (name not in best or times[name] < best[name]):
+                        best[name] = times[name]
+                times["torch"] = t_torch
+                report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} "
+                       f"{BM}x{BN} w{nw} s{ns}{' ws' if ws else ''}", times, flops,
+                       ("WRONG: " + ", ".join(bad)) if bad else "")
+            best["torch"] = t_torch
+            report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} best of each", best,
+                   flops)
+
+
 def attention_bwd_cases(mods, quick):
     """kernels/attention.py's causal backward (preprocess + dK/dV + dQ) vs
     Triton compiling the same source vs torch SDPA's backward."""
@@ -222,7 +278,12 @@ def main():
         matmul_fp8_cases(mm, a.quick)
     if a.only != "matmul":
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
+        # descriptors made in the kernel: Triton asks for global scratch
+        # (ctriton encodes these maps at launch and needs none)
+        for mod in (ctriton, triton) if triton else (ctriton,):
+            mod.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
         attention_cases(at, a.quick)
+        attention_tma_cases(at, a.quick)
         attention_bwd_cases(at, a.quick)
     if a.out:
         with open(a.out, "w") as f:

@@ -210,8 +210,10 @@ typedef struct JitKernel {
 	 * descriptor made in the kernel from parameters (arg -1), where its
 	 * fields come from: (base_param, k0, v0, k1, v1, ks, vs) (k: 0 the
 	 * constant v, 1 / 2 / 3 the i32 / 64-bit / u32 parameter v, 4 the
-	 * product of up to three such parameters, 20 bits of v each: index in
-	 * bits 0-15, kind in 16-17, bit 18 set; dims outermost first, ks/vs
+	 * product of up to three factors, at least one a parameter, 20 bits of
+	 * v each: bit 18 set, kind in 16-17 (1-3: a parameter, its index in
+	 * bits 0-15; 0: a constant, its value in bits 0-15, or with bit 19
+	 * set the exponent of a power of two); dims outermost first, ks/vs
 	 * the outer stride), zeros otherwise */
 	int ntma;
 	int64_t tma[JIT_MAX_TMAPS][14];

@@ -1,7 +1,14 @@
-"""Fused attention (Flash-Attention v2 style), forward and backward, with plain
-pointers. Q, K, V, O are [Z, H, N_CTX, HEAD_DIM]; the forward pass keeps a
-running row max (m_i) and row sum (l_i) in base-2 exponent space; the backward
-pass recomputes P block by block from the saved log-sum-exp M."""
+"""Fused attention (Flash-Attention v2 style), forward and backward. Q, K, V,
+O are [Z, H, N_CTX, HEAD_DIM]; the forward pass keeps a running row max (m_i)
+and row sum (l_i) in base-2 exponent space; the backward pass recomputes P
+block by block from the saved log-sum-exp M.
+
+Two forward kernels: `attn_fwd` reads through plain pointers (any strides);
+`attn_fwd_tma` reads contiguous tensors through tensor descriptors made in
+the kernel (on Hopper, tensor-memory-access copies, and with
+WARP_SPECIALIZE a producer warpgroup that issues them while the others
+compute; elsewhere plain loads). attention_forward picks the second on
+Hopper for contiguous inputs."""
 import ctriton as triton
 import ctriton.language as tl
 
@@ -86,6 +93,86 @@ def attn_fwd(Q, K, V, sm_scale, M, Out,
     m_ptrs = M + off_hz * N_CTX + offs_m
     tl.store(m_ptrs, m_i)
     tl.store(o_ptrs, acc.to(Out.type.element_ty))
+
+
+@triton.jit
+def _attn_fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
+                        offs_m, offs_n, N_CTX: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    # the key blocks of this stage, as in _attn_fwd_inner
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    row = row0 + lo
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        kt = desc_k.load([row, 0]).T
+        qk = tl.dot(q, kt)
+        if STAGE == 2:
+            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_ij = tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        # the row sum last: fewer values live across the dots
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
+        row += BLOCK_N
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_tma(Q, K, V, sm_scale, M, Out, Z, H, N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
+                 WARP_SPECIALIZE: tl.constexpr):
+    """Q, K, V, Out contiguous [Z, H, N_CTX, HEAD_DIM], seen as one
+    [Z * H * N_CTX, HEAD_DIM] matrix each; N_CTX a multiple of BLOCK_M (and
+    of BLOCK_N), BLOCK_N <= HEAD_DIM. STAGE 1: full; 3: causal."""
+    tl.static_assert(BLOCK_N <= HEAD_DIM)
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    rows = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(Out, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    row0 = off_hz * N_CTX  # this head's first row
+    qrow = row0 + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504  # 1/ln(2)
+    q = desc_q.load([qrow, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale,
+                                            BLOCK_M, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX,
+                                            WARP_SPECIALIZE)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale,
+                                            BLOCK_M, BLOCK_N, 2, offs_m, offs_n, N_CTX, False)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([qrow, 0], acc.to(Out.dtype.element_ty))
 
 
 @triton.jit
@@ -231,17 +318,43 @@ def attn_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, D,
     tl.store(DQ + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d, dq)
 
 
-def attention_forward(q, k, v, causal, sm_scale, BLOCK_M=128, BLOCK_N=64, num_warps=None, num_stages=2):
+def _use_tma(*ts):
+    """Hopper or newer, every tensor contiguous: the descriptor kernel."""
+    import torch
+    return all(t.is_cuda and t.is_contiguous() for t in ts) and torch.cuda.get_device_capability(ts[0].device)[0] >= 9
+
+
+def attention_forward(q, k, v, causal, sm_scale, BLOCK_M=128, BLOCK_N=None, num_warps=None, num_stages=2,
+                      tma=None, warp_specialize=None):
     """o, M for q, k, v of shape [Z, H, N_CTX, HEAD_DIM] (torch tensors on the
     GPU, or on the CPU for the CPU backend); M is the row log-sum-exp in
-    base 2, what attention_backward needs."""
+    base 2, what attention_backward needs. tma (default: Hopper and
+    contiguous inputs) takes attn_fwd_tma, warp-specialized unless causal
+    (warp_specialize overrides); else attn_fwd. N_CTX must be a multiple of
+    BLOCK_M and BLOCK_N."""
     import torch
     Z, H, N_CTX, D = q.shape
     o = torch.empty_like(q)
     M = torch.empty((Z, H, N_CTX), device=q.device, dtype=torch.float32)
+    if tma is None:
+        tma = _use_tma(q, k, v)
+    grid = (triton.cdiv(N_CTX, BLOCK_M), Z * H, 1)
+    if tma:
+        ws = (not causal) if warp_specialize is None else warp_specialize
+        if BLOCK_N is None:
+            BLOCK_N = D if ws else 64
+        if num_warps is None:
+            # warp-specialized: 4 warps and 128-row tiles run as two
+            # consumer warpgroups next to the producer
+            num_warps = 4 if ws or D <= 64 else 8
+        attn_fwd_tma[grid](q, k, v, sm_scale, M, o, Z, H, N_CTX=N_CTX, HEAD_DIM=D, BLOCK_M=BLOCK_M,
+                           BLOCK_N=BLOCK_N, STAGE=3 if causal else 1, WARP_SPECIALIZE=ws,
+                           num_warps=num_warps, num_stages=num_stages)
+        return o, M
+    if BLOCK_N is None:
+        BLOCK_N = 64
     if num_warps is None:
         num_warps = 4 if D <= 64 else 8
-    grid = (triton.cdiv(N_CTX, BLOCK_M), Z * H, 1)
     attn_fwd[grid](q, k, v, sm_scale, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
                    N_CTX=N_CTX, HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGE=3 if causal else 1,
                    num_warps=num_warps, num_stages=num_stages)

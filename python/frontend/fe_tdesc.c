@@ -130,13 +130,38 @@ static int tmap_param(const IrFunc *f, IrValue *x, int64_t *idx)
 	return k == TY_I32 ? 1 : k == TY_I64 || k == TY_U64 ? 2 : k == TY_U32 ? 3 : -1;
 }
 
-/* x a product of kernel parameters (tutorial 06's y_dim = Z * H * N_CTX):
- * its factors into fs (at most 3). */
+/* x an integer constant a tensor-map plan can carry as a factor: 0 ..
+ * 2^16 - 1 (*c the value) or a power of two up to 2^62 (*c its exponent
+ * with bit 19 set). */
+static bool tmap_small_const(IrValue *x, int64_t *c)
+{
+	x = no_hints(x);
+	if (!x->def || x->def->opc != OP_CONSTANT || ir_is_block(x->type))
+		return false;
+	const IrAttr *a = ir_op_attr(x->def, "value");
+	if (!a || a->kind != ATTR_INT || a->i < 0)
+		return false;
+	if (a->i <= 0xFFFF) {
+		*c = a->i;
+		return true;
+	}
+	if (a->i & (a->i - 1))
+		return false;
+	int e = 0;
+	while (((int64_t)1 << e) != a->i)
+		e++;
+	*c = e | (int64_t)1 << 19;
+	return true;
+}
+
+/* x a product of kernel parameters and small constants (tutorial 06's
+ * y_dim = Z * H * N_CTX, N_CTX a parameter or a constexpr): its factors
+ * into fs (at most 3). */
 static bool tmap_factors(const IrFunc *f, IrValue *x, IrValue **fs, int *n)
 {
 	x = no_hints(x);
 	int64_t idx;
-	if (tmap_param(f, x, &idx) > 0) {
+	if (tmap_param(f, x, &idx) > 0 || tmap_small_const(x, &idx)) {
 		if (*n == 3)
 			return false;
 		fs[(*n)++] = x;
@@ -149,9 +174,11 @@ static bool tmap_factors(const IrFunc *f, IrValue *x, IrValue **fs, int *n)
 /* A tensor-map source (a shape or stride of a descriptor made in the
  * kernel, jit.h's JitKernel.tma): 0 with *val the value of a constant; 1
  * (i32), 2 (i64, u64), 3 (u32) for a kernel parameter, *val its index; 4
- * for a product of two or three parameters, *val packing each factor in 20
- * bits (index in bits 0-15, its kind 1-3 in bits 16-17, bit 18 set); -1
- * for anything else (computed in the kernel otherwise). */
+ * for a product of two or three factors, at least one a parameter, *val
+ * packing each factor in 20 bits: bit 18 set, its kind in bits 16-17 (1-3
+ * a parameter of that kind, bits 0-15 its index; 0 a constant, bits 0-15
+ * its value, or with bit 19 set the exponent of a power of two); -1 for
+ * anything else (computed in the kernel otherwise). */
 static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
 {
 	if (fe_const_int_of(v, val))
@@ -163,16 +190,22 @@ static int tmap_src(Fe *fe, FeVal *v, int64_t *val)
 	if (k > 0)
 		return k;
 	IrValue *fs[3];
-	int n = 0;
+	int n = 0, nparam = 0;
 	if (!tmap_factors(f, v->v, fs, &n) || n < 2)
 		return -1;
 	*val = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t idx;
 		int kk = tmap_param(f, fs[i], &idx);
+		if (kk <= 0) {
+			tmap_small_const(fs[i], &idx);
+			kk = 0;
+		} else {
+			nparam++;
+		}
 		*val |= (idx | (int64_t)kk << 16 | (int64_t)1 << 18) << (20 * i);
 	}
-	return 4;
+	return nparam ? 4 : -1;
 }
 
 /* The tensor map of a block [B0, B1] of elem (padding NaN or zeros): its

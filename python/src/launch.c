@@ -447,13 +447,17 @@ static int plan_value(const Pack *pk, int64_t k, int64_t v, int64_t *out)
 		*out = v;
 		return 0;
 	}
-	if (k == 4) { /* a product of parameters, 20 bits a factor */
+	if (k == 4) { /* a product of parameters and constants, 20 bits a factor */
 		int64_t prod = 1, x;
 		for (int i = 0; i < 3; i++) {
 			int64_t fct = (v >> (20 * i)) & 0xFFFFF;
 			if (!(fct & (1 << 18)))
 				continue;
-			if (plan_value(pk, (fct >> 16) & 3, fct & 0xFFFF, &x) < 0 || ((fct >> 16) & 3) == 0)
+			if ((fct & (1 << 19)) && ((fct >> 16) & 3) == 0) /* a power of two */
+				x = (fct & 0xFFFF) < 63 ? (int64_t)1 << (fct & 0xFFFF) : -1;
+			else if (plan_value(pk, (fct >> 16) & 3, fct & 0xFFFF, &x) < 0)
+				return -1;
+			if (x < 0)
 				return -1;
 			prod *= x;
 		}

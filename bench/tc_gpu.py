@@ -21,6 +21,7 @@ table as markdown. Medians of do_bench.
 import argparse
 import importlib.util
 import os
+import statistics
 import sys
 
 import torch
@@ -60,6 +61,22 @@ def bench(fn):
     return ctriton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
+ROUNDS = 1     # --rounds
+SPREAD = []    # the last bench_rounds' per-round ratios (Triton time / ctriton time)
+
+
+def bench_rounds(fns):
+    """Medians over ROUNDS rounds of do_bench for each side, the sides taken
+    in turn (A B, B A, A B, ...), so that the clocks' drift over a call
+    (power, heat) falls on both alike; SPREAD gets each round's ratio."""
+    got = {k: [] for k in fns}
+    for r in range(ROUNDS):
+        for k, f in (list(fns.items()) if r % 2 == 0 else list(fns.items())[::-1]):
+            got[k].append(bench(f))
+    SPREAD[:] = [t / c for t, c in zip(got.get("triton", []), got.get("ctriton", []))]
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
 def report(name, times, flops, extra=""):
     tf = {k: flops / (t * 1e-3) / 1e12 for k, t in times.items()}
     cells = " | ".join(f"{k} {v:7.1f}" for k, v in tf.items())
@@ -68,6 +85,9 @@ def report(name, times, flops, extra=""):
         r.append(f"vs triton {times['triton'] / times['ctriton']:.2f}x")
     if "torch" in times and "ctriton" in times:
         r.append(f"vs torch {times['torch'] / times['ctriton']:.2f}x")
+    if len(SPREAD) > 1 and "triton" in times and "ctriton" in times:
+        r.append(f"rounds {min(SPREAD):.2f}-{max(SPREAD):.2f}x")
+    SPREAD[:] = []
     line = f"{name:44s} {cells} TFLOP/s | {' | '.join(r)} {extra}"
     print(line, flush=True)
     ROWS.append((name, tf, r, extra))
@@ -82,7 +102,7 @@ def matmul_cases(mods, quick):
             B = torch.randn(S, S, device="cuda", dtype=dt)
             ref = (A.float() @ B.float())
             for (bm, bn, bk, nw, ns) in cfgs:
-                times, bad = {}, []
+                times, bad, fns = {}, [], {}
                 for k, m in mods.items():
                     C = torch.full((S, S), float("nan"), device="cuda", dtype=dt)
                     grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
@@ -99,7 +119,8 @@ def matmul_cases(mods, quick):
                     err = ((C.float() - ref).norm() / ref.norm()).item()
                     if not err < 1e-2:
                         bad.append(f"{k} rel.err {err:.2e}")
-                    times[k] = bench(f)
+                    fns[k] = f
+                times.update(bench_rounds(fns))
                 Ct = torch.empty(S, S, device="cuda", dtype=dt)
                 times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
                 name = f"matmul {str(dt)[6:]} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
@@ -115,7 +136,7 @@ def matmul_fp8_cases(mods, quick):
         b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2).T
         ref = a.float() @ b.float()
         for (bm, bn, bk, nw, ns) in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
-            times, bad = {}, []
+            times, bad, fns = {}, [], {}
             for k, m in mods.items():
                 C = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
                 grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
@@ -132,7 +153,8 @@ def matmul_fp8_cases(mods, quick):
                 err = ((C.float() - ref).norm() / ref.norm()).item()
                 if not err < 1e-2:
                     bad.append(f"{k} rel.err {err:.2e}")
-                times[k] = bench(f)
+                fns[k] = f
+            times.update(bench_rounds(fns))
             name = f"matmul fp8e5 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
             report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
 
@@ -146,7 +168,7 @@ def attention_cases(mods, quick):
             ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
             BM, BN = 128, 64
             nw = 4 if D == 64 else 8
-            times, bad = {}, []
+            times, bad, fns = {}, [], {}
             for name, m in mods.items():
                 o = torch.full_like(q, float("nan"))
                 M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
@@ -164,7 +186,8 @@ def attention_cases(mods, quick):
                 err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                 if not err < 1e-2:
                     bad.append(f"{name} rel.err {err:.2e}")
-                times[name] = bench(f)
+                fns[name] = f
+            times.update(bench_rounds(fns))
             times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
                 q, k, v, is_causal=causal, scale=sm))
             flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
@@ -196,7 +219,7 @@ def attention_tma_cases(mods, quick):
                 q, k, v, is_causal=causal, scale=sm))
             best = {}
             for (BM, BN, nw, ns, ws) in TMA_CONFIGS[(D, causal)]:
-                times, bad = {}, []
+                times, bad, fns = {}, [], {}
                 for name, m in mods.items():
                     o = torch.full_like(q, float("nan"))
                     M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
@@ -213,9 +236,11 @@ def attention_tma_cases(mods, quick):
                     err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                     if not err < 1e-2:
                         bad.append(f"{name} rel.err {err:.2e}")
-                    times[name] = bench(f)
-                    if not bad and (name not in best or times[name] < best[name]):
-                        best[name] = times[name]
+                    fns[name] = f
+                times.update(bench_rounds(fns))
+                for name, t in times.items():
+                    if not bad and (name not in best or t < best[name]):
+                        best[name] = t
                 times["torch"] = t_torch
                 report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} "
                        f"{BM}x{BN} w{nw} s{ns}{' ws' if ws else ''}", times, flops,
@@ -233,7 +258,7 @@ def attention_bwd_cases(mods, quick):
         q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
         do = torch.randn_like(q)
         sm = 0.5
-        times, bad = {}, []
+        times, bad, fns = {}, [], {}
         qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
         ref = torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, is_causal=True, scale=sm)
         ref.backward(do)
@@ -250,8 +275,8 @@ def attention_bwd_cases(mods, quick):
                 err = ((got.float() - want.float()).norm() / want.float().norm()).item()
                 if not err < 1e-2:
                     bad.append(f"{name} {nm} rel.err {err:.2e}")
-            times[name] = bench(f)
-        out = ref.detach().requires_grad_()
+            fns[name] = f
+        times.update(bench_rounds(fns))
         times["torch"] = bench(lambda: torch.autograd.grad(
             torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, is_causal=True, scale=sm),
             (qr, kr, vr), do))
@@ -269,7 +294,11 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--only", choices=["matmul", "attention"])
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time each case this many times, the sides in turn; medians, and the ratio's range")
     a = ap.parse_args()
+    global ROUNDS
+    ROUNDS = max(1, a.rounds)
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.only != "attention":

@@ -15,6 +15,7 @@ are not run.
 import argparse
 import os
 import re
+import statistics
 import sys
 
 import torch
@@ -28,6 +29,7 @@ except ImportError:
 
 ROWS = []
 CASE_FILTER = None  # --case: a regular expression the case names must match
+ROUNDS = 1  # --rounds
 
 
 def load(path, impl):
@@ -66,7 +68,9 @@ def row(case, times, flops, bad):
     tf = {k: flops / (t * 1e-3) / 1e12 for k, t in times.items()}
     ratio = times["triton"] / times["ctriton"] if "triton" in times and "ctriton" in times else None
     cells = " | ".join(f"{k} {v:7.1f}" for k, v in tf.items())
-    note = "WRONG: " + ", ".join(bad) if bad else ""
+    wrong = [b for b in bad if not b.startswith("rounds ")]
+    note = " ".join(x for x in ["WRONG: " + ", ".join(wrong) if wrong else ""] +
+                    [b for b in bad if b.startswith("rounds ")] if x)
     print(f"{case:52s} {cells} TFLOP/s | " + (f"vs triton {ratio:.2f}x " if ratio else "") + note, flush=True)
     ROWS.append((case, tf, ratio, note))
 
@@ -75,7 +79,7 @@ def run_case(case, mods, make, ref, flops):
     """make(mod) -> a no-argument launch returning the result."""
     if CASE_FILTER and not re.search(CASE_FILTER, case):
         return
-    times, bad = {}, []
+    bad, fns = [], {}
     for impl, m in mods.items():
         try:
             f = make(m)
@@ -88,7 +92,17 @@ def run_case(case, mods, make, ref, flops):
         b = check(impl, out, ref)
         if b:
             bad.append(b)
-        times[impl] = bench(f)
+        fns[impl] = f
+    # ROUNDS rounds, the sides in turn (A B, B A, ...): the clocks' drift
+    # over a call (power, heat) falls on both alike; medians
+    got = {k: [] for k in fns}
+    for r in range(ROUNDS):
+        for k, f in (list(fns.items()) if r % 2 == 0 else list(fns.items())[::-1]):
+            got[k].append(bench(f))
+    times = {k: statistics.median(v) for k, v in got.items()}
+    spread = [t / c for t, c in zip(got.get("triton", []), got.get("ctriton", []))]
+    if len(spread) > 1:
+        bad.append(f"rounds {min(spread):.2f}-{max(spread):.2f}x")
     row(case, times, flops, bad)
 
 
@@ -219,9 +233,12 @@ def main():
                     help="06: warp_specialize as the tutorial's benchmark sets it (full only), always, never")
     ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
     ap.add_argument("--case", help="only the cases whose names match this regular expression")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time each case this many times, the sides in turn; medians, and the ratio's range")
     a = ap.parse_args()
-    global CASE_FILTER
+    global CASE_FILTER, ROUNDS
     CASE_FILTER = a.case
+    ROUNDS = max(1, a.rounds)
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.warm:

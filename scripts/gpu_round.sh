@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One measured round on a GPU machine, in parts that each end well inside
+# ten minutes; run each through gpu_run.sh exec (from the repository root
+# there: bash scripts/gpu_run.sh exec bash "$PWD/scripts/gpu_round.sh" PART).
+#
+#   tests              pytest -m gpu (8 workers), tutorials 01 and 02
+#   tc [ARGS]          bench/tc_gpu.py --quick --rounds 3 [ARGS]
+#   tutorials DIR [ARGS]  bench/upstream_tutorials_gpu.py over DIR (Triton's
+#                      python/tutorials) --quick --warm 2 --rounds 3 [ARGS]
+#   launch             bench/warm_start.py --gpu and bench/launch_overhead_gpu.py
+#
+# Logs and tables go to $OUT (default /tmp/ctriton-round); each part prints
+# a short summary last.
+set -u
+O=${OUT:-/tmp/ctriton-round}
+mkdir -p "$O"
+export PYTHONUNBUFFERED=1
+part=${1:-}
+shift || true
+case "$part" in
+  tests)
+    python3 -m ctriton info > "$O/info.txt" 2>&1
+    timeout 330 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python > "$O/pytest-gpu.txt" 2>&1
+    echo "pytest rc=$?"
+    grep -E "passed|failed" "$O/pytest-gpu.txt" | tail -2
+    grep -E "^FAILED|^ERROR" "$O/pytest-gpu.txt" | cut -c1-200 | head -20
+    for t in tutorials/01-vector-add.py tutorials/02-fused-softmax.py; do
+      timeout 60 python3 "$t" > "$O/$(basename "$t" .py).txt" 2>&1
+      echo "$t rc=$?"
+    done
+    ;;
+  tc)
+    timeout 540 python3 bench/tc_gpu.py --quick --rounds 3 --out "$O/tc.md" "$@" > "$O/tc.txt" 2>&1
+    echo "tc rc=$?"
+    grep -E "TFLOP|Error" "$O/tc.txt" | cut -c1-190 | tail -40
+    ;;
+  tutorials)
+    dir=$1
+    shift
+    timeout 540 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --quick --warm 2 --rounds 3 \
+      --out "$O/upstream.md" "$@" > "$O/upstream.txt" 2>&1
+    echo "tutorials rc=$?"
+    grep -E "^0[689] |failed|Error| w[48] s[0-9]" "$O/upstream.txt" | cut -c1-190 | tail -40
+    ;;
+  launch)
+    timeout 90 python3 bench/warm_start.py --gpu --reps 5 > "$O/warm.txt" 2>&1
+    echo "warm rc=$?"
+    tail -8 "$O/warm.txt"
+    timeout 90 python3 bench/launch_overhead_gpu.py --rounds 5 --calls 3000 > "$O/launch.txt" 2>&1
+    echo "launch rc=$?"
+    tail -6 "$O/launch.txt"
+    ;;
+  *)
+    sed -n '2,14p' "$0"
+    exit 2
+    ;;
+esac

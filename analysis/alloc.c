@@ -26,6 +26,9 @@
  *       elements in other warps (an_atomic_scratch).
  *   call: the callee's own allocation (its "shared" total), from the base
  *       the call passes (see call.c);
+ *   tma_store: the value in the slot layout of tma_copy (column blocks of
+ *       128-byte rows, swizzled; backend/nvptx/mem.c), read by the tensor
+ *       memory access unit before the op ends;
  *   tensormap_create (with a global scratch slot): the 128-byte map built
  *       by tensormap.replace at the first 128-byte aligned address inside
  *       its 256 bytes, then copied to global memory.
@@ -148,6 +151,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		return an_atomic_scratch(op);
 	case OP_CALL:
 		return an_func_shared(an_callee(op));
+	case OP_TMA_STORE: /* the value in the slot layout of tma_copy, read by the tensor store */
+		return numel(op->ops[3]->type) * elem_bytes(op->ops[3]->type);
 	case OP_TMAP_CREATE: /* a map staged for tensormap.replace, 128-byte aligned inside */
 		return ir_op_attr(op, "gscratch") ? 2 * AN_TMAP_BYTES : 0;
 	default:
@@ -183,7 +188,10 @@ typedef struct Buf {
 	IrOp *op;
 	int64_t size, start, end, offset;
 	bool mbar; /* a tensor-memory-access buffer's mbarriers (its slots are another Buf) */
-	int depth; /* nesting depth of the first op naming it */
+	int depth;	     /* nesting depth of the first op naming it */
+	IrOpcode last_opc;   /* the last op naming it (OP_FOR: a loop using it) */
+	int last_depth;	     /* and its depth */
+	bool drained;	     /* its whole life lies in one iteration of a loop */
 } Buf;
 
 typedef struct ACtx {
@@ -250,22 +258,29 @@ static Buf *tile_buf(ACtx *a, IrOp *op, int64_t pos, bool mbar)
 	int64_t sz = an_tile_buffer_bytes(op, &mb);
 	if (mbar && !mb)
 		return NULL;
-	add_buf(a, (Buf){op, mbar ? align16(mb) : sz, pos, pos, 0, mbar, a->depth});
+	add_buf(a, (Buf){op, mbar ? align16(mb) : sz, pos, pos, 0, mbar, a->depth, op->opc, a->depth, false});
 	return &a->bufs[a->n - 1];
 }
 
-/* A cp.async buffer whose whole life lies inside one iteration of the
- * loop at start: first named by a copy at the top of the body (each
- * iteration writes it before reading it), then drained by an
- * async_wait {pending = 0}, also at the top of the body, after its last
- * use (copies past the end have landed). Nothing carries across the back
- * edge, so it need not live to the loop's end: a persistent kernel's
- * epilogue may reuse its bytes. mbarrier buffers keep their phases
- * across iterations and always live to the end. */
+/* A tile buffer whose whole life lies inside one iteration of the loop at
+ * start, so that nothing carries across the back edge and it need not live
+ * to the loop's end (a persistent kernel's epilogue may reuse its bytes):
+ * - cp.async slots first named by a copy at the top of the body (each
+ *   iteration writes them before reading them), then drained by an
+ *   async_wait {pending = 0}, also at the top of the body, after their
+ *   last use (copies past the end have landed);
+ * - a tensor-memory-access buffer (slots and mbarriers) initialised by a
+ *   tma_init at the top of the body and last named by its tma_inval, also
+ *   at the top of the body (no copy in flight then, the phases start
+ *   afresh at the next tma_init). */
 static bool drained_in_body(const ACtx *a, const Buf *t, int64_t start)
 {
+	if (t->start <= start || t->depth != a->depth + 1)
+		return false;
+	if (t->op->opc == OP_TMA_INIT)
+		return t->last_opc == OP_TMA_INVAL && t->last_depth == a->depth + 1;
 	int64_t mb = 0;
-	if (t->mbar || t->start <= start || t->depth != a->depth + 1 || t->op->opc != OP_ASYNC_COPY)
+	if (t->mbar || t->op->opc != OP_ASYNC_COPY)
 		return false;
 	an_tile_buffer_bytes(t->op, &mb);
 	return mb == 0 && a->wait0_depth == a->depth + 1 && a->wait0_pos >= t->end && a->wait0_pos > start;
@@ -286,8 +301,15 @@ static void collect(ACtx *a, IrBlock *b)
 		if (op->opc == OP_FOR || op->opc == OP_WHILE)
 			for (int i = 0; i < a->n; i++) {
 				Buf *t = &a->bufs[i];
-				if (tile_buf_owner(t->op) && t->end > start && !drained_in_body(a, t, start))
+				/* drained in each iteration of this loop (or of one
+				 * inside it): dead at the back edges of the loops around */
+				if (tile_buf_owner(t->op) && t->end > start && !t->drained)
+					t->drained = drained_in_body(a, t, start);
+				if (tile_buf_owner(t->op) && t->end > start && !t->drained) {
 					t->end = a->pos; /* used inside: live to the loop's end */
+					t->last_opc = OP_FOR;
+					t->last_depth = a->depth;
+				}
 				/* a tile staged before the loop for the dots inside it */
 				if (t->op->opc == OP_CONVERT_LAYOUT && t->start < start && t->end > start &&
 				    an_wgmma_smem_operand(t->op))
@@ -296,8 +318,11 @@ static void collect(ACtx *a, IrBlock *b)
 		if (an_tile_buffer_op(op)) {
 			for (int m = 0; m < 2; m++) {
 				Buf *t = tile_buf(a, op, start, m);
-				if (t && start > t->end)
+				if (t && start >= t->end) {
 					t->end = start;
+					t->last_opc = op->opc;
+					t->last_depth = a->depth;
+				}
 			}
 			continue;
 		}
@@ -315,7 +340,7 @@ static void collect(ACtx *a, IrBlock *b)
 		/* the first of a staged pair stays live through the second: both
 		 * tiles are written before one barrier, then both read */
 		int64_t end = an_staged_pair(op) ? start + 1 : start;
-		add_buf(a, (Buf){op, align16(sz), start, end, 0, false, a->depth});
+		add_buf(a, (Buf){op, align16(sz), start, end, 0, false, a->depth, op->opc, a->depth, false});
 	}
 }
 

@@ -11,6 +11,8 @@
  *                                MMA upcast to f16 (arch >= 80)
  *   prefetch.c an_prefetch_dot_loads  loads feeding dot issued one iteration
  *                                ahead (num_stages >= 2, arch >= 80)
+ *   tmastore.c an_tma_stores     descriptor stores through the tensor memory
+ *                                access unit (tma_store, arch >= 90)
  *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
  *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
  *                                accesses, slices for reductions, propagation,
@@ -223,6 +225,12 @@ void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages);
  * producer warp (the module attribute ws_warps) that issues its tensor
  * copies, the consumers releasing each slot through an mbarrier. */
 int an_ws_plan(IrFunc *f, const AnGpuOptions *o, int num_stages);
+/* Descriptor stores (store {tma = 3}) of kernel f that the tensor memory
+ * access unit can take (sm_90, a 2-D value the map's box covers: its rows
+ * by one or more 128-byte column blocks, or one narrower block, swizzled
+ * at that width) become tma_store (tmastore.c); true when any did. */
+bool an_tma_stores(IrFunc *f, const AnGpuOptions *o);
+bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
  * only each thread's own elements per iteration; the loop carries those

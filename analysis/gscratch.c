@@ -5,9 +5,9 @@
  * bytes each, 128-byte aligned, one slot per op, in program order (as
  * Triton's allocation, no reuse by liveness: a map is read by copies until
  * the loop that issues them ends, and maps are few). Only a map that a
- * tensor copy reads (tma_copy, placed by the pipelining pass) gets a slot;
- * the others (a descriptor only stored through, loads left to cp.async)
- * get none and the backend makes nothing for them. The kernel's total
+ * tensor copy reads (tma_copy, placed by the pipelining pass) or a tensor
+ * store writes through (tma_store) gets a slot; the others (loads left to
+ * cp.async, plain stores) get none and the backend makes nothing for them. The kernel's total
  * bytes per program are its "global_scratch" attribute; the launcher asks
  * the allocator for that many bytes times the number of programs, and
  * program p (its linear id over the grid, x fastest) uses bytes
@@ -28,11 +28,12 @@ static void del_attr(int *nattrs, IrAttr *attrs, const char *name)
 		}
 }
 
-/* Whether v is the map operand of a tma_copy in b (or a region in it). */
+/* Whether v is the map operand of a tma_copy or tma_store in b (or a
+ * region in it). */
 static bool copied_through(const IrBlock *b, const IrValue *v)
 {
 	for (const IrOp *op = b->first; op; op = op->next) {
-		if (op->opc == OP_TMA_COPY && op->ops[0] == v)
+		if ((op->opc == OP_TMA_COPY || op->opc == OP_TMA_STORE) && op->ops[0] == v)
 			return true;
 		for (int r = 0; r < op->nregions; r++)
 			if (copied_through(op->regions[r], v))

@@ -710,6 +710,37 @@ static const IrLayout *access_layout(LCtx *c, const IrOp *op)
 	return an_access_layout(c->ctx, c->ax, op, default_layout(c, op->ops[0]->type), c->o);
 }
 
+static bool remat_ok(const IrValue *v, int depth);
+
+/* The mma layout of the tensor-core dot v is computed from: v the dot's
+ * result, a loop's result that its body yields from one, or an
+ * elementwise op (a cast, a scaling) of one and of cheap operands; NULL
+ * otherwise. */
+static const IrLayout *mma_source(LCtx *c, const IrValue *v, int depth)
+{
+	const IrOp *d = v->def;
+	if (!d || depth > 16)
+		return NULL;
+	if (d->opc == OP_DOT)
+		return an_dot_mma_layout(c->ctx, d, c->o);
+	if (d->opc == OP_FOR) {
+		const IrOp *y = ir_block_terminator(d->regions[0]);
+		int i = (int)(v - d->res);
+		return y && y->opc == OP_YIELD && i >= 0 && i < y->nops ? mma_source(c, y->ops[i], depth + 1) : NULL;
+	}
+	unsigned fl = ir_opinfo(d->opc)->flags;
+	if (!(fl & IR_ELEM) && d->opc != OP_CONVERT_LAYOUT)
+		return NULL;
+	const IrValue *src = NULL;
+	for (int i = 0; i < d->nops; i++)
+		if (is_blk(d->ops[i]) && !remat_ok(d->ops[i], 0) && d->ops[i]->def && d->ops[i]->def->opc != OP_BROADCAST) {
+			if (src)
+				return NULL; /* two costly operands */
+			src = d->ops[i];
+		}
+	return src ? mma_source(c, src, depth + 1) : NULL;
+}
+
 static void wants_block(LCtx *c, IrBlock *b)
 {
 	for (IrOp *op = b->last; op; op = op->prev) {
@@ -734,6 +765,14 @@ static void wants_block(LCtx *c, IrBlock *b)
 				if (is_blk(op->ops[i]))
 					set_want(c, op->ops[i], default_layout(c, op->ops[i]->type));
 			break;
+		case OP_TMA_STORE: {
+			/* any layout goes into the store's scratch: the value's own,
+			 * an accumulator's when it comes from one (no conversion) */
+			const IrLayout *l = is_blk(op->ops[3]) ? mma_source(c, op->ops[3], 0) : NULL;
+			if (l)
+				set_want(c, op->ops[3], l);
+			break;
+		}
 		case OP_CALL:
 		case OP_RETURN:
 			/* blocks cross calls in their canonical layout (call.c) */

@@ -952,17 +952,14 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 
 /* The shared memory a loop's multi-buffered tiles may take: the device's
  * limit less what the loop's own scratch users need (they live alongside
- * the slots) and a little for alignment. What follows the loop (an
- * epilogue's layout conversion) reuses the slots' bytes once the copies
- * are drained (alloc.c), so it needs none. Tensor-memory-access loops keep
- * the old margin: their mbarriers keep phases across an outer loop, so
- * their slots live through a persistent kernel's epilogue. */
-static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, bool tma, IrOp **cand, int nc)
+ * the slots) and a little for alignment and mbarriers. What follows the
+ * loop (an epilogue's layout conversion or tensor store) reuses the slots'
+ * bytes once the copies are drained, also in a persistent kernel's tile
+ * loop, where each tile drains its cp.async copies and sets up and
+ * invalidates its mbarriers (alloc.c), so it needs none. */
+static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, int nc)
 {
-	int64_t limit = an_shared_limit(o->arch);
-	if (tma)
-		return limit < 160 * 1024 ? limit - 2048 : 160 * 1024;
-	return limit - max_scratch(body, o, cand, nc) - 2048;
+	return an_shared_limit(o->arch) - max_scratch(body, o, cand, nc) - 4096;
 }
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
@@ -1020,7 +1017,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	if (!nc)
 		return false;
 	/* shared memory: fewer stages when the tiles are large */
-	int64_t budget = stage_budget(body, o, ntma > 0, cand, nc);
+	int64_t budget = stage_budget(body, o, cand, nc);
 	while (S > 2 && tile_bytes * S > budget)
 		S--;
 	if (tile_bytes * S > budget)

@@ -1018,6 +1018,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 	case OP_TMA_INVAL:
 	case OP_TMAP_CREATE:
 	case OP_TMA_RELEASE:
+	case OP_TMA_STORE:
 		name = op->opc == OP_ASYNC_COPY     ? "ttg.async_copy_global_to_local"
 		       : op->opc == OP_ASYNC_COMMIT ? "ttg.async_commit_group"
 		       : op->opc == OP_ASYNC_WAIT   ? "ttg.async_wait"
@@ -1027,6 +1028,7 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		       : op->opc == OP_TMA_INVAL    ? "ttng.inval_barrier"
 		       : op->opc == OP_TMAP_CREATE  ? "ttng.tensormap_create"
 		       : op->opc == OP_TMA_RELEASE  ? "ttng.arrive_barrier"
+		       : op->opc == OP_TMA_STORE    ? "ttng.async_tma_copy_local_to_global"
 						    : "ttg.local_load";
 		put(b, name);
 		if (op->nops)

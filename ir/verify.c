@@ -726,6 +726,19 @@ static IrError *check_memory(Verifier *V, const IrOp *op)
 				    ts(V, vt), ts(V, op->ops[0]->type), ts(V, op->ops[1]->type));
 		if (op->nops > 2 && (e = check_mask(V, op, 2)))
 			return e;
+		{
+			/* a tensor-map tail: the map, then one i32 offset per dim */
+			int64_t tail = ir_op_int(op, "tma", 0);
+			if (tail < 0 || (tail && op->nops != 3 + tail) || (!tail && op->nops > 3))
+				return fail(V, op, "takes ptr, value and mask, then {tma} more operands (tma = %lld), got %d",
+					    (long long)tail, op->nops);
+			for (int i = 3; i < op->nops; i++) {
+				const IrType *t = op->ops[i]->type;
+				if (i == 3 ? !ir_is_ptr(t) || ir_is_block(t) : t->kind != TY_I32)
+					return fail(V, op, "operand %d must be %s, got %s", i,
+						    i == 3 ? "a scalar pointer (the tensor map)" : "an i32 offset", ts(V, t));
+			}
+		}
 		if ((e = check_str_in(V, op, "cache", false, store_caches)) ||
 		    (e = check_str_in(V, op, "evict", false, evicts)))
 			return e;
@@ -1597,6 +1610,18 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 	}
 	case OP_TMAP_CREATE:
 		return check_tmap_create(V, op);
+	case OP_TMA_STORE: {
+		const IrType *t = op->ops[3]->type;
+		if (!ir_is_ptr(op->ops[0]->type) || ir_is_block(op->ops[0]->type))
+			return fail(V, op, "operand 0 must be a scalar pointer (the tensor map), got %s",
+				    ts(V, op->ops[0]->type));
+		for (int i = 1; i < 3; i++)
+			if (op->ops[i]->type->kind != TY_I32)
+				return fail(V, op, "coordinates must be scalar i32, got %s", ts(V, op->ops[i]->type));
+		if (!ir_is_block(t) || t->rank != 2)
+			return fail(V, op, "the value must be a 2-D block, got %s", ts(V, t));
+		return NULL;
+	}
 	case OP_ASSUME:
 	case OP_ASSERT:
 		if (ir_scalar(op->ops[0]->type)->kind != TY_I1)

@@ -190,6 +190,18 @@ static IrError *run_prefetch(JitPipe *p)
 	return NULL;
 }
 
+/* Descriptor stores through the tensor memory access unit; the pointers
+ * and masks they no longer need go. */
+static IrError *run_tma_stores(JitPipe *p)
+{
+	int n;
+	bool any = false;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		any |= an_tma_stores(fs[i], &p->ao);
+	return any ? ir_dce(p->m) : NULL;
+}
+
 /* Callers before callees: each call site's facts seed its callee's
  * parameters. The kernel's facts stay in p->ax (the kernel is analysed
  * first, so analysing the callees does not renumber its values). */
@@ -257,7 +269,7 @@ static IrError *run_insert_barriers(JitPipe *p)
 static bool uses_tmap(const IrBlock *b, const IrValue *m)
 {
 	for (const IrOp *op = b->first; op; op = op->next) {
-		if (op->opc == OP_TMA_COPY && op->ops[0] == m)
+		if ((op->opc == OP_TMA_COPY || op->opc == OP_TMA_STORE) && op->ops[0] == m)
 			return true;
 		for (int r = 0; r < op->nregions; r++)
 			if (uses_tmap(op->regions[r], m))
@@ -404,6 +416,9 @@ const JitPass jit_passes[] = {
 	 "cannot take upcast to f16 for mma.sync"},
 	{"prefetch", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_prefetch,
 	 "loads feeding a dot in a for loop: cp.async into num_stages shared slots, or issued one iteration ahead"},
+	{"tma-stores", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_tma_stores,
+	 "descriptor stores of 2-D blocks a tensor map's box covers: tma_store (sm_90), the value written "
+	 "through shared memory by the tensor memory access unit"},
 	{"axis-info", JIT_S_TTGIR, CUDA, true, true, V, JIT_F_AXIS, 0, JIT_T_TTGIR, run_axis_info,
 	 "contiguity, divisibility and constancy of every value, per dim"},
 	{"assign-layouts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR | JIT_F_AXIS, JIT_F_LAYOUTS,

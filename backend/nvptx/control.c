@@ -548,6 +548,7 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_ASYNC_WAIT: nv_lower_async_wait(nv, op); return;
 	case OP_LOCAL_READ: nv_lower_local_read(nv, op); return;
 	case OP_TMA_COPY: nv_lower_tma_copy(nv, op); return;
+	case OP_TMA_STORE: nv_lower_tma_store(nv, op); return;
 	case OP_TMA_WAIT: nv_lower_tma_wait(nv, op); return;
 	case OP_TMA_INIT: nv_lower_tma_init(nv, op); return;
 	case OP_TMA_INVAL: nv_lower_tma_inval(nv, op); return;

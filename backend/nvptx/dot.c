@@ -59,7 +59,7 @@ bool nv_ldmatrix_ok(const IrOp *op)
  * registers that are consecutive columns within one 16-byte chunk go out as
  * one vector store. tr: the tile is stored transposed ([C][R]: the B of a
  * warpgroup MMA whose elements are not 16 bits wide is read K-major). */
-static void write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
+void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
 {
 	NvMap m;
 	nv_map_init(nv, v->type, &m);
@@ -150,10 +150,10 @@ void nv_fence_async_shared(Nv *nv)
 
 void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 {
-	write_swizzled(nv, op->ops[0], nv_scratch_off(op), an_wgmma_kmajor_b(op));
+	nv_write_swizzled(nv, op->ops[0], nv_scratch_off(op), an_wgmma_kmajor_b(op));
 	IrOp *n = an_staged_pair(op) && nv_ldmatrix_ok(op->next) ? op->next : NULL;
 	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
-		write_swizzled(nv, n->ops[0], nv_scratch_off(n), an_wgmma_kmajor_b(n));
+		nv_write_swizzled(nv, n->ops[0], nv_scratch_off(n), an_wgmma_kmajor_b(n));
 		nv->staged = n;
 	}
 	if (nv_smem_operand(op) || (n && nv_smem_operand(n)))

@@ -685,3 +685,56 @@ void nv_lower_tma_release(Nv *nv, IrOp *op)
 		   "{ .reg .pred p; .reg .b64 st; setp.ne.b32 p, $0, 0; @p mbarrier.arrive.shared::cta.b64 st, [$1]; }",
 		   "r,r,~{memory}", args, 2);
 }
+
+/* tma_store: every thread writes its elements of the value into the op's
+ * scratch in the slot layout of tma_copy (nv_write_swizzled: column blocks
+ * of rows of at most 128 bytes, the map's swizzle), fences them for the
+ * async proxy, and meets the others at a barrier. Then one lane of warp 0
+ * (the warp that acquired a map the kernel made, tmap.c) issues one bulk
+ * tensor store per column block, commits them as one group and waits
+ * until they have read the scratch: the next barrier makes it free again.
+ * Their writes to global memory complete on their own (the unit skips
+ * what lies outside the map's bounds). */
+void nv_lower_tma_store(Nv *nv, IrOp *op)
+{
+	const IrValue *v = op->ops[3];
+	const IrType *t = v->type;
+	int es = (int)nv_esize(t);
+	int64_t R = t->shape[0], C = t->shape[1], w = 128 / es, bw = C > w ? w : C;
+	int nbox = (int)((C + bw - 1) / bw);
+	if (t->rank != 2 || nbox > 8) {
+		nv_fail(nv, op, "tma_store: a 2-D block of at most 8 column blocks of 128 bytes");
+		return;
+	}
+	int64_t off = nv_scratch_off(op);
+	nv_write_swizzled(nv, v, off, false);
+	nv_fence_async_shared(nv);
+	nv_barrier(nv);
+	LLVMValueRef mp = nv_reg(nv, op->ops[0], 0);
+	if (LLVMGetPointerAddressSpace(LLVMTypeOf(mp)) != 0)
+		mp = LLVMBuildAddrSpaceCast(nv->b, mp, LLVMPointerTypeInContext(nv->c, 0), "");
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c);
+	LLVMValueRef c_outer = nv_reg(nv, op->ops[1], 0), c_inner = nv_reg(nv, op->ops[2], 0);
+	/* operands: $0 this warp stores, $1 map, $2 outer coordinate, then per
+	 * column block its scratch address and inner coordinate */
+	LLVMValueRef args[3 + 2 * 8] = {
+		LLVMBuildZExt(nv->b, LLVMBuildICmp(nv->b, LLVMIntEQ, nv->warp, nv_i32(nv, 0), ""), i32, ""),
+		LLVMBuildPtrToInt(nv->b, mp, LLVMInt64TypeInContext(nv->c), ""), c_outer};
+	char text[256 + 8 * 128], cons[64];
+	int n = 3;
+	int u = snprintf(text, sizeof text,
+			 "{\n.reg .pred p, e;\nsetp.ne.b32 p, $0, 0;\n@!p bra.uni ct_tmas_skip;\nelect.sync _|e, -1;\n");
+	int cv = snprintf(cons, sizeof cons, "r,l,r");
+	for (int j = 0; j < nbox; j++) {
+		args[n] = nv_smem_addr32(nv, off + (int64_t)j * R * bw * es, NULL, es);
+		args[n + 1] = j ? LLVMBuildAdd(nv->b, c_inner, nv_i32(nv, j * bw), "") : c_inner;
+		u += snprintf(text + u, sizeof text - (size_t)u,
+			      "@e cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$%d, $2}], [$%d];\n", n + 1, n);
+		cv += snprintf(cons + cv, sizeof cons - (size_t)cv, ",r,r");
+		n += 2;
+	}
+	snprintf(text + u, sizeof text - (size_t)u,
+		 "@e cp.async.bulk.commit_group;\n@e cp.async.bulk.wait_group.read 0;\nct_tmas_skip:\n}");
+	snprintf(cons + cv, sizeof cons - (size_t)cv, ",~{memory}");
+	inline_asm(nv, text, cons, args, n);
+}

@@ -159,6 +159,8 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);
 void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core reads */
+/* v (2-D) into the swizzled tile at scratch byte off (tr: stored [C][R]) */
+void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
 void nv_lower_dot(Nv *nv, IrOp *op);
 
@@ -173,6 +175,7 @@ void nv_lower_tma_wait(Nv *nv, IrOp *op);
 void nv_lower_tma_init(Nv *nv, IrOp *op);
 void nv_lower_tma_inval(Nv *nv, IrOp *op);
 void nv_lower_tma_release(Nv *nv, IrOp *op);
+void nv_lower_tma_store(Nv *nv, IrOp *op);
 void nv_lower_load(Nv *nv, IrOp *op);
 void nv_lower_store(Nv *nv, IrOp *op);
 

@@ -577,6 +577,32 @@ typedef struct FeTdLoad {
 	FeVal *desc, *offsets;
 } FeTdLoad;
 
+/* The descriptor's tensor map (a parameter's, or one made in the kernel)
+ * and its 2-D offsets as i32, for a tensor-map tail; *map NULL when there
+ * is none (not a kernel, no map, not 2-D). False on an error. */
+static bool tdesc_map_offsets(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, IrValue **map, IrValue **c0,
+			      IrValue **c1)
+{
+	*map = *c0 = *c1 = NULL;
+	PyObject *tmo = PyList_Size(d->items[TD_SPEC]->obj) > 2 ? PyList_GetItem(d->items[TD_SPEC]->obj, 2) : NULL;
+	int tm = tmo && PyLong_Check(tmo) ? (int)PyLong_AsLong(tmo) : -1;
+	FeVal *made = d->items[TD_TMAP];
+	IrValue *m = tm >= 0 && fe->func && tm < fe->func->body->nargs ? fe->func->body->args[tm]
+		     : fe_is_tensor(made)                                ? made->v
+									 : NULL;
+	FeVal **off;
+	int no;
+	if (!m || !fe->func || !fe->func->is_kernel || !seq_items(fe, node, offsets, &no, &off, "offsets") || no != 2)
+		return true;
+	const IrType *i32 = ir_type(fe->ctx, TY_I32);
+	*c0 = fe_to_ir(fe, node, off[0], i32);
+	*c1 = *c0 ? fe_to_ir(fe, node, off[1], i32) : NULL;
+	if (!*c1)
+		return false;
+	*map = m;
+	return true;
+}
+
 static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos,
 			      FeVal *rows)
 {
@@ -591,26 +617,12 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	FeVal *kv[2] = {m, other};
 	/* the descriptor's tensor map and the offsets, for a copy by the tensor
 	 * memory access unit (analysis/prefetch.c); ignored otherwise */
-	PyObject *tmo = PyList_Size(d->items[TD_SPEC]->obj) > 2 ? PyList_GetItem(d->items[TD_SPEC]->obj, 2) : NULL;
-	int tm = tmo && PyLong_Check(tmo) ? (int)PyLong_AsLong(tmo) : -1;
-	FeVal *made = d->items[TD_TMAP];
-	IrValue *map = tm >= 0 && fe->func && tm < fe->func->body->nargs ? fe->func->body->args[tm]
-		       : fe_is_tensor(made)                                ? made->v
-									   : NULL;
-	FeVal **off;
-	int no;
-	IrValue *c0 = NULL, *c1 = NULL;
-	if (map && !rows && fe->func && fe->func->is_kernel && seq_items(fe, node, offsets, &no, &off, "offsets") &&
-	    no == 2) {
-		const IrType *i32 = ir_type(fe->ctx, TY_I32);
-		c0 = fe_to_ir(fe, node, off[0], i32);
-		c1 = c0 ? fe_to_ir(fe, node, off[1], i32) : NULL;
-		if (!c1)
-			return NULL;
-	}
+	IrValue *map = NULL, *c0 = NULL, *c1 = NULL;
+	if (!rows && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1))
+		return NULL;
 	FeVal *r = fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
 	IrOp *ld = r && fe_is_tensor(r) ? r->v->def : NULL;
-	if (c1 && ld && ld->opc == OP_LOAD && ld->nops == 3) {
+	if (map && ld && ld->opc == OP_LOAD && ld->nops == 3) {
 		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
 		memcpy(ops, ld->ops, sizeof(IrValue *) * 3);
 		ops[3] = map;
@@ -691,6 +703,12 @@ void fe_tdesc_finish(Fe *fe)
 	fe->b = saved;
 }
 
+/* The op the builder made last (where its next op would go, less one). */
+static IrOp *last_built(const IrBuilder *b)
+{
+	return b->before ? b->before->prev : b->block ? b->block->last : NULL;
+}
+
 /* store and the atomics: `op` is "store" or "atomic_add", ...; with rows,
  * a scatter of those rows. */
 static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVal *offsets, FeVal *value,
@@ -718,10 +736,28 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 	FeVal *p, *m;
 	if (!tdesc_address(fe, node, d, offsets, op, NULL, rows, &p, &m))
 		return NULL;
+	/* a store: the tensor map and offsets too, for a store by the tensor
+	 * memory access unit on sm_90 (analysis/tmastore.c); ignored otherwise */
+	IrValue *map = NULL, *c0 = NULL, *c1 = NULL;
+	bool store = strcmp(op, "store") == 0;
+	if (store && !rows && m && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1))
+		return NULL;
+	IrOp *prev = last_built(&fe->b);
 	FeVal *args[2] = {p, value};
 	const char *kn[1] = {"mask"};
 	FeVal *kv[1] = {m};
 	FeVal *r = fe_builtin_call(fe, node, op, NULL, 2, args, m ? 1 : 0, kn, kv);
+	IrOp *st = r ? last_built(&fe->b) : NULL;
+	if (map && st && st != prev && st->opc == OP_STORE && st->nops == 3) {
+		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
+		memcpy(ops, st->ops, sizeof(IrValue *) * 3);
+		ops[3] = map;
+		ops[4] = c0;
+		ops[5] = c1;
+		st->ops = ops;
+		st->nops = 6;
+		ir_op_set_int(fe->ctx, st, "tma", 3);
+	}
 	return r ? fe_none(fe) : NULL;
 }
 

@@ -434,3 +434,23 @@ add("dot-pipelined-made-maps-fp16", desc_loaded_sizes_dot_kernel,
     ptx={"sm80": ["mma.sync.aligned.m16n8k16"],
          "sm90": ["tensormap.replace.tile.global_address", "fence.proxy.tensormap::generic.acquire.gpu",
                   "cp.async.bulk.tensor.2d", "wgmma.mma_async"]})
+
+
+@triton.jit
+def desc_store_kernel(x_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(x_ptr + rm[:, None] * BN + rn[None, :])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    c_desc.store([0, 0], x * 2)
+
+
+# a descriptor store: on sm_90 the tensor memory access unit writes the tile
+# from shared memory (tma_store), and what lies past the descriptor's rows
+# (M = 50 of the block's 64) is not written; elsewhere a masked store
+add("descriptor-store-fp16", desc_store_kernel,
+    lambda rng: [rng.uniform(-1, 1, (64, 64)).astype(np.float16), np.zeros((64, 64), np.float16), 50, 64],
+    lambda a: {1: np.concatenate([2 * a[0][:50].astype(np.float64), np.zeros((14, 64))])},
+    ["store"], cx=dict(BM=64, BN=64), tol=(1e-3, 1e-3),
+    ttgir=["tma_store"],
+    ptx={"sm90": ["cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read 0"]})

@@ -46,6 +46,7 @@ SM90_ONLY = {
     "tma_release": "a consumer warp hands a slot back to the producer (warp specialization, sm_90)",
     "warp_specialize": "the producer warpgroup's code (warp specialization, sm_90)",
     "tensormap_create": "a tensor map the kernel writes (frontend, sm_90: a descriptor over values it computes)",
+    "tma_store": "a descriptor store written by the tensor memory access unit (tma-stores pass, sm_90)",
 }
 TTGIR_ONLY.update(SM90_ONLY)
 # GPU-only ops (no CPU column either): the CPU backend rejects them with a

@@ -88,25 +88,28 @@ CONFIGS = [(128, 128, 64, 4, 3), (128, 128, 64, 4, 4), (64, 128, 64, 4, 3), (64,
 def test_sm90_maps_made_in_kernel(BM, BN, BK, warps, stages):
     k = _compile(90, BM, BN, BK, warps, stages)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
-    # A's and B's maps written by the kernel, C's (only stored through) not
+    # A's and B's maps written by the kernel for the tiles, C's for the
+    # tensor store of the epilogue
     made = re.findall(r"%\d+ = tensormap_create [^\n]*", ttgir)
     assert len(made) == 3
     used = [m for m in made if "gscratch = " in m]
-    assert sorted(re.search(r"gscratch = (\d+)", m).group(1) for m in used) == ["0", "128"]
+    assert sorted(re.search(r"gscratch = (\d+)", m).group(1) for m in used) == ["0", "128", "256"]
     assert f"tma_box = [{BK}, {BM}]" in used[0] and "tma_swizzle = 128" in used[0]
-    for v in re.findall(r"(%\d+) = tensormap_create [^\n]*gscratch", ttgir):
+    vs = re.findall(r"(%\d+) = tensormap_create [^\n]*gscratch", ttgir)
+    for v in vs[:2]:
         assert re.search(rf"tma_copy {v}, ", ttgir), v
+    assert re.search(rf"tma_store {vs[2]}, ", ttgir) and " store " not in ttgir
     assert "async_copy" not in ttgir
-    # the metadata asks the launch for 2 maps of global scratch per program
-    assert k.metadata.global_scratch_size == 256 and k.metadata.global_scratch_align == 128
+    # the metadata asks the launch for 3 maps of global scratch per program
+    assert k.metadata.global_scratch_size == 384 and k.metadata.global_scratch_align == 128
     # the PTX: the fields, the copy to global memory with its release, the
     # acquire, then the copies through the map; no per-thread cp.async
-    assert ptx.count("tensormap.replace.tile.global_address.shared::cta.b1024.b64") == 2
+    assert ptx.count("tensormap.replace.tile.global_address.shared::cta.b1024.b64") == 3
     for field in ("rank", "box_dim", "global_dim", "global_stride", "element_stride", "elemtype",
                   "interleave_layout", "swizzle_mode", "fill_mode"):
         assert f"tensormap.replace.tile.{field}.shared::cta" in ptx, field
-    assert ptx.count("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned") == 2
-    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
+    assert ptx.count("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned") == 3
+    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 3
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile" in ptx
     assert "cp.async.cg.shared.global" not in ptx
     assert "wgmma.mma_async" in ptx
@@ -143,7 +146,7 @@ def test_sm90_fp8_maps():
     """fp8 tiles: 64-byte rows, a 64-byte swizzle (mode 2), unsigned bytes (0)."""
     k = _compile(90, 128, 128, 64, 4, 3, fp8=True)
     ptx = k.asm["ptx"]
-    assert ptx.count("tensormap.cp_fenceproxy") == 2 and "cp.async.bulk.tensor" in ptx
+    assert ptx.count("tensormap.cp_fenceproxy") == 3 and "cp.async.bulk.tensor" in ptx
     assert re.search(r"elemtype\.shared::cta\.b1024\.b32 \[%r\d+\], 0;", ptx)
     assert re.search(r"swizzle_mode\.shared::cta\.b1024\.b32 \[%r\d+\], 2;", ptx)
     assert k.n_spills == 0
@@ -204,12 +207,15 @@ def test_sm80_keeps_cp_async_sm90_takes_tma():
 
 
 @needs_ptxas
-def test_sm90_single_stage_makes_nothing():
-    """num_stages = 1: no pipelined copy reads the maps, so none is written and
-    no scratch is asked for (the launch needs no allocator)."""
+def test_sm90_single_stage_makes_only_the_stored_map():
+    """num_stages = 1: no pipelined copy reads A's and B's maps, so those are
+    not written; C's is, for the tensor store of the epilogue (one map of
+    scratch)."""
     k = _compile(90, 128, 128, 64, 4, 1)
-    assert "tensormap.replace" not in k.asm["ptx"]
-    assert k.metadata.global_scratch_size == 0
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
+    assert ptx.count("tensormap.replace.tile.global_address") == 1 and "tma_copy" not in ttgir
+    assert "tma_store" in ttgir and "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    assert k.metadata.global_scratch_size == 128
 
 
 # -- CPU: the same kernel against numpy ------------------------------------------

@@ -64,7 +64,7 @@ def test_pass_table_rows():
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
     assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "flatten-loops",
-                    "split-dots", "prefetch", "axis-info",
+                    "split-dots", "prefetch", "tma-stores", "axis-info",
                     "assign-layouts", "remove-converts", "thread-locality", "allocate-global", "insert-barriers", "allocate-shared",
                     "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]

@@ -572,9 +572,11 @@ def test_sm90_matmul_descriptor_pipelined():
     assert ttgir.count("tma_copy ") == 6  # 2 tiles ahead + 1 in the loop, A and B
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor.2d" in ptx
     assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
-    # A: base a_ptr (param 0), shape (M, K) = params 3, 5, stride K; B: b_ptr, (N, K), K
+    # A: base a_ptr (param 0), shape (M, K) = params 3, 5, stride K; B: b_ptr, (N, K), K;
+    # C: c_ptr, (M, N), N, written by the tensor store of the epilogue
     plan = sorted(t[7:] for t in k.metadata.tma if t[6])
-    assert plan == [(0, 1, 3, 1, 5, 1, 5), (1, 1, 4, 1, 5, 1, 5)]
+    assert plan == [(0, 1, 3, 1, 5, 1, 5), (1, 1, 4, 1, 5, 1, 5), (2, 1, 3, 1, 4, 1, 4)]
+    assert ttgir.count("tma_store ") == 1 and "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
     assert all(t[0] == -1 for t in k.metadata.tma)
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
@@ -815,15 +817,16 @@ def _compile_sizes_desc(arch, warps=8):
 def test_sm90_unknown_bounds_take_made_maps():
     """Descriptors over sizes read from memory on sm_90: the kernel makes A's
     and B's maps and the tiles go through the tensor memory access unit,
-    which zero-fills what lies past M, N or K (C's map, stored through
-    only, is never written)."""
+    which zero-fills what lies past M, N or K; C's map too, which the
+    tensor store of the epilogue writes through (clipped at M and N)."""
     k = _compile_sizes_desc(90)
     ptx = k.asm["ptx"]
     assert "wgmma.mma_async" in ptx
-    assert ptx.count("tensormap.cp_fenceproxy") == 2 and "cp.async.bulk.tensor" in ptx
+    assert ptx.count("tensormap.cp_fenceproxy") == 3 and "cp.async.bulk.tensor.2d.shared::cluster" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
     assert "cp.async.cg.shared.global" not in ptx
     assert ptx.count("ld.global") <= 6, ptx.count("ld.global")  # the six sizes
-    assert k.metadata.global_scratch_size == 256
+    assert k.metadata.global_scratch_size == 384
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
@@ -954,7 +957,7 @@ def test_sm90_host_descriptors_take_tma(D, BM, BN, warps, stages, stage):
     assert ttgir.count("tma_copy ") == copies
     assert ptx.count("@!p bra.uni ct_tma_skip;\nelect.sync _|e, -1;") == copies
     assert ptx.count("@a mbarrier.arrive.expect_tx") == copies
-    assert ptx.count("@e cp.async.bulk.tensor") == copies
+    assert ptx.count("@e cp.async.bulk.tensor.2d.shared::cluster") == copies
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert "mbarrier.init.shared::cta.b64" in ptx and "mbarrier.inval.shared::cta.b64" in ptx
     assert "cp.async.cg.shared.global" not in ptx
@@ -1019,7 +1022,7 @@ def test_sm90_tma_copies_straight_line_sass(D, warps, ws):
     k = _compile_attn_host(90, D, 128, BN, warps, 2, 1 if ws else 3, ws=ws)
     ptx, sass = k.asm["ptx"], k.asm["sass"]
     assert "BRA.U.ANY" not in sass
-    assert sass.count("UTMALDG") == ptx.count("cp.async.bulk.tensor.2d")
+    assert sass.count("UTMALDG") == ptx.count("cp.async.bulk.tensor.2d.shared::cluster")
     assert "USHF.R.U64" not in sass and "ULEA.HI.X.SX32" not in sass
     assert "LDL" not in sass and k.n_spills == 0
 
@@ -1074,7 +1077,7 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     assert f"bar.sync \t1, {32 * consumers};" in ptx
     assert ptx.count("bar.sync \t0;") == 1  # after the mbarriers' initialisation, every warp
     assert ("setmaxnreg.inc.sync.aligned.u32 232;" in ptx) == (consumers == 8)
-    assert ptx.count("cp.async.bulk.tensor.2d") == 2 * (D // 64)
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster") == 2 * (D // 64)
     assert "mbarrier.arrive.shared::cta.b64" in ptx
     mma_loops = [b for b in ptx_loops(ptx) if "wgmma.mma_async" in b]
     assert len(mma_loops) == 1
@@ -1099,7 +1102,7 @@ def test_sm90_device_descriptor_product_shape(ws):
     k = triton.compile(ASTSource(attn_fwd_desc, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 2})
     used = [t for t in k.metadata.tma if t[6]]
-    assert sorted(t[7] for t in used) == [5, 6]  # K and V, from desc_k / desc_v
+    assert sorted(t[7] for t in used) == [5, 6, 7]  # K and V (desc_k / desc_v), O's store
     for t in used:
         assert t[8] == 4  # shape[0]: a product
         fs = [(t[9] >> (20 * i)) & 0xFFFFF for i in range(3)]
@@ -1180,7 +1183,11 @@ def persistent_host_desc_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.con
 def test_sm90_persistent_host_descriptors():
     """In the persistent form the K loop sits in the tile loop: its
     mbarriers are initialised before each tile's prologue and invalidated
-    after its loop (no copy in flight then), both inside the tile loop."""
+    after its loop (no copy in flight then), both inside the tile loop. So
+    the slots are free once a tile's loop ends, and the epilogue's tensor
+    store stages C in their bytes: shared memory is the slots and
+    mbarriers alone (3 x 32 KiB, and 2 x 32 bytes for the mbarriers; not
+    32 KiB more)."""
     dt = _host_desc_sig()
     sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "M": "i32", "N": "i32", "K": "i32", "NUM_SMS": "constexpr"}
     cx = {"NUM_SMS": 132}
@@ -1196,6 +1203,9 @@ def test_sm90_persistent_host_descriptors():
     outer = ttgir.index("for ")
     assert outer < ttgir.index("tma_init") < ttgir.index("tma_copy") < ttgir.index("tma_inval")
     assert ttgir.count("tma_copy ") == 6 and "async_copy" not in ttgir
+    assert ttgir.count("tma_store ") == 1 and " store " not in ttgir
+    assert ttgir.index("tma_inval") < ttgir.index("tma_store")
+    assert k.metadata.shared == 3 * 32768 + 64, k.metadata.shared
     assert "wgmma.mma_async" in k.asm["ptx"]
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
@@ -1214,15 +1224,19 @@ def test_gpu_host_descriptor_matmul_tma(BM, BN, BK, warps, stages, persistent):
     for M, N, K in ((300, 264, 200), (129, 72, 61 * 8)):
         a = torch.randn((M, K), device="cuda", dtype=torch.float16)
         b = torch.randn((N, K), device="cuda", dtype=torch.float16)
-        c = torch.full((M, N), 7.0, device="cuda", dtype=torch.float16)
+        # C inside a larger buffer: the tensor store of a tile past M or N
+        # writes nothing outside the descriptor's shape
+        cbuf = torch.full((M + 40, N + 24), 7.0, device="cuda", dtype=torch.float16)
+        c = cbuf[:M, :N]
         da, db = TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK])
-        dc = TensorDescriptor.from_tensor(c, [BM, BN])
+        dc = TensorDescriptor(c, [M, N], [N + 24, 1], [BM, BN])
         if persistent:
             persistent_host_desc_kernel[(5,)](da, db, dc, M, N, K, 5, num_warps=warps, num_stages=stages)
         else:
             matmul_host_desc_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](
                 da, db, dc, K, BK, num_warps=warps, num_stages=stages)
         torch.testing.assert_close(c, (a.float() @ b.float().T).half(), atol=6e-2, rtol=1e-2)
+        assert (cbuf[M:] == 7).all() and (cbuf[:, N:] == 7).all()
 
 
 @pytest.mark.gpu

@@ -154,10 +154,13 @@ void nv_lower_tmap_create(Nv *nv, IrOp *op)
 	asm_call(nv, text, "r,r,l,r,r,l,~{memory}", fa, 6);
 	nv_intrinsic(nv, "llvm.nvvm.bar.warp.sync", NULL, 0, (LLVMValueRef[]){nv_i32(nv, -1)}, 1);
 
-	/* 3. to global memory, released to the tensormap proxy, acquired */
+	/* 3. to global memory, released to the tensormap proxy, acquired; first
+	 * warp 0's tensor stores (mem.c, which wait only until they have read
+	 * shared memory) complete, so none still uses the map this replaces */
 	LLVMValueRef ca[3] = {warp0, g64, s32};
 	asm_call(nv,
 		 "{ .reg .pred p; setp.ne.b32 p, $0, 0;\n"
+		 "@p cp.async.bulk.wait_group 0;\n"
 		 "@p tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [$1], "
 		 "[$2], 128;\n"
 		 "@p fence.proxy.tensormap::generic.acquire.gpu [$1], 128;\n"

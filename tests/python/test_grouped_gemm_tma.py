@@ -110,6 +110,8 @@ def test_sm90_maps_made_in_kernel(BM, BN, BK, warps, stages):
         assert f"tensormap.replace.tile.{field}.shared::cta" in ptx, field
     assert ptx.count("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned") == 3
     assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 3
+    # a map is rewritten only once warp 0's tensor stores through it completed
+    assert ptx.count("@p cp.async.bulk.wait_group 0;\n@p tensormap.cp_fenceproxy") == 3
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile" in ptx
     assert "cp.async.cg.shared.global" not in ptx
     assert "wgmma.mma_async" in ptx

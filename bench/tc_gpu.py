@@ -94,7 +94,7 @@ def report(name, times, flops, extra=""):
 
 
 def matmul_cases(mods, quick):
-    cfgs = [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
+    cfgs = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
     sizes = [4096] if quick else [2048, 4096, 8192]
     for S in sizes:
         for dt in ([torch.float16] if S != 4096 or quick else [torch.float16, torch.bfloat16]):

@@ -1239,6 +1239,86 @@ def test_gpu_host_descriptor_matmul_tma(BM, BN, BK, warps, stages, persistent):
         assert (cbuf[M:] == 7).all() and (cbuf[:, N:] == 7).all()
 
 
+@triton.jit
+def split_store_kernel(a_desc, b_desc, c_desc, K, BK: tl.constexpr, SPLIT: tl.constexpr):
+    """C = A @ B.T, the accumulator stored whole or, as tutorial 09's
+    EPILOGUE_SUBTILE, as two column halves (reshape, permute, split)."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BN: tl.constexpr = b_desc.block_shape[0]
+    om = tl.program_id(0) * BM
+    on = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([om, ki * BK]), b_desc.load([on, ki * BK]).T, acc)
+    if SPLIT:
+        acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+        c_desc.store([om, on], acc0.to(c_desc.dtype))
+        c_desc.store([om, on + BN // 2], acc1.to(c_desc.dtype))
+    else:
+        c_desc.store([om, on], acc.to(c_desc.dtype))
+
+
+def _compile_split_store(split, out):
+    dt = _host_desc_sig()
+    sig = {"a_desc": dt, "b_desc": dt, "c_desc": (f"*{out}",) + dt[1:], "K": "i32", "BK": "constexpr",
+           "SPLIT": "constexpr"}
+    cx = {"BK": 64, "SPLIT": split}
+    attrs = {}
+    for i, bs in ((0, (128, 64)), (1, (128, 64)), (2, (128, 64 if split else 128))):
+        cx[(i, "tensordesc")] = (bs, "zero")
+        cx[(i, 2, 1)] = 1
+        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
+            attrs[leaf] = {"divisibility": 16}
+    return triton.compile(ASTSource(split_store_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": 4, "num_stages": 3})
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("out", ["fp16", "fp32"])
+def test_sm90_tensor_store_forms(split, out):
+    """Descriptor stores of a 128x128 accumulator on sm_90a, whole or as two
+    halves, f16 or f32: each a tma_store (no pointer store left), one bulk
+    tensor store per 128-byte column block of its box (f32 halves: two
+    blocks of 32 columns each), the accumulator written into the staging
+    buffer from the mma layout without a conversion through shared memory
+    first (whole); no spills."""
+    k = _compile_split_store(split, out)
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
+    assert ttgir.count("tma_store ") == (2 if split else 1) and " store " not in ttgir
+    cols = 64 if split else 128
+    boxes = (cols * (4 if out == "fp32" else 2) + 127) // 128
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group", ptx)
+    assert len(stores) == boxes * (2 if split else 1)
+    assert ptx.count("cp.async.bulk.wait_group.read 0") == (2 if split else 1)
+    if not split:
+        tail = ttgir[ttgir.rindex("} loc"):]
+        assert "convert_layout" not in tail, tail
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("out", ["fp16", "fp32"])
+def test_gpu_tensor_store_forms(split, out):
+    """The same kernel against torch, M and N not multiples of the block and
+    C inside a larger buffer: nothing written outside the descriptor."""
+    import torch
+    torch.manual_seed(0)
+    dt = {"fp16": torch.float16, "fp32": torch.float32}[out]
+    M, N, K = 300, 200, 192
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    cbuf = torch.full((M + 16, N + 56), 7.0, device="cuda", dtype=dt)
+    c = cbuf[:M, :N]
+    da, db = TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [128, 64])
+    dc = TensorDescriptor(c, [M, N], [N + 56, 1], [128, 64 if split else 128])
+    split_store_kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](da, db, dc, K, 64, split, num_warps=4,
+                                                                   num_stages=3)
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=6e-2, rtol=1e-2)
+    assert (cbuf[M:] == 7).all() and (cbuf[:, N:] == 7).all()
+
+
 @pytest.mark.gpu
 def test_gpu_host_descriptor_tma_errors():
     """A tensor map the descriptor cannot have is a clear error at launch,

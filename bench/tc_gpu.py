@@ -195,12 +195,15 @@ def attention_cases(mods, quick):
                    ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
-# (BLOCK_M, BLOCK_N, warps, stages, warp_specialize) per (HEAD_DIM, causal)
+# (BLOCK_M, BLOCK_N, warps, stages, warp_specialize) per (HEAD_DIM, causal);
+# causal with warp specialization is left out: Triton 3.6's warp
+# specialization fails to compile a kernel with a second loop after the
+# specialized one
 TMA_CONFIGS = {
     (64, False): [(128, 64, 4, 2, True), (128, 64, 4, 3, True), (128, 64, 4, 2, False)],
     (128, False): [(128, 128, 4, 2, True), (128, 64, 4, 2, True), (128, 64, 8, 2, False)],
-    (64, True): [(128, 64, 4, 2, False), (128, 64, 4, 3, False), (128, 64, 4, 2, True)],
-    (128, True): [(128, 64, 8, 2, False), (128, 64, 8, 3, False), (128, 64, 4, 2, True)],
+    (64, True): [(128, 64, 4, 2, False), (128, 64, 4, 3, False), (128, 64, 8, 2, False)],
+    (128, True): [(128, 64, 8, 2, False), (128, 64, 8, 3, False), (128, 64, 4, 2, False)],
 }
 
 

@@ -959,7 +959,10 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
  * invalidates its mbarriers (alloc.c), so it needs none. */
 static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, int nc)
 {
-	return an_shared_limit(o->arch) - max_scratch(body, o, cand, nc) - 4096;
+	/* layouts come after this pass: the scratch is an estimate, so at
+	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
+	int64_t inner = max_scratch(body, o, cand, nc);
+	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - 4096;
 }
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)

@@ -190,9 +190,12 @@ def tutorial09(mods, quick, pins=(None,)):
                           f"{' subtile' if kw.get('EPILOGUE_SUBTILE') else ''}", flush=True)
 
 
+K09 = None  # --k09: the K sizes of tutorial 09's cases
+
+
 def _tutorial09(mods, quick, tag):
     M = N = 8192
-    for K in (4096,) if quick else (512, 4096):
+    for K in K09 or ((4096,) if quick else (512, 4096)):
         a = torch.randn((M, K), device="cuda", dtype=torch.float16)
         b = torch.randn((K, N), device="cuda", dtype=torch.float16)
         ref = a @ b
@@ -233,12 +236,14 @@ def main():
                     help="06: warp_specialize as the tutorial's benchmark sets it (full only), always, never")
     ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
     ap.add_argument("--case", help="only the cases whose names match this regular expression")
+    ap.add_argument("--k09", help="09: K sizes, comma-separated (default 4096; without --quick 512,4096)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     a = ap.parse_args()
-    global CASE_FILTER, ROUNDS
+    global CASE_FILTER, ROUNDS, K09
     CASE_FILTER = a.case
     ROUNDS = max(1, a.rounds)
+    K09 = tuple(int(k) for k in a.k09.split(",")) if a.k09 else None
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.warm:

@@ -885,7 +885,9 @@ static void ws_early_release(IrCtx *ctx, IrFunc *f, IrBlock *nb, int buf0, int n
 		}
 		ir_op_unlink(rel);
 		ir_block_insert_before(nb, after, rel);
-		ir_op_set_int(ctx, rel, "wgmma_pending", 0);
+		/* the previous iteration's slot: its P @ V is done once only the
+		 * MMA just issued is left (the backend waits with one pending) */
+		ir_op_set_int(ctx, rel, "wgmma_pending", d1 == last ? 1 : 0);
 		ir_op_unlink(wait);
 		ir_block_insert_before(nb, d0, wait);
 	}

@@ -587,6 +587,20 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		int pend = (op->opc == OP_BARRIER || op->opc == OP_TMA_RELEASE) && !nv->settle_all
 				   ? (int)ir_op_int(op, "wgmma_pending", 0)
 				   : 0;
+		/* tma_release {wgmma_pending = 1} right after this iteration's
+		 * first MMA: the previous iteration's, still in flight, is done
+		 * once only that newest group is left (wait_group 1); the newest
+		 * keeps running until something reads it. Not when the newest
+		 * accumulates into the previous one's registers (a matmul's
+		 * chain): they are the newest's now, and wait for it. */
+		if (op->opc == OP_TMA_RELEASE && pend == 1) {
+			if (nv->fly_arg && nv->wg_dot && !nv_reads(nv->wg_dot, nv->fly_arg)) {
+				nv_wgmma_settle(nv, 1);
+				nv_lower_op(nv, op);
+				continue;
+			}
+			pend = 0;
+		}
 		/* the yield of a {wgmma_inflight = 2} body taking the dot still in
 		 * flight (no barrier after it left it flying, as in a
 		 * warp-specialized consumer's loop): it stays in flight across

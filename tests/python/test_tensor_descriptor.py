@@ -1053,8 +1053,10 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     and releases each slot after its MMAs; with num_warps 4 and 128-row dots
     the data is split over two consumer warpgroups (8 warps) and the
     producer gives registers to them (setmaxnreg); P @ V stays in flight
-    across the consumers' back edge (one wait an iteration, Q @ K^T's, which
-    settles it too); zero spills."""
+    across the consumers' back edge: once Q @ K^T is issued, a wait with it
+    alone pending settles P @ V and the previous V slot goes back to the
+    producer at once, then Q @ K^T's own wait and K's release; zero
+    spills."""
     k = _compile_attn_host(90, D, BM, BN, warps, stages, ws=True)
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
     consumers = 8 if BM == 128 else warps
@@ -1081,7 +1083,9 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     assert "mbarrier.arrive.shared::cta.b64" in ptx
     mma_loops = [b for b in ptx_loops(ptx) if "wgmma.mma_async" in b]
     assert len(mma_loops) == 1
-    assert re.findall(r"wgmma\.wait_group\.sync\.aligned \d+;", mma_loops[0]) == ["wgmma.wait_group.sync.aligned 0;"]
+    seq = re.findall(r"wgmma\.commit_group|wgmma\.wait_group\.sync\.aligned \d+|mbarrier\.arrive\.shared", mma_loops[0])
+    assert seq == ["wgmma.commit_group", "wgmma.wait_group.sync.aligned 1", "mbarrier.arrive.shared",
+                   "wgmma.wait_group.sync.aligned 0", "mbarrier.arrive.shared", "wgmma.commit_group"], seq
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 

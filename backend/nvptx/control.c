@@ -592,14 +592,13 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		 * once only that newest group is left (wait_group 1); the newest
 		 * keeps running until something reads it. Not when the newest
 		 * accumulates into the previous one's registers (a matmul's
-		 * chain): they are the newest's now, and wait for it. */
-		if (op->opc == OP_TMA_RELEASE && pend == 1) {
-			if (nv->fly_arg && nv->wg_dot && !nv_reads(nv->wg_dot, nv->fly_arg)) {
-				nv_wgmma_settle(nv, 1);
-				nv_lower_op(nv, op);
-				continue;
-			}
-			pend = 0;
+		 * chain): they are the newest's now, and the release waits as a
+		 * {wgmma_pending = 1} barrier does. */
+		if (op->opc == OP_TMA_RELEASE && pend == 1 && nv->fly_arg && nv->wg_dot &&
+		    !nv_reads(nv->wg_dot, nv->fly_arg)) {
+			nv_wgmma_settle(nv, 1);
+			nv_lower_op(nv, op);
+			continue;
 		}
 		/* the yield of a {wgmma_inflight = 2} body taking the dot still in
 		 * flight (no barrier after it left it flying, as in a

@@ -1089,6 +1089,36 @@ def test_sm90_warp_specialized_attention(D, BM, BN, warps, stages):
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
+@triton.jit
+def ws_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=True):
+        acc = tl.dot(a_desc.load([0, k * BK]), b_desc.load([0, k * BK]).T, acc)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_warp_specialized_matmul_keeps_an_mma_in_flight():
+    """A warp-specialized matmul's consumers release the previous
+    iteration's slots once all but the MMA just issued are done
+    (wgmma.wait_group 1): the chain of MMAs on one accumulator never waits
+    for the newest inside the loop."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    k = triton.compile(ASTSource(ws_matmul_kernel, sig, dict(BM=128, BN=128, BK=64),
+                                 {(i,): {"divisibility": 16} for i in range(6)}),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+    assert "warp_specialize {" in k.asm["ct.ttgir"]
+    loops = [b for b in ptx_loops(k.asm["ptx"]) if "wgmma.mma_async" in b]
+    assert len(loops) == 1
+    seq = re.findall(r"wgmma\.commit_group|wgmma\.wait_group\.sync\.aligned \d+|mbarrier\.arrive\.shared", loops[0])
+    assert seq == ["wgmma.commit_group", "wgmma.wait_group.sync.aligned 1", "mbarrier.arrive.shared",
+                   "mbarrier.arrive.shared"], seq
+    assert k.n_spills == 0
+
+
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("ws", [False, True])
 def test_sm90_device_descriptor_product_shape(ws):

@@ -675,6 +675,24 @@ static IrError *pointee(Verifier *V, const IrOp *op, const IrType **out)
 	return NULL;
 }
 
+/* A load's or store's tensor-map tail ({tma = n}): after the first three
+ * operands (named by first3), the map (a scalar pointer), then one i32
+ * offset per dim. */
+static IrError *check_tma_tail(Verifier *V, const IrOp *op, const char *first3)
+{
+	int64_t tail = ir_op_int(op, "tma", 0);
+	if (tail < 0 || (tail && op->nops != 3 + tail) || (!tail && op->nops > 3))
+		return fail(V, op, "takes %s, then {tma} more operands (tma = %lld), got %d", first3, (long long)tail,
+			    op->nops);
+	for (int i = 3; i < op->nops; i++) {
+		const IrType *t = op->ops[i]->type;
+		if (i == 3 ? !ir_is_ptr(t) || ir_is_block(t) : t->kind != TY_I32)
+			return fail(V, op, "operand %d must be %s, got %s", i,
+				    i == 3 ? "a scalar pointer (the tensor map)" : "an i32 offset", ts(V, t));
+	}
+	return NULL;
+}
+
 static IrError *check_mask(Verifier *V, const IrOp *op, int i)
 {
 	const IrType *want = ir_type_like(V->ctx, op->ops[0]->type, ir_type(V->ctx, TY_I1));
@@ -702,19 +720,8 @@ static IrError *check_memory(Verifier *V, const IrOp *op)
 		if (op->nops > 2 && op->ops[2]->type != vt)
 			return fail(V, op, "other must have the result type %s, got %s", ts(V, vt),
 				    ts(V, op->ops[2]->type));
-		{
-			/* a tensor-map tail: the map, then one i32 offset per dim */
-			int64_t tail = ir_op_int(op, "tma", 0);
-			if (tail < 0 || (tail && op->nops != 3 + tail) || (!tail && op->nops > 3))
-				return fail(V, op, "takes ptr, mask and other, then {tma} more operands (tma = %lld), got %d",
-					    (long long)tail, op->nops);
-			for (int i = 3; i < op->nops; i++) {
-				const IrType *t = op->ops[i]->type;
-				if (i == 3 ? !ir_is_ptr(t) || ir_is_block(t) : t->kind != TY_I32)
-					return fail(V, op, "operand %d must be %s, got %s", i,
-						    i == 3 ? "a scalar pointer (the tensor map)" : "an i32 offset", ts(V, t));
-			}
-		}
+		if ((e = check_tma_tail(V, op, "ptr, mask and other")))
+			return e;
 		if ((e = check_str_in(V, op, "cache", false, load_caches)) ||
 		    (e = check_str_in(V, op, "evict", false, evicts)) ||
 		    (e = check_opt(V, op, "volatile", ATTR_BOOL)))
@@ -726,19 +733,8 @@ static IrError *check_memory(Verifier *V, const IrOp *op)
 				    ts(V, vt), ts(V, op->ops[0]->type), ts(V, op->ops[1]->type));
 		if (op->nops > 2 && (e = check_mask(V, op, 2)))
 			return e;
-		{
-			/* a tensor-map tail: the map, then one i32 offset per dim */
-			int64_t tail = ir_op_int(op, "tma", 0);
-			if (tail < 0 || (tail && op->nops != 3 + tail) || (!tail && op->nops > 3))
-				return fail(V, op, "takes ptr, value and mask, then {tma} more operands (tma = %lld), got %d",
-					    (long long)tail, op->nops);
-			for (int i = 3; i < op->nops; i++) {
-				const IrType *t = op->ops[i]->type;
-				if (i == 3 ? !ir_is_ptr(t) || ir_is_block(t) : t->kind != TY_I32)
-					return fail(V, op, "operand %d must be %s, got %s", i,
-						    i == 3 ? "a scalar pointer (the tensor map)" : "an i32 offset", ts(V, t));
-			}
-		}
+		if ((e = check_tma_tail(V, op, "ptr, value and mask")))
+			return e;
 		if ((e = check_str_in(V, op, "cache", false, store_caches)) ||
 		    (e = check_str_in(V, op, "evict", false, evicts)))
 			return e;

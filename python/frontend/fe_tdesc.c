@@ -603,6 +603,20 @@ static bool tdesc_map_offsets(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	return true;
 }
 
+/* Appends the tensor-map tail (the map, then the 2-D offsets: {tma = 3})
+ * to a load's or store's three operands. */
+static void add_tma_tail(Fe *fe, IrOp *op, IrValue *map, IrValue *c0, IrValue *c1)
+{
+	IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
+	memcpy(ops, op->ops, sizeof(IrValue *) * 3);
+	ops[3] = map;
+	ops[4] = c0;
+	ops[5] = c1;
+	op->ops = ops;
+	op->nops = 6;
+	ir_op_set_int(fe->ctx, op, "tma", 3);
+}
+
 static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos,
 			      FeVal *rows)
 {
@@ -623,14 +637,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	FeVal *r = fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
 	IrOp *ld = r && fe_is_tensor(r) ? r->v->def : NULL;
 	if (map && ld && ld->opc == OP_LOAD && ld->nops == 3) {
-		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
-		memcpy(ops, ld->ops, sizeof(IrValue *) * 3);
-		ops[3] = map;
-		ops[4] = c0;
-		ops[5] = c1;
-		ld->ops = ops;
-		ld->nops = 6;
-		ir_op_set_int(fe->ctx, ld, "tma", 3);
+		add_tma_tail(fe, ld, map, c0, c1);
 		if (pos && pos[0] != 0)
 			ir_op_set_int(fe->ctx, ld, "tma_tr", 1);
 	}
@@ -748,16 +755,8 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 	FeVal *kv[1] = {m};
 	FeVal *r = fe_builtin_call(fe, node, op, NULL, 2, args, m ? 1 : 0, kn, kv);
 	IrOp *st = r ? last_built(&fe->b) : NULL;
-	if (map && st && st != prev && st->opc == OP_STORE && st->nops == 3) {
-		IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
-		memcpy(ops, st->ops, sizeof(IrValue *) * 3);
-		ops[3] = map;
-		ops[4] = c0;
-		ops[5] = c1;
-		st->ops = ops;
-		st->nops = 6;
-		ir_op_set_int(fe->ctx, st, "tma", 3);
-	}
+	if (map && st && st != prev && st->opc == OP_STORE && st->nops == 3)
+		add_tma_tail(fe, st, map, c0, c1);
 	return r ? fe_none(fe) : NULL;
 }
 

@@ -302,6 +302,10 @@ enum { AN_TMAP_BYTES = 128 };
  * lose theirs), sets f's "global_scratch" attribute to the bytes a program
  * needs (none when 0) and returns them. */
 int64_t an_allocate_global_scratch(IrFunc *f);
+/* Whether v is the tensor map a tma_copy or tma_store in b (or a region
+ * in it) goes through: such a map is written (made in the kernel) or
+ * encoded at launch (a parameter). */
+bool an_tmap_used(const IrBlock *b, const IrValue *v);
 /* f's global scratch bytes per program (its "global_scratch"; 0: none). */
 int64_t an_global_scratch(const IrFunc *f);
 

@@ -28,15 +28,13 @@ static void del_attr(int *nattrs, IrAttr *attrs, const char *name)
 		}
 }
 
-/* Whether v is the map operand of a tma_copy or tma_store in b (or a
- * region in it). */
-static bool copied_through(const IrBlock *b, const IrValue *v)
+bool an_tmap_used(const IrBlock *b, const IrValue *v)
 {
 	for (const IrOp *op = b->first; op; op = op->next) {
 		if ((op->opc == OP_TMA_COPY || op->opc == OP_TMA_STORE) && op->ops[0] == v)
 			return true;
 		for (int r = 0; r < op->nregions; r++)
-			if (copied_through(op->regions[r], v))
+			if (an_tmap_used(op->regions[r], v))
 				return true;
 	}
 	return false;
@@ -50,7 +48,7 @@ static void assign(IrFunc *f, IrBlock *b, int64_t *total)
 			assign(f, op->regions[r], total);
 		if (op->opc != OP_TMAP_CREATE)
 			continue;
-		if (f->is_kernel && copied_through(f->body, &op->res[0])) {
+		if (f->is_kernel && an_tmap_used(f->body, &op->res[0])) {
 			ir_op_set_int(ctx, op, "gscratch", *total);
 			*total += AN_TMAP_BYTES;
 		} else {

@@ -266,18 +266,6 @@ static IrError *run_insert_barriers(JitPipe *p)
 	return NULL;
 }
 
-static bool uses_tmap(const IrBlock *b, const IrValue *m)
-{
-	for (const IrOp *op = b->first; op; op = op->next) {
-		if ((op->opc == OP_TMA_COPY || op->opc == OP_TMA_STORE) && op->ops[0] == m)
-			return true;
-		for (int r = 0; r < op->nregions; r++)
-			if (uses_tmap(op->regions[r], m))
-				return true;
-	}
-	return false;
-}
-
 /* The launch plan of the kernel's tensor-map parameters (JitKernel.tma). */
 static void tma_plan(IrFunc *f, JitKernel *k)
 {
@@ -300,7 +288,7 @@ static void tma_plan(IrFunc *f, JitKernel *k)
 		e[3] = sw ? sw->i : 0;
 		e[4] = dt ? dt->i : 0;
 		e[5] = nan ? nan->i : 0;
-		e[6] = uses_tmap(f->body, f->body->args[i]);
+		e[6] = an_tmap_used(f->body, f->body->args[i]);
 		if (src && src->kind == ATTR_INTS && src->n == 7)
 			memcpy(e + 7, src->ints, 7 * sizeof(int64_t));
 	}

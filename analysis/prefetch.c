@@ -355,6 +355,33 @@ static bool wgmma_b(PCtx *p, const IrOp *d, const IrValue *v, const AnGpuOptions
 	return l && l->version_major == 3 && d->ops[1] == v && d->ops[0] != v;
 }
 
+/* Operand A of a warpgroup MMA (and not also its B). */
+static bool wgmma_a(PCtx *p, const IrOp *d, const IrValue *v, const AnGpuOptions *o)
+{
+	const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+	return l && l->version_major == 3 && d->ops[0] == v && d->ops[1] != v;
+}
+
+/* A tile that is operand A of several warpgroup MMAs of the loop body and
+ * nothing else (one row block times several weight blocks: LLTM's three
+ * gates). One slot serves them all, as for a single dot. */
+static bool async_ok_multi_a(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
+{
+	const IrType *t = L->res[0].type;
+	IrValue *v = &L->res[0];
+	int n = ir_count_uses(p->f, v), seen = 0;
+	if (t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+		return false;
+	for (IrOp *op = p->body->first; op; op = op->next)
+		for (int i = 0; i < op->nops; i++)
+			if (op->ops[i] == v) {
+				if (!wgmma_a(p, op, v, o))
+					return false;
+				seen++;
+			}
+	return seen == n && slot_ok(L, o, ax, false, trans);
+}
+
 static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans, IrOp **tr,
 			   int *ntr)
 {
@@ -362,6 +389,8 @@ static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis
 	IrValue *v = &L->res[0];
 	int es = ir_type_bits(ir_scalar(t)) / 8, n = ir_count_uses(p->f, v), seen = 0;
 	*ntr = 0;
+	if (async_ok_multi_a(p, L, o, ax, trans))
+		return true;
 	if (es != 2 || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
 		return false;
 	for (IrOp *op = p->body->first; op; op = op->next)

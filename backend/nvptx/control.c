@@ -594,7 +594,7 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		 * accumulates into the previous one's registers (a matmul's
 		 * chain): they are the newest's now, and the release waits as a
 		 * {wgmma_pending = 1} barrier does. */
-		if (op->opc == OP_TMA_RELEASE && pend == 1 && nv->fly_arg && nv->wg_dot &&
+		if (op->opc == OP_TMA_RELEASE && pend == 1 && nv->fly_arg && nv->wg_dot && !nv->nwg_old &&
 		    !nv_reads(nv->wg_dot, nv->fly_arg)) {
 			nv_wgmma_settle(nv, 1);
 			nv_lower_op(nv, op);

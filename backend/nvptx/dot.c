@@ -655,22 +655,51 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	/* in flight: the copies of the next tiles (address arithmetic, cp.async)
 	 * may be issued before the wait */
 	wgmma_commit(nv);
+	if (nv->wg_dot) { /* an independent dot in flight (nv_wgmma_keeps_flying) */
+		nv->wg_old[nv->nwg_old] = nv->wg_dot;
+		nv->wg_old_acc[nv->nwg_old] = nv->wg_acc;
+		nv->wg_old_n[nv->nwg_old++] = nv->wg_n;
+	}
 	nv->wg_dot = op;
 	nv->wg_acc = acc;
 	nv->wg_n = mc.n;
+}
+
+/* Whether op reads the result of a dot in flight. */
+static bool reads_in_flight(const Nv *nv, const IrOp *op)
+{
+	for (int i = 0; i < op->nops; i++) {
+		if (op->ops[i] == &nv->wg_dot->res[0])
+			return true;
+		for (int k = 0; k < nv->nwg_old; k++)
+			if (op->ops[i] == &nv->wg_old[k]->res[0])
+				return true;
+	}
+	return false;
+}
+
+/* A warpgroup dot that may issue while the dots in flight run: it reads
+ * none of their results, stages nothing in shared scratch, and waits for
+ * nothing itself (no fp8 partial-sum groups). Its MMA group is committed
+ * after theirs; a wait for it waits for them too. */
+static bool wgmma_joins_flight(const Nv *nv, const IrOp *op)
+{
+	if (nv->nwg_old == NV_WG_OLD || !an_is_wgmma(op->res[0].type) || an_scratch_bytes(op, &nv->ao) > 0 ||
+	    reads_in_flight(nv, op))
+		return false;
+	IrTypeKind ak = ir_scalar(op->ops[0]->type)->kind;
+	return !(ir_op_int(op, "max_num_imprecise_acc", 0) > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));
 }
 
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 {
 	if (op->opc == OP_ASYNC_COMMIT || (op->opc == OP_ASYNC_COPY && ir_op_int(op, "ordered", 0)))
 		return true; /* writes a slot the dots in flight do not read */
-	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || op->opc == OP_DOT ||
-	    an_scratch_bytes(op, &nv->ao) > 0)
+	if (op->opc == OP_DOT)
+		return wgmma_joins_flight(nv, op);
+	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || an_scratch_bytes(op, &nv->ao) > 0)
 		return false;
-	for (int i = 0; i < op->nops; i++)
-		if (op->ops[i] == &nv->wg_dot->res[0])
-			return false;
-	return true;
+	return !reads_in_flight(nv, op);
 }
 
 /* commit_group: one more group in flight (counted where the count is known) */
@@ -728,20 +757,34 @@ void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n)
  * registers tied through the same wait (one statement, one wait). */
 void nv_wgmma_wait(Nv *nv, int pending)
 {
-	if (nv->fly_arg && pending <= 1) {
-		int n = nv->wg_n + nv->fly_n;
-		LLVMValueRef *regs = nv_regbuf(nv, n);
-		memcpy(regs, nv->wg_acc, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
-		memcpy(regs + nv->wg_n, nv->fly_regs, sizeof(LLVMValueRef) * (size_t)nv->fly_n);
-		wait_tied(nv, pending, regs, n);
-		memcpy(nv->wg_acc, regs, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
-		nv_set(nv, nv->fly_arg, nv->fly_n, regs + nv->wg_n);
-		nv->fly_arg = NULL;
-	} else {
-		wait_tied(nv, pending, nv->wg_acc, nv->wg_n);
+	bool fly = nv->fly_arg && pending <= 1;
+	int n = nv->wg_n + (fly ? nv->fly_n : 0);
+	for (int k = 0; k < nv->nwg_old; k++)
+		n += nv->wg_old_n[k];
+	LLVMValueRef *regs = nv_regbuf(nv, n);
+	int u = 0;
+	memcpy(regs, nv->wg_acc, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
+	u += nv->wg_n;
+	for (int k = 0; k < nv->nwg_old; k++) {
+		memcpy(regs + u, nv->wg_old_acc[k], sizeof(LLVMValueRef) * (size_t)nv->wg_old_n[k]);
+		u += nv->wg_old_n[k];
 	}
+	if (fly)
+		memcpy(regs + u, nv->fly_regs, sizeof(LLVMValueRef) * (size_t)nv->fly_n);
+	wait_tied(nv, pending, regs, n);
+	memcpy(nv->wg_acc, regs, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
 	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
+	u = nv->wg_n;
+	for (int k = 0; k < nv->nwg_old; k++) { /* older than the newest: done at any wait */
+		nv_set(nv, &nv->wg_old[k]->res[0], nv->wg_old_n[k], regs + u);
+		u += nv->wg_old_n[k];
+	}
+	if (fly) {
+		nv_set(nv, nv->fly_arg, nv->fly_n, regs + u);
+		nv->fly_arg = NULL;
+	}
 	nv->wg_dot = NULL;
+	nv->nwg_old = 0;
 }
 
 /* The dot in flight at the yield of a {wgmma_inflight = 2} loop's body: its
@@ -750,6 +793,11 @@ void nv_wgmma_wait(Nv *nv, int pending)
  * after the loop). */
 void nv_wgmma_leave(Nv *nv)
 {
+	for (int k = 0; k < nv->nwg_old; k++) { /* the older dots: done once only the newest is left */
+		wait_tied(nv, 1, nv->wg_old_acc[k], nv->wg_old_n[k]);
+		nv_set(nv, &nv->wg_old[k]->res[0], nv->wg_old_n[k], nv->wg_old_acc[k]);
+	}
+	nv->nwg_old = 0;
 	tie_regs(nv, "", nv->wg_acc, nv->wg_n);
 	nv_set(nv, &nv->wg_dot->res[0], nv->wg_n, nv->wg_acc);
 	nv->wg_dot = NULL;

@@ -15,6 +15,8 @@
 #include "analysis/analysis.h"
 #include "backend/backend.h"
 
+#define NV_WG_OLD 3 /* independent warpgroup dots in flight besides the newest */
+
 typedef struct NvVals {
 	int n;
 	LLVMValueRef *v;
@@ -63,6 +65,13 @@ typedef struct Nv {
 	IrOp *wg_dot;
 	LLVMValueRef *wg_acc;
 	int wg_n;
+	/* older warpgroup dots still in flight, issued before wg_dot and
+	 * independent of it (a loop of several accumulators: LLTM's gates),
+	 * oldest first; settled by the same waits as wg_dot */
+	IrOp *wg_old[NV_WG_OLD];
+	LLVMValueRef *wg_old_acc[NV_WG_OLD];
+	int wg_old_n[NV_WG_OLD];
+	int nwg_old;
 	/* the previous iteration's last MMA, still in flight at the top of a
 	 * {wgmma_inflight = 2} loop body: the carried argument it yields into
 	 * and the registers it writes, settled at the next wait */

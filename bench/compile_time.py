@@ -202,42 +202,63 @@ def cases(impl="ctriton"):
                             "BLOCK_N2": 32, "BLK_SLICE_FACTOR": 2, "HEAD_DIM": 64},
                            {n: D16 for n in bwd if n != "sm_scale"},
                            {"num_warps": 4, "num_stages": 5})
+    # the LLTM kernels as bench/lib_gpu.py's large case launches them on Hopper
+    # (B 4096, S 1024, I 1024, tf32): contiguous rows, sizes multiples of 16
     lt = kernels_module("lltm", impl)
     f32 = " ".join(f"{n}:*fp32" for n in ("input_ptr", "w_ptr", "bias_ptr", "old_h_ptr",
                                           "old_cell_ptr", "new_h_ptr", "new_cell_ptr",
                                           "in_gate_ptr", "out_gate_ptr", "cand_ptr"))
-    s = sig(f32 + " B:i32 S:i32 I:i32 stride_in:i32 stride_w0:i32 stride_w1:i32 stride_h:i32 "
-            "stride_c:i32")
+    s = sig(f32 + " B:i32 S:i32 I:i32 stride_in:i32 stride_w0:i32 stride_h:i32 stride_c:i32")
     out["lib.lltm_fwd"] = (lt.lltm_fwd_kernel, s,
-                           {"BLOCK_B": 16, "BLOCK_S": 32, "BLOCK_K": 32, "PREC": "ieee"},
-                           {n: D16 for n in s if n.endswith("_ptr")}, {"num_warps": 4})
+                           {"stride_w1": 1, "BLOCK_B": 128, "BLOCK_S": 64, "BLOCK_K": 32,
+                            "PREC": "tf32"},
+                           {n: D16 for n in s}, {"num_warps": 8, "num_stages": 3})
     f32 = " ".join(f"{n}:*fp32" for n in ("grad_h_ptr", "grad_cell_ptr", "new_cell_ptr",
                                           "in_gate_ptr", "out_gate_ptr", "cand_ptr",
-                                          "d_gates_ptr", "d_old_cell_ptr", "d_bias_ptr"))
+                                          "d_gates_ptr", "d_gates_t_ptr", "d_old_cell_ptr",
+                                          "d_bias_part_ptr"))
     s = sig(f32 + " B:i32 S:i32 stride_gh:i32 stride_gc:i32")
-    out["lib.lltm_bwd"] = (lt.lltm_bwd_gates_kernel, s, {"BLOCK_B": 16, "BLOCK_S": 32},
-                           {n: D16 for n in s if n.endswith("_ptr")}, {"num_warps": 4})
+    out["lib.lltm_bwd"] = (lt.lltm_bwd_gates_kernel, s, {"BLOCK_B": 32, "BLOCK_S": 64},
+                           {n: D16 for n in s}, {"num_warps": 4})
+    s = sig("part_ptr:*fp32 out_ptr:*fp32 rows:i32 n:i32")
+    out["lib.lltm_bias_reduce"] = (lt.lltm_bias_reduce_kernel, s,
+                                   {"BLOCK_R": 16, "BLOCK_N": 128}, {n: D16 for n in s},
+                                   {"num_warps": 4})
+    s = sig("src_ptr:*fp32 dst_ptr:*fp32 R:i32 C:i32 stride_sr:i32 stride_dst:i32")
+    out["lib.transpose"] = (lt.transpose_kernel, s,
+                            {"stride_sc": 1, "BLOCK_R": 64, "BLOCK_C": 64}, {n: D16 for n in s},
+                            {"num_warps": 4})
     s = sig("a_ptr:*fp32 b_ptr:*fp32 c_ptr:*fp32 M:i32 N:i32 K:i32 stride_am:i32 "
-            "stride_ak:i32 stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32")
+            "stride_bn:i32 stride_cm:i32")
     out["lib.matmul_f32"] = (lt.matmul_f32_kernel, s,
-                             {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "PREC": "ieee"},
-                             d16("a_ptr", "b_ptr", "c_ptr"), {"num_warps": 4})
+                             {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1, "BLOCK_M": 128,
+                              "BLOCK_N": 256, "BLOCK_K": 32, "GROUP_M": 8, "PREC": "tf32"},
+                             {n: D16 for n in s}, {"num_warps": 8, "num_stages": 3})
     ssd = kernels_module("mamba2_ssd", impl)
     ints = ("seqlen nheads heads_per_group headdim dstate nchunks").split()
     strides = lambda *ts: [f"s{t}_{d}" for t, ds in ts for d in ds]  # noqa: E731
-    s = sig(" ".join(f"{n}:*fp32" for n in ("x_ptr", "dt_ptr", "a_ptr", "b_ptr", "c_ptr",
-                                             "y_ptr", "states_ptr", "cum_ptr"))
-            + "".join(f" {n}:i32" for n in ints + strides(("x", "blhp"), ("dt", "blh"),
-                                                          ("b", "blgn"), ("c", "blgn"),
-                                                          ("y", "blhp"))))
+    # as a launch with contiguous torch tensors specializes it: unit strides
+    # are constants, the other strides, headdim and dstate multiples of 16
+    unit = {"sx_p": 1, "sdt_h": 1, "sb_n": 1, "sc_n": 1, "sy_p": 1}
+    ssd_d16 = lambda s: {n: D16 for n in s  # noqa: E731
+                         if n.endswith("_ptr") or n in ("headdim", "dstate", "dim")
+                         or (n[0] == "s" and "_" in n and n not in unit)}
+    ssd_sig = lambda ptrs, ts: sig(  # noqa: E731
+        " ".join(f"{n}:*fp32" for n in ptrs)
+        + "".join(f" {n}:i32" for n in ints + strides(*ts)))
     ssd_cx = {"CHUNK": 64, "BLOCK_P": 64, "BLOCK_N": 64, "PREC": "ieee"}
-    out["lib.ssd_chunk"] = (ssd.ssd_chunk_kernel, s, ssd_cx,
-                            {n: D16 for n in s if n.endswith("_ptr")}, {"num_warps": 4})
-    s = sig(" ".join(f"{n}:*fp32" for n in ("c_ptr", "y_ptr", "states_ptr", "cum_ptr",
-                                             "final_ptr"))
-            + "".join(f" {n}:i32" for n in ints + strides(("c", "blgn"), ("y", "blhp"))))
-    out["lib.ssd_state"] = (ssd.ssd_state_pass_kernel, s, ssd_cx,
-                            {n: D16 for n in s if n.endswith("_ptr")}, {"num_warps": 4})
+    s = ssd_sig(("x_ptr", "dt_ptr", "a_ptr", "b_ptr", "states_ptr", "cum_ptr"),
+                (("x", "blhp"), ("dt", "blh"), ("b", "blgn")))
+    out["lib.ssd_chunk_state"] = (ssd.ssd_chunk_state_kernel, s,
+                                  dict(ssd_cx, **{n: 1 for n in unit if n in s}), ssd_d16(s),
+                                  {"num_warps": 4})
+    s = sig("states_ptr:*fp32 cum_ptr:*fp32 final_ptr:*fp32 dim:i32 nchunks:i32")
+    out["lib.ssd_state_pass"] = (ssd.ssd_state_pass_kernel, s, {"CHUNK": 64, "BLOCK": 1024},
+                                 ssd_d16(s), {"num_warps": 4})
+    s = ssd_sig(("x_ptr", "dt_ptr", "b_ptr", "c_ptr", "y_ptr", "states_ptr", "cum_ptr"),
+                (("x", "blhp"), ("dt", "blh"), ("b", "blgn"), ("c", "blgn"), ("y", "blhp")))
+    out["lib.ssd_chunk_scan"] = (ssd.ssd_chunk_scan_kernel, s, dict(ssd_cx, BLOCK_N=32, **unit),
+                                 ssd_d16(s), {"num_warps": 8})
     return out
 
 

@@ -29,9 +29,13 @@ Backward, with incoming grad_h, grad_cell:
     d_weights = d_gates^T @ X
     d_X       = d_gates @ W     ->  d_old_h = d_X[:, :S], d_input = d_X[:, S:]
 
-One kernel per state block walks the batch computing d_gates, d_old_cell and
-d_bias (no atomics, deterministic); the two GEMMs use a strided fp32 matmul
-kernel on views (X^T and the halves of d_weights are plain strided views).
+One kernel per (batch block, state block) tile computes d_gates (stored
+twice: row-major and transposed), d_old_cell and that batch block's partial
+d_bias; a second kernel sums the partials in a fixed order (no atomics,
+deterministic). The two GEMMs run on an fp32 matmul kernel whose operands are
+all K-contiguous (W^T and X^T are transposed copies), so on Hopper with tf32
+they are copied asynchronously into the MMA's shared-memory layout; tile
+shapes are picked per GEMM for the device's multiprocessor count.
 """
 import ctriton as triton
 import ctriton.language as tl
@@ -113,54 +117,93 @@ def lltm_fwd_kernel(input_ptr, w_ptr, bias_ptr, old_h_ptr, old_cell_ptr,
 
 @triton.jit
 def lltm_bwd_gates_kernel(grad_h_ptr, grad_cell_ptr, new_cell_ptr, in_gate_ptr, out_gate_ptr,
-                          cand_ptr, d_gates_ptr, d_old_cell_ptr, d_bias_ptr, B, S,
-                          stride_gh, stride_gc,
+                          cand_ptr, d_gates_ptr, d_gates_t_ptr, d_old_cell_ptr, d_bias_part_ptr,
+                          B, S, stride_gh, stride_gc,
                           BLOCK_B: tl.constexpr, BLOCK_S: tl.constexpr):
-    pid_s = tl.program_id(0)
+    # One (batch block, state block) tile: d_gates (stored row-major (B, 3S)
+    # and transposed (3S, B), so that both GEMMs of the backward pass read
+    # their operands K-contiguous), d_old_cell, and this batch block's
+    # partial sums of d_bias (reduced by lltm_bias_reduce_kernel).
+    pid_b = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    offs_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     smask = offs_s < S
-    db0 = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    db1 = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    db2 = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    for b0 in range(0, B, BLOCK_B):
-        offs_b = b0 + tl.arange(0, BLOCK_B)
-        mask = (offs_b[:, None] < B) & smask[None, :]
-        tile = offs_b[:, None] * S + offs_s[None, :]
-        gh = tl.load(grad_h_ptr + offs_b[:, None] * stride_gh + offs_s[None, :],
-                     mask=mask, other=0.0)
-        gc = tl.load(grad_cell_ptr + offs_b[:, None] * stride_gc + offs_s[None, :],
-                     mask=mask, other=0.0)
-        new_cell = tl.load(new_cell_ptr + tile, mask=mask, other=0.0)
-        ig = tl.load(in_gate_ptr + tile, mask=mask, other=0.0)
-        og = tl.load(out_gate_ptr + tile, mask=mask, other=0.0)
-        cand = tl.load(cand_ptr + tile, mask=mask, other=0.0)
-        t = _tanh(new_cell)
-        dcell = gc + gh * og * (1.0 - t * t)
-        dg0 = dcell * cand * ig * (1.0 - ig)
-        dg1 = gh * t * og * (1.0 - og)
-        delu = tl.where(cand > 0, 1.0, cand + 1.0)
-        dg2 = dcell * ig * delu
-        tl.store(d_old_cell_ptr + tile, dcell, mask=mask)
-        grow = d_gates_ptr + offs_b[:, None] * (3 * S) + offs_s[None, :]
-        tl.store(grow, dg0, mask=mask)
-        tl.store(grow + S, dg1, mask=mask)
-        tl.store(grow + 2 * S, dg2, mask=mask)
-        db0 += tl.sum(tl.where(mask, dg0, 0.0), axis=0)
-        db1 += tl.sum(tl.where(mask, dg1, 0.0), axis=0)
-        db2 += tl.sum(tl.where(mask, dg2, 0.0), axis=0)
-    tl.store(d_bias_ptr + offs_s, db0, mask=smask)
-    tl.store(d_bias_ptr + S + offs_s, db1, mask=smask)
-    tl.store(d_bias_ptr + 2 * S + offs_s, db2, mask=smask)
+    mask = (offs_b[:, None] < B) & smask[None, :]
+    tile = offs_b[:, None] * S + offs_s[None, :]
+    gh = tl.load(grad_h_ptr + offs_b[:, None] * stride_gh + offs_s[None, :], mask=mask, other=0.0)
+    gc = tl.load(grad_cell_ptr + offs_b[:, None] * stride_gc + offs_s[None, :], mask=mask,
+                 other=0.0)
+    new_cell = tl.load(new_cell_ptr + tile, mask=mask, other=0.0)
+    ig = tl.load(in_gate_ptr + tile, mask=mask, other=0.0)
+    og = tl.load(out_gate_ptr + tile, mask=mask, other=0.0)
+    cand = tl.load(cand_ptr + tile, mask=mask, other=0.0)
+    t = _tanh(new_cell)
+    dcell = gc + gh * og * (1.0 - t * t)
+    dg0 = dcell * cand * ig * (1.0 - ig)
+    dg1 = gh * t * og * (1.0 - og)
+    delu = tl.where(cand > 0, 1.0, cand + 1.0)
+    dg2 = dcell * ig * delu
+    tl.store(d_old_cell_ptr + tile, dcell, mask=mask)
+    grow = d_gates_ptr + offs_b[:, None] * (3 * S) + offs_s[None, :]
+    tl.store(grow, dg0, mask=mask)
+    tl.store(grow + S, dg1, mask=mask)
+    tl.store(grow + 2 * S, dg2, mask=mask)
+    gcol = d_gates_t_ptr + offs_s[None, :] * B + offs_b[:, None]
+    tl.store(gcol, dg0, mask=mask)
+    tl.store(gcol + S * B, dg1, mask=mask)
+    tl.store(gcol + 2 * S * B, dg2, mask=mask)
+    part = d_bias_part_ptr + pid_b * (3 * S) + offs_s
+    tl.store(part, tl.sum(tl.where(mask, dg0, 0.0), axis=0), mask=smask)
+    tl.store(part + S, tl.sum(tl.where(mask, dg1, 0.0), axis=0), mask=smask)
+    tl.store(part + 2 * S, tl.sum(tl.where(mask, dg2, 0.0), axis=0), mask=smask)
+
+
+@triton.jit
+def lltm_bias_reduce_kernel(part_ptr, out_ptr, rows, n,
+                            BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+    """out[j] = sum over i < rows of part[i, j]: the partial d_bias rows, in
+    a fixed order (deterministic)."""
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = offs_n < n
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for r0 in range(0, rows, BLOCK_R):
+        offs_r = r0 + tl.arange(0, BLOCK_R)
+        v = tl.load(part_ptr + offs_r[:, None] * n + offs_n[None, :],
+                    mask=(offs_r[:, None] < rows) & nmask[None, :], other=0.0)
+        acc += tl.sum(v, axis=0)
+    tl.store(out_ptr + offs_n, acc, mask=nmask)
+
+
+@triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dst,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dst[c, r] = src[r, c] for an (R, C) source; dst has contiguous rows."""
+    offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
+    v = tl.load(src_ptr + offs_r[:, None] * stride_sr + offs_c[None, :] * stride_sc, mask=mask)
+    tl.store(dst_ptr + offs_c[None, :] * stride_dst + offs_r[:, None], v, mask=mask)
 
 
 @triton.jit
 def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                       stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      PREC: tl.constexpr):
-    """C = A @ B in fp32 for arbitrary strides (transposes are stride swaps)."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
+                      GROUP_M: tl.constexpr, PREC: tl.constexpr):
+    """C = A @ B in fp32 for arbitrary strides (transposes are stride swaps).
+    Programs are ordered in groups of GROUP_M row blocks (L2 reuse of B).
+    On tensor cores (tf32) the operands are best K-contiguous
+    (stride_ak == stride_bk == 1): they are then copied asynchronously
+    straight into the MMA's shared-memory layout."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -196,7 +239,42 @@ def _check_rows(name, t):
         raise ValueError(f"{name}: rows must be contiguous")
 
 
-_BLOCK_B, _BLOCK_S, _BLOCK_K = 16, 32, 32
+def _gpu_sms(t):
+    """The multiprocessor count of a torch CUDA tensor's device; 0 for a
+    numpy array (CPU backend)."""
+    dev = getattr(t, "device", None)
+    if getattr(dev, "type", None) != "cuda":
+        return 0
+    import torch
+    return torch.cuda.get_device_properties(dev).multi_processor_count
+
+
+def _fwd_config(sms, precision):
+    """(BLOCK_B, BLOCK_S, BLOCK_K, num_warps, num_stages) of the forward kernel."""
+    if not sms:
+        return 16, 32, 32, 4, 1
+    if precision == "ieee":
+        return 64, 64, 16, 8, 3
+    return 128, 64, 32, 8, 3
+
+
+def _mm_config(sms, precision, M, N):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for an M x N fp32
+    GEMM: of the candidate tiles, the one with the best product of per-tile
+    efficiency and last-wave occupancy on `sms` multiprocessors."""
+    if not sms:
+        return 32, 32, 32, 4, 1
+    if precision == "ieee":
+        cands = (((128, 128, 16, 8, 3), 1.0), ((64, 128, 16, 4, 3), 0.9))
+    else:
+        cands = (((128, 256, 32, 8, 3), 1.0), ((128, 128, 32, 8, 4), 0.92))
+
+    def score(c):
+        (bm, bn, _, _, _), eff = c
+        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        waves = triton.cdiv(tiles, sms)
+        return eff * tiles / (waves * sms)
+    return max(cands, key=score)[0]
 
 
 def lltm_forward(input, weights, bias, old_h, old_cell, input_precision="ieee"):
@@ -213,23 +291,36 @@ def lltm_forward(input, weights, bias, old_h, old_cell, input_precision="ieee"):
     if _stride(bias, 0) != 1:
         raise ValueError("bias must be contiguous")
     new_h, new_cell, ig, og, cand = (_empty(old_h, (B, S)) for _ in range(5))
-    grid = (triton.cdiv(B, _BLOCK_B), triton.cdiv(S, _BLOCK_S))
+    bb, bs, bk, warps, stages = _fwd_config(_gpu_sms(old_h), input_precision)
+    grid = (triton.cdiv(B, bb), triton.cdiv(S, bs))
     lltm_fwd_kernel[grid](input, weights, bias, old_h, old_cell,
                           new_h, new_cell, ig, og, cand, B, S, I,
                           _stride(input, 0), _stride(weights, 0), _stride(weights, 1),
                           _stride(old_h, 0), _stride(old_cell, 0),
-                          BLOCK_B=_BLOCK_B, BLOCK_S=_BLOCK_S, BLOCK_K=_BLOCK_K,
-                          PREC=input_precision)
+                          BLOCK_B=bb, BLOCK_S=bs, BLOCK_K=bk, PREC=input_precision,
+                          num_warps=warps, num_stages=stages)
     return new_h, new_cell, ig, og, cand
 
 
 def _matmul(a, b, c, input_precision):
+    """c = a @ b (2-D views, any strides)."""
     M, K = a.shape
     N = b.shape[1]
-    bm, bn, bk = 32, 32, 32
-    matmul_f32_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+    bm, bn, bk, warps, stages = _mm_config(_gpu_sms(a), input_precision, M, N)
+    matmul_f32_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
         a, b, c, M, N, K, _stride(a, 0), _stride(a, 1), _stride(b, 0), _stride(b, 1),
-        _stride(c, 0), _stride(c, 1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, PREC=input_precision)
+        _stride(c, 0), _stride(c, 1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+        PREC=input_precision, num_warps=warps, num_stages=stages)
+
+
+def _transpose(src, dst):
+    """dst (C, R) = src (R, C)^T; dst with contiguous rows."""
+    R, C = src.shape
+    sms = _gpu_sms(src)
+    blk = 64 if sms else 32
+    transpose_kernel[(triton.cdiv(R, blk), triton.cdiv(C, blk))](
+        src, dst, R, C, _stride(src, 0), _stride(src, 1), _stride(dst, 0), BLOCK_R=blk, BLOCK_C=blk,
+        num_warps=4)
 
 
 def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell,
@@ -237,22 +328,36 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
     """Returns (d_old_h, d_input, d_weights, d_bias, d_old_cell)."""
     B, S = new_cell.shape
     I = input.shape[1]
-    _check_rows("grad_h", grad_h)
-    _check_rows("grad_cell", grad_cell)
+    for name, t in (("grad_h", grad_h), ("grad_cell", grad_cell), ("input", input),
+                    ("old_h", old_h)):
+        _check_rows(name, t)
+    sms = _gpu_sms(new_cell)
+    bb, bs = (32, 64) if sms else (16, 32)
+    nb = triton.cdiv(B, bb)
     d_gates = _empty(new_cell, (B, 3 * S))
+    d_gates_t = _empty(new_cell, (3 * S, B))
     d_old_cell = _empty(new_cell, (B, S))
-    d_bias = _empty(new_cell, (3 * S,))
-    lltm_bwd_gates_kernel[(triton.cdiv(S, _BLOCK_S),)](
+    d_bias_part = _empty(new_cell, (nb, 3 * S))
+    lltm_bwd_gates_kernel[(nb, triton.cdiv(S, bs))](
         grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell,
-        d_gates, d_old_cell, d_bias, B, S, _stride(grad_h, 0), _stride(grad_cell, 0),
-        BLOCK_B=_BLOCK_B, BLOCK_S=_BLOCK_S)
+        d_gates, d_gates_t, d_old_cell, d_bias_part, B, S,
+        _stride(grad_h, 0), _stride(grad_cell, 0), BLOCK_B=bb, BLOCK_S=bs, num_warps=4)
+    d_bias = _empty(new_cell, (3 * S,))
+    lltm_bias_reduce_kernel[(triton.cdiv(3 * S, 128),)](
+        d_bias_part, d_bias, nb, 3 * S, BLOCK_R=16, BLOCK_N=128, num_warps=4)
+    # The GEMMs read both operands K-contiguous: W^T and X^T = [old_h, input]^T
+    # are transposed copies.
+    w_t = _empty(new_cell, (S + I, 3 * S))
+    _transpose(weights, w_t)
+    x_t = _empty(new_cell, (S + I, B))
+    _transpose(old_h, x_t[:S])
+    _transpose(input, x_t[S:])
     # d_X = d_gates @ W, written straight into d_old_h and d_input
     d_old_h = _empty(new_cell, (B, S))
     d_input = _empty(new_cell, (B, I))
-    _matmul(d_gates, weights[:, :S], d_old_h, input_precision)
-    _matmul(d_gates, weights[:, S:], d_input, input_precision)
-    # d_W = d_gates^T @ [old_h, input]: the two column blocks of d_W
+    _matmul(d_gates, w_t[:S].T, d_old_h, input_precision)
+    _matmul(d_gates, w_t[S:].T, d_input, input_precision)
+    # d_W = d_gates^T @ X
     d_weights = _empty(new_cell, (3 * S, S + I))
-    _matmul(d_gates.T, old_h, d_weights[:, :S], input_precision)
-    _matmul(d_gates.T, input, d_weights[:, S:], input_precision)
+    _matmul(d_gates_t, x_t.T, d_weights, input_precision)
     return d_old_h, d_input, d_weights, d_bias, d_old_cell

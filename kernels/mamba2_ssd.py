@@ -4,22 +4,36 @@ The selective SSM, per batch b and head h (state H_t: headdim x dstate):
 
     H_t = exp(dt_t * A) * H_{t-1} + (dt_t * x_t) B_t^T,    y_t = H_t C_t
 
-SSD evaluates it chunk by chunk (CHUNK time steps). With x already scaled by
-dt and a(t) = cumsum(dt * A) inside the chunk:
+SSD evaluates it chunk by chunk (CHUNK time steps). With X = x * dt (rows
+scaled by dt) and a(t) = cumsum(dt * A) inside the chunk:
 
     Y_diag = ((C B^T) o L) X        L[i, j] = exp(a_i - a_j) for i >= j, else 0
-    states = B^T (X o exp(a_last - a))          the chunk's own end state
+    states = X^T (B o exp(a_last - a))          the chunk's own end state (P x N)
     S_c    = exp(a_last(c-1)) S_{c-1} + states(c-1),  S_0 = 0   (state entering c)
-    Y_off  = (C S_c) o exp(a)
+    Y_off  = (C S_c^T) o exp(a) = (C o exp(a)) S_c^T
     Y      = Y_diag + Y_off
 
-Kernel 1 (`ssd_chunk_kernel`): one program per (chunk, batch*head) computes
-a (tl.cumsum), Y_diag and the chunk's states, all with tl.dot. Kernel 2
-(`ssd_state_pass_kernel`): one program per (headdim block, batch*head) walks
-the chunks in order, adds Y_off to Y and carries S_c, and stores the final
-state.
+Three kernels: 1 and 3 run one program per (chunk, batch*head) and block
+of the output, 2 walks the chunks in order, parallel over heads and state
+elements.
 
-Shapes: X (batch, seqlen, heads, headdim), dt (batch, seqlen, heads),
+1. `ssd_chunk_state_kernel`, grid (chunks, batch*heads, headdim blocks x
+   dstate blocks): a = tl.cumsum(dt * A) (stored to `cum`, per chunk) and
+   one (BLOCK_P, BLOCK_N) tile of the chunk's own end state, a tl.dot of
+   X^T scaled by dt * exp(a_last - a) with B over the chunk's time steps.
+   The states are laid out (batch*heads, chunks, headdim, dstate), dstate
+   contiguous.
+2. `ssd_state_pass_kernel`, grid (cdiv(headdim*dstate, BLOCK), batch*heads):
+   elementwise; it replaces each chunk's end state in `states` by the
+   state S_c entering that chunk, and writes the final state (batch,
+   heads, headdim, dstate), the layout of one chunk's state.
+3. `ssd_chunk_scan_kernel`, grid (chunks, batch*heads, headdim blocks):
+   C B^T accumulated over dstate in BLOCK_N-wide slices; Y = ((C B^T) o L) X;
+   then Y += (C o exp(a)) S_c^T, again over dstate slices (S_c read
+   dstate-major: the K-major operand of the dot); Y stored once. The
+   (CHUNK, dstate) tiles of B and C never sit in registers whole.
+
+Shapes: x (batch, seqlen, heads, headdim), dt (batch, seqlen, heads),
 A (heads,), B and C (batch, seqlen, ngroups, dstate); heads must be a
 multiple of ngroups (head h reads group h // (heads // ngroups)).
 seqlen need not be a multiple of CHUNK: the tail is padded with dt = 0, x = 0.
@@ -29,24 +43,26 @@ import ctriton.language as tl
 
 
 @triton.jit
-def ssd_chunk_kernel(x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_ptr,
-                     seqlen, nheads, heads_per_group, headdim, dstate, nchunks,
-                     sx_b, sx_l, sx_h, sx_p,
-                     sdt_b, sdt_l, sdt_h,
-                     sb_b, sb_l, sb_g, sb_n,
-                     sc_b, sc_l, sc_g, sc_n,
-                     sy_b, sy_l, sy_h, sy_p,
-                     CHUNK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
-                     PREC: tl.constexpr):
+def ssd_chunk_state_kernel(x_ptr, dt_ptr, a_ptr, b_ptr, states_ptr, cum_ptr,
+                           seqlen, nheads, heads_per_group, headdim, dstate, nchunks,
+                           sx_b, sx_l, sx_h, sx_p,
+                           sdt_b, sdt_l, sdt_h,
+                           sb_b, sb_l, sb_g, sb_n,
+                           CHUNK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+                           PREC: tl.constexpr):
     pid_c = tl.program_id(0)
     pid_bh = tl.program_id(1)
+    pid_pn = tl.program_id(2)
+    n_nblocks = tl.cdiv(dstate, BLOCK_N)
+    pid_p = pid_pn // n_nblocks
+    pid_n = pid_pn % n_nblocks
     bi = pid_bh // nheads
     hi = pid_bh % nheads
     gi = hi // heads_per_group
 
     offs_q = tl.arange(0, CHUNK)
-    offs_p = tl.arange(0, BLOCK_P)
-    offs_n = tl.arange(0, BLOCK_N)
+    offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     t = pid_c * CHUNK + offs_q
     tmask = t < seqlen
     pmask = offs_p < headdim
@@ -56,73 +72,102 @@ def ssd_chunk_kernel(x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_
     a = tl.load(a_ptr + hi)
     a_cs = tl.cumsum(dt * a, axis=0)                       # (CHUNK,)
     a_last = tl.sum(tl.where(offs_q == CHUNK - 1, a_cs, 0.0), axis=0)
-
-    x = tl.load(x_ptr + bi * sx_b + t[:, None] * sx_l + hi * sx_h + offs_p[None, :] * sx_p,
-                mask=tmask[:, None] & pmask[None, :], other=0.0)
-    x = x * dt[:, None]                                    # (CHUNK, P)
-    qn_mask = tmask[:, None] & nmask[None, :]
-    bm = tl.load(b_ptr + bi * sb_b + t[:, None] * sb_l + gi * sb_g + offs_n[None, :] * sb_n,
-                 mask=qn_mask, other=0.0)                  # (CHUNK, N)
-    cm = tl.load(c_ptr + bi * sc_b + t[:, None] * sc_l + gi * sc_g + offs_n[None, :] * sc_n,
-                 mask=qn_mask, other=0.0)                  # (CHUNK, N)
-
-    # intra-chunk: Y_diag = ((C B^T) o L) X
-    cb = tl.dot(cm, tl.trans(bm), input_precision=PREC)   # (CHUNK, CHUNK)
-    causal = offs_q[:, None] >= offs_q[None, :]
-    seg = tl.where(causal, a_cs[:, None] - a_cs[None, :], 0.0)
-    decay_mask = tl.where(causal, tl.exp(seg), 0.0)
-    y = tl.dot(cb * decay_mask, x, input_precision=PREC)  # (CHUNK, P)
-    tl.store(y_ptr + bi * sy_b + t[:, None] * sy_l + hi * sy_h + offs_p[None, :] * sy_p, y,
-             mask=tmask[:, None] & pmask[None, :])
-
-    # the chunk's end state: B^T (X o decay_states)
-    decay_states = tl.exp(a_last - a_cs)
-    st = tl.dot(tl.trans(bm * decay_states[:, None]), x, input_precision=PREC)  # (N, P)
     chunk_id = pid_bh * nchunks + pid_c
-    tl.store(states_ptr + chunk_id * dstate * headdim + offs_n[:, None] * headdim
-             + offs_p[None, :], st, mask=nmask[:, None] & pmask[None, :])
-    tl.store(cum_ptr + chunk_id * CHUNK + offs_q, a_cs)
+    tl.store(cum_ptr + chunk_id * CHUNK + offs_q, a_cs, mask=(offs_q >= 0) & (pid_pn == 0))
+
+    # X^T, its time columns scaled by dt * exp(a_last - a)
+    scale = dt * tl.exp(a_last - a_cs)
+    xt = tl.load(x_ptr + bi * sx_b + hi * sx_h + offs_p[:, None] * sx_p + t[None, :] * sx_l,
+                 mask=pmask[:, None] & tmask[None, :], other=0.0)   # (P, CHUNK)
+    xt = xt * scale[None, :]
+    bm = tl.load(b_ptr + bi * sb_b + gi * sb_g + t[:, None] * sb_l + offs_n[None, :] * sb_n,
+                 mask=tmask[:, None] & nmask[None, :], other=0.0)   # (CHUNK, N)
+    st = tl.dot(xt, bm, input_precision=PREC)                      # (P, N)
+    base = chunk_id.to(tl.int64) * headdim * dstate
+    tl.store(states_ptr + base + offs_p[:, None] * dstate + offs_n[None, :], st,
+             mask=pmask[:, None] & nmask[None, :])
 
 
 @triton.jit
-def ssd_state_pass_kernel(c_ptr, y_ptr, states_ptr, cum_ptr, final_ptr,
+def ssd_state_pass_kernel(states_ptr, cum_ptr, final_ptr, dim, nchunks,
+                          CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    # dim = headdim * dstate, the elements of one chunk's state
+    pid = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < dim
+    ptrs = states_ptr + pid_bh.to(tl.int64) * nchunks * dim + offs
+    last_ptr = cum_ptr + pid_bh * nchunks * CHUNK + CHUNK - 1   # a_last of each chunk
+    s = tl.zeros((BLOCK,), dtype=tl.float32)   # the state entering chunk ci
+    for ci in range(0, nchunks):
+        st = tl.load(ptrs, mask=mask, other=0.0)
+        a_last = tl.load(last_ptr + ci * CHUNK)
+        tl.store(ptrs, s, mask=mask)
+        s = s * tl.exp(a_last) + st
+        ptrs += dim
+    # final state, laid out (batch, heads, headdim, dstate) like one chunk's
+    tl.store(final_ptr + pid_bh * dim + offs, s, mask=mask)
+
+
+@triton.jit
+def ssd_chunk_scan_kernel(x_ptr, dt_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_ptr,
                           seqlen, nheads, heads_per_group, headdim, dstate, nchunks,
+                          sx_b, sx_l, sx_h, sx_p,
+                          sdt_b, sdt_l, sdt_h,
+                          sb_b, sb_l, sb_g, sb_n,
                           sc_b, sc_l, sc_g, sc_n,
                           sy_b, sy_l, sy_h, sy_p,
                           CHUNK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
                           PREC: tl.constexpr):
-    pid_p = tl.program_id(0)
+    pid_c = tl.program_id(0)
     pid_bh = tl.program_id(1)
+    pid_p = tl.program_id(2)
     bi = pid_bh // nheads
     hi = pid_bh % nheads
     gi = hi // heads_per_group
 
     offs_q = tl.arange(0, CHUNK)
     offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-    offs_n = tl.arange(0, BLOCK_N)
+    t = pid_c * CHUNK + offs_q
+    tmask = t < seqlen
     pmask = offs_p < headdim
-    nmask = offs_n < dstate
-    np_mask = nmask[:, None] & pmask[None, :]
+    chunk_id = pid_bh * nchunks + pid_c
+    a_cs = tl.load(cum_ptr + chunk_id * CHUNK + offs_q)          # (CHUNK,)
 
-    prev = tl.zeros((BLOCK_N, BLOCK_P), dtype=tl.float32)  # state entering the chunk
-    for ci in range(0, nchunks):
-        chunk_id = pid_bh * nchunks + ci
-        t = ci * CHUNK + offs_q
-        tmask = t < seqlen
-        a_cs = tl.load(cum_ptr + chunk_id * CHUNK + offs_q)
-        a_last = tl.sum(tl.where(offs_q == CHUNK - 1, a_cs, 0.0), axis=0)
-        cm = tl.load(c_ptr + bi * sc_b + t[:, None] * sc_l + gi * sc_g + offs_n[None, :] * sc_n,
-                     mask=tmask[:, None] & nmask[None, :], other=0.0)
-        y_off = tl.dot(cm, prev, input_precision=PREC) * tl.exp(a_cs)[:, None]
-        y_ptrs = y_ptr + bi * sy_b + t[:, None] * sy_l + hi * sy_h + offs_p[None, :] * sy_p
-        ymask = tmask[:, None] & pmask[None, :]
-        tl.store(y_ptrs, tl.load(y_ptrs, mask=ymask, other=0.0) + y_off, mask=ymask)
-        st = tl.load(states_ptr + chunk_id * dstate * headdim + offs_n[:, None] * headdim
-                     + offs_p[None, :], mask=np_mask, other=0.0)
-        prev = prev * tl.exp(a_last) + st
-    # final state, laid out (batch, heads, headdim, dstate)
-    tl.store(final_ptr + pid_bh * headdim * dstate + offs_p[None, :] * dstate + offs_n[:, None],
-             prev, mask=np_mask)
+    # C B^T, contracted over dstate slice by slice
+    b_ptrs = b_ptr + bi * sb_b + gi * sb_g + t[:, None] * sb_l
+    c_ptrs = c_ptr + bi * sc_b + gi * sc_g + t[:, None] * sc_l
+    cb = tl.zeros((CHUNK, CHUNK), dtype=tl.float32)
+    for n0 in range(0, dstate, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        qn_mask = tmask[:, None] & (offs_n < dstate)[None, :]
+        cm = tl.load(c_ptrs + offs_n[None, :] * sc_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
+        bm = tl.load(b_ptrs + offs_n[None, :] * sb_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
+        cb = tl.dot(cm, tl.trans(bm), cb, input_precision=PREC)
+
+    # Y_diag = ((C B^T) o L) X
+    causal = offs_q[:, None] >= offs_q[None, :]
+    seg = tl.where(causal, a_cs[:, None] - a_cs[None, :], 0.0)
+    cb = tl.where(causal, cb * tl.exp(seg), 0.0)
+    dt = tl.load(dt_ptr + bi * sdt_b + t * sdt_l + hi * sdt_h, mask=tmask, other=0.0)
+    x = tl.load(x_ptr + bi * sx_b + t[:, None] * sx_l + hi * sx_h + offs_p[None, :] * sx_p,
+                mask=tmask[:, None] & pmask[None, :], other=0.0)
+    x = x * dt[:, None]                                          # (CHUNK, P)
+    acc = tl.dot(cb, x, input_precision=PREC)
+
+    # + Y_off = (C o exp(a)) S_c^T, contracted over dstate slice by slice
+    s_ptrs = states_ptr + chunk_id.to(tl.int64) * headdim * dstate + offs_p[None, :] * dstate
+    exp_a = tl.exp(a_cs)[:, None]
+    for n0 in range(0, dstate, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        nmask = offs_n < dstate
+        cm = tl.load(c_ptrs + offs_n[None, :] * sc_n, mask=tmask[:, None] & nmask[None, :],
+                     other=0.0)                                  # (CHUNK, N)
+        sm = tl.load(s_ptrs + offs_n[:, None], mask=nmask[:, None] & pmask[None, :],
+                     other=0.0)                                  # (N, P): S_c^T
+        acc = tl.dot(cm * exp_a, sm, acc, input_precision=PREC)
+    tl.store(y_ptr + bi * sy_b + t[:, None] * sy_l + hi * sy_h + offs_p[None, :] * sy_p, acc,
+             mask=tmask[:, None] & pmask[None, :])
 
 
 # -- wrapper: numpy arrays (CPU backend) or torch CUDA tensors --------------------
@@ -138,6 +183,26 @@ def _empty(like, shape):
         return like.new_empty(shape)
     import numpy as np
     return np.empty(shape, dtype=like.dtype)
+
+
+def _config(chunk, headdim, dstate, prec):
+    """Block sizes and warps of the chunk-state and chunk-scan kernels:
+    (state BLOCK_P, BLOCK_N, warps), (scan BLOCK_P, BLOCK_N, warps). With
+    "ieee" the dots run on FMA units: 8 warps for a 64x128 state tile and a
+    chunk-64 scan (there 4 warps take over 200 registers and 2 programs per
+    SM); tf32 takes warpgroup MMA, 64 rows (headdim, or time steps) per
+    group of 4 warps. For CHUNK 16 to 128 and dstate 64 and 128 (headdim
+    64), ptxas reports no spills with these on sm_90."""
+    fma = prec == "ieee"
+    bp = min(64, max(16, triton.next_power_of_2(headdim)))
+    bn = min(128 if chunk <= 64 else 64, max(16, triton.next_power_of_2(dstate)))
+    state = (bp, bn, 8 if fma and (bp * bn >= 8192 or chunk >= 128) else 4)
+    if fma:
+        scan_warps = 8 if chunk * max(chunk, bp) >= 4096 else 4
+    else:
+        scan_warps = 8 if chunk >= 128 else 4
+    scan = (bp, min(32, bn), scan_warps)
+    return state, scan
 
 
 def mamba2_ssd_forward(x, dt, A, B, C, chunk_size=16, input_precision="ieee",
@@ -158,19 +223,26 @@ def mamba2_ssd_forward(x, dt, A, B, C, chunk_size=16, input_precision="ieee",
     if _strides(A)[0] != 1:
         raise ValueError("A must be contiguous")
     nchunks = triton.cdiv(seqlen, chunk_size)
-    block_p = max(16, triton.next_power_of_2(headdim))
-    block_n = max(16, triton.next_power_of_2(dstate))
-    y = _empty(x, (batch, seqlen, nheads, headdim))
-    states = _empty(x, (batch * nheads * nchunks * dstate * headdim,))
-    cum = _empty(x, (batch * nheads * nchunks * chunk_size,))
-    final = _empty(x, (batch, nheads, headdim, dstate))
+    bh = batch * nheads
     hpg = nheads // ngroups
-    ssd_chunk_kernel[(nchunks, batch * nheads)](
-        x, dt, A, B, C, y, states, cum, seqlen, nheads, hpg, headdim, dstate, nchunks,
+    (st_p, st_n, st_warps), (sc_p, sc_n, sc_warps) = _config(chunk_size, headdim, dstate,
+                                                             input_precision)
+    y = _empty(x, (batch, seqlen, nheads, headdim))
+    states = _empty(x, (bh * nchunks * headdim * dstate,))
+    cum = _empty(x, (bh * nchunks * chunk_size,))
+    final = _empty(x, (batch, nheads, headdim, dstate))
+    ssd_chunk_state_kernel[(nchunks, bh, triton.cdiv(headdim, st_p) * triton.cdiv(dstate, st_n))](
+        x, dt, A, B, states, cum, seqlen, nheads, hpg, headdim, dstate, nchunks,
+        *_strides(x), *_strides(dt), *_strides(B),
+        CHUNK=chunk_size, BLOCK_P=st_p, BLOCK_N=st_n, PREC=input_precision,
+        num_warps=st_warps)
+    block = 1024
+    ssd_state_pass_kernel[(triton.cdiv(headdim * dstate, block), bh)](
+        states, cum, final, headdim * dstate, nchunks, CHUNK=chunk_size, BLOCK=block,
+        num_warps=4)
+    ssd_chunk_scan_kernel[(nchunks, bh, triton.cdiv(headdim, sc_p))](
+        x, dt, B, C, y, states, cum, seqlen, nheads, hpg, headdim, dstate, nchunks,
         *_strides(x), *_strides(dt), *_strides(B), *_strides(C), *_strides(y),
-        CHUNK=chunk_size, BLOCK_P=block_p, BLOCK_N=block_n, PREC=input_precision)
-    ssd_state_pass_kernel[(1, batch * nheads)](
-        C, y, states, cum, final, seqlen, nheads, hpg, headdim, dstate, nchunks,
-        *_strides(C), *_strides(y),
-        CHUNK=chunk_size, BLOCK_P=block_p, BLOCK_N=block_n, PREC=input_precision)
+        CHUNK=chunk_size, BLOCK_P=sc_p, BLOCK_N=sc_n, PREC=input_precision,
+        num_warps=sc_warps)
     return (y, final) if return_final_state else y

@@ -81,3 +81,63 @@ def test_lltm_strided_rows():
     ref, _ = lltm_ref(x, W, b, h, c)
     np.testing.assert_allclose(out[0], ref[0], rtol=1e-5, atol=2e-6)
     np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=2e-6)
+
+
+def test_lltm_many_batch_blocks():
+    """More batch blocks than the d_bias reduction reads at once, so its
+    loop over the partial sums runs more than once."""
+    from lltm import lltm_forward, lltm_backward
+    rng = np.random.default_rng(11)
+    B, S, I = 300, 24, 8
+    x, W, b, h, c = _inputs(rng, B, S, I)
+    out = lltm_forward(x, W, b, h, c)
+    ref, saved = lltm_ref(x, W, b, h, c)
+    gh = rng.standard_normal((B, S)).astype(np.float32)
+    gc = rng.standard_normal((B, S)).astype(np.float32)
+    grads = lltm_backward(gh, gc, out[1], out[2], out[3], out[4], x, h, W)
+    want = lltm_bwd_ref(gh, gc, W, ref, saved)
+    for name, got, w in zip(["d_old_h", "d_input", "d_weights", "d_bias", "d_old_cell"],
+                            grads, want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+def test_lltm_gpu_tiles(monkeypatch, precision):
+    """The tile shapes the wrappers pick for a GPU (several of them per
+    GEMM, chosen by the multiprocessor count), run on the CPU backend:
+    ragged edges in every dimension, weights with a column stride."""
+    import lltm
+    monkeypatch.setattr(lltm, "_gpu_sms", lambda t: 4)
+    rng = np.random.default_rng(5)
+    B, S, I = 150, 70, 40
+    x, W, b, h, c = _inputs(rng, B, S, I)
+    wide = np.zeros((3 * S, 2 * (S + I)), np.float32)
+    wide[:, ::2] = W
+    Ws = wide[:, ::2]
+    out = lltm.lltm_forward(x, Ws, b, h, c, input_precision=precision)
+    ref, saved = lltm_ref(x, W, b, h, c)
+    tol = dict(rtol=1e-5, atol=5e-6) if precision == "ieee" else dict(rtol=2e-2, atol=2e-2)
+    for name, got, want in zip(["new_h", "new_cell", "input_gate", "output_gate", "cand"],
+                               out, ref):
+        np.testing.assert_allclose(got, want, **tol, err_msg=name)
+    gh = rng.standard_normal((B, S)).astype(np.float32)
+    gc = rng.standard_normal((B, S)).astype(np.float32)
+    grads = lltm.lltm_backward(gh, gc, out[1], out[2], out[3], out[4], x, h, Ws,
+                               input_precision=precision)
+    want = lltm_bwd_ref(gh, gc, W, ref, saved)
+    for name, got, w in zip(["d_old_h", "d_input", "d_weights", "d_bias", "d_old_cell"],
+                            grads, want):
+        if precision == "ieee":
+            np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-5, err_msg=name)
+        else:  # tf32 operands: relative to the result's size
+            err = np.linalg.norm(got - w) / np.linalg.norm(w)
+            assert err < 1e-2, (name, err)
+
+
+def test_lltm_tile_choice():
+    """The GEMM tile follows the last wave: 128x256 when its tiles fill the
+    machine's waves, 128x128 when 128x256 would leave a wave mostly idle."""
+    from lltm import _mm_config
+    assert _mm_config(132, "tf32", 4096, 1024)[:2] == (128, 256)   # 128 tiles: one wave
+    assert _mm_config(132, "tf32", 3072, 2048)[:2] == (128, 128)   # 192 vs 384 tiles
+    assert _mm_config(0, "tf32", 3072, 2048)[:2] == (32, 32)       # CPU backend

@@ -44,6 +44,10 @@ def _inputs(rng, batch, L, H, P, G, N):
     (2, 50, 3, 8, 1, 16, 16),    # ragged last chunk, headdim < 16
     (1, 64, 2, 16, 1, 8, 32),    # whole chunks, dstate < 16
     (1, 40, 4, 16, 2, 16, 16),   # two groups
+    (1, 150, 2, 16, 1, 128, 32),  # dstate 128: four 32-wide slices in the scan, ragged tail
+    (1, 70, 2, 80, 1, 16, 16),   # headdim 80: two headdim blocks (the second one ragged)
+    (2, 90, 4, 24, 2, 160, 16),  # dstate 160: two state blocks, five scan slices; two groups
+    (1, 160, 2, 64, 1, 128, 64),  # the GPU benchmark's block sizes, ragged third chunk
 ])
 def test_ssd_matches_recurrence(batch, L, H, P, G, N, chunk):
     from mamba2_ssd import mamba2_ssd_forward
@@ -67,3 +71,18 @@ def test_ssd_strided_inputs():
     y = mamba2_ssd_forward(xw[..., ::2], dt, A, bc[..., :N], bc[..., N:], chunk_size=16)
     y_ref, _ = ssm_ref(x, dt, A, B, C)
     np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=2e-5)
+
+
+def test_ssd_tf32():
+    """input_precision "tf32" reaches every dot; checked with a looser
+    tolerance (tf32 keeps 10 mantissa bits)."""
+    from mamba2_ssd import mamba2_ssd_forward
+    rng = np.random.default_rng(7)
+    batch, L, H, P, G, N = 1, 100, 2, 32, 1, 64
+    x, dt, A, B, C = _inputs(rng, batch, L, H, P, G, N)
+    y, final = mamba2_ssd_forward(x, dt, A, B, C, chunk_size=32, input_precision="tf32",
+                                  return_final_state=True)
+    y_ref, final_ref = ssm_ref(x, dt, A, B, C)
+    scale = np.abs(y_ref).max()
+    np.testing.assert_allclose(y, y_ref, rtol=2e-2, atol=2e-2 * scale)
+    np.testing.assert_allclose(final, final_ref, rtol=2e-2, atol=2e-2 * np.abs(final_ref).max())

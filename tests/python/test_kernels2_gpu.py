@@ -83,13 +83,17 @@ def _ssm_torch(torch, x, dt, A, B, C):
     return torch.stack(ys, 1), state
 
 
-@pytest.mark.parametrize("batch,L,H,P,G,N,chunk", [
-    (2, 256, 4, 64, 1, 64, 64),
-    (1, 300, 3, 32, 1, 128, 64),   # ragged last chunk
-    (2, 128, 8, 64, 2, 32, 32),    # two groups
-    (1, 100, 2, 24, 1, 40, 16),    # headdim, dstate not powers of two
+@pytest.mark.parametrize("batch,L,H,P,G,N,chunk,prec", [
+    (2, 256, 4, 64, 1, 64, 64, "ieee"),
+    (1, 300, 3, 32, 1, 128, 64, "ieee"),   # ragged last chunk
+    (2, 320, 4, 64, 1, 128, 64, "ieee"),   # the benchmark's block sizes and warps (dstate 128)
+    (2, 128, 8, 64, 2, 32, 32, "ieee"),    # two groups
+    (1, 100, 2, 24, 1, 40, 16, "ieee"),    # headdim, dstate not powers of two
+    (1, 200, 2, 80, 1, 160, 64, "ieee"),   # two headdim blocks, two dstate blocks
+    (2, 256, 4, 64, 1, 64, 64, "tf32"),
+    (1, 300, 3, 64, 1, 128, 64, "tf32"),
 ])
-def test_mamba2_ssd(torch, batch, L, H, P, G, N, chunk):
+def test_mamba2_ssd(torch, batch, L, H, P, G, N, chunk, prec):
     from mamba2_ssd import mamba2_ssd_forward
     dev = "cuda"
     x = torch.randn(batch, L, H, P, device=dev)
@@ -97,7 +101,9 @@ def test_mamba2_ssd(torch, batch, L, H, P, G, N, chunk):
     A = -torch.rand(H, device=dev) * 2.0 - 0.5
     B = torch.randn(batch, L, G, N, device=dev) / N ** 0.5
     C = torch.randn(batch, L, G, N, device=dev) / N ** 0.5
-    y, final = mamba2_ssd_forward(x, dt, A, B, C, chunk_size=chunk, return_final_state=True)
+    y, final = mamba2_ssd_forward(x, dt, A, B, C, chunk_size=chunk, input_precision=prec,
+                                  return_final_state=True)
     y_ref, final_ref = _ssm_torch(torch, x, dt, A, B, C)
-    torch.testing.assert_close(y.double(), y_ref, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(final.double(), final_ref, rtol=1e-4, atol=1e-4)
+    tol = 1e-4 if prec == "ieee" else 1e-2  # tf32: 10 mantissa bits
+    torch.testing.assert_close(y.double(), y_ref, rtol=tol, atol=tol)
+    torch.testing.assert_close(final.double(), final_ref, rtol=tol, atol=tol)

@@ -455,3 +455,31 @@ def test_masked_subword_load_is_predicated(arch, dt, w):
     ptx = k.asm["ptx"]
     assert re.search(rf"@\$?%?\w+ ld\.global\.{w}", ptx) or re.search(rf"@%p\d+ ld\.global\.{w}", ptx), ptx[-2000:]
     assert ptx.count(" bra") + ptx.count("\tbra") <= 1
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("dstate", [64, 128])
+@pytest.mark.parametrize("prec", ["ieee", "tf32"])
+def test_mamba2_ssd_no_spills(dstate, prec):
+    """The three kernels of the Mamba-2 SSD scan (kernels/mamba2_ssd.py) at
+    the block sizes and warps its wrapper picks for chunk 64, headdim 64 on
+    sm_90: no register spills in ptxas's report; tf32 dots on warpgroup
+    MMA, "ieee" ones on FMA units."""
+    import sys
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    sys.path.insert(0, root)
+    import compile_time as ct
+    ssd = ct.kernels_module("mamba2_ssd")
+    cases = ct.cases()
+    (sp, sn, sw), (cp, cn, cw) = ssd._config(64, 64, dstate, prec)
+    for name, cx, nw in (("lib.ssd_chunk_state", dict(BLOCK_P=sp, BLOCK_N=sn, PREC=prec), sw),
+                         ("lib.ssd_state_pass", {}, 4),
+                         ("lib.ssd_chunk_scan", dict(BLOCK_P=cp, BLOCK_N=cn, PREC=prec), cw)):
+        fn, sig, cx0, attrs, opts = cases[name]
+        opts = dict(opts, num_warps=nw)
+        k = ctriton.compile(ct.source((fn, sig, dict(cx0, CHUNK=64, **cx), attrs, opts)),
+                            target=GPUTarget("cuda", 90, 32), options=opts)
+        assert k.n_spills == 0, f"{name}: {k.n_spills} bytes spilled ({k.n_regs} registers)"
+        if name != "lib.ssd_state_pass":
+            assert ("wgmma.mma_async" in k.asm["ptx"]) == (prec == "tf32"), name

@@ -249,32 +249,42 @@ def _gpu_sms(t):
     return torch.cuda.get_device_properties(dev).multi_processor_count
 
 
-def _fwd_config(sms, precision):
-    """(BLOCK_B, BLOCK_S, BLOCK_K, num_warps, num_stages) of the forward kernel."""
+def _pick(sms, M, N, cands):
+    """Of cands (((BLOCK_M, BLOCK_N, ...), per-tile efficiency), ...), the
+    tile with the best product of its efficiency and how full the last
+    wave of M x N tiles keeps `sms` multiprocessors (small problems take
+    smaller tiles, for more programs)."""
+    def score(c):
+        (bm, bn), eff = c[0][:2], c[1]
+        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        return eff * tiles / (triton.cdiv(tiles, sms) * sms)
+    return max(cands, key=score)[0]
+
+
+def _fwd_config(sms, precision, B=1 << 20, S=1 << 20):
+    """(BLOCK_B, BLOCK_S, BLOCK_K, num_warps, num_stages) of the forward
+    kernel for a batch of B rows and state size S."""
     if not sms:
         return 16, 32, 32, 4, 1
     if precision == "ieee":
-        return 64, 64, 16, 8, 3
-    return 128, 64, 32, 8, 3
+        cands = (((64, 64, 16, 8, 3), 1.0), ((64, 32, 16, 4, 3), 0.8))
+    else:
+        cands = (((128, 64, 32, 8, 3), 1.0), ((64, 32, 32, 4, 4), 0.6))
+    return _pick(sms, B, S, cands)
 
 
 def _mm_config(sms, precision, M, N):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for an M x N fp32
-    GEMM: of the candidate tiles, the one with the best product of per-tile
-    efficiency and last-wave occupancy on `sms` multiprocessors."""
+    GEMM on `sms` multiprocessors (see _pick)."""
     if not sms:
         return 32, 32, 32, 4, 1
     if precision == "ieee":
-        cands = (((128, 128, 16, 8, 3), 1.0), ((64, 128, 16, 4, 3), 0.9))
+        cands = (((128, 128, 16, 8, 3), 1.0), ((64, 128, 16, 4, 3), 0.9),
+                 ((64, 64, 16, 4, 3), 0.7))
     else:
-        cands = (((128, 256, 32, 8, 3), 1.0), ((128, 128, 32, 8, 4), 0.92))
-
-    def score(c):
-        (bm, bn, _, _, _), eff = c
-        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-        waves = triton.cdiv(tiles, sms)
-        return eff * tiles / (waves * sms)
-    return max(cands, key=score)[0]
+        cands = (((128, 256, 32, 8, 3), 1.0), ((128, 128, 32, 8, 4), 0.92),
+                 ((64, 64, 32, 4, 4), 0.6))
+    return _pick(sms, M, N, cands)
 
 
 def lltm_forward(input, weights, bias, old_h, old_cell, input_precision="ieee"):
@@ -291,7 +301,7 @@ def lltm_forward(input, weights, bias, old_h, old_cell, input_precision="ieee"):
     if _stride(bias, 0) != 1:
         raise ValueError("bias must be contiguous")
     new_h, new_cell, ig, og, cand = (_empty(old_h, (B, S)) for _ in range(5))
-    bb, bs, bk, warps, stages = _fwd_config(_gpu_sms(old_h), input_precision)
+    bb, bs, bk, warps, stages = _fwd_config(_gpu_sms(old_h), input_precision, B, S)
     grid = (triton.cdiv(B, bb), triton.cdiv(S, bs))
     lltm_fwd_kernel[grid](input, weights, bias, old_h, old_cell,
                           new_h, new_cell, ig, og, cand, B, S, I,

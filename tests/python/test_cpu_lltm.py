@@ -140,4 +140,8 @@ def test_lltm_tile_choice():
     from lltm import _mm_config
     assert _mm_config(132, "tf32", 4096, 1024)[:2] == (128, 256)   # 128 tiles: one wave
     assert _mm_config(132, "tf32", 3072, 2048)[:2] == (128, 128)   # 192 vs 384 tiles
+    assert _mm_config(132, "tf32", 256, 512)[:2] == (64, 64)       # small: more programs
     assert _mm_config(0, "tf32", 3072, 2048)[:2] == (32, 32)       # CPU backend
+    from lltm import _fwd_config
+    assert _fwd_config(132, "tf32", 4096, 1024)[:2] == (128, 64)
+    assert _fwd_config(132, "tf32", 256, 512)[:2] == (64, 32)

@@ -38,7 +38,7 @@ def _wgmma_loops(ptx):
 
 def test_lltm_forward_tf32_three_mmas_in_flight():
     from lltm import _fwd_config
-    bb, bs, bk, nw, ns = _fwd_config(132, "tf32")
+    bb, bs, bk, nw, ns = _fwd_config(132, "tf32", 4096, 1024)
     k = _compile("lib.lltm_fwd", BLOCK_B=bb, BLOCK_S=bs, BLOCK_K=bk, num_warps=nw, num_stages=ns)
     ptx = k.asm["ptx"]
     loops = _wgmma_loops(ptx)
@@ -55,7 +55,7 @@ def test_lltm_forward_tf32_three_mmas_in_flight():
 
 def test_lltm_forward_ieee_no_spills():
     from lltm import _fwd_config
-    bb, bs, bk, nw, ns = _fwd_config(132, "ieee")
+    bb, bs, bk, nw, ns = _fwd_config(132, "ieee", 4096, 1024)
     k = _compile("lib.lltm_fwd", BLOCK_B=bb, BLOCK_S=bs, BLOCK_K=bk, PREC="ieee", num_warps=nw,
                  num_stages=ns)
     assert "fma.rn.f32" in k.asm["ptx"] and k.n_spills == 0

@@ -816,7 +816,8 @@ void nv_wgmma_settle(Nv *nv, int pending)
 /* dot on the FMA path, 2-D or batched 3-D: A [(Bt)][M][K] and B [(Bt)][K][N]
  * through scratch, row-major; a K loop loads, per step, each distinct
  * (batch,) row of A and (batch,) column of B this thread needs once, and
- * does one FMA per accumulator register. f16/bf16 accumulators add in f32,
+ * does one FMA per accumulator register. With K a multiple of 4 a trip
+ * covers 4 steps, each row of A read by one vector load. f16/bf16 accumulators add in f32,
  * rounded once at the end (the tensor cores' accuracy, not K roundings). */
 static void lower_dot_fma(Nv *nv, IrOp *op)
 {
@@ -868,22 +869,46 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++)
 		phis[r] = LLVMBuildPhi(nv->b, cty, "");
-	LLVMValueRef *av = nv_regbuf(nv, na), *bv = nv_regbuf(nv, nc);
-	for (int i = 0; i < na; i++)
-		if (rowlin[i])
-			av[i] = nv_cast(nv, op, at, wt, nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, rowlin[i], kv, "")));
-	LLVMValueRef kN = LLVMBuildMul(nv->b, kv, nv_i32(nv, N), "");
-	for (int i = 0; i < nc; i++)
-		if (collin[i])
-			bv[i] = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
-	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef a = av[ia[r]], b = bv[ic[r]];
-		if (fl)
-			nxt[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, phis[r]}, 3);
-		else
-			nxt[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), phis[r], "");
+	/* U steps of K per trip: a row of A gives its U elements in one vector
+	 * load (rows are K-contiguous, and 16-byte aligned here), where it took
+	 * U loads; the FMAs keep K's order */
+	int U = K % 4 == 0 && at->numel > 0 ? 4 : 1;
+	LLVMValueRef *av = nv_regbuf(nv, na * U), *bv = nv_regbuf(nv, nc);
+	LLVMTypeRef aty = nv_llty(nv, at);
+	for (int i = 0; i < na; i++) {
+		if (!rowlin[i])
+			continue;
+		LLVMValueRef idx = LLVMBuildAdd(nv->b, rowlin[i], kv, "");
+		if (U == 1 || ir_scalar(at)->kind == TY_I1) {
+			for (int u = 0; u < U; u++)
+				av[i * U + u] = nv_cast(nv, op, at, wt,
+							nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, idx, nv_i32(nv, u), "")));
+			continue;
+		}
+		LLVMTypeRef vty = LLVMVectorType(aty, (unsigned)U);
+		LLVMValueRef ld = LLVMBuildLoad2(nv->b, vty, nv_smem_addr(nv, offa, idx, nv_esize(at)), "");
+		LLVMSetAlignment(ld, (unsigned)(U * nv_esize(at)));
+		for (int u = 0; u < U; u++)
+			av[i * U + u] = nv_cast(nv, op, at, wt, LLVMBuildExtractElement(nv->b, ld, nv_i32(nv, u), ""));
 	}
-	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, 1), "");
+	LLVMValueRef *acc = nv_regbuf(nv, m.n);
+	memcpy(acc, phis, sizeof(LLVMValueRef) * (size_t)m.n);
+	for (int u = 0; u < U; u++) {
+		LLVMValueRef kN = LLVMBuildMul(nv->b, LLVMBuildAdd(nv->b, kv, nv_i32(nv, u), ""), nv_i32(nv, N), "");
+		for (int i = 0; i < nc; i++)
+			if (collin[i])
+				bv[i] = nv_cast(nv, op, bt, wt,
+						nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
+		for (int r = 0; r < m.n; r++) {
+			LLVMValueRef a = av[ia[r] * U + u], b = bv[ic[r]];
+			if (fl)
+				acc[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, acc[r]}, 3);
+			else
+				acc[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), acc[r], "");
+		}
+	}
+	memcpy(nxt, acc, sizeof(LLVMValueRef) * (size_t)m.n);
+	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, U), "");
 	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
 	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
 	for (int r = 0; r < m.n; r++) {

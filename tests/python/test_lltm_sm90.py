@@ -74,6 +74,14 @@ def test_lltm_backward_gemm(prec, M, N):
         (lp,) = _wgmma_loops(ptx)
         assert "ld.global" not in lp and "cp.async.cg.shared.global" in lp
         assert not _ptxas_serializes(ptx)
+    else:
+        # the FMA dot's K loop: four K steps a trip, each row of A one
+        # vector load (it was one scalar load per row and step)
+        fma = [lp for lp in ptx_loops(ptx) if "fma.rn.f32" in lp and "bar.sync" not in lp]
+        assert fma
+        for lp in fma:
+            lds = len(re.findall(r"ld\.shared", lp))
+            assert "ld.shared.v4" in lp and lp.count("fma.rn.f32") >= 6 * lds, (lds, lp.count("fma.rn.f32"))
 
 
 @pytest.mark.parametrize("name", ["lib.lltm_bwd", "lib.lltm_bias_reduce", "lib.transpose"])

@@ -94,25 +94,21 @@ def lltm_fwd_kernel(input_ptr, w_ptr, bias_ptr, old_h_ptr, old_cell_ptr,
     acc0, acc1, acc2 = _gate_tile_acc(acc0, acc1, acc2, input_ptr, stride_in,
                                       w_ptr + S * stride_w1, stride_w0, stride_w1,
                                       offs_b, offs_s, I, S, B, BLOCK_K, PREC)
+    # each gate stored as soon as it is made (fewer tiles live at once)
     smask = offs_s < S
-    b0 = tl.load(bias_ptr + offs_s, mask=smask, other=0.0)
-    b1 = tl.load(bias_ptr + S + offs_s, mask=smask, other=0.0)
-    b2 = tl.load(bias_ptr + 2 * S + offs_s, mask=smask, other=0.0)
-    in_gate = tl.sigmoid(acc0 + b0[None, :])
-    out_gate = tl.sigmoid(acc1 + b1[None, :])
-    cand = _elu(acc2 + b2[None, :])
-
     mask = (offs_b[:, None] < B) & smask[None, :]
     tile = offs_b[:, None] * S + offs_s[None, :]  # outputs are contiguous (B, S)
+    in_gate = tl.sigmoid(acc0 + tl.load(bias_ptr + offs_s, mask=smask, other=0.0)[None, :])
+    tl.store(in_gate_ptr + tile, in_gate, mask=mask)
+    cand = _elu(acc2 + tl.load(bias_ptr + 2 * S + offs_s, mask=smask, other=0.0)[None, :])
+    tl.store(cand_ptr + tile, cand, mask=mask)
     old_cell = tl.load(old_cell_ptr + offs_b[:, None] * stride_c + offs_s[None, :],
                        mask=mask, other=0.0)
     new_cell = old_cell + cand * in_gate
-    new_h = _tanh(new_cell) * out_gate
-    tl.store(new_h_ptr + tile, new_h, mask=mask)
     tl.store(new_cell_ptr + tile, new_cell, mask=mask)
-    tl.store(in_gate_ptr + tile, in_gate, mask=mask)
+    out_gate = tl.sigmoid(acc1 + tl.load(bias_ptr + S + offs_s, mask=smask, other=0.0)[None, :])
     tl.store(out_gate_ptr + tile, out_gate, mask=mask)
-    tl.store(cand_ptr + tile, cand, mask=mask)
+    tl.store(new_h_ptr + tile, _tanh(new_cell) * out_gate, mask=mask)
 
 
 @triton.jit

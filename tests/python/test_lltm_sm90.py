@@ -51,6 +51,7 @@ def test_lltm_forward_tf32_three_mmas_in_flight():
         assert lp.count("wgmma.commit_group") == 3
         assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", lp) == ["1"]
     assert not _ptxas_serializes(ptx)
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
 def test_lltm_forward_ieee_no_spills():

@@ -306,10 +306,10 @@ static bool zero_other(const IrValue *o)
 
 /* How load L's tile sits in its slot: runs of >= 4 bytes along the rows
  * (the tile is staged row-major), or, for the B of a warpgroup MMA (wgb),
- * 16-byte runs down the columns: then the slot holds the tile transposed
- * ([N][K], "K-major", what wgmma reads untransposed; the only way for B of
- * other than 16-bit elements). And 16-byte chunks for every thread, other
- * absent or zero. */
+ * 16-byte runs down the columns, or 32-bit elements one by one: then the
+ * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
+ * untransposed; the only way for B of other than 16-bit elements). And
+ * 16-byte chunks for every thread, other absent or zero. */
 static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool *trans)
 {
 	const IrType *t = L->res[0].type;
@@ -318,7 +318,10 @@ static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, 
 	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
 	*trans = false;
 	if (!rows || (wgb && es != 2)) {
-		if (!wgb || an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16)
+		/* a 32-bit B (tf32) not 16-byte contiguous down its columns, N-major
+		 * say: copied element by element (4-byte cp.async) into the
+		 * transposed slot, as Triton does */
+		if (!wgb || (an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16 && es != 4))
 			return false;
 		*trans = true;
 	}

@@ -483,3 +483,35 @@ def test_mamba2_ssd_no_spills(dstate, prec):
         assert k.n_spills == 0, f"{name}: {k.n_spills} bytes spilled ({k.n_regs} registers)"
         if name != "lib.ssd_state_pass":
             assert ("wgmma.mma_async" in k.asm["ptx"]) == (prec == "tf32"), name
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
+@pytest.mark.parametrize("nw", [4, 8])
+def test_tf32_operands_copied_async_any_layout(layout, nw):
+    """fp32 operands on tensor cores (tf32) in every layout, on sm_90a: wgmma
+    reads 32-bit tiles K-major only, so a row-major B (N-contiguous, the
+    usual [K][N]) or a column-major A is copied element by element (4-byte
+    cp.async) into the K-major slot, as Triton does; the loop issues no
+    global loads of its own and nothing spills. (Row-major B went through
+    registers, with 212 bytes of spills at 4 warps.)"""
+    import sys
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    sys.path.insert(0, root)
+    import compile_time as ct
+    lt = ct.kernels_module("lltm")
+    fn = lt.matmul_f32_kernel
+    sig = {n: "i32" for n in fn.arg_names}
+    sig.update(a_ptr="*fp32", b_ptr="*fp32", c_ptr="*fp32")
+    cx = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, PREC="tf32", stride_cn=1)
+    cx["stride_ak" if layout[0] == "N" else "stride_am"] = 1
+    cx["stride_bn" if layout[1] == "N" else "stride_bk"] = 1
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] != "constexpr"}
+    k = ctriton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": nw, "num_stages": 3})
+    (lp,) = [lp for lp in ptx_loops(k.asm["ptx"]) if "wgmma.mma_async" in lp]
+    assert "ld.global" not in lp and "cp.async.c" in lp
+    assert ("cp.async.ca.shared.global" in lp) == (layout != "NT")  # element copies
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"

@@ -127,6 +127,44 @@ def matmul_cases(mods, quick):
                 report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def matmul_tf32_cases(mods, quick):
+    """The same tutorial kernel on fp32 inputs: tl.dot's default precision
+    is tf32 on both sides; A and B row-major (B's rows N-contiguous, which
+    wgmma cannot read as 32-bit MN-major: both compilers copy it element by
+    element into a K-major slot). torch with allow_tf32."""
+    cfgs = [(128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4)]
+    torch.backends.cuda.matmul.allow_tf32 = True
+    for S in ([4096] if quick else [4096, 8192]):
+        A = torch.randn(S, S, device="cuda")
+        B = torch.randn(S, S, device="cuda")
+        ref = A.double() @ B.double()
+        for (bm, bn, bk, nw, ns) in cfgs:
+            bad, fns = [], {}
+            for k, m in mods.items():
+                C = torch.full((S, S), float("nan"), device="cuda")
+                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+                    A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=nw, num_stages=ns)
+                try:
+                    f()
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {k} tf32 {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
+                err = ((C.double() - ref).norm() / ref.norm()).item()
+                if not err < 1e-2:
+                    bad.append(f"{k} rel.err {err:.2e}")
+                fns[k] = f
+            times = bench_rounds(fns)
+            Ct = torch.empty(S, S, device="cuda")
+            times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
+            report(f"matmul tf32 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def matmul_fp8_cases(mods, quick):
     """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out."""
     if not hasattr(torch, "float8_e5m2"):
@@ -307,6 +345,7 @@ def main():
     if a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         matmul_cases(mm, a.quick)
+        matmul_tf32_cases(mm, a.quick)
         matmul_fp8_cases(mm, a.quick)
     if a.only != "matmul":
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}

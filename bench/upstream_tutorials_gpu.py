@@ -122,7 +122,7 @@ def pin06(mods, pin):
         at.cache = {}
 
 
-def tutorial06(mods, quick, pins=(None,), heads=(64, 128), modes=(False, True), ws="tutorial"):
+def tutorial06(mods, quick, pins=(None,), heads=(64, 128), modes=(False, True), ws="tutorial", bwd=False):
     Z, H = 4, 32
     for pin in pins:
         pin06(mods, pin)
@@ -132,6 +132,29 @@ def tutorial06(mods, quick, pins=(None,), heads=(64, 128), modes=(False, True), 
                 if pin is not None and (pin[1] > D or (causal and pin[1] > pin[0])):
                     continue  # the tutorial's own rules (static_assert, prune)
                 _tut06_case(mods, quick, D, causal, Z, H, tag, ws)
+    if bwd:
+        for D in heads:
+            for causal in modes:
+                _tut06_bwd_case(mods, quick, D, causal, Z, H)
+
+
+def _tut06_bwd_case(mods, quick, D, causal, Z, H):
+    """The tutorial's backward pass (its _attn_bwd_preprocess and _attn_bwd
+    kernels, fixed configuration), timed as the tutorial does: the backward
+    of one forward, gradients checked against torch SDPA's."""
+    for N in (4096,) if quick else (1024, 4096):
+        q, k, v = (torch.empty(Z, H, N, D, device="cuda", dtype=torch.float16).normal_(0.0, 0.5).requires_grad_()
+                   for _ in range(3))
+        do = torch.randn_like(q)
+        sm = 0.5
+        ref_o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
+        ref = torch.autograd.grad(ref_o, (q, k, v), do)
+        flops = 2.5 * 4.0 * Z * H * N * N * D * (0.5 if causal else 1.0)
+
+        def make(m, c=causal):
+            o = m.attention(q, k, v, c, sm, False)
+            return lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        run_case(f"06 attention bwd D{D} {'causal' if causal else 'full'} N{N}", mods, make, ref, flops)
 
 
 def _tut06_case(mods, quick, D, causal, Z, H, tag, wsmode):
@@ -234,6 +257,7 @@ def main():
     ap.add_argument("--modes", default="full,causal", help="06: full, causal or both")
     ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
                     help="06: warp_specialize as the tutorial's benchmark sets it (full only), always, never")
+    ap.add_argument("--bwd", action="store_true", help="06: also the backward pass")
     ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
     ap.add_argument("--case", help="only the cases whose names match this regular expression")
     ap.add_argument("--k09", help="09: K sizes, comma-separated (default 4096; without --quick 512,4096)")
@@ -266,7 +290,7 @@ def main():
         if mods and key == "06":
             pins = [tuple(int(x) for x in p.split(",")) for p in a.pin] or [None]
             tutorial06(mods, a.quick, pins, tuple(int(h) for h in a.heads.split(",")),
-                       tuple(m == "causal" for m in a.modes.split(",")), a.ws)
+                       tuple(m == "causal" for m in a.modes.split(",")), a.ws, a.bwd)
         elif mods and key == "09":
             tutorial09(mods, a.quick, [tuple(int(x) for x in p.split(",")) for p in a.pin09] or [None])
         elif mods:

@@ -8,6 +8,9 @@
 #   tutorials DIR [ARGS]  bench/upstream_tutorials_gpu.py over DIR (Triton's
 #                      python/tutorials) --quick --warm 2 --rounds 3 [ARGS]
 #   launch             bench/warm_start.py --gpu and bench/launch_overhead_gpu.py
+#   lib                bench/lib_gpu.py (LLTM, Mamba-2 SSD: ctriton, Triton, torch)
+#
+# tutorials takes --bwd for tutorial 06's backward pass as well.
 #
 # Logs and tables go to $OUT (default /tmp/ctriton-round); each part prints
 # a short summary last.
@@ -50,8 +53,13 @@ case "$part" in
     echo "launch rc=$?"
     tail -6 "$O/launch.txt"
     ;;
+  lib)
+    timeout 540 python3 bench/lib_gpu.py > "$O/lib.txt" 2>&1
+    echo "lib rc=$?"
+    tail -12 "$O/lib.txt" | cut -c1-190
+    ;;
   *)
-    sed -n '2,14p' "$0"
+    sed -n '2,17p' "$0"
     exit 2
     ;;
 esac

@@ -235,14 +235,19 @@ def _check_rows(name, t):
         raise ValueError(f"{name}: rows must be contiguous")
 
 
+_SMS = {}
+
+
 def _gpu_sms(t):
     """The multiprocessor count of a torch CUDA tensor's device; 0 for a
     numpy array (CPU backend)."""
     dev = getattr(t, "device", None)
     if getattr(dev, "type", None) != "cuda":
         return 0
-    import torch
-    return torch.cuda.get_device_properties(dev).multi_processor_count
+    if dev.index not in _SMS:
+        import torch
+        _SMS[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _SMS[dev.index]
 
 
 def _pick(sms, M, N, cands):

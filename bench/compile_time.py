@@ -255,9 +255,17 @@ def cases(impl="ctriton"):
     s = sig("states_ptr:*fp32 cum_ptr:*fp32 final_ptr:*fp32 dim:i32 nchunks:i32")
     out["lib.ssd_state_pass"] = (ssd.ssd_state_pass_kernel, s, {"CHUNK": 64, "BLOCK": 1024},
                                  ssd_d16(s), {"num_warps": 4})
-    s = ssd_sig(("x_ptr", "dt_ptr", "b_ptr", "c_ptr", "y_ptr", "states_ptr", "cum_ptr"),
+    # the benchmark's case: one group for all heads, so C B^T is made once
+    # per (chunk, group) and the scan reads it
+    s = sig("b_ptr:*fp32 c_ptr:*fp32 cb_ptr:*fp32 seqlen:i32 ngroups:i32 dstate:i32 nchunks:i32 "
+            + " ".join(f"{n}:i32" for n in strides(("b", "blgn"), ("c", "blgn"))))
+    out["lib.ssd_chunk_cb"] = (ssd.ssd_chunk_cb_kernel, s,
+                               {"CHUNK": 64, "BLOCK_N": 32, "PREC": "ieee", "sb_n": 1, "sc_n": 1},
+                               ssd_d16(s), {"num_warps": 8})
+    s = ssd_sig(("x_ptr", "dt_ptr", "b_ptr", "c_ptr", "y_ptr", "states_ptr", "cum_ptr", "cb_ptr"),
                 (("x", "blhp"), ("dt", "blh"), ("b", "blgn"), ("c", "blgn"), ("y", "blhp")))
-    out["lib.ssd_chunk_scan"] = (ssd.ssd_chunk_scan_kernel, s, dict(ssd_cx, BLOCK_N=32, **unit),
+    out["lib.ssd_chunk_scan"] = (ssd.ssd_chunk_scan_kernel, s,
+                                 dict(ssd_cx, BLOCK_N=32, SHARED_CB=True, **unit),
                                  ssd_d16(s), {"num_warps": 8})
     return out
 

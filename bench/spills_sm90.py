@@ -64,9 +64,13 @@ def rows():
         k = build(cs["lib.ssd_chunk_state"], dict(CHUNK=64, BLOCK_P=sp, BLOCK_N=sn, PREC=prec),
                   num_warps=sw)
         yield f"Mamba-2 chunk state {prec}", f"chunk 64, {sp}x{sn} / {sw}", k
-        k = build(cs["lib.ssd_chunk_scan"], dict(CHUNK=64, BLOCK_P=cp, BLOCK_N=cn, PREC=prec),
-                  num_warps=cw)
-        yield f"Mamba-2 chunk scan {prec}", f"chunk 64, {cp}x{cn} / {cw}", k
+        k = build(cs["lib.ssd_chunk_cb"], dict(CHUNK=64, BLOCK_N=cn, PREC=prec), num_warps=cw)
+        yield f"Mamba-2 chunk C B^T {prec}", f"chunk 64, slices of {cn} / {cw}", k
+        for shared in (True, False):
+            k = build(cs["lib.ssd_chunk_scan"], dict(CHUNK=64, BLOCK_P=cp, BLOCK_N=cn, PREC=prec,
+                                                     SHARED_CB=shared), num_warps=cw)
+            yield (f"Mamba-2 chunk scan {prec}", f"chunk 64, {cp}x{cn} / {cw}, C B^T "
+                   + ("read" if shared else "made here"), k)
 
 
 def main():

@@ -28,7 +28,10 @@ elements.
    state S_c entering that chunk, and writes the final state (batch,
    heads, headdim, dstate), the layout of one chunk's state.
 3. `ssd_chunk_scan_kernel`, grid (chunks, batch*heads, headdim blocks):
-   C B^T accumulated over dstate in BLOCK_N-wide slices; Y = ((C B^T) o L) X;
+   C B^T accumulated over dstate in BLOCK_N-wide slices (or, when several
+   heads share a group or headdim takes several blocks, read from
+   `ssd_chunk_cb_kernel`, which makes it once per (chunk, batch*group));
+   Y = ((C B^T) o L) X;
    then Y += (C o exp(a)) S_c^T, again over dstate slices (S_c read
    dstate-major: the K-major operand of the dot); Y stored once. The
    (CHUNK, dstate) tiles of B and C never sit in registers whole.
@@ -110,7 +113,34 @@ def ssd_state_pass_kernel(states_ptr, cum_ptr, final_ptr, dim, nchunks,
 
 
 @triton.jit
-def ssd_chunk_scan_kernel(x_ptr, dt_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_ptr,
+def ssd_chunk_cb_kernel(b_ptr, c_ptr, cb_ptr, seqlen, ngroups, dstate, nchunks,
+                        sb_b, sb_l, sb_g, sb_n,
+                        sc_b, sc_l, sc_g, sc_n,
+                        CHUNK: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr):
+    # C B^T of one chunk of one group, contracted over dstate slice by
+    # slice: shared by the group's heads (and headdim blocks) in the scan
+    pid_c = tl.program_id(0)
+    pid_bg = tl.program_id(1)
+    bi = pid_bg // ngroups
+    gi = pid_bg % ngroups
+    offs_q = tl.arange(0, CHUNK)
+    t = pid_c * CHUNK + offs_q
+    tmask = t < seqlen
+    b_ptrs = b_ptr + bi * sb_b + gi * sb_g + t[:, None] * sb_l
+    c_ptrs = c_ptr + bi * sc_b + gi * sc_g + t[:, None] * sc_l
+    cb = tl.zeros((CHUNK, CHUNK), dtype=tl.float32)
+    for n0 in range(0, dstate, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        qn_mask = tmask[:, None] & (offs_n < dstate)[None, :]
+        cm = tl.load(c_ptrs + offs_n[None, :] * sc_n, mask=qn_mask, other=0.0)
+        bm = tl.load(b_ptrs + offs_n[None, :] * sb_n, mask=qn_mask, other=0.0)
+        cb = tl.dot(cm, tl.trans(bm), cb, input_precision=PREC)
+    base = (pid_bg * nchunks + pid_c).to(tl.int64) * (CHUNK * CHUNK)
+    tl.store(cb_ptr + base + offs_q[:, None] * CHUNK + offs_q[None, :], cb)
+
+
+@triton.jit
+def ssd_chunk_scan_kernel(x_ptr, dt_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_ptr, cb_ptr,
                           seqlen, nheads, heads_per_group, headdim, dstate, nchunks,
                           sx_b, sx_l, sx_h, sx_p,
                           sdt_b, sdt_l, sdt_h,
@@ -118,7 +148,7 @@ def ssd_chunk_scan_kernel(x_ptr, dt_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_pt
                           sc_b, sc_l, sc_g, sc_n,
                           sy_b, sy_l, sy_h, sy_p,
                           CHUNK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
-                          PREC: tl.constexpr):
+                          PREC: tl.constexpr, SHARED_CB: tl.constexpr):
     pid_c = tl.program_id(0)
     pid_bh = tl.program_id(1)
     pid_p = tl.program_id(2)
@@ -134,16 +164,22 @@ def ssd_chunk_scan_kernel(x_ptr, dt_ptr, b_ptr, c_ptr, y_ptr, states_ptr, cum_pt
     chunk_id = pid_bh * nchunks + pid_c
     a_cs = tl.load(cum_ptr + chunk_id * CHUNK + offs_q)          # (CHUNK,)
 
-    # C B^T, contracted over dstate slice by slice
+    # C B^T: the group's, made once by ssd_chunk_cb_kernel (SHARED_CB), or
+    # here, contracted over dstate slice by slice
     b_ptrs = b_ptr + bi * sb_b + gi * sb_g + t[:, None] * sb_l
     c_ptrs = c_ptr + bi * sc_b + gi * sc_g + t[:, None] * sc_l
-    cb = tl.zeros((CHUNK, CHUNK), dtype=tl.float32)
-    for n0 in range(0, dstate, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        qn_mask = tmask[:, None] & (offs_n < dstate)[None, :]
-        cm = tl.load(c_ptrs + offs_n[None, :] * sc_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
-        bm = tl.load(b_ptrs + offs_n[None, :] * sb_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
-        cb = tl.dot(cm, tl.trans(bm), cb, input_precision=PREC)
+    if SHARED_CB:
+        ngroups = nheads // heads_per_group
+        base = ((bi * ngroups + gi) * nchunks + pid_c).to(tl.int64) * (CHUNK * CHUNK)
+        cb = tl.load(cb_ptr + base + offs_q[:, None] * CHUNK + offs_q[None, :])
+    else:
+        cb = tl.zeros((CHUNK, CHUNK), dtype=tl.float32)
+        for n0 in range(0, dstate, BLOCK_N):
+            offs_n = n0 + tl.arange(0, BLOCK_N)
+            qn_mask = tmask[:, None] & (offs_n < dstate)[None, :]
+            cm = tl.load(c_ptrs + offs_n[None, :] * sc_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
+            bm = tl.load(b_ptrs + offs_n[None, :] * sb_n, mask=qn_mask, other=0.0)   # (CHUNK, N)
+            cb = tl.dot(cm, tl.trans(bm), cb, input_precision=PREC)
 
     # Y_diag = ((C B^T) o L) X
     causal = offs_q[:, None] >= offs_q[None, :]
@@ -240,9 +276,18 @@ def mamba2_ssd_forward(x, dt, A, B, C, chunk_size=16, input_precision="ieee",
     ssd_state_pass_kernel[(triton.cdiv(headdim * dstate, block), bh)](
         states, cum, final, headdim * dstate, nchunks, CHUNK=chunk_size, BLOCK=block,
         num_warps=4)
+    # C B^T depends on the group only: made once per (chunk, group) when
+    # several heads of a group (or several headdim blocks) would each make it
+    shared_cb = hpg > 1 or triton.cdiv(headdim, sc_p) > 1
+    cb = cum
+    if shared_cb:
+        cb = _empty(x, (batch * ngroups * nchunks * chunk_size * chunk_size,))
+        ssd_chunk_cb_kernel[(nchunks, batch * ngroups)](
+            B, C, cb, seqlen, ngroups, dstate, nchunks, *_strides(B), *_strides(C),
+            CHUNK=chunk_size, BLOCK_N=sc_n, PREC=input_precision, num_warps=sc_warps)
     ssd_chunk_scan_kernel[(nchunks, bh, triton.cdiv(headdim, sc_p))](
-        x, dt, B, C, y, states, cum, seqlen, nheads, hpg, headdim, dstate, nchunks,
+        x, dt, B, C, y, states, cum, cb, seqlen, nheads, hpg, headdim, dstate, nchunks,
         *_strides(x), *_strides(dt), *_strides(B), *_strides(C), *_strides(y),
         CHUNK=chunk_size, BLOCK_P=sc_p, BLOCK_N=sc_n, PREC=input_precision,
-        num_warps=sc_warps)
+        SHARED_CB=shared_cb, num_warps=sc_warps)
     return (y, final) if return_final_state else y

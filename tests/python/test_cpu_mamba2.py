@@ -48,8 +48,11 @@ def _inputs(rng, batch, L, H, P, G, N):
     (1, 70, 2, 80, 1, 16, 16),   # headdim 80: two headdim blocks (the second one ragged)
     (2, 90, 4, 24, 2, 160, 16),  # dstate 160: two state blocks, five scan slices; two groups
     (1, 160, 2, 64, 1, 128, 64),  # the GPU benchmark's block sizes, ragged third chunk
+    (2, 45, 3, 16, 3, 32, 16),   # a group per head: C B^T made in the scan itself
 ])
 def test_ssd_matches_recurrence(batch, L, H, P, G, N, chunk):
+    """C B^T is shared by a group's heads (made once per chunk and group)
+    unless each head has its own group and one headdim block."""
     from mamba2_ssd import mamba2_ssd_forward
     rng = np.random.default_rng(L + H)
     x, dt, A, B, C = _inputs(rng, batch, L, H, P, G, N)

@@ -475,7 +475,10 @@ def test_mamba2_ssd_no_spills(dstate, prec):
     (sp, sn, sw), (cp, cn, cw) = ssd._config(64, 64, dstate, prec)
     for name, cx, nw in (("lib.ssd_chunk_state", dict(BLOCK_P=sp, BLOCK_N=sn, PREC=prec), sw),
                          ("lib.ssd_state_pass", {}, 4),
-                         ("lib.ssd_chunk_scan", dict(BLOCK_P=cp, BLOCK_N=cn, PREC=prec), cw)):
+                         ("lib.ssd_chunk_cb", dict(BLOCK_N=cn, PREC=prec), cw),
+                         ("lib.ssd_chunk_scan", dict(BLOCK_P=cp, BLOCK_N=cn, PREC=prec, SHARED_CB=True), cw),
+                         ("lib.ssd_chunk_scan", dict(BLOCK_P=cp, BLOCK_N=cn, PREC=prec, SHARED_CB=False),
+                          cw)):
         fn, sig, cx0, attrs, opts = cases[name]
         opts = dict(opts, num_warps=nw)
         k = ctriton.compile(ct.source((fn, sig, dict(cx0, CHUNK=64, **cx), attrs, opts)),

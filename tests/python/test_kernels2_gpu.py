@@ -32,7 +32,8 @@ def _lltm_torch(torch, x, W, b, h, c):
     return new_h, new_cell, ig, og, cand
 
 
-@pytest.mark.parametrize("B,S,I", [(16, 128, 32), (37, 100, 75), (256, 512, 256)])
+@pytest.mark.parametrize("B,S,I", [(16, 128, 32), (37, 100, 75), (256, 512, 256),
+                                   (4096, 1024, 1024)])  # the benchmark's: the largest tiles
 @pytest.mark.parametrize("precision", ["ieee", "tf32"])
 def test_lltm(torch, B, S, I, precision):
     from lltm import lltm_forward, lltm_backward

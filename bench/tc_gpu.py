@@ -93,6 +93,36 @@ def report(name, times, flops, extra=""):
     ROWS.append((name, tf, r, extra))
 
 
+def _matmul_case(mods, A, B, ref, cfg, label):
+    """Tutorial 03's kernel on A @ B (square, S) with one configuration on
+    each side, checked against ref, timed beside torch.matmul."""
+    S = A.shape[0]
+    bm, bn, bk, nw, ns = cfg
+    bad, fns = [], {}
+    for k, m in mods.items():
+        C = torch.full((S, S), float("nan"), device="cuda", dtype=A.dtype)
+        grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+        f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+            A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+            C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+            num_warps=nw, num_stages=ns)
+        try:
+            f()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            print(f"  {k} {label} {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            continue
+        err = ((C.to(ref.dtype) - ref).norm() / ref.norm()).item()
+        if not err < 1e-2:
+            bad.append(f"{k} rel.err {err:.2e}")
+        fns[k] = f
+    times = bench_rounds(fns)
+    Ct = torch.empty(S, S, device="cuda", dtype=A.dtype)
+    times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
+    report(f"matmul {label} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
+           ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def matmul_cases(mods, quick):
     cfgs = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
     sizes = [4096] if quick else [2048, 4096, 8192]
@@ -101,30 +131,8 @@ def matmul_cases(mods, quick):
             A = torch.randn(S, S, device="cuda", dtype=dt)
             B = torch.randn(S, S, device="cuda", dtype=dt)
             ref = (A.float() @ B.float())
-            for (bm, bn, bk, nw, ns) in cfgs:
-                times, bad, fns = {}, [], {}
-                for k, m in mods.items():
-                    C = torch.full((S, S), float("nan"), device="cuda", dtype=dt)
-                    grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
-                    f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
-                        A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
-                        C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                        num_warps=nw, num_stages=ns)
-                    try:
-                        f()
-                        torch.cuda.synchronize()
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  {k} {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                        continue
-                    err = ((C.float() - ref).norm() / ref.norm()).item()
-                    if not err < 1e-2:
-                        bad.append(f"{k} rel.err {err:.2e}")
-                    fns[k] = f
-                times.update(bench_rounds(fns))
-                Ct = torch.empty(S, S, device="cuda", dtype=dt)
-                times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
-                name = f"matmul {str(dt)[6:]} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
-                report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
+            for cfg in cfgs:
+                _matmul_case(mods, A, B, ref, cfg, str(dt)[6:])
 
 
 def matmul_tf32_cases(mods, quick):
@@ -138,30 +146,8 @@ def matmul_tf32_cases(mods, quick):
         A = torch.randn(S, S, device="cuda")
         B = torch.randn(S, S, device="cuda")
         ref = A.double() @ B.double()
-        for (bm, bn, bk, nw, ns) in cfgs:
-            bad, fns = [], {}
-            for k, m in mods.items():
-                C = torch.full((S, S), float("nan"), device="cuda")
-                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
-                f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
-                    A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
-                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                    num_warps=nw, num_stages=ns)
-                try:
-                    f()
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001
-                    print(f"  {k} tf32 {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                    continue
-                err = ((C.double() - ref).norm() / ref.norm()).item()
-                if not err < 1e-2:
-                    bad.append(f"{k} rel.err {err:.2e}")
-                fns[k] = f
-            times = bench_rounds(fns)
-            Ct = torch.empty(S, S, device="cuda")
-            times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
-            report(f"matmul tf32 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
-                   ("WRONG: " + ", ".join(bad)) if bad else "")
+        for cfg in cfgs:
+            _matmul_case(mods, A, B, ref, cfg, "tf32")
     torch.backends.cuda.matmul.allow_tf32 = False
 
 

@@ -47,7 +47,8 @@ def _inputs(rng, B, S, I):
     return f(B, I), f(3 * S, S + I) * 0.3, f(3 * S), f(B, S), f(B, S)
 
 
-@pytest.mark.parametrize("B,S,I", [(5, 20, 13), (33, 40, 7)])
+@pytest.mark.parametrize("B,S,I", [(5, 20, 13), (33, 40, 7),
+                                   (300, 24, 8)])  # more batch blocks than the d_bias reduction reads at once
 def test_lltm_forward_backward(B, S, I):
     from lltm import lltm_forward, lltm_backward
     rng = np.random.default_rng(B * 100 + S)
@@ -64,7 +65,7 @@ def test_lltm_forward_backward(B, S, I):
     for name, got, w in zip(["d_old_h", "d_input", "d_weights", "d_bias", "d_old_cell"],
                             grads, want):
         assert got.shape == w.shape, name
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=5e-6, err_msg=name)
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=5e-6 if B < 100 else 2e-5, err_msg=name)
 
 
 def test_lltm_strided_rows():
@@ -81,24 +82,6 @@ def test_lltm_strided_rows():
     ref, _ = lltm_ref(x, W, b, h, c)
     np.testing.assert_allclose(out[0], ref[0], rtol=1e-5, atol=2e-6)
     np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=2e-6)
-
-
-def test_lltm_many_batch_blocks():
-    """More batch blocks than the d_bias reduction reads at once, so its
-    loop over the partial sums runs more than once."""
-    from lltm import lltm_forward, lltm_backward
-    rng = np.random.default_rng(11)
-    B, S, I = 300, 24, 8
-    x, W, b, h, c = _inputs(rng, B, S, I)
-    out = lltm_forward(x, W, b, h, c)
-    ref, saved = lltm_ref(x, W, b, h, c)
-    gh = rng.standard_normal((B, S)).astype(np.float32)
-    gc = rng.standard_normal((B, S)).astype(np.float32)
-    grads = lltm_backward(gh, gc, out[1], out[2], out[3], out[4], x, h, W)
-    want = lltm_bwd_ref(gh, gc, W, ref, saved)
-    for name, got, w in zip(["d_old_h", "d_input", "d_weights", "d_bias", "d_old_cell"],
-                            grads, want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("precision", ["ieee", "tf32"])

@@ -93,14 +93,14 @@ def report(name, times, flops, extra=""):
     ROWS.append((name, tf, r, extra))
 
 
-def _matmul_case(mods, A, B, ref, cfg, label):
+def _matmul_case(mods, A, B, ref, cfg, label, out_dtype=None, with_torch=True):
     """Tutorial 03's kernel on A @ B (square, S) with one configuration on
     each side, checked against ref, timed beside torch.matmul."""
     S = A.shape[0]
     bm, bn, bk, nw, ns = cfg
     bad, fns = [], {}
     for k, m in mods.items():
-        C = torch.full((S, S), float("nan"), device="cuda", dtype=A.dtype)
+        C = torch.full((S, S), float("nan"), device="cuda", dtype=out_dtype or A.dtype)
         grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
         f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
             A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
@@ -117,8 +117,9 @@ def _matmul_case(mods, A, B, ref, cfg, label):
             bad.append(f"{k} rel.err {err:.2e}")
         fns[k] = f
     times = bench_rounds(fns)
-    Ct = torch.empty(S, S, device="cuda", dtype=A.dtype)
-    times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
+    if with_torch:
+        Ct = torch.empty(S, S, device="cuda", dtype=A.dtype)
+        times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
     report(f"matmul {label} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
            ("WRONG: " + ", ".join(bad)) if bad else "")
 
@@ -159,28 +160,8 @@ def matmul_fp8_cases(mods, quick):
         a = torch.randn(S, S, device="cuda").to(torch.float8_e5m2)
         b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2).T
         ref = a.float() @ b.float()
-        for (bm, bn, bk, nw, ns) in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
-            times, bad, fns = {}, [], {}
-            for k, m in mods.items():
-                C = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
-                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
-                f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
-                    a, b, C, S, S, S, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                    num_warps=nw, num_stages=ns)
-                try:
-                    f()
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001
-                    print(f"  {k} fp8 {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                    continue
-                err = ((C.float() - ref).norm() / ref.norm()).item()
-                if not err < 1e-2:
-                    bad.append(f"{k} rel.err {err:.2e}")
-                fns[k] = f
-            times.update(bench_rounds(fns))
-            name = f"matmul fp8e5 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}"
-            report(name, times, 2 * S ** 3, ("WRONG: " + ", ".join(bad)) if bad else "")
+        for cfg in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
+            _matmul_case(mods, a, b, ref, cfg, "fp8e5", out_dtype=torch.float16, with_torch=False)
 
 
 def attention_cases(mods, quick):

@@ -93,30 +93,40 @@ def report(name, times, flops, extra=""):
     ROWS.append((name, tf, r, extra))
 
 
+def run_sides(mods, make, want, label):
+    """Each side's launch, make(mod) -> (launch, output it writes), run
+    once and its output checked against want (relative error < 1e-2), then
+    timed (bench_rounds). Returns (times, notes on wrong results)."""
+    bad, fns = [], {}
+    for k, m in mods.items():
+        try:
+            f, out = make(m)
+            f()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            print(f"  {k} {label}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            continue
+        err = ((out.double() - want.double()).norm() / want.double().norm()).item()
+        if not err < 1e-2:
+            bad.append(f"{k} rel.err {err:.2e}")
+        fns[k] = f
+    return bench_rounds(fns), bad
+
+
 def _matmul_case(mods, A, B, ref, cfg, label, out_dtype=None, with_torch=True):
     """Tutorial 03's kernel on A @ B (square, S) with one configuration on
     each side, checked against ref, timed beside torch.matmul."""
     S = A.shape[0]
     bm, bn, bk, nw, ns = cfg
-    bad, fns = [], {}
-    for k, m in mods.items():
+
+    def make(m):
         C = torch.full((S, S), float("nan"), device="cuda", dtype=out_dtype or A.dtype)
         grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
-        f = lambda m=m, C=C: m.matmul[grid](  # noqa: E731
+        return (lambda: m.matmul[grid](
             A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
             C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-            num_warps=nw, num_stages=ns)
-        try:
-            f()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001
-            print(f"  {k} {label} {S} {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-            continue
-        err = ((C.to(ref.dtype) - ref).norm() / ref.norm()).item()
-        if not err < 1e-2:
-            bad.append(f"{k} rel.err {err:.2e}")
-        fns[k] = f
-    times = bench_rounds(fns)
+            num_warps=nw, num_stages=ns)), C
+    times, bad = run_sides(mods, make, ref, f"{label} {S} {bm}x{bn}x{bk}")
     if with_torch:
         Ct = torch.empty(S, S, device="cuda", dtype=A.dtype)
         times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
@@ -173,26 +183,16 @@ def attention_cases(mods, quick):
             ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
             BM, BN = 128, 64
             nw = 4 if D == 64 else 8
-            times, bad, fns = {}, [], {}
-            for name, m in mods.items():
+
+            def make(m):
                 o = torch.full_like(q, float("nan"))
                 M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
                 grid = (triton_cdiv(N, BM), Z * H)
-                f = lambda m=m, o=o, M=M: m.attn_fwd[grid](  # noqa: E731
+                return (lambda: m.attn_fwd[grid](
                     q, k, v, sm, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
                     N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1,
-                    num_warps=nw, num_stages=2)
-                try:
-                    f()
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001
-                    print(f"  {name} attn D{D}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                    continue
-                err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
-                if not err < 1e-2:
-                    bad.append(f"{name} rel.err {err:.2e}")
-                fns[name] = f
-            times.update(bench_rounds(fns))
+                    num_warps=nw, num_stages=2)), o
+            times, bad = run_sides(mods, make, ref, f"attn D{D}")
             times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
                 q, k, v, is_causal=causal, scale=sm))
             flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
@@ -227,25 +227,14 @@ def attention_tma_cases(mods, quick):
                 q, k, v, is_causal=causal, scale=sm))
             best = {}
             for (BM, BN, nw, ns, ws) in TMA_CONFIGS[(D, causal)]:
-                times, bad, fns = {}, [], {}
-                for name, m in mods.items():
+                def make(m):
                     o = torch.full_like(q, float("nan"))
                     M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
                     grid = (triton_cdiv(N, BM), Z * H)
-                    f = lambda m=m, o=o, M=M: m.attn_fwd_tma[grid](  # noqa: E731
+                    return (lambda: m.attn_fwd_tma[grid](
                         q, k, v, sm, M, o, Z, H, N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
-                        STAGE=3 if causal else 1, WARP_SPECIALIZE=ws, num_warps=nw, num_stages=ns)
-                    try:
-                        f()
-                        torch.cuda.synchronize()
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  {name} attn tma D{D}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                        continue
-                    err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
-                    if not err < 1e-2:
-                        bad.append(f"{name} rel.err {err:.2e}")
-                    fns[name] = f
-                times.update(bench_rounds(fns))
+                        STAGE=3 if causal else 1, WARP_SPECIALIZE=ws, num_warps=nw, num_stages=ns)), o
+                times, bad = run_sides(mods, make, ref, f"attn tma D{D}")
                 for name, t in times.items():
                     if not bad and (name not in best or t < best[name]):
                         best[name] = t

@@ -174,30 +174,36 @@ def matmul_fp8_cases(mods, quick):
             _matmul_case(mods, a, b, ref, cfg, "fp8e5", out_dtype=torch.float16, with_torch=False)
 
 
-def attention_cases(mods, quick):
+def attention_problems(quick):
+    """(Z, H, N, D, causal, q, k, v, sm_scale, SDPA's output) of the forward rows."""
     Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
     for D in (64, 128):
         for causal in (False, True):
             q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
             sm = 0.5
             ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
-            BM, BN = 128, 64
-            nw = 4 if D == 64 else 8
+            yield Z, H, N, D, causal, q, k, v, sm, ref
 
-            def make(m):
-                o = torch.full_like(q, float("nan"))
-                M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
-                grid = (triton_cdiv(N, BM), Z * H)
-                return (lambda: m.attn_fwd[grid](
-                    q, k, v, sm, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
-                    N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1,
-                    num_warps=nw, num_stages=2)), o
-            times, bad = run_sides(mods, make, ref, f"attn D{D}")
-            times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, scale=sm))
-            flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
-            report(f"attention fwd D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N}", times, flops,
-                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+def attention_cases(mods, quick):
+    for Z, H, N, D, causal, q, k, v, sm, ref in attention_problems(quick):
+        BM, BN = 128, 64
+        nw = 4 if D == 64 else 8
+
+        def make(m):
+            o = torch.full_like(q, float("nan"))
+            M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
+            grid = (triton_cdiv(N, BM), Z * H)
+            return (lambda: m.attn_fwd[grid](
+                q, k, v, sm, M, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H,
+                N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1,
+                num_warps=nw, num_stages=2)), o
+        times, bad = run_sides(mods, make, ref, f"attn D{D}")
+        times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=causal, scale=sm))
+        flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
+        report(f"attention fwd D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N}", times, flops,
+               ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
 # (BLOCK_M, BLOCK_N, warps, stages, warp_specialize) per (HEAD_DIM, causal);
@@ -216,35 +222,30 @@ def attention_tma_cases(mods, quick):
     """kernels/attention.py's attn_fwd_tma: the same configurations on both
     sides (Triton needs an allocator for descriptors made in the kernel),
     then each side's best."""
-    Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
-    for D in (64, 128):
-        for causal in (False, True):
-            q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            sm = 0.5
-            ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm)
-            flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
-            t_torch = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, scale=sm))
-            best = {}
-            for (BM, BN, nw, ns, ws) in TMA_CONFIGS[(D, causal)]:
-                def make(m):
-                    o = torch.full_like(q, float("nan"))
-                    M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
-                    grid = (triton_cdiv(N, BM), Z * H)
-                    return (lambda: m.attn_fwd_tma[grid](
-                        q, k, v, sm, M, o, Z, H, N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
-                        STAGE=3 if causal else 1, WARP_SPECIALIZE=ws, num_warps=nw, num_stages=ns)), o
-                times, bad = run_sides(mods, make, ref, f"attn tma D{D}")
-                for name, t in times.items():
-                    if not bad and (name not in best or t < best[name]):
-                        best[name] = t
-                times["torch"] = t_torch
-                report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} "
-                       f"{BM}x{BN} w{nw} s{ns}{' ws' if ws else ''}", times, flops,
-                       ("WRONG: " + ", ".join(bad)) if bad else "")
-            best["torch"] = t_torch
-            report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} best of each", best,
-                   flops)
+    for Z, H, N, D, causal, q, k, v, sm, ref in attention_problems(quick):
+        flops = 4 * Z * H * N * N * D * (0.5 if causal else 1.0)
+        t_torch = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=causal, scale=sm))
+        best = {}
+        for (BM, BN, nw, ns, ws) in TMA_CONFIGS[(D, causal)]:
+            def make(m):
+                o = torch.full_like(q, float("nan"))
+                M = torch.empty((Z, H, N), device="cuda", dtype=torch.float32)
+                grid = (triton_cdiv(N, BM), Z * H)
+                return (lambda: m.attn_fwd_tma[grid](
+                    q, k, v, sm, M, o, Z, H, N_CTX=N, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+                    STAGE=3 if causal else 1, WARP_SPECIALIZE=ws, num_warps=nw, num_stages=ns)), o
+            times, bad = run_sides(mods, make, ref, f"attn tma D{D}")
+            for name, t in times.items():
+                if not bad and (name not in best or t < best[name]):
+                    best[name] = t
+            times["torch"] = t_torch
+            report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} "
+                   f"{BM}x{BN} w{nw} s{ns}{' ws' if ws else ''}", times, flops,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+        best["torch"] = t_torch
+        report(f"attention fwd tma D{D} {'causal' if causal else 'full'} Z{Z}H{H}N{N} best of each", best,
+               flops)
 
 
 def attention_bwd_cases(mods, quick):

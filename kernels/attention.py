@@ -14,10 +14,9 @@ import ctriton.language as tl
 
 
 @triton.jit
-def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, qk_scale,
-                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                    STAGE: tl.constexpr, offs_m, offs_n, N_CTX: tl.constexpr):
-    # stage 1: blocks left of the diagonal; stage 2: the diagonal block; 3: everything
+def _stage_range(start_m, BLOCK_M: tl.constexpr, N_CTX: tl.constexpr, STAGE: tl.constexpr):
+    # the key blocks of a stage: 1, left of the diagonal; 2, the diagonal
+    # block; 3, all of them
     if STAGE == 1:
         lo, hi = 0, start_m * BLOCK_M
     elif STAGE == 2:
@@ -25,23 +24,37 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, star
         lo = tl.multiple_of(lo, BLOCK_M)
     else:
         lo, hi = 0, N_CTX
+    return lo, hi
+
+
+@triton.jit
+def _softmax_step(qk, m_i, qk_scale, offs_m, offs_n, start_n, STAGE: tl.constexpr):
+    # one block of the online softmax: the new row max, P = 2^(qk - max)
+    # (causal-masked on the diagonal stage) and the old rows' rescale
+    if STAGE == 2:
+        keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+        qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        qk -= m_ij[:, None]
+    else:
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+    return tl.math.exp2(qk), tl.math.exp2(m_i - m_ij), m_ij
+
+
+@triton.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, qk_scale,
+                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+                    STAGE: tl.constexpr, offs_m, offs_n, N_CTX: tl.constexpr):
+    lo, hi = _stage_range(start_m, BLOCK_M, N_CTX, STAGE)
     k_ptrs += lo * stride_kn
     v_ptrs += lo * stride_vn
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = tl.load(k_ptrs)
         qk = tl.dot(q, k)
-        if STAGE == 2:
-            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
-            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
+        p, alpha, m_ij = _softmax_step(qk, m_i, qk_scale, offs_m, offs_n, start_n, STAGE)
         l_ij = tl.sum(p, 1)
-        alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + l_ij
         acc = acc * alpha[:, None]
         v = tl.load(v_ptrs)
@@ -99,29 +112,13 @@ def attn_fwd(Q, K, V, sm_scale, M, Out,
 def _attn_fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
                         offs_m, offs_n, N_CTX: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    # the key blocks of this stage, as in _attn_fwd_inner
-    if STAGE == 1:
-        lo, hi = 0, start_m * BLOCK_M
-    elif STAGE == 2:
-        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
-        lo = tl.multiple_of(lo, BLOCK_M)
-    else:
-        lo, hi = 0, N_CTX
+    lo, hi = _stage_range(start_m, BLOCK_M, N_CTX, STAGE)
     row = row0 + lo
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         kt = desc_k.load([row, 0]).T
         qk = tl.dot(q, kt)
-        if STAGE == 2:
-            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
-            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_ij)
+        p, alpha, m_ij = _softmax_step(qk, m_i, qk_scale, offs_m, offs_n, start_n, STAGE)
         l_ij = tl.sum(p, 1)
         acc = acc * alpha[:, None]
         v = desc_v.load([row, 0])

@@ -10,9 +10,6 @@ import sys
 
 import pytest
 
-import ctriton
-from ctriton.backends.compiler import GPUTarget
-
 from ptx_util import ptx_loops
 from test_ptxas import PTXAS, _ptxas_serializes
 
@@ -23,13 +20,13 @@ pytestmark = pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 
 
 def _compile(name, **upd):
+    """Case `name` of bench/compile_time.py for sm_90a, constexprs and
+    num_warps / num_stages updated (bench/spills_sm90.py's build)."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    sys.path.insert(0, ROOT)
     import compile_time as ct
-    fn, sig, cx, attrs, opts = ct.cases()[name]
-    opts = dict(opts, **{k: upd.pop(k) for k in ("num_warps", "num_stages") if k in upd})
-    return ctriton.compile(ct.source((fn, sig, dict(cx, **upd), attrs, opts)),
-                           target=GPUTarget("cuda", 90, 32), options=opts)
+    import spills_sm90
+    opts = {k: upd.pop(k) for k in ("num_warps", "num_stages") if k in upd}
+    return spills_sm90.build(ct.cases()[name], upd, **opts)
 
 
 def _wgmma_loops(ptx):

@@ -9,6 +9,9 @@
 #                      python/tutorials) --quick --warm 2 --rounds 3 [ARGS]
 #   launch             bench/warm_start.py --gpu and bench/launch_overhead_gpu.py
 #   lib                bench/lib_gpu.py (LLTM, Mamba-2 SSD: ctriton, Triton, torch)
+#   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
+#                      (default 0:600): tensor-core kernels run on the GPU
+#                      against numpy; failing kernels saved under $O/fuzz-dot
 #
 # tutorials takes --bwd for tutorial 06's backward pass as well.
 #
@@ -58,8 +61,14 @@ case "$part" in
     echo "lib rc=$?"
     tail -12 "$O/lib.txt" | cut -c1-190
     ;;
+  fuzz)
+    timeout 540 python3 tests/fuzz/fuzz_dot.py --device cuda --no-gpu --jobs 8 --timeout 60 \
+      --seeds "${1:-0:600}" --out "$O/fuzz-dot" > "$O/fuzz-dot.txt" 2>&1
+    echo "fuzz rc=$?"
+    tail -25 "$O/fuzz-dot.txt" | cut -c1-190
+    ;;
   *)
-    sed -n '2,17p' "$0"
+    sed -n '2,/^set -u/p' "$0" | grep '^#'
     exit 2
     ;;
 esac

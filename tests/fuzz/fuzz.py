@@ -643,10 +643,11 @@ FAILURES = ("crash", "hang", "gpu", "mismatch", "error", "internal")
 
 
 class Child:
-    def __init__(self, seeds, env, gpu):
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", ",".join(map(str, seeds))]
+    def __init__(self, seeds, env, gpu, script=None, extra=()):
+        cmd = [sys.executable, script or os.path.abspath(__file__), "--child", ",".join(map(str, seeds))]
         if not gpu:
             cmd.append("--no-gpu")
+        cmd += list(extra)
         self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, bufsize=1)
         self.seeds = list(seeds)
@@ -669,10 +670,16 @@ def save(out, seed, status, msg):
                    "reproduce": f"python3 tests/fuzz/fuzz.py --seeds {seed}:{seed + 1}"}, f, indent=1)
 
 
-def fuzz(seeds, jobs=1, timeout=60.0, out=None, gpu=True, batch=25, log=None):
-    """Runs the kernels of seeds; returns {status: [seeds]}."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"),
-                                                      os.path.join(REPO, "tests", "python")]))
+def fuzz(seeds, jobs=1, timeout=60.0, out=None, gpu=True, batch=25, log=None,
+         script=None, saver=None, extra=()):
+    """Runs the kernels of seeds; returns {status: [seeds]}. script: the
+    generator whose `--child` runs them (this file's by default), saver its
+    save(out, seed, status, msg), extra more arguments for its children."""
+    saver = saver or save
+    paths = [os.path.join(REPO, "python"), os.path.join(REPO, "tests", "python")]
+    if os.environ.get("PYTHONPATH"):  # an installed wheel's folder, say
+        paths.append(os.environ["PYTHONPATH"])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     env.setdefault("CTRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ctriton-fuzz-cache-"))
     todo = list(seeds)
     results = {}
@@ -686,11 +693,11 @@ def fuzz(seeds, jobs=1, timeout=60.0, out=None, gpu=True, batch=25, log=None):
             if log:
                 log(f"seed {seed}: {status}: {msg.strip().splitlines()[-1] if msg.strip() else ''}")
             if out:
-                save(out, seed, status, msg)
+                saver(out, seed, status, msg)
 
     while todo or running:
         while todo and len(running) < jobs:
-            running.append(Child(todo[:batch], env, gpu))
+            running.append(Child(todo[:batch], env, gpu, script, extra))
             todo = todo[batch:]
         fds = {c.p.stdout.fileno(): c for c in running}
         ready, _, _ = select.select(list(fds), [], [], 1.0)

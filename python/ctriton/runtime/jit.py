@@ -508,12 +508,10 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
     def clear_cache(self):
         self._ct_clear()
 
-    def _ct_compile(self, bound, sigs, specs, options, device=None):
-        """Called by the C runtime on a cache miss: builds the ASTSource of
-        this specialization and compiles it for the active driver, on the GPU
-        for the architecture of device (the launch's device)."""
-        from ..compiler.compiler import ASTSource, compile
-        from .driver import driver
+    def _ct_source(self, bound, sigs, specs):
+        """The ASTSource of a specialization: (sigs, specs) as specialization()
+        gives them for the arguments bound (name -> value)."""
+        from ..compiler.compiler import ASTSource
         signature, constexprs, attrs = {}, {}, {}
         for i, (name, t, k) in enumerate(zip(self.arg_names, sigs, specs)):
             if name in self.const_params and isinstance(t, str) and t.startswith("*"):
@@ -525,6 +523,15 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
                 constexprs[name] = bound[name] if name in self.constexpr_params else k
             elif k == "D":
                 attrs[name] = {"divisibility": 16}
+        return ASTSource(self, signature, constexprs, attrs)
+
+    def _ct_compile(self, bound, sigs, specs, options, device=None):
+        """Called by the C runtime on a cache miss: builds the ASTSource of
+        this specialization and compiles it for the active driver, on the GPU
+        for the architecture of device (the launch's device)."""
+        from ..compiler.compiler import compile
+        from .driver import driver
+        src = self._ct_source(bound, sigs, specs)
         opts = dict(options)
         if opts.get("debug") is None:
             dbg = self.debug
@@ -535,7 +542,6 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
             opts["sanitize"] = bool(self.sanitize)
         if opts.get("enable_fp_fusion") is None:
             opts["enable_fp_fusion"] = knobs.language.default_fp_fusion
-        src = ASTSource(self, signature, constexprs, attrs)
         active = driver.active
         if device is None:
             device = active.get_current_device()

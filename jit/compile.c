@@ -141,29 +141,31 @@ static void parse_ptxas_log(const char *log, JitKernel *k)
 	}
 }
 
-int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
+/* One ptxas run of ptx for archs in dir: 0 with *log (its -v output) and
+ * *cubin / *cubin_len set, 1 when this ptxas does not know the arch, -1
+ * with errbuf on failure. */
+static int run_ptxas(const char *ptxas, const char *ptx, const char *archs, const char *dir, char *log,
+		     size_t logn, unsigned char **cubin, size_t *cubin_len, char *errbuf, int errlen)
 {
-	char ptxas[4096];
-	if (!k->ptx || !jit_find_ptxas(ptxas, sizeof ptxas))
-		return 1;
-	char dir[] = "/tmp/ctriton-ptxas-XXXXXX";
-	if (!mkdtemp(dir)) {
-		snprintf(errbuf, errlen, "mkdtemp: %s", strerror(errno));
-		return -1;
-	}
-	char in[128], outp[128], logp[128], archs[32];
+	char in[128], outp[128], logp[128];
 	snprintf(in, sizeof in, "%s/k.ptx", dir);
 	snprintf(outp, sizeof outp, "%s/k.cubin", dir);
 	snprintf(logp, sizeof logp, "%s/log", dir);
-	snprintf(archs, sizeof archs, "sm_%d%s", arch, arch == 90 ? "a" : "");
+	*cubin = NULL;
+	*cubin_len = 0;
+	log[0] = 0;
 	FILE *f = fopen(in, "w");
 	int rc = -1;
-	if (!f || fputs(k->ptx, f) < 0 || fclose(f) != 0) {
+	if (!f || fputs(ptx, f) < 0 || fclose(f) != 0) {
 		snprintf(errbuf, errlen, "cannot write %s", in);
 		goto out;
 	}
-	char a_v[] = "-v", a_arch[] = "-arch", a_o[] = "-o";
-	char *argv[] = {ptxas, a_v, a_arch, archs, in, a_o, outp, NULL};
+	char a_v[] = "-v", a_arch[] = "-arch", a_o[] = "-o", a_archs[32], a_in[128], a_out[128], a_ptxas[4096];
+	snprintf(a_archs, sizeof a_archs, "%s", archs);
+	snprintf(a_in, sizeof a_in, "%s", in);
+	snprintf(a_out, sizeof a_out, "%s", outp);
+	snprintf(a_ptxas, sizeof a_ptxas, "%s", ptxas);
+	char *argv[] = {a_ptxas, a_v, a_arch, a_archs, a_in, a_o, a_out, NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -177,9 +179,8 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 		goto out;
 	}
 	FILE *lf = fopen(logp, "r");
-	char log[8192] = "";
 	if (lf) {
-		size_t got = fread(log, 1, sizeof log - 1, lf);
+		size_t got = fread(log, 1, logn - 1, lf);
 		log[got] = 0;
 		fclose(lf);
 	}
@@ -193,14 +194,13 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 		snprintf(errbuf, errlen, "ptxas failed for %s:\n%s", archs, log);
 		goto out;
 	}
-	parse_ptxas_log(log, k);
 	FILE *cf = fopen(outp, "rb");
 	if (cf) {
 		fseek(cf, 0, SEEK_END);
 		long len = ftell(cf);
 		fseek(cf, 0, SEEK_SET);
-		k->cubin = malloc(len > 0 ? (size_t)len : 1);
-		k->cubin_len = fread(k->cubin, 1, len > 0 ? (size_t)len : 0, cf);
+		*cubin = malloc(len > 0 ? (size_t)len : 1);
+		*cubin_len = *cubin ? fread(*cubin, 1, len > 0 ? (size_t)len : 0, cf) : 0;
 		fclose(cf);
 	}
 	rc = 0;
@@ -208,6 +208,92 @@ out:
 	unlink(in);
 	unlink(outp);
 	unlink(logp);
+	return rc;
+}
+
+/* ptx with ".minnctapersm 1" after the kernel's ".maxntid N" line (malloc'd),
+ * or NULL when it has none or already bounds registers or CTAs; *threads
+ * is N. */
+static char *with_one_cta(const char *ptx, int *threads)
+{
+	const char *m = strstr(ptx, "\n.maxntid ");
+	if (!m || strstr(ptx, "\n.maxnreg ") || strstr(ptx, "\n.minnctapersm "))
+		return NULL;
+	*threads = atoi(m + 10);
+	const char *eol = strchr(m + 1, '\n');
+	if (!eol || *threads <= 0)
+		return NULL;
+	static const char add[] = "\n.minnctapersm 1";
+	size_t head = (size_t)(eol - ptx), n = strlen(ptx);
+	char *out = malloc(n + sizeof add);
+	if (!out)
+		return NULL;
+	memcpy(out, ptx, head);
+	memcpy(out + head, add, sizeof add - 1);
+	memcpy(out + head + sizeof add - 1, eol, n - head + 1);
+	return out;
+}
+
+int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
+{
+	char ptxas[4096];
+	if (!k->ptx || !jit_find_ptxas(ptxas, sizeof ptxas))
+		return 1;
+	char dir[] = "/tmp/ctriton-ptxas-XXXXXX";
+	if (!mkdtemp(dir)) {
+		snprintf(errbuf, errlen, "mkdtemp: %s", strerror(errno));
+		return -1;
+	}
+	char archs[32];
+	snprintf(archs, sizeof archs, "sm_%d%s", arch, arch == 90 ? "a" : "");
+	char *log1 = malloc(8192), *log2 = malloc(8192);
+	int rc = -1;
+	if (!log1 || !log2) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto out;
+	}
+	unsigned char *cubin;
+	size_t cubin_len;
+	rc = run_ptxas(ptxas, k->ptx, archs, dir, log1, 8192, &cubin, &cubin_len, errbuf, errlen);
+	if (rc != 0)
+		goto out;
+	parse_ptxas_log(log1, k);
+	free(k->cubin);
+	k->cubin = cubin;
+	k->cubin_len = cubin_len;
+	/* A kernel that spills with registers to spare: ptxas, told only the
+	 * block size, may trade registers for occupancy once spilling is
+	 * unavoidable (a 4-warp fp32 matmul on sm_80: 32 registers and 6.5 KB
+	 * of spills). Told that one block per SM is enough, it uses what it
+	 * needs (255 registers, 292 bytes); the build with fewer spills stays. */
+	int threads = 0;
+	char *ptx2 = k->n_spills > 0 ? with_one_cta(k->ptx, &threads) : NULL;
+	int cap = threads > 0 ? 65536 / threads : 0;
+	cap = cap > 255 ? 255 : cap - cap % 8;
+	if (ptx2 && k->n_regs >= 0 && k->n_regs < cap) {
+		char err2[256];
+		int regs = k->n_regs, spills = k->n_spills;
+		if (run_ptxas(ptxas, ptx2, archs, dir, log2, 8192, &cubin, &cubin_len, err2, sizeof err2) == 0) {
+			parse_ptxas_log(log2, k);
+			if (k->n_spills < spills) {
+				free(k->cubin);
+				k->cubin = cubin;
+				k->cubin_len = cubin_len;
+				free(k->ptx);
+				k->ptx = ptx2;
+				ptx2 = NULL;
+			} else {
+				free(cubin);
+				k->n_regs = regs;
+				k->n_spills = spills;
+			}
+		}
+	}
+	free(ptx2);
+	rc = 0;
+out:
+	free(log1);
+	free(log2);
 	rmdir(dir);
 	return rc;
 }

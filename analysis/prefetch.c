@@ -999,7 +999,7 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, i
 	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - 4096;
 }
 
-static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf)
+static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf, int *nleft)
 {
 	IrBlock *body = loop->regions[0];
 	IrOp *y = ir_block_terminator(body);
@@ -1039,9 +1039,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			continue;
 		if (!multi)
 			ntrs[nc] = -1;
-		if (nc == 8 || (!multi && !async_ok(&p, op, o, ax, &tr)) ||
-		    ir_find_attr(op->nattrs, op->attrs, "volatile"))
-			return false; /* all or none: the register prefetch takes the loop */
+		if (nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
+			return false; /* the register prefetch takes the loop */
+		if (!multi && !async_ok(&p, op, o, ax, &tr)) {
+			/* a tile cp.async cannot copy (rows not 4-byte aligned, say):
+			 * it stays a load, which the register prefetch then takes one
+			 * iteration ahead, while the others go through the slots (as
+			 * Triton pipelines each load on its own) */
+			(*nleft)++;
+			continue;
+		}
 		ctrans[nc] = tr;
 		ctile[nc] = NULL;
 		if (tma_ok(&p, op, o, tr, &ctile[nc]))
@@ -1084,7 +1091,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			mark_args(&p, a.need, seen, cand[k]->ops[i]);
 	/* warp specialization: every tile through the tensor memory access
 	 * unit, the copies' slices computable by the producer */
-	bool ws = ntma == nc && ws_loop(f, loop, o);
+	bool ws = ntma == nc && !*nleft && ws_loop(f, loop, o);
 	if (ws) {
 		memset(seen, 0, (size_t)p.n + 1);
 		for (int i = 0; ws && i < 3; i++)
@@ -1520,8 +1527,18 @@ static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S
 		if (op->opc == OP_FOR && op->nregions == 1) {
 			IrOp *prev = op->prev;
 			IrBlock *parent = op->parent;
-			if ((S >= 2 && async_loop(ctx, f, op, o, S, nbuf)) || pipeline_loop(ctx, f, op))
+			int left = 0;
+			bool as = S >= 2 && async_loop(ctx, f, op, o, S, nbuf, &left);
+			if (as || pipeline_loop(ctx, f, op)) {
 				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
+				while (op && op->opc != OP_FOR)
+					op = op->next;
+				/* the tiles the slots did not take: one iteration ahead
+				 * through registers */
+				IrOp *before = op ? op->prev : NULL;
+				if (as && left && op && pipeline_loop(ctx, f, op))
+					op = before ? before->next : parent->first;
+			}
 			while (op && op->opc != OP_FOR)
 				op = op->next;
 			if (!op)

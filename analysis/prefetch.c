@@ -330,8 +330,9 @@ static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, 
 	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
 }
 
-/* A load the cp.async path can take: a 2-D 16-bit tile of at least 16 x 16
- * feeding operand A or B of a dot that runs on tensor cores. */
+/* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding
+ * operand A or B of a dot that runs on tensor cores (16-bit or tf32 for
+ * mma.sync). */
 static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
 {
 	const IrType *t = L->res[0].type;
@@ -341,8 +342,8 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 		return false;
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
-	if (!wg && k != TY_F16 && k != TY_BF16)
-		return false; /* mma.sync: ldmatrix of 16-bit tiles */
+	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
+		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */
 	return slot_ok(L, o, ax, wg && isb, trans);
 }
 

@@ -238,6 +238,27 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 	nv_set(nv, &op->res[0], m.n, regs);
 }
 
+/* Reads op's dot_op result element by element from the swizzled tile at
+ * scratch_offset + eoff elements (the slot layout of swizzled_index, as the
+ * copies wrote it): a tf32 operand of mma.sync, which ldmatrix does not
+ * take. A warp's reads of an A fragment cover 8 rows x 16 bytes, one
+ * 16-byte chunk a row, spread over the banks by the swizzle. */
+void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff)
+{
+	int64_t off = nv_scratch_off(op);
+	const IrType *t = op->res[0].type;
+	int64_t R = t->shape[0], C = t->shape[1];
+	int es = (int)nv_esize(t);
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	LLVMValueRef *regs = nv_regbuf(nv, m.n);
+	for (int r = 0; r < m.n; r++) {
+		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);
+		regs[r] = nv_smem_load(nv, t, off, nv_slot_index(nv, row, col, R, C, es, eoff));
+	}
+	nv_set(nv, &op->res[0], m.n, regs);
+}
+
 /* ------------------------------------------------------------------------- */
 /* dot: mma.sync on tensor cores, else FMA through shared memory             */
 /* ------------------------------------------------------------------------- */

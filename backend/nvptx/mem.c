@@ -473,8 +473,13 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
 		return;
 	}
+	const IrType *t = op->res[0].type;
+	if (t->rank == 2 && t->layout->kind == LAYOUT_DOT_OP && ir_scalar(t)->kind == TY_F32) {
+		nv_read_dot_op_elems(nv, op, eoff); /* tf32 for mma.sync */
+		return;
+	}
 	if (!nv_ldmatrix_ok(op)) {
-		nv_fail(nv, op, "local_read needs a 16-bit 2-D dot operand layout");
+		nv_fail(nv, op, "local_read needs a 16-bit or 32-bit 2-D dot operand layout");
 		return;
 	}
 	nv_read_dot_op_at(nv, op, eoff);

@@ -171,6 +171,7 @@ void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core re
 /* v (2-D) into the swizzled tile at scratch byte off (tr: stored [C][R]) */
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
+void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff); /* 32-bit: element by element */
 void nv_lower_dot(Nv *nv, IrOp *op);
 
 /* mem.c: loads, stores, cp.async, local_read */

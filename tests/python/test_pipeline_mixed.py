@@ -131,3 +131,23 @@ def test_mixed_pipeline_cpu():
             driver.reset_active()
         else:
             driver.set_active(prev)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,num_warps", [(32, 64, 4), (64, 64, 2), (128, 128, 8)])
+def test_tf32_tiles_through_the_slots_gpu(bm, bn, num_warps):
+    """fp32 inputs, tf32 dots: on mma.sync (32-row tiles with 4 warps, 2
+    warps) the tiles go through the cp.async slots and each fragment element
+    is read from its swizzled place; 128 x 128 / 8 warps is a warpgroup MMA.
+    Both against torch, with a K tail."""
+    import torch
+    torch.manual_seed(1)
+    M, N, K = 200, 150, 203
+    a = torch.randn((M, K), device="cuda", dtype=torch.float32)
+    b = torch.randn((K, N), device="cuda", dtype=torch.float32)
+    c = torch.empty((M, N), device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    mm_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                    BM=bm, BN=bn, BK=32, num_warps=num_warps, num_stages=3)
+    ref = (a.double() @ b.double()).half()
+    torch.testing.assert_close(c, ref, atol=0.15, rtol=2e-2)

@@ -539,14 +539,33 @@ def _matmul_f32_sm80(nw, bm=128, bn=128):
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 def test_spilling_kernel_keeps_its_registers():
     """ptxas, told only a kernel's block size (.maxntid), trades registers
-    for occupancy once spilling is unavoidable: the tf32 matmul at
-    128 x 128 / 4 warps on sm_80 came out with 32 registers and 6.5 KB of
-    spills. A kernel that spills with registers to spare is assembled
-    again with `.minnctapersm 1` and the build with fewer spills kept (255
-    registers, a few hundred bytes). A kernel that does not spill is left
-    as it was."""
-    k = _matmul_f32_sm80(4)
-    assert k.n_regs > 128 and k.n_spills < 1024, (k.n_regs, k.n_spills)
-    assert ".minnctapersm 1" in k.asm["ptx"]
+    for occupancy once spilling is unavoidable (a tf32 matmul at 128 x 128
+    / 4 warps on sm_80, before its tiles went through cp.async: 32
+    registers and 6.5 KB of spills). A kernel that spills with registers to
+    spare is assembled again with `.minnctapersm 1` and the build with
+    fewer spills kept: attention backward's preprocessing kernel, 40
+    registers and 4 bytes spilled, becomes 80 registers and none. A kernel
+    that does not spill is left as it was."""
+    import sys
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    import compile_time as ct
+    fn, sig, cx, attrs, opts = ct.cases()["lib.attn_bwd_pre"]
+    k = ctriton.compile(ct.source((fn, sig, cx, attrs, opts)), target=GPUTarget("cuda", 80, 32), options=opts)
+    assert k.n_spills == 0 and ".minnctapersm 1" in k.asm["ptx"], (k.n_regs, k.n_spills)
     small = _matmul_f32_sm80(4, 64, 64)
     assert small.n_spills == 0 and ".minnctapersm" not in small.asm["ptx"]
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("nw,bm,bn", [(4, 128, 128), (8, 128, 128), (4, 64, 64)])
+def test_tf32_mma_sync_tiles_copied_async(nw, bm, bn):
+    """tf32 dots on mma.sync (sm_80) take the cp.async slots like 16-bit
+    ones: the loop issues no global load of its own, reads each fragment
+    element from the swizzled slot (ld.shared.b32), and nothing spills (the
+    128 x 128 / 4 warps tile went through registers: 6.5 KB of spills)."""
+    k = _matmul_f32_sm80(nw, bm, bn)
+    (lp,) = [lp for lp in ptx_loops(k.asm["ptx"]) if "mma.sync" in lp]
+    assert "ld.global" not in lp and "cp.async.c" in lp and "ld.shared.b32" in lp
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in lp
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"

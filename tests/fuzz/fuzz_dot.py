@@ -475,6 +475,137 @@ class DotGen:
         self.outs.append(("C", out_dt, ref, exact, scale * tol, c_shape))
         return ["A", "B", "C"]
 
+    # -- the misc family: dots in other places -------------------------------
+    def misc(self):
+        """A K loop of dots with one twist: a batched 3-D dot, a dot under
+        an `if` or in a `while` loop, A read as [K, M] and transposed, an
+        operand computed from the loaded tile, the accumulator started from
+        C, or row sums and column maxima of the result."""
+        r = self.r
+        dt, prec, acc_dt, _ = r.choice([d for d in DOTS if d[2] != "float16" and d[0] not in FP8])
+        self.dt, self.prec, self.acc_dt = dt, prec, acc_dt
+        es = esize(dt)
+        kind = r.choice(["batched", "ifdot", "whiledot", "transA", "computed", "cacc", "reduce"])
+        self.kind = kind
+        nw = r.choice([4, 4, 8, 2])
+        ns = r.choice([1, 2, 3])
+        kmin = 32 if es == 1 else 16
+        BM = r.choice([16, 32, 64, 128] if kind != "batched" else [16, 32])
+        BN = r.choice([16, 32, 64, 128] if kind != "batched" else [16, 32])
+        BK = r.choice([k for k in (16, 32, 64) if k >= kmin])
+        BB = r.choice([1, 2, 4]) if kind == "batched" else 1
+        self.cx.update(BM=BM, BN=BN, BK=BK)
+        if kind == "batched":
+            self.cx["BB"] = BB
+        self.nw, self.ns = nw, ns
+        self.exact = True
+        M, N = r.randint(1, 2 * BM), r.randint(1, 2 * BN)
+        if kind == "reduce":
+            N = r.randint(1, BN)
+        K = r.randint(1, 3 * BK) if kind != "batched" else r.randint(1, BK)
+        nb = r.randint(1, 2 * BB) if kind == "batched" else 1
+        self.M, self.N, self.K = M, N, K
+        int_ = dt == "int8"
+        zero = "0" if int_ else "0.0"
+        kw = (f", input_precision=\"{prec}\"" if prec else "") + (", out_dtype=tl.int32" if int_ else "")
+        e = self.emit
+        out_dt = "int32" if int_ else "float32"
+        if kind == "batched":
+            a_h, a_v = values(self.rng, dt, (nb, M, K), True)
+            b_h, b_v = values(self.rng, dt, (nb, K, N), True)
+            self.inputs += [("A", dt, a_h), ("B", dt, b_h)]
+            self.scalars += [("NB", nb), ("M", M), ("N", N), ("K", K)]
+            self.grid = (-(-nb // BB) * -(-M // BM) * -(-N // BN),)
+            e("pid = tl.program_id(0)")
+            e("tiles_m = tl.cdiv(M, BM)")
+            e("tiles_n = tl.cdiv(N, BN)")
+            e("pb = pid // (tiles_m * tiles_n)")
+            e("pm = (pid // tiles_n) % tiles_m")
+            e("pn = pid % tiles_n")
+            e("rb = pb * BB + tl.arange(0, BB)")
+            e("rm = pm * BM + tl.arange(0, BM)")
+            e("rn = pn * BN + tl.arange(0, BN)")
+            e("rk = tl.arange(0, BK)")
+            e("a = tl.load(A + rb[:, None, None] * (M * K) + rm[None, :, None] * K + rk[None, None, :], "
+              f"mask=(rb[:, None, None] < NB) & (rm[None, :, None] < M) & (rk[None, None, :] < K), other={zero})")
+            e("b = tl.load(B + rb[:, None, None] * (K * N) + rk[None, :, None] * N + rn[None, None, :], "
+              f"mask=(rb[:, None, None] < NB) & (rk[None, :, None] < K) & (rn[None, None, :] < N), other={zero})")
+            e(f"c = tl.dot(a, b{kw})")
+            e("tl.store(C + rb[:, None, None] * (M * N) + rm[None, :, None] * N + rn[None, None, :], c, "
+              "mask=(rb[:, None, None] < NB) & (rm[None, :, None] < M) & (rn[None, None, :] < N))")
+            ref = np.matmul(a_v, b_v)
+            if int_:
+                ref = ref.astype(np.int32)
+            self.outs.append(("C", out_dt, ref.reshape(nb * M, N), True, None, (nb * M, N)))
+            return ["A", "B", "C"]
+        a_shape = (K, M) if kind == "transA" else (M, K)
+        a_h, a_v = values(self.rng, dt, a_shape, True)
+        b_h, b_v = values(self.rng, dt, (K, N), True)
+        if kind == "transA":
+            a_v = a_v.T
+        self.inputs += [("A", dt, a_h), ("B", dt, b_h)]
+        params = ["A", "B"]
+        if kind == "cacc":
+            c0_h, c0_v = values(self.rng, "float32" if not int_ else "int8", (M, N), True)
+            c0_h = c0_h.astype(np.int32) if int_ else c0_h
+            self.inputs.append(("C0", out_dt, c0_h))
+            params.append("C0")
+        self.scalars += [("M", M), ("N", N), ("K", K)]
+        tm, tn = -(-M // BM), -(-N // BN)
+        self.grid = (tm * tn,)
+        e("pid = tl.program_id(0)")
+        e("pm = pid // tl.cdiv(N, BN)")
+        e("pn = pid % tl.cdiv(N, BN)")
+        e("rm = pm * BM + tl.arange(0, BM)")
+        e("rn = pn * BN + tl.arange(0, BN)")
+        e("rk = tl.arange(0, BK)")
+        if kind == "cacc":
+            e("acc = tl.load(C0 + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), other=0)")
+        else:
+            e(f"acc = tl.zeros((BM, BN), dtype=tl.{out_dt})")
+        if kind == "whiledot":
+            e("k0 = 0")
+            e("while k0 < K:")
+        else:
+            e(f"for k0 in tl.range(0, K, BK, num_stages={ns}):")
+        e("kk = k0 + rk", 2)
+        if kind == "transA":
+            e(f"a = tl.trans(tl.load(A + kk[:, None] * M + rm[None, :], mask=(kk[:, None] < K) & (rm[None, :] < M), other={zero}))", 2)
+        else:
+            e(f"a = tl.load(A + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other={zero})", 2)
+        e(f"b = tl.load(B + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N), other={zero})", 2)
+        even = None
+        if kind == "computed":
+            e(f"a = tl.where(a > 0, a, a * 2).to(tl.{dt})" if not int_ else "a = tl.where(a > 0, a, a * 2).to(tl.int8)", 2)
+            a_v = np.where(a_v > 0, a_v, a_v * 2)
+        if kind == "ifdot":
+            e("if (k0 // BK) % 2 == 0:", 2)
+            e(f"acc = tl.dot(a, b, acc{kw})", 3)
+            e("else:", 2)
+            e(f"acc = acc - tl.dot(a, b{kw})", 3)
+            even = np.where((np.arange(K) // BK) % 2 == 0, 1, -1)
+        else:
+            e(f"acc = tl.dot(a, b, acc{kw})", 2)
+        if kind == "whiledot":
+            e("k0 += BK", 2)
+        a_use = a_v * even[None, :] if even is not None else a_v
+        ref = a_use @ b_v
+        if kind == "cacc":
+            ref = ref + c0_v
+        if int_:
+            ref = ref.astype(np.int32)
+        params.append("C")
+        e("tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))")
+        self.outs.append(("C", out_dt, ref, True, None, (M, N)))
+        if kind == "reduce":
+            e("s = tl.sum(tl.where(rn[None, :] < N, acc, 0), 1)")
+            e("tl.store(R + rm, s, mask=rm < M)")
+            params.append("R")
+            rs = ref.sum(axis=1)
+            rs = rs.astype(np.int32) if int_ else rs
+            self.outs.append(("R", out_dt, rs.reshape(M, 1), True, None, (M, 1)))
+        return params
+
     # -- the chain family (attention's shape) --------------------------------
     def chain(self):
         r = self.r
@@ -573,9 +704,9 @@ class DotGen:
 
     def kernel(self):
         x = self.r.random()
-        family = "chain" if x < 0.2 else "desc" if x < 0.35 else "matmul"
+        family = "chain" if x < 0.18 else "desc" if x < 0.32 else "misc" if x < 0.47 else "matmul"
         self.family = family
-        params = {"chain": self.chain, "desc": self.descs, "matmul": self.matmul}[family]()
+        params = {"chain": self.chain, "desc": self.descs, "matmul": self.matmul, "misc": self.misc}[family]()
         cxp = [f"{k}: tl.constexpr" for k in self.cx]
         head = ["import ctriton as triton", "import ctriton.language as tl", "", "",
                 "@triton.jit", f"def kernel({', '.join(params + [s for s, _ in self.scalars] + cxp)}):"]

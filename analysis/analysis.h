@@ -155,6 +155,9 @@ bool an_wgmma_smem_operand(const IrOp *op);
  * cp.async slot filled down the columns, or any staged B whose elements are
  * not 16 bits wide (the tensor cores read only those transposed). */
 bool an_wgmma_kmajor_b(const IrOp *op);
+/* A 16-bit A read from a slot that holds it transposed ([K][M], M contiguous):
+ * the warpgroup MMA reads it MN-major (imm-trans-a). */
+bool an_wgmma_mnmajor_a(const IrOp *op);
 
 /* How a distributed base layout (blocked, mma v2 or dot_op of one) spreads
  * base dim d of a block over one thread. The thread with lane coordinate

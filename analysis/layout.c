@@ -406,6 +406,14 @@ bool an_wgmma_kmajor_b(const IrOp *op)
 	return k != TY_F16 && k != TY_BF16; /* only 16-bit B may be read transposed */
 }
 
+bool an_wgmma_mnmajor_a(const IrOp *op)
+{
+	if (op->opc != OP_LOCAL_READ || !an_wgmma_smem_operand(op) || op->res[0].type->layout->opidx != 0)
+		return false;
+	IrTypeKind k = ir_scalar(op->res[0].type)->kind;
+	return (k == TY_F16 || k == TY_BF16) && ir_op_int(op, "transposed", 0) != 0;
+}
+
 /* The element types of a dot that warpgroup MMA takes: f16/bf16 (-> f32),
  * fp8 e4m3/e5m2 in any mix (-> f32), f32 as tf32 (-> f32), i8 (-> i32). */
 static bool wgmma_types(const IrOp *dot)

@@ -310,14 +310,19 @@ static bool zero_other(const IrValue *o)
  * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
  * untransposed; the only way for B of other than 16-bit elements). And
  * 16-byte chunks for every thread, other absent or zero. */
-static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool *trans)
+static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool wga, bool *trans)
 {
 	const IrType *t = L->res[0].type;
 	int es = ir_type_bits(ir_scalar(t)) / 8;
 	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
 	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
 	*trans = false;
-	if (!rows || (wgb && es != 2)) {
+	if (!rows && wga && es == 2 && an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 16) {
+		/* a 16-bit A stored column-major (M contiguous): 16-byte runs down
+		 * the columns into a slot that holds it transposed ([K][M]), which
+		 * the warpgroup MMA reads MN-major, as a row-major B */
+		*trans = true;
+	} else if (!rows || (wgb && es != 2)) {
 		/* a 32-bit B (tf32) not 16-byte contiguous down its columns, N-major
 		 * say: copied element by element (4-byte cp.async) into the
 		 * transposed slot, as Triton does */
@@ -328,6 +333,11 @@ static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, 
 	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
 		return false;
 	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
+}
+
+static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool *trans)
+{
+	return slot_ok_a(L, o, ax, wgb, false, trans);
 }
 
 /* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding
@@ -341,10 +351,11 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	if (!l || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
 		return false;
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
+	bool isa = d->ops[0] == &L->res[0] && d->ops[1] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
 	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */
-	return slot_ok(L, o, ax, wg && isb, trans);
+	return slot_ok_a(L, o, ax, wg && isb, wg && isa, trans);
 }
 
 /* A tile used more than once: every use is operand B of a warpgroup MMA,

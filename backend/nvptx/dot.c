@@ -549,12 +549,16 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	/* B as [N][K] (a transposed slot, or any staged non-16-bit B): K-major */
 	const IrOp *bd = op->ops[1]->def;
 	bool bkm = bd && an_wgmma_kmajor_b(bd);
+	/* A as [K][M] (a 16-bit A stored column-major, its slot transposed):
+	 * MN-major, laid out as a row-major B: 64-column blocks of K rows of
+	 * 128 bytes */
+	bool amn = asmem && A->def && an_wgmma_mnmajor_a(A->def);
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
 	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
-	if (asmem) /* this warpgroup's first row: 64 g */
+	if (asmem) /* this warpgroup's first row: 64 g (MN-major: its 64-column block) */
 		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
 				     LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), ""),
-						  nv_i32(nv, 64 * rb), ""), "");
+						  nv_i32(nv, amn ? K * 128 : 64 * rb), ""), "");
 	LLVMTypeRef accty = isint ? LLVMInt32TypeInContext(nv->c) : LLVMFloatTypeInContext(nv->c);
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
@@ -604,10 +608,10 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	if (b16 && !asmem)
 		snprintf(tail, sizeof tail, ", 1, 1, %d", bkm ? 0 : 1);
 	else if (b16)
-		snprintf(tail, sizeof tail, ", 1, 1, 0, %d", bkm ? 0 : 1);
+		snprintf(tail, sizeof tail, ", 1, 1, %d, %d", amn ? 1 : 0, bkm ? 0 : 1);
 	else
 		snprintf(tail, sizeof tail, "%s", isint ? "" : ", 1, 1");
-	LLVMValueRef adesc = asmem ? desc_base(nv, abase, desc_kmajor_bits(rb)) : NULL;
+	LLVMValueRef adesc = asmem ? desc_base(nv, abase, amn ? desc_b_bits(K, 64) : desc_kmajor_bits(rb)) : NULL;
 	LLVMValueRef bdesc = desc_base(nv, bbase, bkm ? desc_kmajor_bits(rb) : desc_b_bits(K, N));
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
@@ -636,7 +640,10 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 				for (int ki = g0; ki < nk && ki < g0 + gs; ki++) {
 					int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
 					int64_t aoff = 0, boff;
-					if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
+					if (amn) { /* the 64-column block of row 16 nw mi; K step: 16 rows of 128 bytes */
+						aoff = (16 * (int64_t)nw * mi / 64) * K * 128 + ki * 16 * 128;
+						args[0] = adesc;
+					} else if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
 						aoff = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
 						args[0] = adesc;
 					} else {

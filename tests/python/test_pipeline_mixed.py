@@ -151,3 +151,54 @@ def test_tf32_tiles_through_the_slots_gpu(bm, bn, num_warps):
                     BM=bm, BN=bn, BK=32, num_warps=num_warps, num_stages=3)
     ref = (a.double() @ b.double()).half()
     torch.testing.assert_close(c, ref, atol=0.15, rtol=2e-2)
+
+
+# -- a 16-bit A stored column-major: MN-major through the slots (sm_90) ----------
+
+def _compile_colmajor_a(bm, bn, bk, nw, ns, dtype="fp16"):
+    sig = {"a_ptr": "*" + dtype, "b_ptr": "*" + dtype, "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "constexpr", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "constexpr",
+           "stride_cm": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    cx = dict(stride_am=1, stride_bn=1, BM=bm, BN=bn, BK=bk)
+    attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_ak",
+                                               "stride_bk", "stride_cm")}
+    return triton.compile(ASTSource(mm_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": nw, "num_stages": ns})
+
+
+@pytest.mark.parametrize("bm,bn,bk,nw,ns", [(128, 128, 32, 4, 3), (128, 256, 64, 8, 3), (64, 128, 64, 4, 4)])
+def test_column_major_a_read_mn_major(bm, bn, bk, nw, ns):
+    """A [M][K] with M contiguous (A^T stored, as backward passes read
+    activations): its tiles go through the cp.async slots as [K][M], 16-byte
+    runs down the columns, and the warpgroup MMA reads them MN-major
+    (imm-trans-a 1), each m64 instruction one 64-column block of the slot.
+    Before, the loop went through registers."""
+    k = _compile_colmajor_a(bm, bn, bk, nw, ns)
+    ptx = k.asm["ptx"]
+    (lp,) = [lp for lp in ptx_loops(ptx) if "wgmma.mma_async" in lp]
+    assert "ld.global" not in lp and "cp.async.cg.shared.global" in lp
+    import re
+    mmas = re.findall(r"wgmma\.mma_async[^;]*;", lp)
+    assert mmas and all(m.endswith("p, 1, 1, 1, 1;") for m in mmas)  # trans-a, trans-b (row-major B)
+    assert "async_copy" in k.asm["ct.ttgir"] and "transposed = 1" in k.asm["ct.ttgir"]
+    if PTXAS:
+        assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("bm,bn,bk,nw", [(128, 128, 32, 4), (128, 256, 64, 8), (64, 128, 64, 4), (128, 128, 64, 8)])
+def test_column_major_a_gpu(dtype, bm, bn, bk, nw):
+    import torch
+    torch.manual_seed(2)
+    dt = getattr(torch, dtype)
+    M, N, K = 320, 272, 203  # strides divisible by 16 elements, M, N, K tails
+    a = torch.randn((K, M), device="cuda", dtype=dt).t()  # [M][K], M contiguous
+    b = torch.randn((K, N), device="cuda", dtype=dt)
+    c = torch.empty((M, N), device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    k = mm_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                        BM=bm, BN=bn, BK=bk, num_warps=nw, num_stages=3)
+    assert "p, 1, 1, 1, 1;" in k.asm["ptx"]  # the MN-major A path was taken
+    ref = (a.float() @ b.float()).half()
+    torch.testing.assert_close(c, ref, atol=5e-2, rtol=1e-2)

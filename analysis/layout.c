@@ -414,7 +414,7 @@ bool an_wgmma_mnmajor_a(const IrOp *op)
 	return (k == TY_F16 || k == TY_BF16) && ir_op_int(op, "transposed", 0) != 0;
 }
 
-/* The element types of a dot that warpgroup MMA takes: f16/bf16 (-> f32),
+/* The element types of a dot that warpgroup MMA takes: f16 (-> f32 or f16), bf16 (-> f32),
  * fp8 e4m3/e5m2 in any mix (-> f32), f32 as tf32 (-> f32), i8 (-> i32). */
 static bool wgmma_types(const IrOp *dot)
 {
@@ -425,8 +425,10 @@ static bool wgmma_types(const IrOp *dot)
 		return c == TY_F32;
 	if (a != b)
 		return false;
-	if (a == TY_F16 || a == TY_BF16)
-		return c == TY_F32; /* an f16 accumulator: mma.sync */
+	if (a == TY_F16)
+		return c == TY_F32 || c == TY_F16; /* f16 accumulates in f16x2 registers */
+	if (a == TY_BF16)
+		return c == TY_F32;
 	if (a == TY_F32) {
 		const IrAttr *ip = ir_find_attr(dot->nattrs, dot->attrs, "input_precision");
 		return c == TY_F32 && (!ip || (ip->kind == ATTR_STR && !strcmp(ip->s, "tf32")));

@@ -444,13 +444,16 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 }
 
 /* Whether every dot's accumulator is a loop argument used by that dot
- * alone and its result only yielded back into the same argument. */
+ * alone and its result only yielded back into the same argument. (An f16
+ * accumulator is waited for where it is made: backend/nvptx/dot.c.) */
 static bool chained_accs(IrBlock *body)
 {
 	IrOp *y = ir_block_terminator(body);
 	for (IrOp *op = body->first; op; op = op->next) {
 		if (op->opc != OP_DOT)
 			continue;
+		if (ir_scalar(op->res[0].type)->kind == TY_F16)
+			return false;
 		/* an MMA in flight past the yield reads its tiles there: they must
 		 * be pipelined slots, not shared scratch the next iteration reuses */
 		for (int i = 0; i < 2; i++)
@@ -483,6 +486,7 @@ static bool last_dot_flies(IrBlock *body)
 			ndots++;
 		}
 	if (ndots < 2 || !y || !last->ops[1]->def || last->ops[1]->def->opc != OP_LOCAL_READ ||
+	    ir_scalar(last->res[0].type)->kind == TY_F16 ||
 	    ir_count_uses(body->func, &last->res[0]) != 1)
 		return false;
 	int k = -1;

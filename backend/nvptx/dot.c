@@ -559,7 +559,11 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
 				     LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), ""),
 						  nv_i32(nv, amn ? K * 128 : 64 * rb), ""), "");
-	LLVMTypeRef accty = isint ? LLVMInt32TypeInContext(nv->c) : LLVMFloatTypeInContext(nv->c);
+	/* an f16 accumulator: f16x2 registers, each two adjacent columns of a
+	 * row (elements i = 0, 1 and 2, 3 of each 8-column group), packed
+	 * before the MMAs and unpacked after a wait for them */
+	bool h16 = ir_scalar(C->type)->kind == TY_F16;
+	LLVMTypeRef accty = isint || h16 ? LLVMInt32TypeInContext(nv->c) : LLVMFloatTypeInContext(nv->c);
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
@@ -590,10 +594,33 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	bool zero = !(mnia0 > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));
 	for (int r = 0; r < mc.n && zero; r++)
 		zero = LLVMIsNull(acc[r]);
-	if (konst && !zero)
+	/* h16: pk[r] is the f16x2 register of the pair whose first element is
+	 * register r (an even column), packed here, before the fence */
+	LLVMValueRef *pk = NULL;
+	if (h16) {
+		pk = nv_regbuf(nv, mc.n);
+		for (int mi = 0; mi < nm; mi++)
+			for (int c = 0; c < (int)(N / 8); c++)
+				for (int h = 0; h < 2; h++) {
+					int j0[IR_MAX_RANK] = {2 * mi + h, 2 * c}, j1[IR_MAX_RANK] = {2 * mi + h, 2 * c + 1};
+					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);
+					pk[r0] = zero ? LLVMGetUndef(accty) : pack2(nv, acc[r0], acc[r1]);
+				}
+		if (!zero) { /* the packs before the fence: none between the MMAs */
+			int np = 0;
+			LLVMValueRef *tl2 = nv_regbuf(nv, mc.n);
+			int *ix = ir_alloc(nv->ctx, sizeof(int) * (size_t)mc.n);
+			for (int r = 0; r < mc.n; r++)
+				if (pk[r])
+					ix[np] = r, tl2[np++] = pk[r];
+			tie_regs(nv, "", tl2, np);
+			for (int i = 0; i < np; i++)
+				pk[ix[i]] = tl2[i];
+		}
+	} else if (konst && !zero)
 		tie_regs(nv, "", acc, mc.n);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
-	int nacc = in / 2, na = asmem ? 1 : 4;
+	int nacc = h16 ? in / 4 : in / 2, na = asmem ? 1 : 4;
 	int *cr = ir_alloc(nv->ctx, sizeof(int) * (size_t)nacc);
 	LLVMTypeRef *rt = ir_alloc(nv->ctx, sizeof(LLVMTypeRef) * (size_t)nacc);
 	for (int i = 0; i < nacc; i++)
@@ -603,8 +630,8 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	char *text = ir_alloc(nv->ctx, tl), *cons = ir_alloc(nv->ctx, (size_t)nacc * 8 + 64);
 	LLVMValueRef *args = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nacc + 6));
 	char head[96], tail[32];
-	snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s", in, kstep, isint ? "s32" : "f32",
-		 wgmma_type(ak), wgmma_type(bk16));
+	snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s", in, kstep,
+		 isint ? "s32" : h16 ? "f16" : "f32", wgmma_type(ak), wgmma_type(bk16));
 	if (b16 && !asmem)
 		snprintf(tail, sizeof tail, ", 1, 1, %d", bkm ? 0 : 1);
 	else if (b16)
@@ -615,7 +642,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	LLVMValueRef bdesc = desc_base(nv, bbase, bkm ? desc_kmajor_bits(rb) : desc_b_bits(K, N));
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
-		u += sprintf(cons + u, isint ? "=r," : "=f,");
+		u += sprintf(cons + u, isint || h16 ? "=r," : "=f,");
 	u += sprintf(cons + u, asmem ? "l,l,r" : "r,r,r,r,l,r");
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, ",%d", i);
@@ -635,7 +662,10 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 				for (int c = 0; c < in / 8; c++)
 					for (int i = 0; i < 4; i++) {
 						int j[IR_MAX_RANK] = {2 * mi + i / 2, 2 * (b * in / 8 + c) + i % 2};
-						cr[4 * c + i] = nv_map_reg(&mc, j);
+						if (!h16)
+							cr[4 * c + i] = nv_map_reg(&mc, j);
+						else if (i % 2 == 0) /* the pair's register, by its first element */
+							cr[2 * c + i / 2] = nv_map_reg(&mc, j);
 					}
 				for (int ki = g0; ki < nk && ki < g0 + gs; ki++) {
 					int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
@@ -659,12 +689,13 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					/* scale-d 0: D = A B, the partial sum's start */
 					bool fresh = (split || zero) && ki == g0;
 					args[na + 1] = nv_i32(nv, fresh ? 0 : 1);
+					LLVMValueRef *src = h16 ? pk : part;
 					for (int i = 0; i < nacc; i++)
 						args[na + 2 + i] = zero && fresh ? LLVMGetUndef(accty)
-								   : split && fresh ? acc[cr[i]] : part[cr[i]];
+								   : split && fresh ? acc[cr[i]] : src[cr[i]];
 					LLVMValueRef d = asm_call(nv, text, cons, rty, args, nacc + na + 2);
 					for (int i = 0; i < nacc; i++)
-						part[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
+						src[cr[i]] = LLVMBuildExtractValue(nv->b, d, (unsigned)i, "");
 				}
 			}
 		if (split) {
@@ -677,6 +708,31 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		}
 	}
 	if (split) { /* done: nothing in flight */
+		nv_set(nv, &op->res[0], mc.n, acc);
+		return;
+	}
+	if (h16) { /* waited for here: the halves are read only after the wait */
+		wgmma_commit(nv);
+		int np = 0;
+		LLVMValueRef *tl2 = nv_regbuf(nv, mc.n);
+		int *ix = ir_alloc(nv->ctx, sizeof(int) * (size_t)mc.n);
+		for (int r = 0; r < mc.n; r++)
+			if (pk[r])
+				ix[np] = r, tl2[np++] = pk[r];
+		wait_tied(nv, 0, tl2, np);
+		LLVMTypeRef v2 = LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2);
+		for (int mi = 0; mi < nm; mi++)
+			for (int c = 0; c < (int)(N / 8); c++)
+				for (int h = 0; h < 2; h++) {
+					int j0[IR_MAX_RANK] = {2 * mi + h, 2 * c}, j1[IR_MAX_RANK] = {2 * mi + h, 2 * c + 1};
+					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);
+					int i = 0;
+					while (ix[i] != r0)
+						i++;
+					LLVMValueRef v = LLVMBuildBitCast(nv->b, tl2[i], v2, "");
+					acc[r0] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 0), "");
+					acc[r1] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 1), "");
+				}
 		nv_set(nv, &op->res[0], mc.n, acc);
 		return;
 	}
@@ -713,7 +769,7 @@ static bool reads_in_flight(const Nv *nv, const IrOp *op)
 static bool wgmma_joins_flight(const Nv *nv, const IrOp *op)
 {
 	if (nv->nwg_old == NV_WG_OLD || !an_is_wgmma(op->res[0].type) || an_scratch_bytes(op, &nv->ao) > 0 ||
-	    reads_in_flight(nv, op))
+	    reads_in_flight(nv, op) || ir_scalar(op->res[0].type)->kind == TY_F16)
 		return false;
 	IrTypeKind ak = ir_scalar(op->ops[0]->type)->kind;
 	return !(ir_op_int(op, "max_num_imprecise_acc", 0) > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));

@@ -63,7 +63,7 @@ FORMS = [
     (("fp16", 16, 16, 16, 4, "ieee", 0, "fp32"), r"m16n8k16\.row\.col\.f32\.f16\.f16\.f32",
      r"m16n8k16\.row\.col\.f32\.f16\.f16\.f32"),
     (("fp16", 64, 64, 64, 4, "ieee", 0, "fp16"), r"m16n8k16\.row\.col\.f16\.f16\.f16\.f16",
-     r"m16n8k16\.row\.col\.f16\.f16\.f16\.f16"),
+     r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f16\.f16\.f16"),
     (("i8", 32, 128, 64, 4, "ieee", 0, "i32"), r"m16n8k32\.row\.col\.satfinite\.s32\.s8\.s8\.s32",
      r"m16n8k32\.row\.col\.satfinite\.s32\.s8\.s8\.s32"),
     (("i8", 128, 128, 64, 4, "ieee", 0, "i32"), r"m16n8k32\.row\.col\.satfinite\.s32\.s8\.s8\.s32",

@@ -518,6 +518,24 @@ static void wgmma_text(char *text, size_t tl, const char *head, const char *tail
 		t += snprintf(text + t, tl - (size_t)t, ", $%d, p%s;\n}", nacc + na, tail);
 }
 
+/* The f16x2 registers of pk (set at the first register of each pair) tied
+ * through one statement: an empty one (pending < 0) or a wait for all but
+ * `pending` MMA groups. */
+static void tie_pairs(Nv *nv, int pending, LLVMValueRef *pk, int n)
+{
+	LLVMValueRef *regs = nv_regbuf(nv, n);
+	int *ix = ir_alloc(nv->ctx, sizeof(int) * (size_t)n), np = 0;
+	for (int r = 0; r < n; r++)
+		if (pk[r])
+			ix[np] = r, regs[np++] = pk[r];
+	if (pending < 0)
+		tie_regs(nv, "", regs, np);
+	else
+		wait_tied(nv, pending, regs, np);
+	for (int i = 0; i < np; i++)
+		pk[ix[i]] = regs[i];
+}
+
 /* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
  * fragments with the warps stacked along M, see an_dot_mma_layout), A in
  * registers (16-bit dot_op, as for mma.sync) or a shared-memory tile, B a
@@ -606,17 +624,8 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);
 					pk[r0] = zero ? LLVMGetUndef(accty) : pack2(nv, acc[r0], acc[r1]);
 				}
-		if (!zero) { /* the packs before the fence: none between the MMAs */
-			int np = 0;
-			LLVMValueRef *tl2 = nv_regbuf(nv, mc.n);
-			int *ix = ir_alloc(nv->ctx, sizeof(int) * (size_t)mc.n);
-			for (int r = 0; r < mc.n; r++)
-				if (pk[r])
-					ix[np] = r, tl2[np++] = pk[r];
-			tie_regs(nv, "", tl2, np);
-			for (int i = 0; i < np; i++)
-				pk[ix[i]] = tl2[i];
-		}
+		if (!zero) /* the packs before the fence: none between the MMAs */
+			tie_pairs(nv, -1, pk, mc.n);
 	} else if (konst && !zero)
 		tie_regs(nv, "", acc, mc.n);
 	asm_call(nv, "wgmma.fence.sync.aligned;", "~{memory}", LLVMVoidTypeInContext(nv->c), NULL, 0);
@@ -713,23 +722,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	}
 	if (h16) { /* waited for here: the halves are read only after the wait */
 		wgmma_commit(nv);
-		int np = 0;
-		LLVMValueRef *tl2 = nv_regbuf(nv, mc.n);
-		int *ix = ir_alloc(nv->ctx, sizeof(int) * (size_t)mc.n);
-		for (int r = 0; r < mc.n; r++)
-			if (pk[r])
-				ix[np] = r, tl2[np++] = pk[r];
-		wait_tied(nv, 0, tl2, np);
+		tie_pairs(nv, 0, pk, mc.n);
 		LLVMTypeRef v2 = LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2);
 		for (int mi = 0; mi < nm; mi++)
 			for (int c = 0; c < (int)(N / 8); c++)
 				for (int h = 0; h < 2; h++) {
 					int j0[IR_MAX_RANK] = {2 * mi + h, 2 * c}, j1[IR_MAX_RANK] = {2 * mi + h, 2 * c + 1};
 					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);
-					int i = 0;
-					while (ix[i] != r0)
-						i++;
-					LLVMValueRef v = LLVMBuildBitCast(nv->b, tl2[i], v2, "");
+					LLVMValueRef v = LLVMBuildBitCast(nv->b, pk[r0], v2, "");
 					acc[r0] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 0), "");
 					acc[r1] = LLVMBuildExtractElement(nv->b, v, nv_i32(nv, 1), "");
 				}

@@ -619,20 +619,40 @@ def run_one(seed, tmpdir, gpu=True):
     return ("unsupported", gaps) if gaps else ("ok", "")
 
 
-def child_main(seeds, gpu):
-    """Runs seeds in order, one JSON line before and after each kernel."""
-    from ctriton.runtime.driver import driver
-    driver.set_active("cpu")
+def child_loop(seeds, run, cpu=True):
+    """Runs run(seed, tmpdir) -> (status, message) for each seed in order,
+    one JSON line before and after each kernel (what fuzz() reads)."""
+    if cpu:
+        from ctriton.runtime.driver import driver
+        driver.set_active("cpu")
     import warnings
     warnings.simplefilter("ignore")
     tmpdir = tempfile.mkdtemp(prefix="ctriton-fuzz-")
     for s in seeds:
         print(json.dumps({"start": s}), flush=True)
         try:
-            st, msg = run_one(s, tmpdir, gpu)
+            st, msg = run(s, tmpdir)
         except Exception:
             st, msg = "error", traceback.format_exc()
         print(json.dumps({"done": s, "status": st, "msg": msg[-4000:]}), flush=True)
+
+
+def child_main(seeds, gpu):
+    child_loop(seeds, lambda s, tmpdir: run_one(s, tmpdir, gpu))
+
+
+def arg_parser(doc, timeout, out):
+    """The options every fuzzer here takes."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", default="0:100", help="A:B, the seeds A .. B-1")
+    ap.add_argument("--seed", type=int, help="one seed")
+    ap.add_argument("--show", action="store_true", help="print the kernel of --seed and run it here")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=timeout, help="seconds per kernel")
+    ap.add_argument("--out", default=out, help="where failing kernels are saved")
+    ap.add_argument("--no-gpu", action="store_true", help="skip the sm_80/sm_90 compiles")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    return ap
 
 
 # ---------------------------------------------------------------------------
@@ -736,16 +756,7 @@ def fuzz(seeds, jobs=1, timeout=60.0, out=None, gpu=True, batch=25, log=None,
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", default="0:100", help="A:B, the seeds A .. B-1")
-    ap.add_argument("--seed", type=int, help="one seed")
-    ap.add_argument("--show", action="store_true", help="print the kernel of --seed and run it here")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel")
-    ap.add_argument("--out", default="fuzz-out", help="where failing kernels are saved")
-    ap.add_argument("--no-gpu", action="store_true", help="skip the sm_80/sm_90 compiles")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = arg_parser(__doc__, 60.0, "fuzz-out").parse_args()
     if a.child is not None:
         child_main([int(s) for s in a.child.split(",") if s], not a.no_gpu)
         return 0

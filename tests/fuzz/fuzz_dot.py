@@ -35,14 +35,12 @@ crash, a hang, a refused GPU compile, a mismatch, an exception, an
     python3 tests/fuzz/fuzz_dot.py --seed 17 --show
     python3 tests/fuzz/fuzz_dot.py --seeds 0:300 --device cuda   # on a GPU
 """
-import argparse
 import json
 import os
 import random
 import sys
 import tempfile
 import time
-import traceback
 
 import numpy as np
 
@@ -870,19 +868,7 @@ def run_one(seed, tmpdir, gpu=True, device="cpu", show=False):
 
 
 def child_main(seeds, gpu, device):
-    if device == "cpu":
-        from ctriton.runtime.driver import driver
-        driver.set_active("cpu")
-    import warnings
-    warnings.simplefilter("ignore")
-    tmpdir = tempfile.mkdtemp(prefix="ctriton-fuzzdot-")
-    for s in seeds:
-        print(json.dumps({"start": s}), flush=True)
-        try:
-            st, msg = run_one(s, tmpdir, gpu, device)
-        except Exception:
-            st, msg = "error", traceback.format_exc()
-        print(json.dumps({"done": s, "status": st, "msg": msg[-4000:]}), flush=True)
+    F.child_loop(seeds, lambda s, tmpdir: run_one(s, tmpdir, gpu, device), cpu=device == "cpu")
 
 
 def save(out, seed, status, msg):
@@ -900,16 +886,8 @@ def save(out, seed, status, msg):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", default="0:100", help="A:B, the seeds A .. B-1")
-    ap.add_argument("--seed", type=int, help="one seed")
-    ap.add_argument("--show", action="store_true", help="print the kernel of --seed and run it here")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per kernel")
-    ap.add_argument("--out", default="fuzz-dot-out", help="where failing kernels are saved")
-    ap.add_argument("--no-gpu", action="store_true", help="skip the sm_80/sm_90 compiles")
+    ap = F.arg_parser(__doc__, 120.0, "fuzz-dot-out")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the kernels run")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
         child_main([int(s) for s in a.child.split(",") if s], not a.no_gpu, a.device)

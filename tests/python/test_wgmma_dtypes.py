@@ -33,7 +33,7 @@ TYPES = [
 
 def compile_dot(a, b, c, prec, b_col, stages, M=128, N=128, BK=64, nw=4, arch=90):
     sig = {"a_ptr": "*" + a, "b_ptr": "*" + b, "c_ptr": "*" + c, "K": "i32"}
-    cx = dict(M=M, N=N, BK=BK, B_COL=b_col, INT=c == "i32", PREC=prec)
+    cx = dict(M=M, N=N, BK=BK, B_COL=b_col, INT=c == "i32", PREC=prec, ACC16=c == "fp16")
     sig.update({k: "constexpr" for k in cx})
     attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "K")}
     return ctriton.compile(ASTSource(dot_dtype_kernel, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
@@ -102,7 +102,7 @@ def test_wgmma_dtype_gpu(types, b_col, stages):
     bm = rand((K, N), b_t)
     b = bm.t().contiguous() if b_col else bm  # column-major: stored [N][K]
     c = torch.full((M, N), -7, device="cuda", dtype=torch.int32 if c_t == "i32" else torch.float32)
-    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC=prec,
+    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC=prec, ACC16=False,
                            num_warps=4, num_stages=stages)
     if c_t == "i32":
         ref = a.cpu().to(torch.int64) @ bm.cpu().to(torch.int64)  # no integer matmul on CUDA
@@ -149,16 +149,6 @@ def triton_cdiv(x, y):
     return (x + y - 1) // y
 
 
-def compile_f16acc(b_col, stages, M=128, N=128, nw=4):
-    from wgmma_kernels import dot_f16acc_kernel
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
-    cx = dict(M=M, N=N, BK=64, B_COL=b_col)
-    sig.update({k: "constexpr" for k in cx})
-    attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "K")}
-    return ctriton.compile(ASTSource(dot_f16acc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": nw, "num_stages": stages})
-
-
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("stages", [1, 3])
 @pytest.mark.parametrize("b_col", [False, True])
@@ -168,7 +158,7 @@ def test_wgmma_f16_accumulator(b_col, stages, M, N, nw):
     accumulator lives in f16x2 registers (two adjacent columns of a row
     each, N / 4 a thread per m64 instruction), packed before the MMAs and
     unpacked after a wait for them; it was mma.sync. No spills."""
-    k = compile_f16acc(b_col, stages, M, N, nw)
+    k = compile_dot("fp16", "fp16", "fp16", "tf32", b_col, stages, M=M, N=N, nw=nw)
     ptx = k.asm["ptx"]
     assert f"wgmma.mma_async.sync.aligned.m64n{N}k16.f16.f16.f16" in ptx
     assert "mma.sync" not in ptx and "#mma<version = [3, 0]" in k.asm["ct.ttgir"]
@@ -183,14 +173,14 @@ def test_wgmma_f16_accumulator(b_col, stages, M, N, nw):
 @pytest.mark.parametrize("M,N,nw", [(128, 128, 4), (128, 256, 8), (64, 64, 4)])
 def test_wgmma_f16_accumulator_gpu(b_col, stages, M, N, nw):
     torch = pytest.importorskip("torch")
-    from wgmma_kernels import dot_f16acc_kernel
     K = 256
     g = torch.Generator(device="cuda").manual_seed(3)
     a = torch.randn((M, K), device="cuda", generator=g).half()
     bm = torch.randn((K, N), device="cuda", generator=g).half()
     b = bm.t().contiguous() if b_col else bm
     c = torch.full((M, N), -7, device="cuda", dtype=torch.float16)
-    dot_f16acc_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, num_warps=nw, num_stages=stages)
+    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=False, PREC="tf32", ACC16=True,
+                           num_warps=nw, num_stages=stages)
     ref = a.double() @ bm.double()
     err = ((c.double() - ref).norm() / ref.norm()).item()
     assert err < 1e-2, err

@@ -8,12 +8,14 @@ import ctriton.language as tl
 
 @triton.jit
 def dot_dtype_kernel(a_ptr, b_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr,
-                     B_COL: tl.constexpr, INT: tl.constexpr, PREC: tl.constexpr):
+                     B_COL: tl.constexpr, INT: tl.constexpr, PREC: tl.constexpr, ACC16: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     rk = tl.arange(0, BK)
     if INT:
         acc = tl.zeros((M, N), dtype=tl.int32)
+    elif ACC16:
+        acc = tl.zeros((M, N), dtype=tl.float16)
     else:
         acc = tl.zeros((M, N), dtype=tl.float32)
     for k in range(0, K, BK):
@@ -22,23 +24,9 @@ def dot_dtype_kernel(a_ptr, b_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, B
             b = tl.load(b_ptr + rn[None, :] * K + (k + rk)[:, None])
         else:
             b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc = tl.dot(a, b, acc, input_precision=PREC)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
-
-
-@triton.jit
-def dot_f16acc_kernel(a_ptr, b_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr,
-                      B_COL: tl.constexpr):
-    """The same loop with an f16 accumulator (out_dtype=tl.float16)."""
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((M, N), dtype=tl.float16)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        if B_COL:
-            b = tl.load(b_ptr + rn[None, :] * K + (k + rk)[:, None])
+        if ACC16:  # an f16 accumulator (out_dtype=tl.float16)
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
         else:
-            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+            acc = tl.dot(a, b, acc, input_precision=PREC)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+

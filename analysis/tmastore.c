@@ -5,7 +5,7 @@
  * {tma = 3}: the map, then the two offsets; python/frontend/fe_tdesc.c).
  * On sm_90, in a kernel, when the value is a 2-D block the map's box
  * covers (its rows, in whole 128-byte column blocks or one narrower
- * block) and the map is a parameter's or one the kernel makes, the store
+ * block) and the map is a TensorDescriptor argument's, the store
  * becomes `tma_store map, outer, inner, value`: the backend writes the
  * value into the op's scratch in the slot layout of tma_copy and one
  * thread issues cp.async.bulk.tensor stores (backend/nvptx/mem.c). The
@@ -54,7 +54,17 @@ bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o)
 		return false;
 	/* the slot layout: rows of at most 128 bytes, swizzled at that width */
 	int64_t box[2], sw, w = row > 128 ? 128 : row;
-	if (!map_box(f, op->ops[3], box, &sw))
+	/* only a TensorDescriptor argument's map: the host checked its base,
+	 * shape and strides when it was made. A map the kernel makes, or the
+	 * launch encodes from parameters, keeps the store by pointers: on the
+	 * H200 a made map's store wrote past the descriptor's columns, and a
+	 * launch-encoded one refused a row stride not a multiple of 16 bytes
+	 * that plain stores take. */
+	const IrValue *m = op->ops[3];
+	if (m->def || m->owner != f->body || m->index < 0 || m->index >= f->body->nargs ||
+	    ir_find_attr(f->params[m->index].nattrs, f->params[m->index].attrs, "tma_src"))
+		return false;
+	if (!map_box(f, m, box, &sw))
 		return false;
 	return box[0] * es == w && box[1] == R && sw == (w >= 32 ? w : 0);
 }

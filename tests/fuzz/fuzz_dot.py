@@ -347,6 +347,8 @@ class DotGen:
                 eps_in = 2.0 ** -10
             elif dt == "float32" and prec == "tf32x3":
                 eps_in = 2.0 ** -20
+            elif dt in FP8:  # Hopper's fp8 MMA adds its products with fewer mantissa bits
+                eps_in = 2.0 ** -11
             else:
                 eps_in = 0.0
             tol = eps_in + (K + 2) * eps
@@ -468,7 +470,7 @@ class DotGen:
         scale = np.abs(a_val) @ np.abs(b_val)
         tol = 0.0
         if not exact:
-            eps_in = 2.0 ** -10 if dt == "float32" and prec == "tf32" else 0.0
+            eps_in = 2.0 ** -10 if dt == "float32" and prec == "tf32" else 2.0 ** -11 if dt in FP8 else 0.0
             tol = eps_in + (K + 2) * 2.0 ** -23
         self.outs.append(("C", out_dt, ref, exact, scale * tol, c_shape))
         return ["A", "B", "C"]

@@ -88,30 +88,30 @@ CONFIGS = [(128, 128, 64, 4, 3), (128, 128, 64, 4, 4), (64, 128, 64, 4, 3), (64,
 def test_sm90_maps_made_in_kernel(BM, BN, BK, warps, stages):
     k = _compile(90, BM, BN, BK, warps, stages)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
-    # A's and B's maps written by the kernel for the tiles, C's for the
-    # tensor store of the epilogue
+    # A's and B's maps written by the kernel for the tiles; C is stored by
+    # pointers (a store through a made map wrote past its columns on the
+    # H200: analysis/tmastore.c takes TensorDescriptor arguments' maps only)
     made = re.findall(r"%\d+ = tensormap_create [^\n]*", ttgir)
-    assert len(made) == 3
     used = [m for m in made if "gscratch = " in m]
-    assert sorted(re.search(r"gscratch = (\d+)", m).group(1) for m in used) == ["0", "128", "256"]
+    assert sorted(re.search(r"gscratch = (\d+)", m).group(1) for m in used) == ["0", "128"]
     assert f"tma_box = [{BK}, {BM}]" in used[0] and "tma_swizzle = 128" in used[0]
     vs = re.findall(r"(%\d+) = tensormap_create [^\n]*gscratch", ttgir)
     for v in vs[:2]:
         assert re.search(rf"tma_copy {v}, ", ttgir), v
-    assert re.search(rf"tma_store {vs[2]}, ", ttgir) and " store " not in ttgir
+    assert "tma_store" not in ttgir and " store " in ttgir
     assert "async_copy" not in ttgir
-    # the metadata asks the launch for 3 maps of global scratch per program
-    assert k.metadata.global_scratch_size == 384 and k.metadata.global_scratch_align == 128
+    # the metadata asks the launch for 2 maps of global scratch per program
+    assert k.metadata.global_scratch_size == 256 and k.metadata.global_scratch_align == 128
     # the PTX: the fields, the copy to global memory with its release, the
     # acquire, then the copies through the map; no per-thread cp.async
-    assert ptx.count("tensormap.replace.tile.global_address.shared::cta.b1024.b64") == 3
+    assert ptx.count("tensormap.replace.tile.global_address.shared::cta.b1024.b64") == 2
     for field in ("rank", "box_dim", "global_dim", "global_stride", "element_stride", "elemtype",
                   "interleave_layout", "swizzle_mode", "fill_mode"):
         assert f"tensormap.replace.tile.{field}.shared::cta" in ptx, field
-    assert ptx.count("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned") == 3
-    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 3
+    assert ptx.count("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned") == 2
+    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
     # a map is rewritten only once warp 0's tensor stores through it completed
-    assert ptx.count("@p cp.async.bulk.wait_group 0;\n@p tensormap.cp_fenceproxy") == 3
+    assert ptx.count("@p cp.async.bulk.wait_group 0;\n@p tensormap.cp_fenceproxy") == 2
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile" in ptx
     assert "cp.async.cg.shared.global" not in ptx
     assert "wgmma.mma_async" in ptx
@@ -148,7 +148,7 @@ def test_sm90_fp8_maps():
     """fp8 tiles: 64-byte rows, a 64-byte swizzle (mode 2), unsigned bytes (0)."""
     k = _compile(90, 128, 128, 64, 4, 3, fp8=True)
     ptx = k.asm["ptx"]
-    assert ptx.count("tensormap.cp_fenceproxy") == 3 and "cp.async.bulk.tensor" in ptx
+    assert ptx.count("tensormap.cp_fenceproxy") == 2 and "cp.async.bulk.tensor" in ptx
     assert re.search(r"elemtype\.shared::cta\.b1024\.b32 \[%r\d+\], 0;", ptx)
     assert re.search(r"swizzle_mode\.shared::cta\.b1024\.b32 \[%r\d+\], 2;", ptx)
     assert k.n_spills == 0
@@ -209,15 +209,14 @@ def test_sm80_keeps_cp_async_sm90_takes_tma():
 
 
 @needs_ptxas
-def test_sm90_single_stage_makes_only_the_stored_map():
+def test_sm90_single_stage_makes_no_map():
     """num_stages = 1: no pipelined copy reads A's and B's maps, so those are
-    not written; C's is, for the tensor store of the epilogue (one map of
-    scratch)."""
+    not written, and C is stored by pointers: no map, no global scratch."""
     k = _compile(90, 128, 128, 64, 4, 1)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
-    assert ptx.count("tensormap.replace.tile.global_address") == 1 and "tma_copy" not in ttgir
-    assert "tma_store" in ttgir and "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
-    assert k.metadata.global_scratch_size == 128
+    assert "tensormap.replace.tile.global_address" not in ptx and "tma_copy" not in ttgir
+    assert "tma_store" not in ttgir and "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" not in ptx
+    assert getattr(k.metadata, "global_scratch_size", 0) == 0
 
 
 # -- CPU: the same kernel against numpy ------------------------------------------

@@ -93,11 +93,9 @@ def triton_child():
 def ctriton_side(seeds):
     sys.path.insert(0, os.path.join(REPO, "tests", "fuzz"))
     sys.path.insert(0, os.path.join(REPO, "python"))
-    import numpy as np
     import fuzz as F
     import fuzz_dot as D
     import ctriton as triton
-    import ctriton.language as tl
     from ctriton.backends.compiler import GPUTarget
     from ctriton.runtime.driver import driver
     driver.set_active("cpu")
@@ -108,10 +106,8 @@ def ctriton_side(seeds):
         if g.host_desc:
             continue
         fn = F.load_kernel(k["src"], seed, tmp)
-        args = [np.ascontiguousarray(h) if dt not in ("bfloat16",) + tuple(D.FP8)
-                else triton.reinterpret(np.ascontiguousarray(h), getattr(tl, dt)) for _, dt, h in g.inputs]
         outs = [D.host_out(o[1], o[5]) for o in g.outs]
-        args += [triton.reinterpret(h, tl.bfloat16) if o[1] == "bfloat16" else h for o, h in zip(g.outs, outs)]
+        args = [F.as_arg(h, dt) for _, dt, h in g.inputs] + [F.as_arg(h, o[1]) for o, h in zip(g.outs, outs)]
         scal = [v for _, v in g.scalars]
         _, sigs, specs = fn.specialization(*args, *scal, **cx)
         bound = dict(zip(fn.arg_names, list(args) + scal + [cx[n] for n in fn.arg_names[len(args) + len(scal):]]))

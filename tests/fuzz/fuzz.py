@@ -505,6 +505,19 @@ BAD_WORDS = ("internal error", "invalid LLVM IR", "LLVM fatal", "LLVM ERROR", "f
 KNOWN = {}
 
 
+def as_arg(host, dt):
+    """A host array as a kernel argument of dtype dt (bf16 and fp8 travel
+    as their bits, reinterpreted)."""
+    import ctriton as triton
+    import ctriton.language as tl
+    a = np.ascontiguousarray(host)
+    if dt == "bfloat16":
+        return triton.reinterpret(a, tl.bfloat16)
+    if dt in FP8:
+        return triton.reinterpret(a, getattr(tl, dt))
+    return a
+
+
 def load_kernel(src, seed, tmpdir):
     path = os.path.join(tmpdir, f"fuzz_kernel_{seed}.py")
     with open(path, "w") as f:
@@ -565,14 +578,7 @@ def run_one(seed, tmpdir, gpu=True):
                     return "gpu", msg
                 return "rejected", msg
     # 2. the CPU run
-    args = []
-    for p, dt, host in g.inputs:
-        a = np.ascontiguousarray(host)
-        if dt == "bfloat16":
-            a = triton.reinterpret(a, tl.bfloat16)
-        elif dt in FP8:
-            a = triton.reinterpret(a, getattr(tl, dt))
-        args.append(a)
+    args = [as_arg(host, dt) for _, dt, host in g.inputs]
     outs = []
     for o in g.outs:
         p, dt, shape = o[0], o[1], o[6]

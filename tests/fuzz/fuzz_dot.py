@@ -805,16 +805,7 @@ def run_one(seed, tmpdir, gpu=True, device="cpu", show=False):
     opts = {"num_warps": g.nw, "num_stages": g.ns}
     outs = [host_out(o[1], o[5]) for o in g.outs]
     scal = [v for _, v in g.scalars]
-    args = []
-    for p, dt, host in g.inputs:
-        a = np.ascontiguousarray(host)
-        if dt == "bfloat16":
-            a = triton.reinterpret(a, tl.bfloat16)
-        elif dt in FP8:
-            a = triton.reinterpret(a, getattr(tl, dt))
-        args.append(a)
-    for o, h in zip(g.outs, outs):
-        args.append(triton.reinterpret(h, tl.bfloat16) if o[1] == "bfloat16" else h)
+    args = [F.as_arg(host, dt) for _, dt, host in g.inputs] + [F.as_arg(h, o[1]) for o, h in zip(g.outs, outs)]
     names = [p for p, _, _ in g.inputs] + [o[0] for o in g.outs]
     args = with_descriptors(g, names, args)
     if gpu:

@@ -933,9 +933,12 @@ static void ws_early_release(IrCtx *ctx, IrFunc *f, IrBlock *nb, int buf0, int n
 		}
 		ir_op_unlink(rel);
 		ir_block_insert_before(nb, after, rel);
-		/* the previous iteration's slot: its P @ V is done once only the
-		 * MMA just issued is left (the backend waits with one pending) */
-		ir_op_set_int(ctx, rel, "wgmma_pending", d1 == last ? 1 : 0);
+		/* both after every MMA is done: releasing the previous
+		 * iteration's slot behind a wait that leaves Q @ K^T pending
+		 * (wait_group 1 while P @ V is in flight across the back edge)
+		 * makes ptxas serialize every warpgroup MMA of the loop (C7514;
+		 * measured: D128 warp-specialized attention 576 -> 499 TFLOP/s) */
+		ir_op_set_int(ctx, rel, "wgmma_pending", 0);
 		ir_op_unlink(wait);
 		ir_block_insert_before(nb, d0, wait);
 	}

@@ -7,7 +7,8 @@ on an H200. Needs no GPU (ptxas only):
     PYTHONPATH=python python3 bench/spills_sm90.py
 
 Prints a markdown table: kernel, configuration, registers, spilled bytes,
-shared memory.
+shared memory, and whether ptxas serialized the warpgroup MMAs (a wait
+after each one, its C7514-C7520 advisories).
 """
 import os
 import sys
@@ -21,8 +22,15 @@ sys.path.insert(0, os.path.join(ROOT, "kernels"))
 import compile_time as ct  # noqa: E402
 import ctriton  # noqa: E402
 from ctriton.backends.compiler import GPUTarget  # noqa: E402
+from ctriton.compiler import ASTSource  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
+# kernels/attention.py's attn_fwd_tma: (HEAD_DIM, causal, BLOCK_M, BLOCK_N,
+# warps, stages, warp-specialized), bench/tc_gpu.py's configurations
+TMA_CONFIGS = [(64, False, 128, 64, 4, 2, True), (64, False, 128, 64, 4, 3, True),
+               (128, False, 128, 128, 4, 2, True), (128, False, 128, 64, 4, 2, True),
+               (64, True, 128, 64, 4, 3, False), (128, True, 128, 64, 8, 2, False),
+               (128, True, 128, 64, 8, 3, False)]
 
 
 def build(case, cx=None, **opts):
@@ -47,6 +55,18 @@ def rows():
             k = build(cs["lib.attn_fwd"], dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, STAGE=stage),
                       num_warps=nw, num_stages=2)
             yield f"attention fwd D{D} (kernels/attention.py)", f"128x64 / {nw} / 2, {mode}", k
+    # its descriptor kernel at bench/tc_gpu.py's configurations (ws: warp-specialized)
+    import attention
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "M": "*fp32", "Out": "*fp16",
+           "Z": "i32", "H": "i32"}
+    for D, causal, bm, bn, nw, ns, ws in TMA_CONFIGS:
+        cx = dict(N_CTX=4096, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, STAGE=3 if causal else 1,
+                  WARP_SPECIALIZE=ws)
+        src = ASTSource(attention.attn_fwd_tma, dict(sig, **{n: "constexpr" for n in cx}), cx,
+                        {(i,): {"divisibility": 16} for i in (0, 1, 2, 4, 5)})
+        k = ctriton.compile(src, target=TARGET, options=dict(num_warps=nw, num_stages=ns))
+        yield (f"attention fwd tma D{D} (kernels/attention.py)",
+               f"{bm}x{bn} / {nw} / {ns}, {'causal' if causal else 'full'}{', ws' if ws else ''}", k)
     from lltm import _fwd_config, _mm_config
     for prec in ("tf32", "ieee"):
         bb, bs, bk, nw, ns = _fwd_config(132, prec, 4096, 1024)
@@ -74,10 +94,12 @@ def rows():
 
 
 def main():
-    print("| kernel | config (tile / warps / stages) | registers | spills (bytes) | shared (bytes) |")
-    print("|---|---|---|---|---|")
+    print("| kernel | config (tile / warps / stages) | registers | spills (bytes) | shared (bytes) "
+          "| MMAs serialized |")
+    print("|---|---|---|---|---|---|")
     for name, cfg, k in rows():
-        print(f"| {name} | {cfg} | {k.n_regs} | {k.n_spills} | {k.metadata.shared} |", flush=True)
+        print(f"| {name} | {cfg} | {k.n_regs} | {k.n_spills} | {k.metadata.shared} "
+              f"| {'yes' if k.metadata.wgmma_advisory else 'no'} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def stats(ptx, cubin, shared):
                 loops.append(sum(1 for a, _ in ins if int(m.group(1), 16) <= a <= addr))
     return dict(regs=int(regs.group(1)) if regs else -1, spills=int(sp.group(1)) if sp else -1, shared=shared,
                 wgmma=ptx.count("wgmma.mma_async"), mma=ptx.count("mma.sync"),
-                asyncs=ptx.count("cp.async.c") + ptx.count("cp.async.bulk.tensor"), loop=max(loops or [0]))
+                asyncs=ptx.count("cp.async.c") + ptx.count("cp.async.bulk.tensor"), loop=max(loops or [0]),
+                serial=re.search(r"\(C75\d\d\)[^\n]*(wgmma|warpgroup)", r.stderr) is not None)
 
 
 def triton_child():
@@ -129,6 +130,8 @@ def groups(rows):
     g = collections.OrderedDict((k, []) for k in (
         "warpgroup MMA: Triton only", "warpgroup MMA: ctriton only", "async copies: Triton only",
         "async copies: ctriton only", "spills: ctriton only", "spills: Triton only",
+        "MMAs serialized or waits injected by ptxas: ctriton only",
+        "MMAs serialized or waits injected by ptxas: Triton only",
         "longest loop > 1.3x Triton's", "longest loop < Triton's / 1.3", "registers > 1.3x Triton's",
         "Triton refuses", "ctriton refuses"))
     for r in rows:
@@ -142,6 +145,8 @@ def groups(rows):
                  (c["asyncs"] and not t["asyncs"], "async copies: ctriton only"),
                  (c["spills"] > 0 and t["spills"] == 0, "spills: ctriton only"),
                  (t["spills"] > 0 and c["spills"] == 0, "spills: Triton only"),
+                 (c.get("serial") and not t.get("serial"), "MMAs serialized or waits injected by ptxas: ctriton only"),
+                 (t.get("serial") and not c.get("serial"), "MMAs serialized or waits injected by ptxas: Triton only"),
                  (c["loop"] > 1.3 * t["loop"] + 20, "longest loop > 1.3x Triton's"),
                  (t["loop"] > 1.3 * c["loop"] + 20, "longest loop < Triton's / 1.3"),
                  (c["regs"] > 1.3 * t["regs"] + 16, "registers > 1.3x Triton's")]

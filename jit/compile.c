@@ -125,9 +125,26 @@ int jit_find_ptxas(char *buf, size_t n)
 	return 0;
 }
 
-/* Reads "Used N registers" and "N bytes spill stores" from ptxas -v output. */
-static void parse_ptxas_log(const char *log, JitKernel *k)
+/* Reads "Used N registers" and "N bytes spill stores" from ptxas -v
+ * output, and the code of its first advisory about the warpgroup MMAs:
+ * serialized (a wait after each one), or a wait or fence injected among
+ * them. The kernel stays correct, but its MMAs no longer overlap what the
+ * backend meant them to. */
+void jit_parse_ptxas_log(const char *log, JitKernel *k)
 {
+	k->wgmma_advisory[0] = 0;
+	for (const char *c = strstr(log, "(C75"); c; c = strstr(c + 1, "(C75")) {
+		char line[256];
+		size_t n = strcspn(c, "\n");
+		n = n < sizeof line - 1 ? n : sizeof line - 1;
+		memcpy(line, c, n);
+		line[n] = 0;
+		if (n > 6 && line[6] == ')' && (strstr(line, "wgmma") || strstr(line, "warpgroup"))) {
+			memcpy(k->wgmma_advisory, c + 1, 5);
+			k->wgmma_advisory[5] = 0;
+			break;
+		}
+	}
 	const char *p = strstr(log, "Used ");
 	if (p)
 		k->n_regs = atoi(p + 5);
@@ -257,7 +274,7 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 	rc = run_ptxas(ptxas, k->ptx, archs, dir, log1, 8192, &cubin, &cubin_len, errbuf, errlen);
 	if (rc != 0)
 		goto out;
-	parse_ptxas_log(log1, k);
+	jit_parse_ptxas_log(log1, k);
 	free(k->cubin);
 	k->cubin = cubin;
 	k->cubin_len = cubin_len;
@@ -273,8 +290,10 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 	if (ptx2 && k->n_regs >= 0 && k->n_regs < cap) {
 		char err2[256];
 		int regs = k->n_regs, spills = k->n_spills;
+		char advisory[sizeof k->wgmma_advisory];
+		memcpy(advisory, k->wgmma_advisory, sizeof advisory);
 		if (run_ptxas(ptxas, ptx2, archs, dir, log2, 8192, &cubin, &cubin_len, err2, sizeof err2) == 0) {
-			parse_ptxas_log(log2, k);
+			jit_parse_ptxas_log(log2, k);
 			if (k->n_spills < spills) {
 				free(k->cubin);
 				k->cubin = cubin;
@@ -286,6 +305,7 @@ int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen)
 				free(cubin);
 				k->n_regs = regs;
 				k->n_spills = spills;
+				memcpy(k->wgmma_advisory, advisory, sizeof advisory);
 			}
 		}
 	}

@@ -223,6 +223,9 @@ typedef struct JitKernel {
 	int num_warps;
 	int n_regs;        /* from ptxas -v; -1 when unknown */
 	int n_spills;
+	char wgmma_advisory[8]; /* ptxas's code ("C7514") when it serialized
+				 * the warpgroup MMAs or injected a wait or a
+				 * fence into them; "" when it did not */
 	BeCpuKernel *cpu;  /* cpu: the jitted code */
 	double ms[JIT_NT]; /* per-stage wall time; 0 for stages not run */
 	const char *passes[JIT_MAX_RUNS]; /* the passes run, in order (jit_passes names) */
@@ -290,6 +293,8 @@ void jit_set_pkg_ptxas(const char *path);
  * to the driver), -1 on an error (message in errbuf).
  * Fills k->cubin, n_regs, n_spills. */
 int jit_ptxas(JitKernel *k, int arch, char *errbuf, int errlen);
+/* Sets k->n_regs, n_spills and wgmma_advisory from ptxas -v output. */
+void jit_parse_ptxas_log(const char *log, JitKernel *k);
 void jit_kernel_free(JitKernel *k);
 
 /* ------------------------------------------------------------------------- */

@@ -587,19 +587,6 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		int pend = (op->opc == OP_BARRIER || op->opc == OP_TMA_RELEASE) && !nv->settle_all
 				   ? (int)ir_op_int(op, "wgmma_pending", 0)
 				   : 0;
-		/* tma_release {wgmma_pending = 1} right after this iteration's
-		 * first MMA: the previous iteration's, still in flight, is done
-		 * once only that newest group is left (wait_group 1); the newest
-		 * keeps running until something reads it. Not when the newest
-		 * accumulates into the previous one's registers (a matmul's
-		 * chain): they are the newest's now, and the release waits as a
-		 * {wgmma_pending = 1} barrier does. */
-		if (op->opc == OP_TMA_RELEASE && pend == 1 && nv->fly_arg && nv->wg_dot && !nv->nwg_old &&
-		    !nv_reads(nv->wg_dot, nv->fly_arg)) {
-			nv_wgmma_settle(nv, 1);
-			nv_lower_op(nv, op);
-			continue;
-		}
 		/* the yield of a {wgmma_inflight = 2} body taking the dot still in
 		 * flight (no barrier after it left it flying, as in a
 		 * warp-specialized consumer's loop): it stays in flight across

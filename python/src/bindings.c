@@ -167,6 +167,10 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 	set_int(d, "num_warps", k.num_warps);
 	set_int(d, "n_regs", k.n_regs);
 	set_int(d, "n_spills", k.n_spills);
+	PyObject *adv = PyUnicode_FromString(k.wgmma_advisory);
+	if (adv)
+		PyDict_SetItemString(d, "wgmma_advisory", adv);
+	Py_XDECREF(adv);
 	PyObject *times = PyDict_New();
 	for (int i = 0; i < JIT_NT; i++) {
 		if (k.ms[i] <= 0)

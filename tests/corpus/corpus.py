@@ -264,6 +264,8 @@ def run_ptxas(case, backend):
         assert s in k.asm["ptx"], f"{s!r} not in the PTX"
     cubin = k.asm.get("cubin")
     assert cubin and cubin[:4] == b"\x7fELF", "ptxas produced no cubin"
+    # ptxas kept the warpgroup MMAs asynchronous as the backend issued them
+    assert not k.metadata.wgmma_advisory, f"ptxas advisory {k.metadata.wgmma_advisory} on the MMAs"
 
 
 def run_ptx_form(case, backend):

@@ -88,6 +88,7 @@ def test_attention_fwd_tma_sm90(D, BM, BN, warps, stages, stage, ws):
     k = _compile_sm90(D, BM, BN, warps, stages, stage, ws)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+    assert not k.metadata.wgmma_advisory
     assert "tensormap_create" not in ttgir and "tensormap.cp_fenceproxy" not in ptx
     assert k.metadata.global_scratch_size == 0
     assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg.shared.global" not in ptx

@@ -1,4 +1,4 @@
-"""Zero spills (ptxas, sm_90a) for every configuration of
+"""Zero spills and no serialized warpgroup MMAs (ptxas, sm_90a) for every configuration of
 bench/spills_sm90.py: the tutorial matmul at the four tile shapes of the
 Hopper work, kernels/attention.py's forward at D64 / D128, full and causal,
 and the kernel library's GEMM-shaped kernels at the tiles their wrappers
@@ -22,4 +22,6 @@ def test_no_spills_sm90():
     assert len(rows) >= 18
     spilled = [(name, cfg, k.n_spills, k.n_regs) for name, cfg, k in rows if k.n_spills]
     assert not spilled, spilled
+    serialized = [(name, cfg) for name, cfg, k in rows if k.metadata.wgmma_advisory]
+    assert not serialized, serialized
     assert all(k.n_regs > 0 for _, _, k in rows)

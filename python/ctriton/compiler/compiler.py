@@ -683,6 +683,10 @@ def compile(src, target=None, options=None, dump_after=None):
             "num_warps": r.get("num_warps", opts["num_warps"]), "num_ctas": opts["num_ctas"],
             "num_stages": opts["num_stages"], "shared": shared,
             "n_regs": n_regs, "n_spills": r.get("n_spills", -1),
+            # ptxas's advisory code ("C7514") when it serialized the
+            # warpgroup MMAs or injected a wait or fence among them (the
+            # kernel is correct, its MMAs overlap less); "" otherwise
+            "wgmma_advisory": r.get("wgmma_advisory", ""),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "tma": [tuple(t) for t in r.get("tma", ())],
             # global scratch per program (tensor maps made on the device): the

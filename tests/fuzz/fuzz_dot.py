@@ -822,7 +822,8 @@ def run_one(seed, tmpdir, gpu=True, device="cpu", show=False):
                 print(f"sm_{arch}: {kk.n_regs} registers, {kk.n_spills} bytes spilled, "
                       f"{kk.metadata.shared} bytes shared; wgmma {ptx.count('wgmma.mma_async')}, "
                       f"mma.sync {ptx.count('mma.sync')}, cp.async {ptx.count('cp.async.c')}, "
-                      f"bulk tensor {ptx.count('cp.async.bulk.tensor')}")
+                      f"bulk tensor {ptx.count('cp.async.bulk.tensor')}"
+                      + (f"; ptxas advisory {kk.metadata.wgmma_advisory}" if kk.metadata.wgmma_advisory else ""))
     try:
         if device == "cuda":
             import torch

@@ -665,7 +665,7 @@ def arg_parser(doc, timeout, out):
 # The driver
 # ---------------------------------------------------------------------------
 
-FAILURES = ("crash", "hang", "gpu", "mismatch", "error", "internal")
+FAILURES = ("crash", "hang", "gpu", "mismatch", "error", "internal", "advisory")
 
 
 class Child:

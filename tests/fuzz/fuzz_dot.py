@@ -816,6 +816,7 @@ def run_one(seed, tmpdir, gpu=True, device="cpu", show=False):
             if any(w in msg for w in F.BAD_WORDS):
                 return "internal", msg
             return "gpu", msg
+        adv = ks[90].metadata.wgmma_advisory
         if show:
             for arch, kk in ks.items():
                 ptx = kk.asm["ptx"]
@@ -858,6 +859,12 @@ def run_one(seed, tmpdir, gpu=True, device="cpu", show=False):
         bad = compare(o, h)
         if bad:
             return "mismatch", bad
+    if gpu and adv and adv != "C7511":
+        # right results, but ptxas serialized the warpgroup MMAs (or put a
+        # wait or fence among them) where the backend issued them to
+        # overlap. C7511 (serialized for want of registers) is the tile's:
+        # an accumulator of 128x256 on one warpgroup takes every register
+        return "advisory", f"sm_90: ptxas advisory {adv} on the warpgroup MMAs"
     return "ok", ""
 
 

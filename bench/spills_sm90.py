@@ -8,8 +8,7 @@ on an H200. Needs no GPU (ptxas only):
 
 Prints a markdown table: kernel, configuration, registers, spilled bytes,
 shared memory, and whether ptxas serialized the warpgroup MMAs (a wait
-after each one, its C7514-C7520 advisories) or ignored a warp-specialized
-kernel's setmaxnreg (C7508).
+after each one, its C7514-C7520 advisories).
 """
 import os
 import sys

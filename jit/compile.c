@@ -126,10 +126,10 @@ int jit_find_ptxas(char *buf, size_t n)
 }
 
 /* Reads "Used N registers" and "N bytes spill stores" from ptxas -v
- * output, and the code of its first advisory about the warpgroup MMAs
- * (serialized: a wait after each one; a wait or fence injected among them)
- * or a warp-specialized kernel's register hand-off (setmaxnreg ignored).
- * The kernel stays correct, but it does not run as the backend planned. */
+ * output, and the code of its first advisory about the warpgroup MMAs:
+ * serialized (a wait after each one), or a wait or fence injected among
+ * them. The kernel stays correct, but its MMAs no longer overlap what the
+ * backend meant them to. */
 void jit_parse_ptxas_log(const char *log, JitKernel *k)
 {
 	k->wgmma_advisory[0] = 0;
@@ -139,8 +139,7 @@ void jit_parse_ptxas_log(const char *log, JitKernel *k)
 		n = n < sizeof line - 1 ? n : sizeof line - 1;
 		memcpy(line, c, n);
 		line[n] = 0;
-		if (n > 6 && line[6] == ')' &&
-		    (strstr(line, "wgmma") || strstr(line, "warpgroup") || strstr(line, "setmaxnreg"))) {
+		if (n > 6 && line[6] == ')' && (strstr(line, "wgmma") || strstr(line, "warpgroup"))) {
 			memcpy(k->wgmma_advisory, c + 1, 5);
 			k->wgmma_advisory[5] = 0;
 			break;

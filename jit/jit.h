@@ -224,9 +224,8 @@ typedef struct JitKernel {
 	int n_regs;        /* from ptxas -v; -1 when unknown */
 	int n_spills;
 	char wgmma_advisory[8]; /* ptxas's code ("C7514") when it serialized
-				 * the warpgroup MMAs, injected a wait or a
-				 * fence among them, or ignored setmaxnreg;
-				 * "" when it did none of these */
+				 * the warpgroup MMAs or injected a wait or a
+				 * fence into them; "" when it did not */
 	BeCpuKernel *cpu;  /* cpu: the jitted code */
 	double ms[JIT_NT]; /* per-stage wall time; 0 for stages not run */
 	const char *passes[JIT_MAX_RUNS]; /* the passes run, in order (jit_passes names) */

@@ -230,17 +230,9 @@ static LLVMValueRef declare_kernel(Nv *nv, IrFunc *f, int warp)
 	snprintf(ntid, sizeof ntid, "%d", (nv->opt->num_warps + nv->ws_warps) * warp);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
 				LLVMCreateStringAttribute(nv->c, "nvvm.maxntid", 12, ntid, (unsigned)strlen(ntid)));
-	/* a warp-specialized kernel's cap at entry is stated (the register file
-	 * over its threads), or ptxas, unable to tell the count at entry,
-	 * ignores the producer's and consumers' setmaxnreg (C7508) */
-	int maxnreg = nv->opt->maxnreg > 0 ? nv->opt->maxnreg
-			: nv->ws_warps ? 65536 / ((nv->opt->num_warps + nv->ws_warps) * warp) / 8 * 8
-				       : 0;
-	if (maxnreg > 255)
-		maxnreg = 255;
-	if (maxnreg > 0) { /* the kernel's own: a .func has none */
+	if (nv->opt->maxnreg > 0) { /* the kernel's own: a .func has none */
 		char nreg[16];
-		snprintf(nreg, sizeof nreg, "%d", maxnreg);
+		snprintf(nreg, sizeof nreg, "%d", nv->opt->maxnreg);
 		LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
 					LLVMCreateStringAttribute(nv->c, "nvvm.maxnreg", 12, nreg, (unsigned)strlen(nreg)));
 	}

@@ -76,10 +76,6 @@ static void parse_checks(void)
 			    "warpgroup.arrive is injected in around line 9\n",
 			    &k);
 	CHECK(strcmp(k.wgmma_advisory, "C7519") == 0, "C7519 after another: %s", k.wgmma_advisory);
-	jit_parse_ptxas_log("ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable "
-			    "to determine register count at entry.\n",
-			    &k);
-	CHECK(strcmp(k.wgmma_advisory, "C7508") == 0, "C7508: %s", k.wgmma_advisory);
 	jit_parse_ptxas_log("ptxas info    : (C7599) not about the MMAs\nptxas info    : Used 9 registers\n", &k);
 	CHECK(k.wgmma_advisory[0] == 0 && k.n_regs == 9, "no advisory: %s", k.wgmma_advisory);
 }

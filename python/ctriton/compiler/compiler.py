@@ -684,9 +684,8 @@ def compile(src, target=None, options=None, dump_after=None):
             "num_stages": opts["num_stages"], "shared": shared,
             "n_regs": n_regs, "n_spills": r.get("n_spills", -1),
             # ptxas's advisory code ("C7514") when it serialized the
-            # warpgroup MMAs, injected a wait or fence among them, or
-            # ignored setmaxnreg (the kernel is correct, but does not run
-            # as planned); "" otherwise
+            # warpgroup MMAs or injected a wait or fence among them (the
+            # kernel is correct, its MMAs overlap less); "" otherwise
             "wgmma_advisory": r.get("wgmma_advisory", ""),
             "debug": opts["debug"], "sig": r.get("sig", ""), "passes": r.get("passes", []),
             "tma": [tuple(t) for t in r.get("tma", ())],

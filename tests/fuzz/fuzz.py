@@ -528,12 +528,16 @@ def load_kernel(src, seed, tmpdir):
     return mod.kernel
 
 
+def pointer_signature(g, table=SIG):
+    """The signature of a generated kernel's pointer parameters: its inputs,
+    then its outputs (dtype names through table)."""
+    sig = {p: "*" + table[dt] for p, dt, _ in g.inputs}
+    sig.update((o[0], "*" + table[o[1]]) for o in g.outs)
+    return sig
+
+
 def signature(g):
-    sig = {}
-    for p, dt, _ in g.inputs:
-        sig[p] = "*" + SIG[dt]
-    for o in g.outs:
-        sig[o[0]] = "*" + SIG[o[1]]
+    sig = pointer_signature(g)
     sig["M"] = "i32"
     if g.two_d:
         sig["N"] = "i32"

@@ -720,13 +720,8 @@ def make(seed):
 
 
 def signature(g):
-    sig = {}
-    for p, dt, _ in g.inputs:
-        sig[p] = "*" + SIG[dt]
-    for o in g.outs:
-        sig[o[0]] = "*" + SIG[o[1]]
-    for s, _ in g.scalars:
-        sig[s] = "i32"
+    sig = F.pointer_signature(g, SIG)
+    sig.update((s, "i32") for s, _ in g.scalars)
     return sig
 
 

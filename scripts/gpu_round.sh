@@ -9,6 +9,9 @@
 #                      python/tutorials) --quick --warm 2 --rounds 3 [ARGS]
 #   launch             bench/warm_start.py --gpu and bench/launch_overhead_gpu.py
 #   lib                bench/lib_gpu.py (LLTM, Mamba-2 SSD: ctriton, Triton, torch)
+#   diag09 DIR         tutorial 09's naive and persistent pointer kernels at
+#                      one pinned configuration (128x256x64 w8 s3), K 512 and
+#                      4096 (a per-tile cost shows eight times more at 512)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -47,6 +50,13 @@ case "$part" in
       --out "$O/upstream.md" "$@" > "$O/upstream.txt" 2>&1
     echo "tutorials rc=$?"
     grep -E "^0[689] |failed|Error| w[48] s[0-9]" "$O/upstream.txt" | cut -c1-190 | tail -40
+    ;;
+  diag09)
+    timeout 300 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 \
+      --rounds 3 --k09 512,4096 --pin09 128,256,64,8,3 --case '(naive|matmul persistent)' \
+      --out "$O/diag09.md" > "$O/diag09.txt" 2>&1
+    echo "diag09 rc=$?"
+    grep -E "^09|ctriton matmul|triton matmul|Error" "$O/diag09.txt" | cut -c1-190
     ;;
   launch)
     timeout 90 python3 bench/warm_start.py --gpu --reps 5 > "$O/warm.txt" 2>&1

@@ -172,6 +172,8 @@ static bool pred_is(const IrOp *op, const char *p)
 	return strcmp(ir_op_str(op, "pred", "eq"), p) == 0;
 }
 
+static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src, int64_t step);
+
 static AnAxisInfo visit_facts(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 {
 	const IrType *t = op->res[ri].type;
@@ -180,6 +182,14 @@ static AnAxisInfo visit_facts(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 	const AnAxisInfo *y = op->nops > 1 ? an_axis_get(a, op->ops[1]) : NULL;
 	int rank = r.rank;
 	int64_t c;
+	/* a select on one condition for the whole value (a scalar: a
+	 * flattened nest's inner induction value, select(first, lb, j)) is one
+	 * operand or the other: what both guarantee */
+	if (op->opc == OP_SELECT && !ir_is_block(op->ops[0]->type)) {
+		r = *an_axis_get(a, op->ops[1]);
+		join_into(&r, an_axis_get(a, op->ops[2]), step_of(t));
+		return r;
+	}
 	switch (op->opc) {
 	case OP_INLINE_ASM: /* nothing known of what the asm computes */
 	case OP_MAP_ELEM:   /* nor of what the mapped function does */

@@ -143,6 +143,10 @@ void an_blocked_dim(const IrLayout *b, const int64_t *base_shape, int d, int *nr
 /* Whether t is laid out for warpgroup MMA (an mma v3 accumulator, or a
  * dot_op of one): its B operand lives in shared memory, not registers. */
 bool an_is_wgmma(const IrType *t);
+/* select(splat c, zeros, x), c a scalar i1: a flattened nest's accumulator
+ * at the start of a tile (ir/loops.c). A warpgroup MMA reading it takes x
+ * with scale-d = !c for its first K step instead (prefetch.c). */
+bool an_acc_init_select(const IrOp *d);
 /* Whether op (a convert_layout or local_read to a dot_op of an mma v3
  * layout) leaves its tile in shared memory for the warpgroup MMA to read
  * by descriptor: always for B; for A unless it is computed in registers

@@ -41,6 +41,7 @@ typedef struct PCtx {
 	IrValue *iv_next;
 	struct ACtx *actx; /* multi-buffering: the context of aeval_cb */
 	int aenv;          /* and the environment it evaluates in */
+	bool ifs;          /* slices may hold an `if` of pure ops (multi-buffering) */
 } PCtx;
 
 static bool in_body(PCtx *p, const IrValue *v)
@@ -52,8 +53,32 @@ static bool in_body(PCtx *p, const IrValue *v)
 
 static bool valid_id(PCtx *p, const IrValue *v) { return v->id >= 0 && v->id < p->n; }
 
+static bool slice_ok(PCtx *p, IrValue *v);
+
+/* An `if` whose regions hold only pure ops (and such `if`s), reading
+ * values of the body that slice_ok takes: a flattened nest's prologue,
+ * which the copies ahead compute for the iteration they copy for. */
+static bool pure_if(PCtx *p, IrOp *d)
+{
+	if (d->opc != OP_IF || !p->ifs)
+		return false;
+	for (int r = 0; r < d->nregions; r++)
+		for (IrOp *o = d->regions[r]->first; o; o = o->next) {
+			unsigned fl = ir_opinfo(o->opc)->flags;
+			if (o->opc == OP_IF ? !pure_if(p, o)
+					    : o->opc != OP_YIELD && (!(fl & IR_PURE) || o->nregions || o->opc == OP_LOAD ||
+								     o->opc == OP_DOT || o->opc == OP_CONVERT_LAYOUT))
+				return false;
+			for (int i = 0; i < o->nops; i++)
+				if (!slice_ok(p, o->ops[i]))
+					return false;
+		}
+	return true;
+}
+
 /* v's value can be recomputed from loop arguments, outside values and pure
- * region-free ops of the body (through the yields of the arguments it uses). */
+ * region-free ops of the body (through the yields of the arguments it uses),
+ * and with p->ifs, `if`s of pure ops. */
 static bool slice_ok(PCtx *p, IrValue *v)
 {
 	if (!in_body(p, v))
@@ -73,8 +98,10 @@ static bool slice_ok(PCtx *p, IrValue *v)
 	} else {
 		IrOp *d = v->def;
 		unsigned fl = ir_opinfo(d->opc)->flags;
-		if (!(fl & IR_PURE) || d->nregions || d->opc == OP_LOAD || d->opc == OP_DOT ||
-		    d->opc == OP_CONVERT_LAYOUT)
+		if (d->opc == OP_IF)
+			ok = pure_if(p, d);
+		else if (!(fl & IR_PURE) || d->nregions || d->opc == OP_LOAD || d->opc == OP_DOT ||
+			 d->opc == OP_CONVERT_LAYOUT)
 			ok = false;
 		for (int i = 0; ok && i < d->nops; i++)
 			ok = slice_ok(p, d->ops[i]);
@@ -85,9 +112,113 @@ static bool slice_ok(PCtx *p, IrValue *v)
 
 typedef IrValue *(*MapFn)(PCtx *p, IrValue *v);
 
+/* The clones of the values an `if` being cloned defines, by region
+ * nesting (up: the enclosing regions'). */
+typedef struct LMap {
+	IrValue **from, **to;
+	int n, cap;
+	const struct LMap *up;
+} LMap;
+
+static void lmap_put(IrCtx *ctx, LMap *m, IrValue *k, IrValue *v)
+{
+	if (m->n == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 32;
+		IrValue **f = ir_alloc(ctx, sizeof *f * (size_t)cap), **t = ir_alloc(ctx, sizeof *t * (size_t)cap);
+		if (m->n) {
+			memcpy(f, m->from, sizeof *f * (size_t)m->n);
+			memcpy(t, m->to, sizeof *t * (size_t)m->n);
+		}
+		m->from = f;
+		m->to = t;
+		m->cap = cap;
+	}
+	m->from[m->n] = k;
+	m->to[m->n++] = v;
+}
+
+static IrValue *lmap_get(const LMap *m, const IrValue *k)
+{
+	for (; m; m = m->up)
+		for (int i = m->n - 1; i >= 0; i--)
+			if (m->from[i] == k)
+				return m->to[i];
+	return NULL;
+}
+
+static void copy_op_attrs(IrCtx *ctx, IrOp *c, const IrOp *d)
+{
+	if (d->nattrs) {
+		c->nattrs = d->nattrs;
+		c->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)d->nattrs);
+		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
+	}
+	for (int i = 0; i < c->nres; i++)
+		c->res[i].id = -1;
+}
+
+/* Whether v is defined in one of d's regions (at any depth). */
+static bool defined_under(const IrValue *v, const IrOp *d)
+{
+	for (const IrBlock *blk = v->def ? v->def->parent : v->owner; blk;
+	     blk = blk->parent_op ? blk->parent_op->parent : NULL)
+		if (blk->parent_op == d)
+			return true;
+	return false;
+}
+
+/* Maps the values from outside d that its regions read, so that what map
+ * builds for them (memoized) comes before d's copy. */
+static void premap(PCtx *p, const IrOp *d, const IrOp *o, MapFn map)
+{
+	for (int r = 0; r < o->nregions; r++)
+		for (IrOp *x = o->regions[r]->first; x; x = x->next) {
+			for (int i = 0; i < x->nops; i++)
+				if (!defined_under(x->ops[i], d))
+					map(p, x->ops[i]);
+			premap(p, d, x, map);
+		}
+}
+
+/* A copy of op d at b's point, its operands through the region map lm
+ * (values the `if`s being cloned define) or else map; its regions copied
+ * the same way (pure_if: no block arguments). */
+static IrOp *clone_deep(PCtx *p, IrBuilder *b, IrOp *d, MapFn map, LMap *lm)
+{
+	if (d->nregions && !lm)
+		premap(p, d, d, map);
+	IrValue *ops[8];
+	IrValue **o = d->nops <= 8 ? ops : ir_alloc(p->ctx, sizeof(*o) * (size_t)d->nops);
+	for (int i = 0; i < d->nops; i++) {
+		IrValue *l = lm ? lmap_get(lm, d->ops[i]) : NULL;
+		o[i] = l ? l : map(p, d->ops[i]);
+	}
+	const IrType *tys[8];
+	const IrType **t = d->nres <= 8 ? tys : ir_alloc(p->ctx, sizeof(*t) * (size_t)d->nres);
+	for (int i = 0; i < d->nres; i++)
+		t[i] = d->res[i].type;
+	b->loc = d->loc;
+	IrOp *c = ir_build(b, d->opc, d->nops, o, d->nres, t, d->nregions);
+	copy_op_attrs(p->ctx, c, d);
+	if (lm)
+		for (int i = 0; i < d->nres; i++)
+			lmap_put(p->ctx, lm, &d->res[i], &c->res[i]);
+	for (int r = 0; r < d->nregions; r++) {
+		LMap inner = {.up = lm};
+		IrBuilder rb;
+		ir_builder_init(&rb, p->ctx);
+		ir_builder_at_end(&rb, c->regions[r]);
+		for (IrOp *x = d->regions[r]->first; x; x = x->next)
+			clone_deep(p, &rb, x, map, &inner);
+	}
+	return c;
+}
+
 static IrValue *clone_def(PCtx *p, IrBuilder *b, IrValue *v, MapFn map)
 {
 	IrOp *d = v->def;
+	if (d->nregions)
+		return &clone_deep(p, b, d, map, NULL)->res[v->index];
 	IrValue *ops[8];
 	IrValue **o = d->nops <= 8 ? ops : ir_alloc(p->ctx, sizeof(*o) * (size_t)d->nops);
 	for (int i = 0; i < d->nops; i++)
@@ -262,9 +393,14 @@ static IrValue *aeval(ACtx *a, int e, IrValue *v)
 		p->aenv = e;
 		r = clone_def(p, en->it == -2 ? en->b : en->it < 0 ? &p->top : &p->pre, v, aeval_cb);
 		p->aenv = save;
+		for (int i = 0; v->def->nregions && i < v->def->nres; i++) /* an `if`: once for all its results */
+			if (valid_id(p, &v->def->res[i]))
+				en->memo[v->def->res[i].id] = &r->def->res[i];
 	}
 	return en->memo[v->id] = r;
 }
+
+static void mark_region_args(PCtx *p, bool *need, char *seen, IrOp *op);
 
 /* Body args the slice of v depends on (through yields). */
 static void mark_args(PCtx *p, bool *need, char *seen, IrValue *v)
@@ -282,6 +418,20 @@ static void mark_args(PCtx *p, bool *need, char *seen, IrValue *v)
 	}
 	for (int i = 0; i < v->def->nops; i++)
 		mark_args(p, need, seen, v->def->ops[i]);
+	if (v->def->nregions)
+		mark_region_args(p, need, seen, v->def);
+}
+
+/* The same for the values the regions of op (a pure_if) read. */
+static void mark_region_args(PCtx *p, bool *need, char *seen, IrOp *op)
+{
+	for (int r = 0; r < op->nregions; r++)
+		for (IrOp *o = op->regions[r]->first; o; o = o->next) {
+			for (int i = 0; i < o->nops; i++)
+				mark_args(p, need, seen, o->ops[i]);
+			if (o->nregions)
+				mark_region_args(p, need, seen, o);
+		}
 }
 
 /* other absent, or a constant zero */
@@ -302,6 +452,14 @@ static bool zero_other(const IrValue *o)
 	if (v->kind == ATTR_FLOAT)
 		return v->f == 0.0 && !signbit(v->f);
 	return false;
+}
+
+bool an_acc_init_select(const IrOp *d)
+{
+	if (!d || d->opc != OP_SELECT || !ir_is_block(d->res[0].type) || !d->ops[1]->def)
+		return false;
+	const IrOp *c = d->ops[0]->def;
+	return c && c->opc == OP_SPLAT && !ir_is_block(c->ops[0]->type) && zero_other(d->ops[1]);
 }
 
 /* How load L's tile sits in its slot: runs of >= 4 bytes along the rows
@@ -443,9 +601,45 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 	return n > 0;
 }
 
+/* Uses of v inside the regions of op. */
+static int uses_inside(const IrOp *op, const IrValue *v)
+{
+	int n = 0;
+	for (int r = 0; r < op->nregions; r++)
+		for (const IrOp *o = op->regions[r]->first; o; o = o->next) {
+			for (int i = 0; i < o->nops; i++)
+				n += o->ops[i] == v;
+			n += uses_inside(o, v);
+		}
+	return n;
+}
+
+/* v is x, or the result of an `if` of the body both of whose regions
+ * yield x there (a flattened nest's epilogue passing the accumulator
+ * through): *via gets that `if`. */
+static bool passes(const IrValue *v, const IrValue *x, IrOp **via)
+{
+	*via = NULL;
+	if (v == x)
+		return true;
+	IrOp *d = v->def;
+	if (!d || d->opc != OP_IF || d->nregions != 2)
+		return false;
+	for (int r = 0; r < 2; r++) {
+		const IrOp *t = ir_block_terminator(d->regions[r]);
+		if (!t || t->opc != OP_YIELD || v->index >= t->nops || t->ops[v->index] != x)
+			return false;
+	}
+	*via = d;
+	return true;
+}
+
 /* Whether every dot's accumulator is a loop argument used by that dot
- * alone and its result only yielded back into the same argument. (An f16
- * accumulator is waited for where it is made: backend/nvptx/dot.c.) */
+ * alone (or by a select of zeros on a uniform condition that feeds only
+ * the dot: a flattened nest's fresh tile, the MMA told not to read it)
+ * and its result only yielded back into the same argument (or through an
+ * `if` after it, which may read it: the epilogue). (An f16 accumulator is
+ * waited for where it is made: backend/nvptx/dot.c.) */
 static bool chained_accs(IrBlock *body)
 {
 	IrOp *y = ir_block_terminator(body);
@@ -460,9 +654,16 @@ static bool chained_accs(IrBlock *body)
 			if (!op->ops[i]->def || op->ops[i]->def->opc != OP_LOCAL_READ)
 				return false;
 		IrValue *c = op->ops[2];
+		if (an_acc_init_select(c->def)) {
+			if (ir_count_uses(body->func, c) != 1)
+				return false;
+			c = c->def->ops[2];
+		}
+		IrOp *via;
 		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
-		    y->ops[c->index - 1] != &op->res[0] || ir_count_uses(body->func, c) != 1 ||
-		    ir_count_uses(body->func, &op->res[0]) != 1)
+		    !passes(y->ops[c->index - 1], &op->res[0], &via) || ir_count_uses(body->func, c) != 1 ||
+		    ir_count_uses(body->func, &op->res[0]) != (via ? uses_inside(via, &op->res[0]) : 1) ||
+		    (via && (via->parent != body || ir_count_uses(body->func, y->ops[c->index - 1]) != 1)))
 			return false;
 	}
 	return true;
@@ -983,12 +1184,29 @@ static void tma_waits_down(IrFunc *f, IrBlock *nb, int buf0, int nc)
 
 /* The largest scratch any op of b (or of its regions) needs, but for the
  * conversions of the nc loads in cand (they become reads of the slots). */
-static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int nc)
+/* v is a dot's result, through at most depth elementwise ops of one
+ * operand (casts) and `if`s passing it on. */
+static bool from_dot(const IrValue *v, int depth)
+{
+	const IrOp *d = v->def;
+	if (!d || depth < 0)
+		return false;
+	if (d->opc == OP_DOT)
+		return true;
+	IrOp *via;
+	if (d->opc == OP_IF) {
+		const IrOp *t = ir_block_terminator(d->regions[0]);
+		return t && v->index < t->nops && passes(v, t->ops[v->index], &via) && from_dot(t->ops[v->index], depth - 1);
+	}
+	return (ir_opinfo(d->opc)->flags & IR_ELEM) && d->nops == 1 && from_dot(d->ops[0], depth - 1);
+}
+
+static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int nc, bool nested)
 {
 	int64_t m = 0;
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++) {
-			int64_t x = max_scratch(op->regions[r], o, cand, nc);
+			int64_t x = max_scratch(op->regions[r], o, cand, nc, true);
 			m = x > m ? x : m;
 		}
 		bool staged = false;
@@ -998,6 +1216,12 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 		if (op->opc == OP_DOT && an_dot_mma_layout(b->func->module->ctx, op, o))
 			staged = true;
 		int64_t x = staged ? 0 : an_scratch_bytes(op, o);
+		/* a dot's result stored under an `if` of the loop (a flattened
+		 * nest's epilogue): the layout pass converts it to the store's
+		 * layout through scratch the size of the stored block */
+		if (nested && op->opc == OP_STORE && op->nops >= 2 && ir_is_block(op->ops[1]->type) &&
+		    from_dot(op->ops[1], 8))
+			x = op->ops[1]->type->numel * (ir_type_bits(ir_scalar(op->ops[1]->type)) / 8);
 		m = x > m ? x : m;
 	}
 	return m;
@@ -1014,7 +1238,7 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, i
 {
 	/* layouts come after this pass: the scratch is an estimate, so at
 	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
-	int64_t inner = max_scratch(body, o, cand, nc);
+	int64_t inner = max_scratch(body, o, cand, nc, false);
 	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - 4096;
 }
 
@@ -1036,6 +1260,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.n = an_number_values(f);
 	p.state = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(p.state, 0, (size_t)p.n + 1);
+	p.ifs = true;
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
 	bool ctrans[8];
@@ -1345,6 +1570,15 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			if (ntma == nc)
 				tma_waits_down(f, nb, buf0, nc);
 		}
+		/* before a flattened nest's epilogue (an `if` after the dots): the
+		 * next tile's first copies are in flight while it runs */
+		IrOp *dest = term, *ld = NULL;
+		for (IrOp *x = nb->first; x; x = x->next)
+			if (x->opc == OP_DOT)
+				ld = x;
+		for (IrOp *x = ld ? ld->next : NULL; x && dest == term; x = x->next)
+			if (x->opc == OP_IF)
+				dest = x;
 		IrOp *op = copies_first->next;
 		for (bool done = false; !done && op && term;) {
 			IrOp *nx = op->next;
@@ -1352,7 +1586,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			if (op->opc == OP_ASYNC_COPY || op->opc == OP_TMA_COPY)
 				ir_op_set_int(ctx, op, "ordered", 1);
 			ir_op_unlink(op);
-			ir_block_insert_before(nb, term, op);
+			ir_block_insert_before(nb, dest, op);
 			op = nx;
 		}
 		if (ws && fly == 2)

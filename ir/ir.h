@@ -537,8 +537,14 @@ void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, 
  * (each outer one counted max(inner trip count, 1) times), the code around
  * the inner loop under `if`s on the first and last of them; a nest whose
  * inner bounds are not pure functions of the outer induction value and
- * loop invariants is left alone. NULL on success. */
+ * loop invariants is left alone, and so is one with a dot unless dot_nests
+ * (then its inner bounds must be invariant, its prologue pure, its tiles
+ * pointer loads (no descriptor, no warp_specialize), and with
+ * smem_limit > 0, two stages of the inner loop's tiles and the blocks its
+ * epilogue stores must fit that many bytes of shared memory: the GPU keeps
+ * both while the fused loop runs; where the inner loop runs no iteration,
+ * the nest runs as it is). NULL on success. */
 IrError *ir_unroll_loops(IrModule *m);
-IrError *ir_flatten_loops(IrModule *m);
+IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit);
 
 #endif

@@ -26,6 +26,20 @@
  * induction value and loop invariants; a nest that does not qualify is
  * left as it is).
  *
+ * A nest whose inner loop holds a dot is fused only when asked (dot_nests:
+ * the GPU otherwise pipelines the dot's own loop) and in the form the
+ * pipeliner takes across outer iterations (analysis/prefetch.c): invariant
+ * inner bounds, a pure prologue, pointer loads and stores (descriptor
+ * tiles and warp specialization keep the nest); `if (inner trip count > 0)` the fused
+ * loop, with no `if` around the inner body, else the nest as it is.
+ * Through the prologue's `if` go only its scalars; its blocks are made
+ * again in the body from them, constant inner initial values (a zero
+ * accumulator) come from select(first, init, carried), and the next outer
+ * induction value is a select, so that the values the copies ahead need
+ * are loop arguments and pure ops (and that one `if`). The epilogue's `if`
+ * yields the inner values unchanged (the backend waits for an MMA in
+ * flight in the region that reads it).
+ *
  * Trip counts: ub > lb ? (ub - lb - 1) / step + 1 : 0, for the positive
  * steps loops have (the backends count a loop up while iv < ub).
  */
@@ -380,27 +394,76 @@ static bool in_prologue(const Nest *n, const IrValue *v)
 	return false;
 }
 
+static void note_value(Nest *n, IrValue *v)
+{
+	if (!in_prologue(n, v))
+		return;
+	for (int k = 0; k < n->np; k++)
+		if (n->pv[k] == v)
+			return;
+	if (n->np == n->capp) {
+		n->capp = n->capp ? 2 * n->capp : 8;
+		IrValue **p = ir_alloc(n->ctx, sizeof *p * (size_t)n->capp);
+		if (n->np)
+			memcpy(p, n->pv, sizeof *p * (size_t)n->np);
+		n->pv = p;
+	}
+	n->pv[n->np++] = v;
+}
+
 static void note_use(IrOp *op, void *user)
 {
-	Nest *n = user;
-	for (int i = 0; i < op->nops; i++) {
-		IrValue *v = op->ops[i];
-		if (!in_prologue(n, v))
+	for (int i = 0; i < op->nops; i++)
+		note_value(user, op->ops[i]);
+}
+
+/* With a dot, the prologue's block values are computed again in the fused
+ * body from its scalars (pure ops: index vectors, their hints), rather
+ * than carried: a carried block would be laid out apart from its uses
+ * (a shared-memory conversion every iteration) and its registers live
+ * across the loop. Marks them in remat (by IrOp.id, prologue order; the
+ * constants too, which are made again), and keeps in pv only the scalars,
+ * with those the marked ops read. */
+static void split_prologue(Nest *n, bool *remat)
+{
+	int nops = 0;
+	for (IrOp *o = n->ob->first; o != n->inner; o = o->next)
+		o->id = nops++;
+	/* backwards: an op is made again if a later one made again, or a
+	 * block the fused body reads, needs it */
+	bool *want = calloc((size_t)nops + 1, sizeof *want);
+	if (!want)
+		abort();
+	for (int k = 0; k < n->np; k++)
+		if (ir_is_block(n->pv[k]->type))
+			want[n->pv[k]->def->id] = true;
+	IrOp **ops = calloc((size_t)nops + 1, sizeof *ops);
+	if (!ops)
+		abort();
+	for (IrOp *o = n->ob->first; o != n->inner; o = o->next)
+		ops[o->id] = o;
+	for (int k = nops - 1; k >= 0; k--) {
+		IrOp *o = ops[k];
+		if (!want[k])
 			continue;
-		bool seen = false;
-		for (int k = 0; k < n->np && !seen; k++)
-			seen = n->pv[k] == v;
-		if (seen)
-			continue;
-		if (n->np == n->capp) {
-			n->capp = n->capp ? 2 * n->capp : 8;
-			IrValue **p = ir_alloc(n->ctx, sizeof *p * (size_t)n->capp);
-			if (n->np)
-				memcpy(p, n->pv, sizeof *p * (size_t)n->np);
-			n->pv = p;
+		remat[k] = true;
+		for (int i = 0; i < o->nops; i++) {
+			IrValue *v = o->ops[i];
+			if (!in_prologue(n, v))
+				continue;
+			if (ir_is_block(v->type) || v->def->opc == OP_CONSTANT)
+				want[v->def->id] = true;
+			else
+				note_value(n, v);
 		}
-		n->pv[n->np++] = v;
 	}
+	int w = 0;
+	for (int k = 0; k < n->np; k++)
+		if (!remat[n->pv[k]->def->id])
+			n->pv[w++] = n->pv[k];
+	n->np = w;
+	free(want);
+	free(ops);
 }
 
 /* The prologue ops the inner bounds are computed from, marked in keep (by
@@ -468,7 +531,73 @@ static void note_dot(IrOp *op, void *user)
 		*(bool *)user = true;
 }
 
-static bool flatten(IrFunc *f, IrOp *L)
+static void note_tma(IrOp *op, void *user)
+{
+	if ((op->opc == OP_LOAD || op->opc == OP_STORE) && ir_op_int(op, "tma", 0))
+		*(bool *)user = true;
+}
+
+static int64_t value_bytes(const IrValue *v)
+{
+	int bits = ir_type_bits(ir_scalar(v->type));
+	return v->type->numel * (bits < 8 ? 1 : bits / 8);
+}
+
+/* The bytes of the blocks the loads of blk load. */
+static int64_t loaded_bytes(const IrBlock *blk)
+{
+	int64_t n = 0;
+	for (const IrOp *o = blk->first; o; o = o->next)
+		if (o->opc == OP_LOAD && o->nres == 1 && ir_is_block(o->res[0].type))
+			n += value_bytes(&o->res[0]);
+	return n;
+}
+
+/* The largest block a store after `after` in blk (or in the regions of
+ * those ops) writes. */
+static int64_t stored_bytes_max(const IrBlock *blk, const IrOp *after)
+{
+	int64_t m = 0;
+	for (const IrOp *o = after ? after->next : blk->first; o; o = o->next) {
+		if (o->opc == OP_STORE && o->nops >= 2 && ir_is_block(o->ops[1]->type) && value_bytes(o->ops[1]) > m)
+			m = value_bytes(o->ops[1]);
+		for (int r = 0; r < o->nregions; r++) {
+			int64_t x = stored_bytes_max(o->regions[r], NULL);
+			m = x > m ? x : m;
+		}
+	}
+	return m;
+}
+
+/* A constant (scalar, or a block of one value) or a splat of a value
+ * defined before loop: the same in every iteration, cloned before it. */
+static bool cheap_init(const IrValue *v, const IrOp *loop)
+{
+	if (!defined_in(v, loop))
+		return true;
+	const IrOp *d = v->def;
+	if (!d || d->nregions)
+		return false;
+	if (d->opc == OP_CONSTANT)
+		return true;
+	return d->opc == OP_SPLAT && cheap_init(d->ops[0], loop);
+}
+
+static IrValue *cheap_clone(IrBuilder *b, IrValue *v, const IrOp *loop)
+{
+	if (!defined_in(v, loop))
+		return v;
+	IrOp *d = v->def;
+	if (d->opc == OP_SPLAT)
+		return ir_splat(b, cheap_clone(b, d->ops[0], loop), v->type);
+	VMap m = {0};
+	IrOp *c = clone_op(b->ctx, d, &m);
+	vmap_free(&m);
+	ir_block_insert_before(b->block, b->before, c);
+	return &c->res[v->index];
+}
+
+static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 {
 	IrCtx *ctx = f->module->ctx;
 	Nest n = {.ctx = ctx, .ob = L->regions[0]};
@@ -483,18 +612,34 @@ static bool flatten(IrFunc *f, IrOp *L)
 	int64_t s;
 	if (!I || I->ops[0]->type != t || (const_int(L->ops[2], &s) && s <= 0) || (const_int(I->ops[2], &s) && s <= 0))
 		return false;
-	/* an inner loop with a dot stays a loop: the GPU pipelines a dot's own
-	 * loop (its tiles through cp.async stages, the MMA in flight across
-	 * iterations), which the fused form would lose (tutorial 09's
-	 * persistent matmuls: no async copies left, 255 registers) */
+	/* an inner loop with a dot stays a loop unless dot_nests: the GPU
+	 * pipelines a dot's own loop (its tiles through cp.async stages, the
+	 * MMA in flight across iterations); the fused form keeps that only in
+	 * the shape below (the general one left tutorial 09's persistent
+	 * matmuls no async copies and 255 registers) */
 	bool has_dot = false;
 	ir_walk_block(I->regions[0], note_dot, &has_dot);
-	if (has_dot)
-		return false;
 	IrBlock *ib = I->regions[0];
 	IrOp *oy = ir_block_terminator(n.ob);
 	int na = L->nops - 3, nb = I->nops - 3;
 	bool inv = invariant(I->ops[0], L) && invariant(I->ops[1], L) && invariant(I->ops[2], L);
+	int64_t tci = const_trip_count(I);
+	if (has_dot) {
+		/* the form the pipeliner takes across tiles (dot_nests): invariant
+		 * inner bounds, a prologue of pure ops, at least one inner
+		 * iteration (or the nest as it is when there is none) */
+		bool tma = false;
+		ir_walk_block(n.ob, note_tma, &tma);
+		/* pointer tiles only: descriptor tiles (tensor copies, stores)
+		 * and warp specialization keep the nest */
+		if (!dot_nests || !inv || tci == 0 || tma || ir_op_int(L, "warp_specialize", 0))
+			return false;
+		for (IrOp *o = n.ob->first; o != I; o = o->next)
+			if (!ir_op_pure(o) || o->nregions)
+				return false;
+		if (smem_limit > 0 && 2 * loaded_bytes(ib) + stored_bytes_max(n.ob, I) + 4096 > smem_limit)
+			return false;
+	}
 	bool *keep = NULL;
 	if (!inv) {
 		int nops = 1;
@@ -508,14 +653,26 @@ static bool flatten(IrFunc *f, IrOp *L)
 			return false;
 		}
 	}
-	/* the prologue values used after it */
-	note_use(I, &n);
+	/* the prologue values used after it (with a dot, not the inner bounds,
+	 * invariant, nor constant initial values: made again where needed) */
+	for (int q = 0; q < I->nops; q++)
+		if (!has_dot || (q >= 3 && !cheap_init(I->ops[q], L)))
+			note_value(&n, I->ops[q]);
 	for (int r = 0; r < I->nregions; r++)
 		ir_walk_block(I->regions[r], note_use, &n);
 	for (IrOp *o = I->next; o; o = o->next) {
 		note_use(o, &n);
 		for (int r = 0; r < o->nregions; r++)
 			ir_walk_block(o->regions[r], note_use, &n);
+	}
+	bool *remat = NULL;
+	if (has_dot) {
+		int nops = 0;
+		for (IrOp *o = n.ob->first; o != I; o = o->next)
+			nops++;
+		remat = ir_alloc(ctx, sizeof *remat * (size_t)(nops + 1));
+		memset(remat, 0, sizeof *remat * (size_t)(nops + 1));
+		split_prologue(&n, remat);
 	}
 
 	IrBuilder b;
@@ -524,9 +681,38 @@ static bool flatten(IrFunc *f, IrOp *L)
 	b.loc = L->loc;
 	IrValue *one = ir_const_int(&b, t, 1), *zero = ir_const_int(&b, t, 0);
 	/* the fused trip count */
-	int64_t tci = const_trip_count(I);
 	IrValue *tcj = NULL, *per = NULL, *total;
-	if (inv) {
+	/* a nest with a dot whose inner trip count is not known: the fused
+	 * loop where every outer iteration has an inner one, the nest as it
+	 * is where none has (as Triton speculates the inner loop's length) */
+	IrOp *spec = NULL;
+	if (has_dot && tci < 0) {
+		tcj = trip_count(&b, hoisted(&b, I->ops[0], L), hoisted(&b, I->ops[1], L), hoisted(&b, I->ops[2], L));
+		IrValue **like = ir_alloc(ctx, sizeof *like * (size_t)(na ? na : 1));
+		for (int a = 0; a < na; a++)
+			like[a] = &L->res[a];
+		spec = new_if(&b, ir_cmp(&b, "gt", tcj, zero), na, like);
+		IrBuilder eb;
+		ir_builder_init(&eb, ctx);
+		ir_builder_at_end(&eb, spec->regions[1]);
+		eb.loc = L->loc;
+		VMap m = {0};
+		IrOp *c = clone_op(ctx, L, &m);
+		vmap_free(&m);
+		copy_loop_attrs(ctx, c, c, "flatten", 0);
+		ir_block_append(spec->regions[1], c);
+		for (int a = 0; a < na; a++)
+			like[a] = &c->res[a];
+		ir_yield(&eb, na, like);
+		ir_builder_at_end(&b, spec->regions[0]);
+		per = tcj;
+	}
+	if (spec) {
+		int64_t tco = const_trip_count(L);
+		total = ir_binary(&b, OP_MUL,
+				  tco >= 0 ? ir_const_int(&b, t, tco) : trip_count(&b, L->ops[0], L->ops[1], L->ops[2]),
+				  per);
+	} else if (inv) {
 		tcj = tci >= 0 ? ir_const_int(&b, t, tci)
 			       : trip_count(&b, hoisted(&b, I->ops[0], L), hoisted(&b, I->ops[1], L),
 					    hoisted(&b, I->ops[2], L));
@@ -584,6 +770,10 @@ static bool flatten(IrFunc *f, IrOp *L)
 		ftys[q] = fops[3 + q]->type;
 	IrOp *F = ir_build(&b, OP_FOR, 3 + nf, fops, nf, ftys, 1);
 	copy_loop_attrs(ctx, F, L, "flatten", 0);
+	/* nothing of the epilogue hoisted out of the loop (LLVM would keep it
+	 * in registers across every K step: 128x256x64 tiles spilled) */
+	if (has_dot)
+		ir_op_set_bool(ctx, F, "disable_licm", true);
 	IrBlock *fb = F->regions[0];
 	ir_block_add_arg(ctx, fb, t);
 	IrValue **arg = ir_alloc(ctx, sizeof *arg * (size_t)nf);
@@ -602,16 +792,32 @@ static bool flatten(IrFunc *f, IrOp *L)
 	vmap_put(&M, n.ob->args[0], i);
 	for (int a = 0; a < na; a++)
 		vmap_put(&M, n.ob->args[1 + a], A[a]);
-	int n1 = 1 + nb + n.np + !inv;
-	IrValue **y1 = ir_alloc(ctx, sizeof *y1 * (size_t)n1);
-	y1[0] = j;
-	for (int q = 0; q < nb; q++)
-		y1[1 + q] = B[q];
+	/* a nest with a dot starts its inner loop outside the `if`: its
+	 * induction variable and constant initial values (the accumulator's
+	 * zeros) by a select on the first fused iteration, which the
+	 * backends fold into the MMA (its accumulator not read); only the
+	 * prologue's values go through the `if` */
+	IrValue *first = ir_cmp(&in, "eq", c, zero);
+	bool *sel = ir_alloc(ctx, sizeof *sel * (size_t)(nb + 1)); /* sel[0]: j, sel[1 + q]: B[q] */
+	memset(sel, 0, sizeof *sel * (size_t)(nb + 1));
+	if (has_dot) {
+		sel[0] = true;
+		for (int q = 0; q < nb; q++)
+			sel[1 + q] = cheap_init(I->ops[3 + q], L);
+	}
+	int n1 = 0, *slot = ir_alloc(ctx, sizeof *slot * (size_t)(nb + 1));
+	IrValue **y1 = ir_alloc(ctx, sizeof *y1 * (size_t)(1 + nb + n.np + 1));
+	for (int q = 0; q <= nb; q++) {
+		slot[q] = sel[q] ? -1 : n1;
+		if (!sel[q])
+			y1[n1++] = q ? B[q - 1] : j;
+	}
+	int p1 = n1;
 	for (int p = 0; p < n.np; p++)
-		y1[1 + nb + p] = P[p];
+		y1[n1++] = P[p];
 	if (!inv)
-		y1[n1 - 1] = P[n.np]; /* the inner trip count */
-	IrOp *if1 = new_if(&in, ir_cmp(&in, "eq", c, zero), n1, y1);
+		y1[n1++] = P[n.np]; /* the inner trip count */
+	IrOp *if1 = new_if(&in, first, n1, y1);
 	IrBuilder tb;
 	ir_builder_init(&tb, ctx);
 	ir_builder_at_end(&tb, if1->regions[1]);
@@ -620,21 +826,35 @@ static bool flatten(IrFunc *f, IrOp *L)
 	ir_builder_at_end(&tb, if1->regions[0]);
 	for (IrOp *o = n.ob->first; o != I; o = o->next)
 		ir_block_append(if1->regions[0], clone_op(ctx, o, &M));
-	IrValue **yt = ir_alloc(ctx, sizeof *yt * (size_t)n1);
-	yt[0] = vmap_get(&M, I->ops[0]);
-	for (int q = 0; q < nb; q++)
-		yt[1 + q] = vmap_get(&M, I->ops[3 + q]);
+	IrValue **yt = ir_alloc(ctx, sizeof *yt * (size_t)(n1 ? n1 : 1));
+	for (int q = 0; q <= nb; q++)
+		if (!sel[q])
+			yt[slot[q]] = vmap_get(&M, I->ops[q ? 3 + q - 1 : 0]);
 	for (int p = 0; p < n.np; p++)
-		yt[1 + nb + p] = vmap_get(&M, n.pv[p]);
+		yt[p1 + p] = vmap_get(&M, n.pv[p]);
 	if (!inv)
 		yt[n1 - 1] = trip_count(&tb, vmap_get(&M, I->ops[0]), vmap_get(&M, I->ops[1]), vmap_get(&M, I->ops[2]));
 	ir_yield(&tb, n1, yt);
-	IrValue *j0 = &if1->res[0];
+	IrValue *j0 = sel[0] ? ir_select(&in, first, hoisted(&in, I->ops[0], L), j) : &if1->res[slot[0]];
 	IrValue **B0 = ir_alloc(ctx, sizeof *B0 * (size_t)(nb ? nb : 1));
-	for (int q = 0; q < nb; q++)
-		B0[q] = &if1->res[1 + q];
+	for (int q = 0; q < nb; q++) {
+		if (!sel[1 + q]) {
+			B0[q] = &if1->res[slot[1 + q]];
+			continue;
+		}
+		IrValue *x = cheap_clone(&in, I->ops[3 + q], L), *cq = first;
+		if (ir_is_block(x->type))
+			cq = ir_splat(&in, first, ir_type_like(ctx, x->type, ir_type(ctx, TY_I1)));
+		B0[q] = ir_select(&in, cq, x, B[q]);
+	}
 	for (int p = 0; p < n.np; p++)
-		vmap_put(&M, n.pv[p], &if1->res[1 + nb + p]);
+		vmap_put(&M, n.pv[p], &if1->res[p1 + p]);
+	if (has_dot) { /* the prologue's blocks, from its scalars */
+		int q = 0;
+		for (IrOp *o = n.ob->first; o != I; o = o->next, q++)
+			if (remat[q])
+				ir_block_insert_before(in.block, in.before, clone_op(ctx, o, &M));
+	}
 	if (!inv) {
 		tcj = &if1->res[n1 - 1];
 		per = ir_binary(&in, OP_MAX, tcj, one);
@@ -642,7 +862,7 @@ static bool flatten(IrFunc *f, IrOp *L)
 
 	/* one inner iteration, under an `if` unless every outer iteration has
 	 * one */
-	bool guard = tci < 1;
+	bool guard = !has_dot && tci < 1;
 	IrOp *if2 = NULL;
 	IrBuilder *at = &in;
 	if (guard) {
@@ -666,53 +886,77 @@ static bool flatten(IrFunc *f, IrOp *L)
 		for (int q = 0; q < nb; q++)
 			B1[q] = &if2->res[q];
 	}
-	IrValue *j1 = ir_binary(&in, OP_ADD, j0, vmap_get(&M, I->ops[2]));
+	IrValue *j1 = ir_binary(&in, OP_ADD, j0, has_dot ? hoisted(&in, I->ops[2], L) : vmap_get(&M, I->ops[2]));
 	IrValue *c1 = ir_binary(&in, OP_ADD, c, one);
 	IrValue *last = ir_cmp(&in, "eq", c1, per);
 
-	/* the last fused iteration of an outer one runs the epilogue */
-	IrValue **y3 = ir_alloc(ctx, sizeof *y3 * (size_t)(na + 1));
+	/* the last fused iteration of an outer one runs the epilogue. With a
+	 * dot, the inner values go through it unchanged: the MMA may still be
+	 * running where the epilogue does not run, and is waited for where it
+	 * does (backend/nvptx) */
+	int xb = has_dot ? nb : 0, n3 = na + 1 + xb;
+	IrValue **y3 = ir_alloc(ctx, sizeof *y3 * (size_t)n3);
 	for (int a = 0; a < na; a++)
 		y3[a] = A[a];
 	y3[na] = i;
-	IrOp *if3 = new_if(&in, last, na + 1, y3);
+	for (int q = 0; q < xb; q++)
+		y3[na + 1 + q] = B1[q];
+	IrOp *if3 = new_if(&in, last, n3, y3);
 	ir_builder_at_end(&tb, if3->regions[1]);
-	ir_yield(&tb, na + 1, y3);
+	ir_yield(&tb, n3, y3);
 	ir_builder_at_end(&tb, if3->regions[0]);
 	for (int q = 0; q < nb; q++)
 		vmap_put(&M, &I->res[q], B1[q]);
 	for (IrOp *o = I->next; o && o != oy; o = o->next)
 		ir_block_append(if3->regions[0], clone_op(ctx, o, &M));
-	IrValue **ye = ir_alloc(ctx, sizeof *ye * (size_t)(na + 1));
+	IrValue **ye = ir_alloc(ctx, sizeof *ye * (size_t)n3);
 	for (int a = 0; a < na; a++)
 		ye[a] = vmap_get(&M, oy->ops[a]);
 	ye[na] = ir_binary(&tb, OP_ADD, i, L->ops[2]);
+	for (int q = 0; q < xb; q++)
+		ye[na + 1 + q] = B1[q];
 	tb.loc = oy->loc;
-	ir_yield(&tb, na + 1, ye);
+	ir_yield(&tb, n3, ye);
 	vmap_free(&M);
+	for (int q = 0; q < xb; q++)
+		B1[q] = &if3->res[na + 1 + q];
 
 	IrValue **yf = ir_alloc(ctx, sizeof *yf * (size_t)nf);
 	k = 0;
 	yf[k++] = ir_select(&in, last, zero, c1);
-	yf[k++] = &if3->res[na];
+	/* with a dot, the next outer induction value by a select: the copies
+	 * ahead compute the prologue's values from it (analysis/prefetch.c) */
+	yf[k++] = has_dot ? ir_select(&in, last, ir_binary(&in, OP_ADD, i, L->ops[2]), i) : &if3->res[na];
 	yf[k++] = j1;
 	for (int a = 0; a < na; a++)
 		yf[k++] = &if3->res[a];
 	for (int q = 0; q < nb; q++)
 		yf[k++] = B1[q];
 	for (int p = 0; p < n.np; p++)
-		yf[k++] = &if1->res[1 + nb + p];
+		yf[k++] = &if1->res[p1 + p];
 	if (!inv)
 		yf[k++] = tcj;
 	ir_yield(&in, nf, yf);
 
+	IrOp *R = F;
+	int r0 = 3;
+	if (spec) {
+		IrValue **ys = ir_alloc(ctx, sizeof *ys * (size_t)(na ? na : 1));
+		for (int a = 0; a < na; a++)
+			ys[a] = &F->res[3 + a];
+		b.loc = L->loc;
+		ir_builder_at_end(&b, spec->regions[0]);
+		ir_yield(&b, na, ys);
+		R = spec;
+		r0 = 0;
+	}
 	for (int a = 0; a < na; a++)
-		ir_replace_all_uses(f, &L->res[a], &F->res[3 + a]);
+		ir_replace_all_uses(f, &L->res[a], &R->res[r0 + a]);
 	ir_op_unlink(L);
 	return true;
 }
 
-IrError *ir_flatten_loops(IrModule *m)
+IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit)
 {
 	for (int fi = 0; fi < m->nfuncs; fi++) {
 		IrFunc *f = m->funcs[fi];
@@ -721,7 +965,7 @@ IrError *ir_flatten_loops(IrModule *m)
 		collect_loops(f->body, "flatten", &loops, &n, &cap);
 		for (int i = 0; i < n; i++) /* innermost first: an inner nest is one loop by then */
 			if (ir_op_int(loops[i], "flatten", 0))
-				flatten(f, loops[i]);
+				flatten(f, loops[i], dot_nests, smem_limit);
 		free(loops);
 	}
 	return NULL;

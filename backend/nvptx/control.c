@@ -193,6 +193,20 @@ static void lower_warp_spec(Nv *nv, IrOp *op)
 	}
 }
 
+/* The op making v, or for the result of an `if` both of whose regions
+ * yield one value there (an epilogue passing the accumulator through),
+ * that value's. */
+static const IrOp *flying_dot(const IrValue *v)
+{
+	const IrOp *d = v->def;
+	if (!d || d->opc != OP_IF || d->nregions != 2)
+		return d;
+	const IrOp *t0 = ir_block_terminator(d->regions[0]), *t1 = ir_block_terminator(d->regions[1]);
+	if (!t0 || !t1 || v->index >= t0->nops || v->index >= t1->nops || t0->ops[v->index] != t1->ops[v->index])
+		return d;
+	return t0->ops[v->index]->def;
+}
+
 static void lower_for(Nv *nv, IrOp *op)
 {
 	IrBlock *body = op->regions[0];
@@ -225,6 +239,12 @@ static void lower_for(Nv *nv, IrOp *op)
 	int fly_n = nv->fly_n;
 	bool settle_all = nv->settle_all;
 	nv->settle_all = ir_op_int(op, "wgmma_inflight", 0) && !fly;
+	bool live_ok = nv->live_ok;
+	const IrValue *live = nv->live;
+	LLVMValueRef *live_regs = nv->live_regs;
+	int live_n = nv->live_n;
+	nv->live_ok = kind == 1;
+	nv->live = NULL;
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(nv->b), jb = NULL;
 	if (fly) {
 		LLVMBasicBlockRef gb = nv_new_bb(nv, "for.g");
@@ -269,6 +289,10 @@ static void lower_for(Nv *nv, IrOp *op)
 	nv->fly_regs = fly_regs;
 	nv->fly_n = fly_n;
 	nv->settle_all = settle_all;
+	nv->live_ok = live_ok; /* in flight across the back edge, and waited for after the loop */
+	nv->live = live;
+	nv->live_regs = live_regs;
+	nv->live_n = live_n;
 	IrOp *y = ir_block_terminator(body);
 	LLVMValueRef nx = LLVMBuildAdd(nv->b, iv, step, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(nv->b);
@@ -280,7 +304,7 @@ static void lower_for(Nv *nv, IrOp *op)
 	/* {wgmma_inflight}: the last MMA group is still running: wait for it
 	 * before anything reads the accumulators the loop yields */
 	for (int i = 0; fly && y && i < ni; i++) {
-		const IrOp *d = y->ops[i]->def;
+		const IrOp *d = flying_dot(y->ops[i]);
 		if (!d || d->opc != OP_DOT || !an_is_wgmma(d->res[0].type))
 			continue;
 		LLVMValueRef *r = nv_regbuf(nv, np[i]);
@@ -306,6 +330,10 @@ static void lower_for(Nv *nv, IrOp *op)
 	}
 }
 
+/* An `if` reading the live MMA (a flattened nest's epilogue): each region
+ * starts with it in flight, the region that reads it waits for it there,
+ * and after the `if` it is in flight again (where the epilogue did not
+ * run it is). Each region's yield is taken as it ends. */
 static void lower_if(Nv *nv, IrOp *op)
 {
 	LLVMValueRef c = nv_reg(nv, op->ops[0], 0);
@@ -313,20 +341,44 @@ static void lower_if(Nv *nv, IrOp *op)
 	LLVMBuildCondBr(nv->b, c, tb, fb);
 	LLVMBasicBlockRef ends[2];
 	IrOp *ys[2];
+	NvVals *yv[2];
+	const IrValue *live = nv->live;
+	LLVMValueRef *live_regs = nv->live_regs;
+	int live_n = nv->live_n;
 	for (int k = 0; k < 2; k++) {
 		LLVMPositionBuilderAtEnd(nv->b, k ? fb : tb);
+		if (live) {
+			nv->live = live;
+			nv->live_regs = live_regs;
+			nv->live_n = live_n;
+			nv_set(nv, live, live_n, live_regs);
+		}
 		nv_lower_block(nv, op->regions[k]);
 		ys[k] = ir_block_terminator(op->regions[k]);
+		yv[k] = ir_alloc(nv->ctx, sizeof(NvVals) * (size_t)(op->nres ? op->nres : 1));
+		for (int i = 0; ys[k] && i < op->nres; i++)
+			yv[k][i] = *nv_vals(nv, ys[k]->ops[i]);
 		ends[k] = LLVMGetInsertBlock(nv->b);
 		LLVMBuildBr(nv->b, jb);
+	}
+	if (live) {
+		nv->live = live;
+		nv->live_regs = live_regs;
+		nv->live_n = live_n;
+		nv_set(nv, live, live_n, live_regs);
 	}
 	LLVMPositionBuilderAtEnd(nv->b, jb);
 	for (int i = 0; i < op->nres; i++) {
 		int n;
 		LLVMValueRef *p = phis_for(nv, op->res[i].type, &n);
 		for (int k = 0; k < 2; k++)
-			if (ys[k])
-				add_incoming(nv, p, n, ys[k]->ops[i], ends[k]);
+			for (int r = 0; ys[k] && r < n; r++) {
+				const NvVals *w = &yv[k][i];
+				LLVMValueRef x = !w->v ? NULL : w->n == 1 ? w->v[0] : r < w->n ? w->v[r] : NULL;
+				if (!x)
+					x = nv_reg(nv, ys[k]->ops[i], r);
+				LLVMAddIncoming(p[r], &x, &ends[k], 1);
+			}
 		nv_set(nv, &op->res[i], n, p);
 	}
 }
@@ -579,6 +631,18 @@ static bool nv_reads(const IrOp *op, const IrValue *v)
 	return false;
 }
 
+/* op or an op in its regions reads v. */
+static bool nv_reads_deep(const IrOp *op, const IrValue *v)
+{
+	if (nv_reads(op, v))
+		return true;
+	for (int r = 0; r < op->nregions; r++)
+		for (const IrOp *o = op->regions[r]->first; o; o = o->next)
+			if (nv_reads_deep(o, v))
+				return true;
+	return false;
+}
+
 void nv_lower_block(Nv *nv, IrBlock *blk)
 {
 	for (IrOp *op = blk->first; op && !nv->err; op = op->next) {
@@ -600,6 +664,13 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 		 * anything reads its result or releases a slot it may read */
 		if (nv->fly_arg && (op->nregions || op->opc == OP_TMA_RELEASE || nv_reads(op, nv->fly_arg)))
 			nv_wgmma_settle(nv, 0);
+		/* the live MMA: waited for by its first reader (lower_if: in the
+		 * regions of an `if`) */
+		if (nv->live && op->opc != OP_YIELD &&
+		    (op->opc == OP_IF ? false : op->nregions ? nv_reads_deep(op, nv->live) : nv_reads(op, nv->live)))
+			nv_wgmma_settle_live(nv);
+		if (op->opc == OP_SELECT && nv_absorbed_select(op))
+			continue; /* the MMA reads its operand (dot.c) */
 		nv_lower_op(nv, op);
 	}
 	if (nv->wg_dot)

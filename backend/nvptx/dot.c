@@ -582,6 +582,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	 * before the MMAs and unpacked after a wait for them */
 	bool h16 = ir_scalar(C->type)->kind == TY_F16;
 	LLVMTypeRef accty = isint || h16 ? LLVMInt32TypeInContext(nv->c) : LLVMFloatTypeInContext(nv->c);
+	/* a fresh tile's accumulator (an_acc_init_select): x's registers, not
+	 * read where the condition holds (scale-d 0 on the first K step) */
+	LLVMValueRef keep_d = NULL;
+	if (C->def && C->def->opc == OP_SELECT && nv_absorbed_select(C->def)) {
+		LLVMValueRef cond = nv_reg(nv, C->def->ops[0]->def->ops[0], 0);
+		keep_d = LLVMBuildZExt(nv->b, LLVMBuildNot(nv->b, cond, ""), LLVMInt32TypeInContext(nv->c), "");
+		C = C->def->ops[2];
+	}
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
 		acc[r] = nv_reg(nv, C, r);
@@ -697,7 +705,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					wgmma_text(text, tl, head, tail, nacc, asmem, aoff >> 4, boff >> 4);
 					/* scale-d 0: D = A B, the partial sum's start */
 					bool fresh = (split || zero) && ki == g0;
-					args[na + 1] = nv_i32(nv, fresh ? 0 : 1);
+					args[na + 1] = keep_d && ki == 0 ? keep_d : nv_i32(nv, fresh ? 0 : 1);
 					LLVMValueRef *src = h16 ? pk : part;
 					for (int i = 0; i < nacc; i++)
 						args[na + 2 + i] = zero && fresh ? LLVMGetUndef(accty)
@@ -867,8 +875,47 @@ void nv_wgmma_wait(Nv *nv, int pending)
 		nv_set(nv, nv->fly_arg, nv->fly_n, regs + u);
 		nv->fly_arg = NULL;
 	}
+	if (pending > 0 && nv->live_ok) { /* the newest group may still run */
+		nv->live = &nv->wg_dot->res[0];
+		nv->live_n = nv->wg_n;
+		nv->live_regs = nv_regbuf(nv, nv->wg_n);
+		memcpy(nv->live_regs, nv->wg_acc, sizeof(LLVMValueRef) * (size_t)nv->wg_n);
+	}
 	nv->wg_dot = NULL;
 	nv->nwg_old = 0;
+}
+
+void nv_wgmma_settle_live(Nv *nv)
+{
+	LLVMValueRef *r = nv_regbuf(nv, nv->live_n);
+	memcpy(r, nv->live_regs, sizeof(LLVMValueRef) * (size_t)nv->live_n);
+	wait_tied(nv, 0, r, nv->live_n);
+	nv_set(nv, nv->live, nv->live_n, r);
+	nv->live = NULL;
+}
+
+/* The MMA a select(splat c, zeros, x) feeds (an_acc_init_select) takes x
+ * and scale-d = !c for its first K step: a warpgroup dot with an f32 or
+ * i32 accumulator and no partial-sum groups, the select's only user. */
+static bool wgmma_takes_init(const IrOp *dot, const IrValue *v)
+{
+	if (!dot || dot->opc != OP_DOT || dot->nops < 3 || dot->ops[2] != v || !an_is_wgmma(dot->res[0].type) ||
+	    ir_scalar(dot->res[0].type)->kind == TY_F16)
+		return false;
+	IrTypeKind ak = ir_scalar(dot->ops[0]->type)->kind;
+	return !(ir_op_int(dot, "max_num_imprecise_acc", 0) > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));
+}
+
+bool nv_absorbed_select(const IrOp *op)
+{
+	if (!an_acc_init_select(op))
+		return false;
+	const IrOp *user = NULL;
+	for (const IrOp *o = op->next; o && !user; o = o->next)
+		for (int i = 0; i < o->nops; i++)
+			if (o->ops[i] == &op->res[0])
+				user = o;
+	return wgmma_takes_init(user, &op->res[0]) && ir_count_uses(op->parent->func, &op->res[0]) == 1;
 }
 
 /* The dot in flight at the yield of a {wgmma_inflight = 2} loop's body: its

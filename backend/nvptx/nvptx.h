@@ -79,6 +79,16 @@ typedef struct Nv {
 	LLVMValueRef *fly_regs;
 	int fly_n;
 	bool settle_all; /* {wgmma_pending} barriers wait for every group */
+	/* the body of a {wgmma_inflight = 1} loop: the newest MMA's result,
+	 * still in flight after a {wgmma_pending} wait (live), its registers
+	 * tied through that wait. The first op other than a yield that reads
+	 * it waits for it; an `if` reading it does so in its own regions (a
+	 * flattened nest's epilogue), where the other region passes it on in
+	 * flight */
+	bool live_ok;
+	const IrValue *live;
+	LLVMValueRef *live_regs;
+	int live_n;
 	/* the body of a {wgmma_inflight = 2} loop being lowered: a dot its
 	 * yield takes still in flight stays in flight across the back edge */
 	const IrBlock *fly_body;
@@ -163,6 +173,8 @@ LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R
 void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
 void nv_wgmma_settle(Nv *nv, int pending); /* waits for fly_arg's MMA, sets it */
 void nv_wgmma_leave(Nv *nv); /* sets wg_dot's result without a wait: in flight past the yield */
+void nv_wgmma_settle_live(Nv *nv); /* waits for the live MMA, sets its result */
+bool nv_absorbed_select(const IrOp *op); /* an acc-init select a warpgroup MMA reads as scale-d */
 void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n); /* wait_group 0, regs tied through */
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */

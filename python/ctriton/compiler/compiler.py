@@ -73,7 +73,8 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
 
 
 # Environment variables that change what the backend emits: part of the key.
-KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN")  # compile() reads both
+KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN",  # compile() reads them
+           "CTRITON_FLATTEN_DOT_NESTS")
 
 
 class CompileError(RuntimeError):
@@ -600,7 +601,7 @@ def compile(src, target=None, options=None, dump_after=None):
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
     key = _C.key_digest((CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(), opts,
-                         _C.getenv(KEY_ENV[0]) or "", _C.getenv(KEY_ENV[1]) or "", libs))
+                         *(_C.getenv(k) or "" for k in KEY_ENV), libs))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU

@@ -1,0 +1,206 @@
+"""tl.range(flatten=True) over a nest whose inner loop holds a dot, fused
+into one loop when CTRITON_FLATTEN_DOT_NESTS=1 (ir/loops.c): tutorial 09's
+persistent matmul becomes one loop over every K step of every tile the
+program takes. Its tile switch (the prologue) runs in an `if` on the first
+K step of a tile, its epilogue in an `if` on the last, and where the inner
+loop runs no iteration (K = 0) the nest runs as it is. On sm_90 the
+pipeliner (analysis/prefetch.c) then issues the next tile's first copies
+during this tile's last K steps, with the tile switch computed ahead in the
+copies' own `if`, and the warpgroup MMA of a fresh tile ignores the
+accumulator (scale-d) instead of reading zeros.
+
+Without the variable the nest stays a nest (test_loops.py). The results
+are checked on the CPU backend here and on the GPU with -m gpu; the sm_90
+code is assembled by ptxas."""
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+from ctriton.backends.compiler import GPUTarget
+from ctriton.compiler import ASTSource
+
+ENV = "CTRITON_FLATTEN_DOT_NESTS"
+HAVE_PTXAS = bool(shutil.which("ptxas")) or os.path.exists("/usr/local/cuda/bin/ptxas")
+
+
+@triton.jit
+def _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M: tl.constexpr):
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+def _persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                NUM_SMS: tl.constexpr):
+    # tutorial 09's matmul_kernel_persistent
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    tile_id_c = start_pid - NUM_SMS
+    offs_k_for_mask = tl.arange(0, BK)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+        offs_am = pid_m * BM + tl.arange(0, BM)
+        offs_bn = pid_n * BN + tl.arange(0, BN)
+        offs_am = tl.where(offs_am < M, offs_am, 0)
+        offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+        offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BM), BM)
+        offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BN), BN)
+        accumulator = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BK + tl.arange(0, BK)
+            a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+            b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+            a = tl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BK, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BK, other=0.0)
+            accumulator = tl.dot(a, b, accumulator)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+        offs_cm = pid_m * BM + tl.arange(0, BM)
+        offs_cn = pid_n * BN + tl.arange(0, BN)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        tl.store(c_ptrs, accumulator.to(tl.float16), mask=c_mask)
+
+
+# one JITFunction per setting: the in-process cache does not see the variable
+fused_kernel = triton.jit(_persistent)
+nested_kernel = triton.jit(_persistent)
+
+
+def _n_loops(ttgir):
+    return ttgir.count("scf.for")
+
+
+@pytest.mark.parametrize("M,N,K,programs", [
+    (100, 70, 90, 3),     # M, N and K tails, several tiles a program
+    (33, 130, 200, 5),
+    (16, 16, 16, 1),      # one tile, one K step
+    (128, 64, 32, 7),     # more programs than tiles
+    (64, 64, 0, 2),       # no K step: the nest as it is, zeros stored
+])
+def test_fused_results_cpu(monkeypatch, M, N, K, programs):
+    rng = np.random.default_rng(M * 7 + K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    args = lambda c: (a, b, c, M, N, K, a.strides[0] // 2, 1, b.strides[0] // 2, 1, c.strides[0] // 2, 1)
+    cx = dict(BM=16, BN=32, BK=16, GROUP_SIZE_M=2, NUM_SMS=programs)
+    monkeypatch.setenv(ENV, "1")
+    c = np.full((M, N), 7, np.float16)
+    k = fused_kernel[(programs,)](*args(c), **cx)
+    np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+    # the fused loop under `if k_tiles > 0`, the nest (two loops) else
+    assert _n_loops(k.asm["ttgir"]) == 3 and "tt.flatten" not in k.asm["ttgir"]
+    monkeypatch.delenv(ENV)
+    c2 = np.full((M, N), 7, np.float16)
+    k2 = nested_kernel[(programs,)](*args(c2), **cx)
+    np.testing.assert_array_equal(c2, c)
+    assert _n_loops(k2.asm["ttgir"]) == 2
+
+
+def _compile_sm(arch, BM, BN, BK, warps, stages, layout):
+    """tutorial 09's kernel for the GPU: B row-major (nn, stride_bn = 1) or
+    K-major (nt, stride_bk = 1, as the tutorial's benchmark passes it)."""
+    nt = layout == "nt"
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr" if nt else "i32",
+           "stride_bn": "i32" if nt else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr"}
+    cx = dict(stride_ak=1, stride_cn=1, BM=BM, BN=BN, BK=BK, GROUP_SIZE_M=8, NUM_SMS=132)
+    cx["stride_bk" if nt else "stride_bn"] = 1
+    sig.update({k: "constexpr" for k in cx})
+    attrs = {(i,): {"divisibility": 16} for i in (0, 1, 2, 3, 4, 5, 6, 9 if nt else 8, 10)}
+    return triton.compile(ASTSource(fused_kernel, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+def _fused_loop(g):
+    """The fused loop's text in the CTTGIR: the first loop (the nest in the
+    other branch comes later), to its closing brace."""
+    m = re.search(r"^( *)%[\w, %]+ = for ", g, re.M)
+    return g[m.start():g.index("\n" + m.group(1) + "}", m.start())]
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("BM,BN,BK,warps,stages,layout", [
+    (128, 256, 64, 8, 3, "nn"), (128, 256, 64, 8, 3, "nt"), (128, 128, 64, 4, 4, "nt"),
+    (128, 128, 128, 8, 3, "nn"),
+])
+def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
+    """The fused loop on sm_90: its tiles through the cp.async slots, the
+    copies (the next tile's in a tile's last steps) issued after the MMAs
+    and before the epilogue, which has its own buffer; no spills, and ptxas
+    keeps the warpgroup MMAs asynchronous."""
+    monkeypatch.setenv(ENV, "1")
+    k = _compile_sm(90, BM, BN, BK, warps, stages, layout)
+    assert k.n_spills == 0 and k.metadata.wgmma_advisory == ""
+    loop = _fused_loop(k.asm["ct.ttgir"])
+    assert "barrier {wgmma_pending = 1}" in loop and re.search(r"async_copy .*ordered = 1", loop)
+    assert "local_read" in loop and " load " not in loop  # every tile from the slots
+    epi = loop.rindex(" = if ")
+    assert loop.rindex("async_commit") < epi < loop.index("store ", epi)
+    # the tile switch for the copies ahead: a second `if` between the MMA and them
+    assert loop.index(" = if ", loop.index(" dot ")) < loop.index("async_copy")
+    ptx = k.asm["ptx"]
+    # one MMA per K step of 16 and 64 rows of the warpgroup's: the fused
+    # loop's (LLVM drops the nest's, which runs only where K has no step)
+    assert ptx.count("wgmma.mma_async") == (BK // 16) * (BM // 64) // (warps // 4)
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx
+    # the slots and, apart from them, the epilogue's conversion buffer
+    slot_bytes = (BM * BK + BK * BN) * 2
+    assert k.metadata.shared >= 2 * slot_bytes + BM * BN * 2
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
+def test_fused_sm90_first_step_ignores_the_accumulator(monkeypatch):
+    """A tile's first MMA takes scale-d from the loop position (a register,
+    not the constant 1 of the other K steps), and no instruction reads the
+    accumulator to zero it."""
+    monkeypatch.setenv(ENV, "1")
+    ptx = _compile_sm(90, 128, 256, 64, 8, 3, "nn").asm["ptx"]
+    scale = re.findall(r"setp\.ne\.b32 p, (%r\d+), 0;\n(?:add\.s64 d[ab], [^\n]*\n)*wgmma", ptx)
+    movs = set(re.findall(r"mov\.b32\s+(%r\d+), 1;", ptx))
+    assert any(r not in movs for r in scale) and any(r in movs for r in scale)
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
+def test_nest_kept_without_room_or_warpgroup_mma(monkeypatch):
+    """The nest stays a nest where the fused loop could not keep two stages
+    and the epilogue's buffer in shared memory (128x256x128), and on sm_80
+    (mma.sync would read a fresh tile's zeros through a select)."""
+    monkeypatch.setenv(ENV, "1")
+    for arch, cfg in ((90, (128, 256, 128, 8, 3)), (80, (128, 128, 32, 4, 3))):
+        k = _compile_sm(arch, *cfg, "nn")
+        assert re.search(r"\} \{tt\.flatten\}", k.asm["ttgir"]) and k.n_spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K,programs", [(1024, 1024, 512, 132), (1000, 1000, 1000, 7),
+                                            (512, 768, 64, 13), (256, 256, 0, 3)])
+@pytest.mark.parametrize("BN,warps,stages", [(128, 4, 4), (256, 8, 3)])
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_gpu_fused_persistent(monkeypatch, M, N, K, programs, BN, warps, stages, layout):
+    import torch
+    monkeypatch.setenv(ENV, "1")
+    torch.manual_seed(0)
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, N), device="cuda", dtype=torch.float16)
+    if layout == "nt":
+        b = b.T.contiguous().T
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    fused_kernel[(programs,)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                              c.stride(0), c.stride(1), BM=128, BN=BN, BK=64, GROUP_SIZE_M=8,
+                              NUM_SMS=programs, num_warps=warps, num_stages=stages)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.1, rtol=1e-2)

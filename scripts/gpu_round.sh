@@ -12,6 +12,11 @@
 #   diag09 DIR         tutorial 09's naive and persistent pointer kernels at
 #                      one pinned configuration (128x256x64 w8 s3), K 512 and
 #                      4096 (a per-tile cost shows eight times more at 512)
+#   fused09 DIR        the same with CTRITON_FLATTEN_DOT_NESTS=1 (tutorial 09's
+#                      nest fused, its copies pipelined across tiles): the
+#                      GPU tests of fused nests, then tutorial 09 autotuned
+#                      and pinned next to Triton (compare with tutorials
+#                      --only 09 and diag09 without it)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -57,6 +62,22 @@ case "$part" in
       --out "$O/diag09.md" > "$O/diag09.txt" 2>&1
     echo "diag09 rc=$?"
     grep -E "^09|ctriton matmul|triton matmul|Error" "$O/diag09.txt" | cut -c1-190
+    ;;
+  fused09)
+    export CTRITON_FLATTEN_DOT_NESTS=1
+    timeout 200 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_flatten_dots.py \
+      tests/python/test_loops.py > "$O/fused09-tests.txt" 2>&1
+    echo "fused09 tests rc=$?"
+    tail -3 "$O/fused09-tests.txt"
+    timeout 240 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 2 --rounds 3 \
+      --out "$O/fused09.md" > "$O/fused09.txt" 2>&1
+    echo "fused09 autotuned rc=$?"
+    grep -E "^09|persistent|failed|Error" "$O/fused09.txt" | cut -c1-190 | tail -12
+    timeout 150 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 \
+      --rounds 3 --k09 512,4096 --pin09 128,256,64,8,3 --case '(naive|matmul persistent)' \
+      --out "$O/fused09-pinned.md" > "$O/fused09-pinned.txt" 2>&1
+    echo "fused09 pinned rc=$?"
+    grep -E "^09|ctriton matmul|triton matmul|Error" "$O/fused09-pinned.txt" | cut -c1-190
     ;;
   launch)
     timeout 90 python3 bench/warm_start.py --gpu --reps 5 > "$O/warm.txt" 2>&1

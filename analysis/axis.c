@@ -455,9 +455,37 @@ static void visit_for(AnAxis *a, IrFunc *f, IrOp *op)
 					    : conservative(op->res[i].type);
 }
 
+/* An `if`: its regions first, then each result is what both regions'
+ * yields guarantee (a flattened nest's tile switch: the tile's offsets
+ * keep their divisibility). */
+static void visit_if(AnAxis *a, IrFunc *f, IrOp *op)
+{
+	for (int r = 0; r < op->nregions; r++) {
+		IrBlock *rb = op->regions[r];
+		for (int i = 0; i < rb->nargs; i++)
+			a->info[rb->args[i]->id] = conservative(rb->args[i]->type);
+		visit_block(a, f, rb);
+	}
+	IrOp *t0 = op->nregions == 2 ? ir_block_terminator(op->regions[0]) : NULL;
+	IrOp *t1 = op->nregions == 2 ? ir_block_terminator(op->regions[1]) : NULL;
+	for (int i = 0; i < op->nres; i++) {
+		if (!t0 || !t1 || t0->opc != OP_YIELD || t1->opc != OP_YIELD || i >= t0->nops || i >= t1->nops) {
+			a->info[op->res[i].id] = conservative(op->res[i].type);
+			continue;
+		}
+		AnAxisInfo r = *an_axis_get(a, t0->ops[i]);
+		join_into(&r, an_axis_get(a, t1->ops[i]), step_of(op->res[i].type));
+		a->info[op->res[i].id] = r;
+	}
+}
+
 static void visit_block(AnAxis *a, IrFunc *f, IrBlock *b)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
+		if (op->opc == OP_IF) {
+			visit_if(a, f, op);
+			continue;
+		}
 		for (int i = 0; i < op->nres; i++)
 			a->info[op->res[i].id] = visit(a, f, op, i);
 		if (op->opc == OP_FOR && op->nregions == 1) {

@@ -635,12 +635,13 @@ static bool passes(const IrValue *v, const IrValue *x, IrOp **via)
 }
 
 /* Whether every dot's accumulator is a loop argument used by that dot
- * alone (or by a select of zeros on a uniform condition that feeds only
- * the dot: a flattened nest's fresh tile, the MMA told not to read it)
- * and its result only yielded back into the same argument (or through an
- * `if` after it, which may read it: the epilogue). (An f16 accumulator is
- * waited for where it is made: backend/nvptx/dot.c.) */
-static bool chained_accs(IrBlock *body)
+ * alone and its result only yielded back into the same argument; in a
+ * flattened nest (fused), also through a select of zeros on a uniform
+ * condition that feeds only the dot (a fresh tile, the MMA told not to
+ * read it) and yielded through an `if` after it, which may read it (the
+ * epilogue). (An f16 accumulator is waited for where it is made:
+ * backend/nvptx/dot.c.) */
+static bool chained_accs(IrBlock *body, bool fused)
 {
 	IrOp *y = ir_block_terminator(body);
 	for (IrOp *op = body->first; op; op = op->next) {
@@ -654,14 +655,14 @@ static bool chained_accs(IrBlock *body)
 			if (!op->ops[i]->def || op->ops[i]->def->opc != OP_LOCAL_READ)
 				return false;
 		IrValue *c = op->ops[2];
-		if (an_acc_init_select(c->def)) {
+		if (fused && an_acc_init_select(c->def)) {
 			if (ir_count_uses(body->func, c) != 1)
 				return false;
 			c = c->def->ops[2];
 		}
 		IrOp *via;
 		if (c->def || c->owner != body || c->index < 1 || !y || c->index - 1 >= y->nops ||
-		    !passes(y->ops[c->index - 1], &op->res[0], &via) || ir_count_uses(body->func, c) != 1 ||
+		    !passes(y->ops[c->index - 1], &op->res[0], &via) || (via && !fused) || ir_count_uses(body->func, c) != 1 ||
 		    ir_count_uses(body->func, &op->res[0]) != (via ? uses_inside(via, &op->res[0]) : 1) ||
 		    (via && (via->parent != body || ir_count_uses(body->func, y->ops[c->index - 1]) != 1)))
 			return false;
@@ -1201,12 +1202,12 @@ static bool from_dot(const IrValue *v, int depth)
 	return (ir_opinfo(d->opc)->flags & IR_ELEM) && d->nops == 1 && from_dot(d->ops[0], depth - 1);
 }
 
-static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int nc, bool nested)
+static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int nc, bool nested, bool fused)
 {
 	int64_t m = 0;
 	for (IrOp *op = b->first; op; op = op->next) {
 		for (int r = 0; r < op->nregions; r++) {
-			int64_t x = max_scratch(op->regions[r], o, cand, nc, true);
+			int64_t x = max_scratch(op->regions[r], o, cand, nc, true, fused);
 			m = x > m ? x : m;
 		}
 		bool staged = false;
@@ -1216,10 +1217,10 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 		if (op->opc == OP_DOT && an_dot_mma_layout(b->func->module->ctx, op, o))
 			staged = true;
 		int64_t x = staged ? 0 : an_scratch_bytes(op, o);
-		/* a dot's result stored under an `if` of the loop (a flattened
-		 * nest's epilogue): the layout pass converts it to the store's
+		/* a dot's result stored under an `if` of a flattened nest's loop
+		 * (its epilogue): the layout pass converts it to the store's
 		 * layout through scratch the size of the stored block */
-		if (nested && op->opc == OP_STORE && op->nops >= 2 && ir_is_block(op->ops[1]->type) &&
+		if (fused && nested && op->opc == OP_STORE && op->nops >= 2 && ir_is_block(op->ops[1]->type) &&
 		    from_dot(op->ops[1], 8))
 			x = op->ops[1]->type->numel * (ir_type_bits(ir_scalar(op->ops[1]->type)) / 8);
 		m = x > m ? x : m;
@@ -1234,11 +1235,11 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
  * bytes once the copies are drained, also in a persistent kernel's tile
  * loop, where each tile drains its cp.async copies and sets up and
  * invalidates its mbarriers (alloc.c), so it needs none. */
-static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, int nc)
+static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, int nc, bool fused)
 {
 	/* layouts come after this pass: the scratch is an estimate, so at
 	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
-	int64_t inner = max_scratch(body, o, cand, nc, false);
+	int64_t inner = max_scratch(body, o, cand, nc, false, fused);
 	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - 4096;
 }
 
@@ -1260,7 +1261,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.n = an_number_values(f);
 	p.state = ir_alloc(ctx, (size_t)p.n + 1);
 	memset(p.state, 0, (size_t)p.n + 1);
-	p.ifs = true;
+	p.ifs = ir_op_int(loop, "fused_nest", 0); /* a flattened nest's tile switch */
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
 	bool ctrans[8];
@@ -1305,7 +1306,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	if (!nc)
 		return false;
 	/* shared memory: fewer stages when the tiles are large */
-	int64_t budget = stage_budget(body, o, cand, nc);
+	int64_t budget = stage_budget(body, o, cand, nc, p.ifs);
 	while (S > 2 && tile_bytes * S > budget)
 		S--;
 	if (tile_bytes * S > budget)
@@ -1553,7 +1554,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		 * it: ptxas serialised the MMAs otherwise, C7515). Attention's form
 		 * (last_dot_flies) keeps its P @ V in flight into the next Q @ K^T,
 		 * as Triton does. */
-		int fly = chained_accs(nb) && (o->num_warps == 4 || o->num_warps == 8) ? 1
+		int fly = chained_accs(nb, p.ifs) && (o->num_warps == 4 || o->num_warps == 8) ? 1
 			: last_dot_flies(nb)                                           ? 2
 											: 0;
 		if (fly && ws)
@@ -1576,7 +1577,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		for (IrOp *x = nb->first; x; x = x->next)
 			if (x->opc == OP_DOT)
 				ld = x;
-		for (IrOp *x = ld ? ld->next : NULL; x && dest == term; x = x->next)
+		for (IrOp *x = ld && p.ifs ? ld->next : NULL; x && dest == term; x = x->next)
 			if (x->opc == OP_IF)
 				dest = x;
 		IrOp *op = copies_first->next;

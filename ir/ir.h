@@ -539,7 +539,8 @@ void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, 
  * inner bounds are not pure functions of the outer induction value and
  * loop invariants is left alone, and so is one with a dot unless dot_nests
  * (then its inner bounds must be invariant, its prologue pure, its tiles
- * pointer loads (no descriptor, no warp_specialize), and with
+ * pointer loads (no descriptor, no warp_specialize), its carried values
+ * starting from constants (accumulators), and with
  * smem_limit > 0, two stages of the inner loop's tiles and the blocks its
  * epilogue stores must fit that many bytes of shared memory: the GPU keeps
  * both while the fused loop runs; where the inner loop runs no iteration,

@@ -28,9 +28,11 @@
  *
  * A nest whose inner loop holds a dot is fused only when asked (dot_nests:
  * the GPU otherwise pipelines the dot's own loop) and in the form the
- * pipeliner takes across outer iterations (analysis/prefetch.c): invariant
- * inner bounds, a pure prologue, pointer loads and stores (descriptor
- * tiles and warp specialization keep the nest); `if (inner trip count > 0)` the fused
+ * pipeliner takes across outer iterations (analysis/prefetch.c): inner
+ * bounds computed from invariants (moved before the loop), a pure
+ * prologue, pointer loads and stores (descriptor tiles and warp
+ * specialization keep the nest), inner carried values that start from
+ * constants (accumulators); `if (inner trip count > 0)` the fused
  * loop, with no `if` around the inner body, else the nest as it is.
  * Through the prologue's `if` go only its scalars; its blocks are made
  * again in the body from them, constant inner initial values (a zero
@@ -422,8 +424,9 @@ static void note_use(IrOp *op, void *user)
  * than carried: a carried block would be laid out apart from its uses
  * (a shared-memory conversion every iteration) and its registers live
  * across the loop. Marks them in remat (by IrOp.id, prologue order; the
- * constants too, which are made again), and keeps in pv only the scalars,
- * with those the marked ops read. */
+ * constants too, which are made again: carried, a constant would lose what
+ * axis info knows of it), and keeps in pv only the other scalars, with
+ * those the marked ops read. */
 static void split_prologue(Nest *n, bool *remat)
 {
 	int nops = 0;
@@ -435,7 +438,7 @@ static void split_prologue(Nest *n, bool *remat)
 	if (!want)
 		abort();
 	for (int k = 0; k < n->np; k++)
-		if (ir_is_block(n->pv[k]->type))
+		if (ir_is_block(n->pv[k]->type) || n->pv[k]->def->opc == OP_CONSTANT)
 			want[n->pv[k]->def->id] = true;
 	IrOp **ops = calloc((size_t)nops + 1, sizeof *ops);
 	if (!ops)
@@ -597,6 +600,44 @@ static IrValue *cheap_clone(IrBuilder *b, IrValue *v, const IrOp *loop)
 	return &c->res[v->index];
 }
 
+/* v is computed from values defined before loop by pure ops of its body
+ * (not nested deeper, reading neither its induction value nor a carried
+ * value): the inner bounds a nest computes in its prologue, tl.cdiv(K, BK)
+ * say. */
+static bool hoistable(const IrValue *v, const IrOp *loop, int depth)
+{
+	if (!defined_in(v, loop))
+		return true;
+	const IrOp *d = v->def;
+	if (!d || depth > 32 || d->parent != loop->regions[0] || !ir_op_pure(d) || d->nregions)
+		return false;
+	/* a division runs before the loop even where the loop would not: only
+	 * by a nonzero constant (no trap to bring forward) */
+	int64_t c;
+	if ((d->opc == OP_DIV || d->opc == OP_REM) && (!const_int(d->ops[1], &c) || c == 0))
+		return false;
+	for (int i = 0; i < d->nops; i++)
+		if (!hoistable(d->ops[i], loop, depth + 1))
+			return false;
+	return true;
+}
+
+/* v (hoistable) computed again at b's point, before the loop. */
+static IrValue *hoist(IrBuilder *b, IrValue *v, const IrOp *loop, VMap *m)
+{
+	if (!defined_in(v, loop))
+		return v;
+	IrValue *h = vmap_get(m, v);
+	if (h != v)
+		return h;
+	IrOp *d = v->def;
+	for (int i = 0; i < d->nops; i++)
+		hoist(b, d->ops[i], loop, m);
+	IrOp *c = clone_op(b->ctx, d, m);
+	ir_block_insert_before(b->block, b->before, c);
+	return &c->res[v->index];
+}
+
 static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 {
 	IrCtx *ctx = f->module->ctx;
@@ -624,6 +665,8 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 	int na = L->nops - 3, nb = I->nops - 3;
 	bool inv = invariant(I->ops[0], L) && invariant(I->ops[1], L) && invariant(I->ops[2], L);
 	int64_t tci = const_trip_count(I);
+	if (has_dot) /* bounds the prologue computes from invariants: moved before the loop */
+		inv = hoistable(I->ops[0], L, 0) && hoistable(I->ops[1], L, 0) && hoistable(I->ops[2], L, 0);
 	if (has_dot) {
 		/* the form the pipeliner takes across tiles (dot_nests): invariant
 		 * inner bounds, a prologue of pure ops, at least one inner
@@ -634,6 +677,12 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 		 * and warp specialization keep the nest */
 		if (!dot_nests || !inv || tci == 0 || tma || ir_op_int(L, "warp_specialize", 0))
 			return false;
+		/* the inner loop carries what starts from a constant (the
+		 * accumulators): carried pointers (a_ptrs += BK) would go through
+		 * the tile switch's `if`, which the copies ahead cannot read */
+		for (int q = 3; q < I->nops; q++)
+			if (!cheap_init(I->ops[q], L))
+				return false;
 		for (IrOp *o = n.ob->first; o != I; o = o->next)
 			if (!ir_op_pure(o) || o->nregions)
 				return false;
@@ -680,6 +729,14 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 	ir_builder_before(&b, L);
 	b.loc = L->loc;
 	IrValue *one = ir_const_int(&b, t, 1), *zero = ir_const_int(&b, t, 0);
+	/* with a dot: the inner bounds, before the loop */
+	IrValue *hb[3] = {NULL, NULL, NULL};
+	if (has_dot) {
+		VMap hm = {0};
+		for (int q = 0; q < 3; q++)
+			hb[q] = hoist(&b, I->ops[q], L, &hm);
+		vmap_free(&hm);
+	}
 	/* the fused trip count */
 	IrValue *tcj = NULL, *per = NULL, *total;
 	/* a nest with a dot whose inner trip count is not known: the fused
@@ -687,7 +744,7 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 	 * is where none has (as Triton speculates the inner loop's length) */
 	IrOp *spec = NULL;
 	if (has_dot && tci < 0) {
-		tcj = trip_count(&b, hoisted(&b, I->ops[0], L), hoisted(&b, I->ops[1], L), hoisted(&b, I->ops[2], L));
+		tcj = trip_count(&b, hb[0], hb[1], hb[2]);
 		IrValue **like = ir_alloc(ctx, sizeof *like * (size_t)(na ? na : 1));
 		for (int a = 0; a < na; a++)
 			like[a] = &L->res[a];
@@ -772,8 +829,11 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 	copy_loop_attrs(ctx, F, L, "flatten", 0);
 	/* nothing of the epilogue hoisted out of the loop (LLVM would keep it
 	 * in registers across every K step: 128x256x64 tiles spilled) */
-	if (has_dot)
+	if (has_dot) {
 		ir_op_set_bool(ctx, F, "disable_licm", true);
+		/* what the pipeliner takes across tiles in this loop only */
+		ir_op_set_bool(ctx, F, "fused_nest", true);
+	}
 	IrBlock *fb = F->regions[0];
 	ir_block_add_arg(ctx, fb, t);
 	IrValue **arg = ir_alloc(ctx, sizeof *arg * (size_t)nf);
@@ -835,7 +895,7 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 	if (!inv)
 		yt[n1 - 1] = trip_count(&tb, vmap_get(&M, I->ops[0]), vmap_get(&M, I->ops[1]), vmap_get(&M, I->ops[2]));
 	ir_yield(&tb, n1, yt);
-	IrValue *j0 = sel[0] ? ir_select(&in, first, hoisted(&in, I->ops[0], L), j) : &if1->res[slot[0]];
+	IrValue *j0 = sel[0] ? ir_select(&in, first, hb[0], j) : &if1->res[slot[0]];
 	IrValue **B0 = ir_alloc(ctx, sizeof *B0 * (size_t)(nb ? nb : 1));
 	for (int q = 0; q < nb; q++) {
 		if (!sel[1 + q]) {
@@ -886,7 +946,7 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 		for (int q = 0; q < nb; q++)
 			B1[q] = &if2->res[q];
 	}
-	IrValue *j1 = ir_binary(&in, OP_ADD, j0, has_dot ? hoisted(&in, I->ops[2], L) : vmap_get(&M, I->ops[2]));
+	IrValue *j1 = ir_binary(&in, OP_ADD, j0, has_dot ? hb[2] : vmap_get(&M, I->ops[2]));
 	IrValue *c1 = ir_binary(&in, OP_ADD, c, one);
 	IrValue *last = ir_cmp(&in, "eq", c1, per);
 

@@ -111,6 +111,66 @@ def test_fused_results_cpu(monkeypatch, M, N, K, programs):
     assert _n_loops(k2.asm["ttgir"]) == 2
 
 
+def _bounds_inside(a_ptr, b_ptr, c_ptr, M, N, K, n_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                   NUM_SMS: tl.constexpr):
+    n_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_SMS, flatten=True):
+        rm = (tile // n_n) * BM + tl.arange(0, BM)
+        rn = (tile % n_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):  # bounds computed in the prologue
+            kk = k * BK
+            a = tl.load(a_ptr + rm[:, None] * K + (kk + rk)[None, :],
+                        mask=(rm[:, None] < M) & ((kk + rk)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (kk + rk)[:, None] * N + rn[None, :],
+                        mask=((kk + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _carried_pointers(a_ptr, b_ptr, c_ptr, M, N, K, n_tiles, BM: tl.constexpr, BN: tl.constexpr,
+                      BK: tl.constexpr, NUM_SMS: tl.constexpr):
+    n_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_SMS, flatten=True):
+        rm = (tile // n_n) * BM + tl.arange(0, BM)
+        rn = (tile % n_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+        b_ptrs = b_ptr + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK * N
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+forms_kernels = [triton.jit(_bounds_inside), triton.jit(_carried_pointers)]
+
+
+@pytest.mark.parametrize("form", [0, 1])
+@pytest.mark.parametrize("M,N,K,programs", [(50, 70, 40, 3), (40, 40, 0, 2), (33, 20, 100, 4)])
+def test_bounds_in_the_prologue_and_carried_pointers(monkeypatch, form, M, N, K, programs):
+    """Inner bounds the prologue computes from invariants (tl.cdiv(K, BK))
+    are moved before the loop and the nest fused; an inner loop that
+    carries pointers keeps the nest (the copies ahead could not read them
+    through the tile switch's `if`). Both against numpy."""
+    monkeypatch.setenv(ENV, "1")
+    rng = np.random.default_rng(K + form)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    BM, BN, BK = 16, 32, 16
+    n_tiles = -(-M // BM) * -(-N // BN)
+    k = forms_kernels[form][(programs,)](a, b, c, M, N, K, n_tiles, BM=BM, BN=BN, BK=BK, NUM_SMS=programs)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    assert _n_loops(k.asm["ttgir"]) == (3 if form == 0 else 2)
+
+
 def _compile_sm(arch, BM, BN, BK, warps, stages, layout):
     """tutorial 09's kernel for the GPU: B row-major (nn, stride_bn = 1) or
     K-major (nt, stride_bk = 1, as the tutorial's benchmark passes it)."""
@@ -161,6 +221,24 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     # the slots and, apart from them, the epilogue's conversion buffer
     slot_bytes = (BM * BK + BK * BN) * 2
     assert k.metadata.shared >= 2 * slot_bytes + BM * BN * 2
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("BM,BN,BK,warps,stages", [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3)])
+def test_fused_sm90_bounds_inside(monkeypatch, BM, BN, BK, warps, stages):
+    """Without hints: the tile switch's results keep the offsets'
+    divisibility (axis info meets an `if`'s yields), its constants are made
+    again rather than carried, so both tiles go through the slots."""
+    monkeypatch.setenv(ENV, "1")
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "n_tiles": "i32"}
+    cx = dict(BM=BM, BN=BN, BK=BK, NUM_SMS=132)
+    k = triton.compile(ASTSource(forms_kernels[0], dict(sig, **{c: "constexpr" for c in cx}), cx,
+                                 {(i,): {"divisibility": 16} for i in range(6)}),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+    loop = _fused_loop(k.asm["ct.ttgir"])
+    assert loop.count("async_copy ") == 2 and " load " not in loop
+    assert k.n_spills == 0 and k.metadata.wgmma_advisory == ""
 
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")

@@ -29,6 +29,17 @@ set -u
 O=${OUT:-/tmp/ctriton-round}
 mkdir -p "$O"
 export PYTHONUNBUFFERED=1
+
+# pinned09 NAME SECONDS DIR: tutorial 09's naive and persistent kernels at
+# 128x256x64 w8 s3, K 512 and 4096, into $O/NAME.md and $O/NAME.txt
+pinned09() {
+  timeout "$2" python3 bench/upstream_tutorials_gpu.py --tutorials "$3" --only 09 --quick --warm 1 \
+    --rounds 3 --k09 512,4096 --pin09 128,256,64,8,3 --case '(naive|matmul persistent)' \
+    --out "$O/$1.md" > "$O/$1.txt" 2>&1
+  echo "$1 rc=$?"
+  grep -E "^09|ctriton matmul|triton matmul|Error" "$O/$1.txt" | cut -c1-190
+}
+
 part=${1:-}
 shift || true
 case "$part" in
@@ -57,11 +68,7 @@ case "$part" in
     grep -E "^0[689] |failed|Error| w[48] s[0-9]" "$O/upstream.txt" | cut -c1-190 | tail -40
     ;;
   diag09)
-    timeout 300 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 \
-      --rounds 3 --k09 512,4096 --pin09 128,256,64,8,3 --case '(naive|matmul persistent)' \
-      --out "$O/diag09.md" > "$O/diag09.txt" 2>&1
-    echo "diag09 rc=$?"
-    grep -E "^09|ctriton matmul|triton matmul|Error" "$O/diag09.txt" | cut -c1-190
+    pinned09 diag09 300 "$1"
     ;;
   fused09)
     export CTRITON_FLATTEN_DOT_NESTS=1
@@ -73,11 +80,7 @@ case "$part" in
       --out "$O/fused09.md" > "$O/fused09.txt" 2>&1
     echo "fused09 autotuned rc=$?"
     grep -E "^09|persistent|failed|Error" "$O/fused09.txt" | cut -c1-190 | tail -12
-    timeout 150 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 \
-      --rounds 3 --k09 512,4096 --pin09 128,256,64,8,3 --case '(naive|matmul persistent)' \
-      --out "$O/fused09-pinned.md" > "$O/fused09-pinned.txt" 2>&1
-    echo "fused09 pinned rc=$?"
-    grep -E "^09|ctriton matmul|triton matmul|Error" "$O/fused09-pinned.txt" | cut -c1-190
+    pinned09 fused09-pinned 150 "$1"
     ;;
   launch)
     timeout 90 python3 bench/warm_start.py --gpu --reps 5 > "$O/warm.txt" 2>&1

@@ -216,27 +216,7 @@ static IrOp *clone_deep(PCtx *p, IrBuilder *b, IrOp *d, MapFn map, LMap *lm)
 
 static IrValue *clone_def(PCtx *p, IrBuilder *b, IrValue *v, MapFn map)
 {
-	IrOp *d = v->def;
-	if (d->nregions)
-		return &clone_deep(p, b, d, map, NULL)->res[v->index];
-	IrValue *ops[8];
-	IrValue **o = d->nops <= 8 ? ops : ir_alloc(p->ctx, sizeof(*o) * (size_t)d->nops);
-	for (int i = 0; i < d->nops; i++)
-		o[i] = map(p, d->ops[i]);
-	const IrType *tys[8];
-	const IrType **t = d->nres <= 8 ? tys : ir_alloc(p->ctx, sizeof(*t) * (size_t)d->nres);
-	for (int i = 0; i < d->nres; i++)
-		t[i] = d->res[i].type;
-	b->loc = d->loc;
-	IrOp *c = ir_build(b, d->opc, d->nops, o, d->nres, t, 0);
-	if (d->nattrs) {
-		c->nattrs = d->nattrs;
-		c->attrs = ir_alloc(p->ctx, sizeof(IrAttr) * (size_t)d->nattrs);
-		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
-	}
-	for (int i = 0; i < c->nres; i++)
-		c->res[i].id = -1;
-	return &c->res[v->index];
+	return &clone_deep(p, b, v->def, map, NULL)->res[v->index];
 }
 
 /* The value v has in the first iteration, computed before the loop. */

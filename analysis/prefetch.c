@@ -636,7 +636,12 @@ static bool chained_accs(IrBlock *body, bool fused)
 				return false;
 		IrValue *c = op->ops[2];
 		if (fused && an_acc_init_select(c->def)) {
-			if (ir_count_uses(body->func, c) != 1)
+			/* the MMA takes the select as scale-d (backend/nvptx/dot.c),
+			 * but not with fp8 partial-sum groups: then the select reads
+			 * the accumulator, which must not be in flight */
+			IrTypeKind ak = ir_scalar(op->ops[0]->type)->kind;
+			if (ir_count_uses(body->func, c) != 1 ||
+			    (ir_op_int(op, "max_num_imprecise_acc", 0) > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2)))
 				return false;
 			c = c->def->ops[2];
 		}

@@ -224,13 +224,15 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
 
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
-@pytest.mark.parametrize("BM,BN,BK,warps,stages", [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3)])
-def test_fused_sm90_bounds_inside(monkeypatch, BM, BN, BK, warps, stages):
+@pytest.mark.parametrize("dtype,BM,BN,BK,warps,stages", [("fp16", 128, 128, 64, 4, 3), ("fp16", 128, 256, 64, 8, 3),
+                                                        ("fp32", 128, 128, 32, 4, 3)])
+def test_fused_sm90_bounds_inside(monkeypatch, dtype, BM, BN, BK, warps, stages):
     """Without hints: the tile switch's results keep the offsets'
     divisibility (axis info meets an `if`'s yields), its constants are made
-    again rather than carried, so both tiles go through the slots."""
+    again rather than carried, so both tiles go through the slots (fp32:
+    tf32 MMAs, B transposed into its slot)."""
     monkeypatch.setenv(ENV, "1")
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+    sig = {"a_ptr": "*" + dtype, "b_ptr": "*" + dtype, "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "n_tiles": "i32"}
     cx = dict(BM=BM, BN=BN, BK=BK, NUM_SMS=132)
     k = triton.compile(ASTSource(forms_kernels[0], dict(sig, **{c: "constexpr" for c in cx}), cx,

@@ -540,11 +540,11 @@ void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, 
  * loop invariants is left alone, and so is one with a dot unless dot_nests
  * (then its inner bounds must be invariant, its prologue pure, its tiles
  * pointer loads (no descriptor, no warp_specialize), its carried values
- * starting from constants (accumulators), and with
- * smem_limit > 0, two stages of the inner loop's tiles and the blocks its
- * epilogue stores must fit that many bytes of shared memory: the GPU keeps
- * both while the fused loop runs; where the inner loop runs no iteration,
- * the nest runs as it is). NULL on success. */
+ * starting from constants (accumulators), the module's num_stages at least
+ * 2, and with smem_limit > 0, that many stages of the inner loop's tiles
+ * and the block its epilogue stores must fit that many bytes of shared
+ * memory: the GPU keeps both while the fused loop runs; where the inner
+ * loop runs no iteration, the nest runs as it is). NULL on success. */
 IrError *ir_unroll_loops(IrModule *m);
 IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit);
 

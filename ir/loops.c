@@ -638,7 +638,7 @@ static IrValue *hoist(IrBuilder *b, IrValue *v, const IrOp *loop, VMap *m)
 	return &c->res[v->index];
 }
 
-static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
+static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int64_t stages)
 {
 	IrCtx *ctx = f->module->ctx;
 	Nest n = {.ctx = ctx, .ob = L->regions[0]};
@@ -686,7 +686,13 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 		for (IrOp *o = n.ob->first; o != I; o = o->next)
 			if (!ir_op_pure(o) || o->nregions)
 				return false;
-		if (smem_limit > 0 && 2 * loaded_bytes(ib) + stored_bytes_max(n.ob, I) + 4096 > smem_limit)
+		/* the stages asked for (stages, at least 2) must fit beside the
+		 * epilogue's conversion buffer, as the pipeliner budgets them
+		 * (analysis/prefetch.c): fused with fewer, the K steps would be
+		 * pipelined less deeply than the nest's */
+		int64_t epi = stored_bytes_max(n.ob, I);
+		if (stages < 2 ||
+		    (smem_limit > 0 && stages * loaded_bytes(ib) > smem_limit - (epi > 16384 ? epi : 16384) - 4096))
 			return false;
 	}
 	bool *keep = NULL;
@@ -1018,6 +1024,8 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit)
 
 IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit)
 {
+	const IrAttr *ns = ir_find_attr(m->nattrs, m->attrs, "num_stages");
+	int64_t stages = ns && ns->kind == ATTR_INT ? ns->i : 1;
 	for (int fi = 0; fi < m->nfuncs; fi++) {
 		IrFunc *f = m->funcs[fi];
 		IrOp **loops = NULL;
@@ -1025,7 +1033,7 @@ IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit)
 		collect_loops(f->body, "flatten", &loops, &n, &cap);
 		for (int i = 0; i < n; i++) /* innermost first: an inner nest is one loop by then */
 			if (ir_op_int(loops[i], "flatten", 0))
-				flatten(f, loops[i], dot_nests, smem_limit);
+				flatten(f, loops[i], dot_nests, smem_limit, stages);
 		free(loops);
 	}
 	return NULL;

@@ -196,7 +196,7 @@ def _fused_loop(g):
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("BM,BN,BK,warps,stages,layout", [
     (128, 256, 64, 8, 3, "nn"), (128, 256, 64, 8, 3, "nt"), (128, 128, 64, 4, 4, "nt"),
-    (128, 128, 128, 8, 3, "nn"),
+    (128, 128, 128, 8, 2, "nn"),
 ])
 def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     """The fused loop on sm_90: its tiles through the cp.async slots, the
@@ -257,11 +257,14 @@ def test_fused_sm90_first_step_ignores_the_accumulator(monkeypatch):
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
 def test_nest_kept_without_room_or_warpgroup_mma(monkeypatch):
-    """The nest stays a nest where the fused loop could not keep two stages
-    and the epilogue's buffer in shared memory (128x256x128), and on sm_80
-    (mma.sync would read a fresh tile's zeros through a select)."""
+    """The nest stays a nest where the fused loop could not keep the stages
+    asked for beside the epilogue's buffer in shared memory (128x256x128;
+    128x256x64 with 4 stages, which fused would run with 3), with one stage,
+    and on sm_80 (mma.sync would read a fresh tile's zeros through a
+    select)."""
     monkeypatch.setenv(ENV, "1")
-    for arch, cfg in ((90, (128, 256, 128, 8, 3)), (80, (128, 128, 32, 4, 3))):
+    for arch, cfg in ((90, (128, 256, 128, 8, 3)), (90, (128, 256, 64, 8, 4)), (90, (128, 128, 64, 4, 1)),
+                      (80, (128, 128, 32, 4, 3))):
         k = _compile_sm(arch, *cfg, "nn")
         assert re.search(r"\} \{tt\.flatten\}", k.asm["ttgir"]) and k.n_spills == 0
 

@@ -29,7 +29,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from static_vs_triton import tool  # noqa: E402
+from static_vs_triton import ptxas_v, sass_ins  # noqa: E402
 
 KERNELS = ("_compute_pid", "matmul_kernel_persistent")
 ENV = "CTRITON_FLATTEN_DOT_NESTS"
@@ -75,15 +75,9 @@ def load(src, name):
 
 def sass_counts(cubin):
     """(per K step, per tile) instruction counts from the SASS, or (-1, -1)."""
-    cuo = tool("cuobjdump")
-    if not cuo or not cubin:
+    ins = sass_ins(cubin)
+    if not ins:
         return -1, -1
-    d = tempfile.mkdtemp(prefix="ct-pers-")
-    with open(os.path.join(d, "k.cubin"), "wb") as f:
-        f.write(cubin)
-    sass = subprocess.run([cuo, "-sass", os.path.join(d, "k.cubin")], capture_output=True, text=True).stdout
-    ins = [(int(m.group(1), 16), m.group(2)) for m in
-           (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
     addr = [a for a, _ in ins]
 
     def branch(txt):
@@ -110,20 +104,10 @@ def sass_counts(cubin):
     return n, sum(1 for a in addr if l2 <= a <= h2) - n
 
 
-def ptxas_stats(ptx):
-    d = tempfile.mkdtemp(prefix="ct-pers-")
-    src = os.path.join(d, "k.ptx")
-    with open(src, "w") as f:
-        f.write(ptx)
-    r = subprocess.run([tool("ptxas"), "-v", "-arch=sm_90a", src, "-o", src + ".o"], capture_output=True, text=True)
-    regs = re.search(r"Used (\d+) registers", r.stderr)
-    sp = re.search(r"(\d+) bytes spill stores", r.stderr)
-    adv = re.search(r"\((C75\d\d)\)[^\n]*(wgmma|warpgroup)", r.stderr)
-    return int(regs.group(1)) if regs else -1, int(sp.group(1)) if sp else -1, adv.group(1) if adv else ""
-
-
 def row(ptx, cubin, shared):
-    regs, spills, adv = ptxas_stats(ptx)
+    regs, spills, log = ptxas_v(ptx)
+    m = re.search(r"\((C75\d\d)\)[^\n]*(wgmma|warpgroup)", log)
+    adv = m.group(1) if m else ""
     step, tile = sass_counts(cubin)
     return {"regs": regs, "spills": spills, "adv": adv, "shared": shared, "step": step, "tile": tile}
 

@@ -38,8 +38,8 @@ def tool(name):
     return which(name)
 
 
-def stats(ptx, cubin, shared):
-    """Registers / spills by ptxas -v, PTX op counts, SASS loop lengths."""
+def ptxas_v(ptx):
+    """ptxas -v for sm_90a on ptx: (registers, spilled bytes, its log)."""
     d = tempfile.mkdtemp(prefix="ct-static-")
     src = os.path.join(d, "k.ptx")
     with open(src, "w") as f:
@@ -47,22 +47,36 @@ def stats(ptx, cubin, shared):
     r = subprocess.run([tool("ptxas"), "-v", "-arch=sm_90a", src, "-o", src + ".o"], capture_output=True, text=True)
     regs = re.search(r"Used (\d+) registers", r.stderr)
     sp = re.search(r"(\d+) bytes spill stores", r.stderr)
-    loops = []
+    return int(regs.group(1)) if regs else -1, int(sp.group(1)) if sp else -1, r.stderr
+
+
+def sass_ins(cubin):
+    """The cubin's SASS as (address, instruction) pairs; [] without cuobjdump."""
     cuo = tool("cuobjdump")
-    if cuo and cubin:
-        with open(os.path.join(d, "k.cubin"), "wb") as f:
-            f.write(cubin)
-        sass = subprocess.run([cuo, "-sass", os.path.join(d, "k.cubin")], capture_output=True, text=True).stdout
-        ins = [(int(m.group(1), 16), m.group(2)) for m in
-               (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
+    if not cuo or not cubin:
+        return []
+    d = tempfile.mkdtemp(prefix="ct-static-")
+    with open(os.path.join(d, "k.cubin"), "wb") as f:
+        f.write(cubin)
+    sass = subprocess.run([cuo, "-sass", os.path.join(d, "k.cubin")], capture_output=True, text=True).stdout
+    return [(int(m.group(1), 16), m.group(2)) for m in
+            (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
+
+
+def stats(ptx, cubin, shared):
+    """Registers / spills by ptxas -v, PTX op counts, SASS loop lengths."""
+    regs, spills, log = ptxas_v(ptx)
+    loops = []
+    ins = sass_ins(cubin)
+    if ins:
         for addr, txt in ins:
             m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", txt)
             if m and m.group(1) and int(m.group(1), 16) <= addr:
                 loops.append(sum(1 for a, _ in ins if int(m.group(1), 16) <= a <= addr))
-    return dict(regs=int(regs.group(1)) if regs else -1, spills=int(sp.group(1)) if sp else -1, shared=shared,
+    return dict(regs=regs, spills=spills, shared=shared,
                 wgmma=ptx.count("wgmma.mma_async"), mma=ptx.count("mma.sync"),
                 asyncs=ptx.count("cp.async.c") + ptx.count("cp.async.bulk.tensor"), loop=max(loops or [0]),
-                serial=re.search(r"\(C75\d\d\)[^\n]*(wgmma|warpgroup)", r.stderr) is not None)
+                serial=re.search(r"\(C75\d\d\)[^\n]*(wgmma|warpgroup)", log) is not None)
 
 
 def triton_child():

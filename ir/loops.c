@@ -573,7 +573,8 @@ static int64_t stored_bytes_max(const IrBlock *blk, const IrOp *after)
 }
 
 /* A constant (scalar, or a block of one value) or a splat of a value
- * defined before loop: the same in every iteration, cloned before it. */
+ * defined before loop: the same in every iteration (hoist makes it again
+ * where it is needed). */
 static bool cheap_init(const IrValue *v, const IrOp *loop)
 {
 	if (!defined_in(v, loop))
@@ -584,20 +585,6 @@ static bool cheap_init(const IrValue *v, const IrOp *loop)
 	if (d->opc == OP_CONSTANT)
 		return true;
 	return d->opc == OP_SPLAT && cheap_init(d->ops[0], loop);
-}
-
-static IrValue *cheap_clone(IrBuilder *b, IrValue *v, const IrOp *loop)
-{
-	if (!defined_in(v, loop))
-		return v;
-	IrOp *d = v->def;
-	if (d->opc == OP_SPLAT)
-		return ir_splat(b, cheap_clone(b, d->ops[0], loop), v->type);
-	VMap m = {0};
-	IrOp *c = clone_op(b->ctx, d, &m);
-	vmap_free(&m);
-	ir_block_insert_before(b->block, b->before, c);
-	return &c->res[v->index];
 }
 
 /* v is computed from values defined before loop by pure ops of its body
@@ -908,7 +895,9 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 			B0[q] = &if1->res[slot[1 + q]];
 			continue;
 		}
-		IrValue *x = cheap_clone(&in, I->ops[3 + q], L), *cq = first;
+		VMap cm = {0};
+		IrValue *x = hoist(&in, I->ops[3 + q], L, &cm), *cq = first;
+		vmap_free(&cm);
 		if (ir_is_block(x->type))
 			cq = ir_splat(&in, first, ir_type_like(ctx, x->type, ir_type(ctx, TY_I1)));
 		B0[q] = ir_select(&in, cq, x, B[q]);

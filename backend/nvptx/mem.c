@@ -415,6 +415,10 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	/* an i32 mask: per element, the count of elements copied from it on */
 	bool count = mask && ir_scalar(mask->type)->kind == TY_I32;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[1], 0), nv_i32(nv, t->numel), "");
+	/* a boolean mask goes in as the ignore-src predicate (its negation),
+	 * which the address arithmetic's compares can compute directly; a
+	 * count as the src-size */
+	bool pred = mask && !count;
 	char text[128];
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
@@ -443,10 +447,10 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
 			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
 			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
-		} else if (mask)
-			sz = LLVMBuildSelect(nv->b, nv_reg(nv, mask, r), sz, nv_i32(nv, 0), "");
+		} else if (pred)
+			sz = LLVMBuildNot(nv->b, nv_reg(nv, mask, r), "");
 		LLVMValueRef args[3] = {d32, src, sz};
-		inline_asm(nv, text, "r,l,r,~{memory}", args, 3);
+		inline_asm(nv, text, pred ? "r,l,b,~{memory}" : "r,l,r,~{memory}", args, 3);
 	}
 }
 

@@ -100,7 +100,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		 * the accumulator's layout) */
 		if (an_same_registers(op->ops[0]->type, op->res[0].type) && !an_wgmma_smem_operand(op))
 			return 0;
-		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type);
+		/* in rounds (mark_rounds): a round's part of the block at a time */
+		return numel(op->ops[0]->type) * elem_bytes(op->ops[0]->type) / ir_op_int(op, "rounds", 1);
 	case OP_RESHAPE:
 		if (an_reshape_in_registers(op))
 			return 0;
@@ -362,9 +363,39 @@ static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off, con
 	}
 }
 
+/* A flattened nest's epilogue (an `if` in a loop marked fused_nest)
+ * converts the tile's result to the store's layout while the next tile's
+ * copies fill the slots, so its buffer lives beside them: a conversion of
+ * more than 32 KiB there goes in rounds of 32 KiB (backend/nvptx/shape.c),
+ * each a whole number of 128-byte lines, as ir/loops.c and prefetch.c
+ * budget it. */
+int64_t an_round_bytes(int64_t bytes)
+{
+	int64_t R = 1;
+	while (bytes / R > 32768 && bytes % (2 * R * 128) == 0)
+		R *= 2;
+	return bytes / R;
+}
+
+static void mark_rounds(IrCtx *ctx, IrBlock *b, const AnGpuOptions *o, bool fused, bool nested)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			mark_rounds(ctx, op->regions[r], o, fused || ir_op_int(op, "fused_nest", 0), fused);
+		if (!nested || op->opc != OP_CONVERT_LAYOUT || an_wgmma_smem_operand(op) || an_staged_pair(op) ||
+		    !ir_is_block(op->res[0].type) || ir_find_attr(op->nattrs, op->attrs, "rounds"))
+			continue;
+		int64_t bytes = an_scratch_bytes(op, o);
+		int64_t R = bytes / an_round_bytes(bytes);
+		if (R > 1)
+			ir_op_set_int(ctx, op, "rounds", R);
+	}
+}
+
 int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 {
 	ACtx a = {o, NULL, 0, 0, 0, 0, -1, -1};
+	mark_rounds(f->module->ctx, f->body, o, false, false);
 	collect(&a, f->body);
 	if (a.n > 1)
 		qsort(a.bufs, (size_t)a.n, sizeof(Buf), by_size_desc);

@@ -64,6 +64,8 @@ typedef struct AnAxisInfo {
 	int64_t div[IR_MAX_RANK];
 	int64_t constancy[IR_MAX_RANK];
 	int64_t prefix[IR_MAX_RANK];
+	/* an undefined value (poison): a meet with it keeps the other side */
+	bool any;
 } AnAxisInfo;
 
 typedef struct AnAxis AnAxis;
@@ -345,5 +347,8 @@ void an_insert_barriers(IrFunc *f, const AnGpuOptions *o);
  * between them, and the backend writes both tiles, waits at one barrier,
  * then reads both. */
 bool an_staged_pair(const IrOp *op);
+/* The bytes a conversion of `bytes` takes at a time in a flattened nest's
+ * epilogue: rounds of at most 32 KiB, each whole 128-byte lines. */
+int64_t an_round_bytes(int64_t bytes);
 
 #endif

@@ -396,6 +396,12 @@ static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri);
 static bool join_into(AnAxisInfo *dst, const AnAxisInfo *src, int64_t step)
 {
 	bool changed = false;
+	if (src->any)
+		return false;
+	if (dst->any) {
+		*dst = *src;
+		return true;
+	}
 	for (int d = 0; d < IR_MAX_RANK; d++) {
 		int64_t c = gcd64(dst->contig[d], src->contig[d]);
 		int64_t v = gcd64(div_at(dst, d, c, step), div_at(src, d, c, step));
@@ -645,6 +651,14 @@ static void visit_prefix(AnAxis *a, const IrOp *op, int ri, AnAxisInfo *r)
 
 static AnAxisInfo visit(AnAxis *a, IrFunc *f, IrOp *op, int ri)
 {
+	if (op->opc == OP_POISON) {
+		/* never read where it matters (a flattened nest's carried tile
+		 * offsets before the first tile's): whatever the other side of
+		 * a meet says; the facts of a splat of 0 for ops that read it */
+		AnAxisInfo r = uniform(op->res[ri].type, BIG_DIV);
+		r.any = true;
+		return r;
+	}
 	AnAxisInfo r = visit_facts(a, f, op, ri);
 	visit_prefix(a, op, ri, &r);
 	return r;

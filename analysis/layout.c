@@ -831,8 +831,17 @@ static void wants_block(LCtx *c, IrBlock *b)
 			}
 			break;
 		case OP_YIELD: {
-			/* a loop body yields in the layout its argument is wanted in */
+			/* a loop body yields in the layout its argument is wanted in,
+			 * an `if`'s region in the one its result is */
 			IrOp *lp = b->parent_op;
+			if (lp && lp->opc == OP_IF) {
+				for (int i = 0; i < op->nops && i < lp->nres; i++) {
+					IrValue *r = &lp->res[i];
+					if (r->id >= 0 && r->id < c->nvals && c->want[r->id])
+						set_want(c, op->ops[i], c->want[r->id]);
+				}
+				break;
+			}
 			if (!lp || lp->opc != OP_FOR)
 				break;
 			for (int i = 0; i < op->nops && i + 1 < b->nargs; i++) {
@@ -1175,8 +1184,16 @@ static void assign_op(LCtx *c, IrOp *op)
 		for (int i = 0; i < op->nres; i++) {
 			if (!is_blk(&op->res[i]))
 				continue;
+			/* the then-branch's layout, or the one the result is wanted
+			 * in where a branch yields in it (a tile switch's carried
+			 * offsets: the other branch passes them on) */
 			const IrLayout *l = yt ? yt->ops[i]->type->layout : want_of(c, &op->res[i]);
+			const IrLayout *w = op->res[i].id >= 0 && op->res[i].id < c->nvals ? c->want[op->res[i].id] : NULL;
+			if (w && yt && ye && l != w && ye->ops[i]->type->layout == w)
+				l = w;
 			set_layout(c, &op->res[i], l);
+			if (yt && yt->ops[i]->type->layout != l)
+				convert_operand(c, yt, i, l);
 			if (ye)
 				convert_operand(c, ye, i, l);
 		}

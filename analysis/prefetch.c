@@ -1204,10 +1204,13 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 		int64_t x = staged ? 0 : an_scratch_bytes(op, o);
 		/* a dot's result stored under an `if` of a flattened nest's loop
 		 * (its epilogue): the layout pass converts it to the store's
-		 * layout through scratch the size of the stored block */
+		 * layout through scratch the size of the stored block, at most
+		 * 32 KiB at a time (alloc.c: in rounds) */
 		if (fused && nested && op->opc == OP_STORE && op->nops >= 2 && ir_is_block(op->ops[1]->type) &&
-		    from_dot(op->ops[1], 8))
+		    from_dot(op->ops[1], 8)) {
 			x = op->ops[1]->type->numel * (ir_type_bits(ir_scalar(op->ops[1]->type)) / 8);
+			x = an_round_bytes(x);
+		}
 		m = x > m ? x : m;
 	}
 	return m;
@@ -1225,7 +1228,10 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, i
 	/* layouts come after this pass: the scratch is an estimate, so at
 	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
 	int64_t inner = max_scratch(body, o, cand, nc, false, fused);
-	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - 4096;
+	/* and some for alignment and mbarriers (a flattened nest's slots and
+	 * epilogue buffer are all it has: Triton's 4 stages of 128x256x64 f16
+	 * tiles beside a 32 KiB epilogue buffer fit) */
+	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - (fused ? 1024 : 4096);
 }
 
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf, int *nleft)
@@ -1614,16 +1620,57 @@ static bool in_chain(IrValue *const *set, int n, const IrValue *v)
 	return false;
 }
 
-static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci)
+/* The position at which op, an `if`, passes a member of set on: each use
+ * of a member in op is an operand of its regions' yields, all at one
+ * position k (a fused nest's tile switch: the tile's offsets, computed in
+ * one branch, passed on in the other); -1 if none. */
+static int if_passes(const IrOp *op, IrValue *const *set, int n)
+{
+	if (op->opc != OP_IF || op->nregions != 2)
+		return -1;
+	int at = -1;
+	for (int r = 0; r < 2; r++)
+		for (const IrOp *o = op->regions[r]->first; o; o = o->next) {
+			for (int i = 0; i < o->nops; i++) {
+				if (!in_chain(set, n, o->ops[i]))
+					continue;
+				if (o->opc != OP_YIELD || (at >= 0 && at != i))
+					return -1;
+				at = i;
+			}
+			/* deeper uses are not followed */
+			for (int q = 0; q < o->nregions; q++)
+				for (const IrOp *x = o->regions[q]->first; x; x = x->next)
+					for (int i = 0; i < x->nops; i++)
+						if (in_chain(set, n, x->ops[i]))
+							return -1;
+		}
+	return at >= 0 && at < op->nres ? at : -1;
+}
+
+/* Whether loop's carried value ci only feeds its own next value: through
+ * pure ops of the body and `if`s passing it on (recorded in ifs, with the
+ * position in ifk, *nif of them: their results go with it). */
+static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci, IrOp **ifs, int *ifk, int *nif)
 {
 	IrBlock *body = loop->regions[0];
 	IrOp *y = ir_block_terminator(body);
+	*nif = 0;
 	if (!y || ci >= y->nops || ir_count_uses(f, &loop->res[ci]) != 0)
 		return false;
 	IrValue *set[64];
 	int n = 0;
 	set[n++] = body->args[ci + 1];
 	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc == OP_IF) {
+			int k = if_passes(op, set, n);
+			if (k >= 0 && n < 64 && *nif < 8) {
+				ifs[*nif] = op;
+				ifk[(*nif)++] = k;
+				set[n++] = &op->res[k];
+				continue;
+			}
+		}
 		bool uses = false;
 		for (int i = 0; i < op->nops; i++)
 			for (int k = 0; k < n; k++)
@@ -1636,10 +1683,16 @@ static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci)
 			return false;
 		set[n++] = &op->res[0];
 	}
-	/* every member is used only by members or by the yield at ci */
+	/* every member is used only by members, by the yields of the `if`s
+	 * passing it on, or by the loop's yield at ci */
 	for (int k = 0; k < n; k++) {
 		int inside = 0;
-		for (IrOp *op = body->first; op; op = op->next)
+		for (IrOp *op = body->first; op; op = op->next) {
+			for (int q = 0; q < *nif; q++)
+				for (int r = 0; op == ifs[q] && r < 2; r++) {
+					IrOp *iy = ir_block_terminator(op->regions[r]);
+					inside += iy && ifk[q] < iy->nops && iy->ops[ifk[q]] == set[k];
+				}
 			for (int i = 0; i < op->nops; i++) {
 				if (op->ops[i] != set[k])
 					continue;
@@ -1650,6 +1703,7 @@ static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci)
 					return false;
 				inside++;
 			}
+		}
 		if (inside != ir_count_uses(f, set[k]))
 			return false;
 	}
@@ -1659,9 +1713,13 @@ static bool carried_chain_dead(IrFunc *f, IrOp *loop, int ci)
 static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop)
 {
 	for (int ci = loop->nres - 1; ci >= 0; ci--) {
-		if (!carried_chain_dead(f, loop, ci))
+		IrOp *ifs[8];
+		int ifk[8], nif = 0;
+		if (!carried_chain_dead(f, loop, ci, ifs, ifk, &nif))
 			continue;
 		loop = ir_for_drop_carried(f, loop, ci);
+		for (int q = 0; q < nif; q++)
+			ir_if_drop_result(f, ifs[q], ifk[q]); /* its regions' dead ops go in ir_dce */
 		/* the chain is dead now */
 		IrBlock *body = loop->regions[0];
 		for (bool again = true; again;) {

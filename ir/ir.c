@@ -735,6 +735,48 @@ IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
 	return nl;
 }
 
+/* The terminator of b rebuilt without its operand i. */
+static void drop_yield_operand(IrCtx *ctx, IrBlock *b, int i)
+{
+	IrOp *y = ir_block_terminator(b);
+	if (!y || i >= y->nops)
+		return;
+	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)(y->nops > 0 ? y->nops : 1));
+	int ny = 0;
+	for (int k = 0; k < y->nops; k++)
+		if (k != i)
+			yv[ny++] = y->ops[k];
+	IrBuilder yb;
+	ir_builder_init(&yb, ctx);
+	ir_builder_before(&yb, y);
+	yb.loc = y->loc;
+	ir_yield(&yb, ny, yv);
+	ir_op_unlink(y);
+}
+
+IrOp *ir_if_drop_result(IrFunc *f, IrOp *op, int i)
+{
+	IrCtx *ctx = f->module->ctx;
+	for (int r = 0; r < op->nregions; r++)
+		drop_yield_operand(ctx, op->regions[r], i);
+	const IrType **rt = ir_alloc(ctx, sizeof(*rt) * (size_t)(op->nres > 0 ? op->nres : 1));
+	int nr = 0;
+	for (int k = 0; k < op->nres; k++)
+		if (k != i)
+			rt[nr++] = op->res[k].type;
+	IrOp *n = ir_op_new(ctx, OP_IF, op->nops, op->ops, nr, rt, op->nregions, op->loc);
+	n->nattrs = op->nattrs;
+	n->attrs = op->attrs;
+	ir_block_insert_before(op->parent, op, n);
+	for (int r = 0; r < op->nregions; r++)
+		ir_op_set_region(n, r, op->regions[r]);
+	for (int k = 0, j = 0; k < op->nres; k++)
+		if (k != i)
+			ir_replace_all_uses(f, &op->res[k], &n->res[j++]);
+	ir_op_unlink(op);
+	return n;
+}
+
 IrOp *ir_block_terminator(const IrBlock *b)
 {
 	if (b->last && (ir_opinfo(b->last->opc)->flags & IR_TERM))

@@ -356,6 +356,9 @@ void ir_op_set_operand(IrOp *op, int i, IrValue *v);
  * operand 3 + i, body argument 1 + i, yield operand i, result i), which
  * nothing may use any more but the yield; returns the new op. */
 IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i);
+/* Rebuilds the `if` op without its result i (operand i of both regions'
+ * yields), which nothing may use; returns the new op. */
+IrOp *ir_if_drop_result(IrFunc *f, IrOp *op, int i);
 IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
 			 IrValue *const *yields);
 /* Replaces every use of from by to inside f (including nested regions). */

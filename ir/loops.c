@@ -419,14 +419,23 @@ static void note_use(IrOp *op, void *user)
 		note_value(user, op->ops[i]);
 }
 
-/* With a dot, the prologue's block values are computed again in the fused
- * body from its scalars (pure ops: index vectors, their hints), rather
- * than carried: a carried block would be laid out apart from its uses
- * (a shared-memory conversion every iteration) and its registers live
- * across the loop. Marks them in remat (by IrOp.id, prologue order; the
- * constants too, which are made again: carried, a constant would lose what
- * axis info knows of it), and keeps in pv only the other scalars, with
- * those the marked ops read. */
+/* Whether a block has at most one dim longer than 1 (an index vector,
+ * a few registers per thread). */
+static bool vector_block(const IrType *t)
+{
+	int n = 0;
+	for (int d = 0; d < t->rank; d++)
+		n += t->shape[d] > 1;
+	return n <= 1;
+}
+
+/* With a dot, the prologue's vectors (a tile's row and column offsets)
+ * are carried through the tile switch's `if`: computed once per tile, not
+ * on every K step. Its larger blocks are computed again in the fused body
+ * from what it carries (their registers would be live across the loop),
+ * and so are its constants (cheaper made again than carried). Marks those
+ * in remat (by IrOp.id, prologue order), and keeps in pv the carried
+ * values, with the scalars the marked ops read. */
 static void split_prologue(Nest *n, bool *remat)
 {
 	int nops = 0;
@@ -438,7 +447,7 @@ static void split_prologue(Nest *n, bool *remat)
 	if (!want)
 		abort();
 	for (int k = 0; k < n->np; k++)
-		if (ir_is_block(n->pv[k]->type) || n->pv[k]->def->opc == OP_CONSTANT)
+		if ((ir_is_block(n->pv[k]->type) && !vector_block(n->pv[k]->type)) || n->pv[k]->def->opc == OP_CONSTANT)
 			want[n->pv[k]->def->id] = true;
 	IrOp **ops = calloc((size_t)nops + 1, sizeof *ops);
 	if (!ops)
@@ -678,8 +687,12 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 		 * (analysis/prefetch.c): fused with fewer, the K steps would be
 		 * pipelined less deeply than the nest's */
 		int64_t epi = stored_bytes_max(n.ob, I);
+		/* converted in rounds of at most 32 KiB, whole 128-byte lines
+		 * (analysis/alloc.c, an_round_bytes) */
+		while (epi > 32768 && epi % (2 * 128) == 0)
+			epi /= 2;
 		if (stages < 2 ||
-		    (smem_limit > 0 && stages * loaded_bytes(ib) > smem_limit - (epi > 16384 ? epi : 16384) - 4096))
+		    (smem_limit > 0 && stages * loaded_bytes(ib) > smem_limit - (epi > 16384 ? epi : 16384) - 1024))
 			return false;
 	}
 	bool *keep = NULL;
@@ -811,8 +824,11 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 		fops[k++] = L->ops[3 + a];
 	for (int q = 0; q < nb; q++)
 		fops[k++] = zero_of(&b, ib->args[1 + q]->type);
+	/* a carried block starts undefined: the first fused iteration sets it
+	 * (and axis info takes the facts of what it is set to) */
 	for (int p = 0; p < n.np; p++)
-		fops[k++] = zero_of(&b, n.pv[p]->type);
+		fops[k++] = ir_is_block(n.pv[p]->type) ? ir_build1(&b, OP_POISON, n.pv[p]->type, 0, NULL)
+						       : zero_of(&b, n.pv[p]->type);
 	if (!inv)
 		fops[k++] = zero;
 	const IrType **ftys = ir_alloc(ctx, sizeof *ftys * (size_t)nf);

@@ -11,6 +11,9 @@
  */
 #include "nvptx.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 void nv_lower_constant(Nv *nv, IrOp *op)
 {
 	const IrType *t = op->res[0].type;
@@ -195,7 +198,29 @@ typedef struct Xchg {
 	int rank, f, es;
 	int64_t mul[IR_MAX_RANK];
 	int sh1, sh2; /* sh1 < 0: no swizzle; sh2 < 0: key from sh1 alone */
+	int64_t drop; /* in rounds: the offset bits that say the round, taken out of the address */
 } Xchg;
+
+/* v with the bits of drop taken out (the bits above each move down). A
+ * linear map over XOR, like the swizzle. */
+static int64_t drop_bits(int64_t v, int64_t drop)
+{
+	for (int p = 62; p >= 0; p--)
+		if ((drop >> p) & 1)
+			v = (v & (((int64_t)1 << p) - 1)) | ((v >> (p + 1)) << p);
+	return v;
+}
+
+static LLVMValueRef drop_bits_v(Nv *nv, LLVMValueRef v, int64_t drop)
+{
+	for (int p = 30; p >= 0; p--)
+		if ((drop >> p) & 1) {
+			LLVMValueRef lo = LLVMBuildAnd(nv->b, v, nv_i32(nv, (int)(((int64_t)1 << p) - 1)), "");
+			LLVMValueRef hi = LLVMBuildShl(nv->b, LLVMBuildLShr(nv->b, v, nv_i32(nv, p + 1), ""), nv_i32(nv, p), "");
+			v = LLVMBuildOr(nv->b, lo, hi, "");
+		}
+	return v;
+}
 
 /* The value dim fastest in the register order of map m (of block type t),
  * skipping dims of size 1 (or the last dim): its registers are consecutive
@@ -305,6 +330,7 @@ static void xchg_plan(const IrType *t, int f, const NvMap *src, const NvMap *dst
 {
 	x->rank = t->rank;
 	x->es = (int)nv_esize(t);
+	x->drop = 0;
 	x->f = f;
 	int64_t run = t->shape[x->f];
 	x->mul[x->f] = 1;
@@ -379,6 +405,9 @@ static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, 
 	int64_t tmask;
 	bool split = xchg_split(x, m, nv->ao.num_warps, &tmask);
 	LLVMValueRef t = split ? xchg_offset(nv, x, m, 0) : NULL;
+	if (t && x->drop)
+		t = drop_bits_v(nv, t, x->drop);
+	tmask = drop_bits(tmask, x->drop);
 	for (int r = 0; r < m->n; r += vec) {
 		LLVMValueRef b;
 		int64_t add = off;
@@ -386,11 +415,11 @@ static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, 
 			/* the bits the thread's part may have are XORed (one xor per
 			 * distinct pattern), the others added: they fold into the
 			 * address as an immediate */
-			int64_t c = xchg_swz(x, xchg_byte(x, m, 0, 0, r));
+			int64_t c = drop_bits(xchg_swz(x, xchg_byte(x, m, 0, 0, r)), x->drop);
 			b = c & tmask ? LLVMBuildXor(B, t, nv_i32(nv, c & tmask), "") : t;
 			add += c & ~tmask;
 		} else {
-			b = xchg_offset(nv, x, m, r);
+			b = drop_bits_v(nv, xchg_offset(nv, x, m, r), x->drop);
 		}
 		/* the constant as a GEP of its own, so that LLVM does not merge it
 		 * into the XOR (known-zero bits) and it stays an immediate */
@@ -399,6 +428,172 @@ static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, 
 		a[r] = LLVMBuildGEP2(B, i8, p, &k, 1, "");
 	}
 	return a;
+}
+
+/* A conversion in rounds (alloc.c mark_rounds): round q moves the elements
+ * whose unswizzled byte offset lies in [q cb, (q+1) cb), through a buffer
+ * of cb bytes (the swizzle keeps every element in its 128-byte line).
+ * Register r of map m falls in the same round for every thread (its
+ * round) or not (-1). */
+static int xchg_round(const Xchg *x, const NvMap *m, int nwarps, int r, int64_t cb)
+{
+	int q = -1;
+	for (int w = 0; w < nwarps; w++)
+		for (int lane = 0; lane < 32; lane++) {
+			int k = (int)(xchg_byte(x, m, lane, w, r) / cb);
+			if (q >= 0 && k != q)
+				return -1;
+			q = k;
+		}
+	return q;
+}
+
+/* Whether every thread's registers of map m lie in one round (its own: a
+ * warp's rows of an accumulator). */
+static bool xchg_round_per_thread(const Xchg *x, const NvMap *m, int nwarps, int64_t cb)
+{
+	for (int w = 0; w < nwarps; w++)
+		for (int lane = 0; lane < 32; lane++)
+			for (int r = 1; r < m->n; r++)
+				if (xchg_byte(x, m, lane, w, r) / cb != xchg_byte(x, m, lane, w, 0) / cb)
+					return false;
+	return true;
+}
+
+/* The round of this thread's register r of map m, computed. */
+static LLVMValueRef xchg_round_of(Nv *nv, const Xchg *x, const NvMap *m, int r, int64_t cb)
+{
+	LLVMBuilderRef B = nv->b;
+	LLVMValueRef lin = nv_i32(nv, 0);
+	for (int k = 0; k < x->rank; k++)
+		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
+	return LLVMBuildUDiv(B, LLVMBuildMul(B, lin, nv_i32(nv, x->es), ""), nv_i32(nv, (int)cb), "");
+}
+
+/* Whether bit p of each register's unswizzled offset under map m is the
+ * same for every thread. */
+static bool bit_static(const Xchg *x, const NvMap *m, int nwarps, int p)
+{
+	for (int r = 0; r < m->n; r++) {
+		int64_t b0 = (xchg_byte(x, m, 0, 0, r) >> p) & 1;
+		for (int w = 0; w < nwarps; w++)
+			for (int lane = 0; lane < 32; lane++)
+				if (((xchg_byte(x, m, lane, w, r) >> p) & 1) != b0)
+					return false;
+	}
+	return true;
+}
+
+/* The round an offset falls in: its bits of drop, lowest first. */
+static int drop_round(int64_t byte, int64_t drop)
+{
+	int q = 0, i = 0;
+	for (int p = 0; p < 63; p++)
+		if ((drop >> p) & 1)
+			q |= (int)((byte >> p) & 1) << i++;
+	return q;
+}
+
+/* k offset bits (whole 128-byte lines) that are the same for every thread
+ * in each register on both sides: with them as the round, every store and
+ * load knows its round when compiled. Chosen to split each side's
+ * registers most evenly (an accumulator's and a store layout's rows by
+ * eights: half of every thread's registers in each round). 0 if none. */
+static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int nwarps, int64_t total, int k)
+{
+	int64_t drop = 0;
+	for (int i = 0; i < k; i++) {
+		int best = -1;
+		int64_t bestbal = -1;
+		for (int p = 7; ((int64_t)1 << p) < total; p++) {
+			if (((drop >> p) & 1) || !bit_static(x, ms, nwarps, p) || !bit_static(x, md, nwarps, p))
+				continue;
+			int64_t bal = -1;
+			for (int side = 0; side < 2; side++) {
+				const NvMap *m = side ? md : ms;
+				int64_t ones = 0;
+				for (int r = 0; r < m->n; r++)
+					ones += (xchg_byte(x, m, 0, 0, r) >> p) & 1;
+				int64_t b = ones < m->n - ones ? ones : m->n - ones;
+				bal = bal < 0 || b < bal ? b : bal;
+			}
+			if (bal > bestbal) {
+				bestbal = bal;
+				best = p;
+			}
+		}
+		if (best < 0)
+			return 0;
+		drop |= (int64_t)1 << best;
+	}
+	return drop;
+}
+
+/* Opens a block run when cond holds; returns the block to continue in
+ * (nv's builder is left in the conditional one). */
+static LLVMBasicBlockRef open_when(Nv *nv, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef tb = nv_new_bb(nv, "cvt.round"), jb = nv_new_bb(nv, "cvt.round.end");
+	LLVMBuildCondBr(nv->b, cond, tb, jb);
+	LLVMPositionBuilderAtEnd(nv->b, tb);
+	return jb;
+}
+
+static void close_when(Nv *nv, LLVMBasicBlockRef jb)
+{
+	LLVMBuildBr(nv->b, jb);
+	LLVMPositionBuilderAtEnd(nv->b, jb);
+}
+
+/* The rounds of one side of a conversion: per group of vec registers its
+ * round (or -1: computed per thread), and whether a thread's registers all
+ * share one. */
+typedef struct XRounds {
+	int *q;
+	bool per_thread;
+	LLVMValueRef tq; /* the thread's round, when per_thread and some q is -1 */
+} XRounds;
+
+static void xchg_rounds(Nv *nv, const Xchg *x, const NvMap *m, int vec, int64_t cb, XRounds *xr)
+{
+	xr->q = calloc((size_t)m->n + 1, sizeof *xr->q);
+	if (!xr->q)
+		abort();
+	bool any = false;
+	for (int r = 0; r < m->n; r += vec) {
+		xr->q[r] = xchg_round(x, m, nv->ao.num_warps, r, cb);
+		any |= xr->q[r] < 0;
+	}
+	xr->per_thread = any && xchg_round_per_thread(x, m, nv->ao.num_warps, cb);
+	xr->tq = xr->per_thread ? xchg_round_of(nv, x, m, 0, cb) : NULL;
+}
+
+static void store_group(Nv *nv, const IrValue *v, int r, int vs, int es, bool isbool, LLVMTypeRef et, LLVMValueRef p)
+{
+	if (vs == 1) {
+		LLVMValueRef e = nv_reg(nv, v, r);
+		if (isbool)
+			e = LLVMBuildZExt(nv->b, e, et, "");
+		LLVMBuildStore(nv->b, e, p);
+		return;
+	}
+	LLVMValueRef e = LLVMGetUndef(LLVMVectorType(et, (unsigned)vs));
+	for (int i = 0; i < vs; i++)
+		e = LLVMBuildInsertElement(nv->b, e, nv_reg(nv, v, r + i), nv_i32(nv, i), "");
+	LLVMSetAlignment(LLVMBuildStore(nv->b, e, p), (unsigned)(vs * es));
+}
+
+static void load_group(Nv *nv, int r, int vd, int es, bool isbool, LLVMTypeRef et, LLVMValueRef p, LLVMValueRef *out)
+{
+	LLVMTypeRef vt = vd == 1 ? et : LLVMVectorType(et, (unsigned)vd);
+	LLVMValueRef e = LLVMBuildLoad2(nv->b, vt, p, "");
+	LLVMSetAlignment(e, (unsigned)(vd * es));
+	for (int i = 0; i < vd; i++) {
+		LLVMValueRef y = vd == 1 ? e : LLVMBuildExtractElement(nv->b, e, nv_i32(nv, i), "");
+		if (isbool)
+			y = LLVMBuildICmp(nv->b, LLVMIntNE, y, LLVMConstInt(et, 0, 0), "");
+		out[r + i] = y;
+	}
 }
 
 static void lower_convert_staged(Nv *nv, IrOp *op)
@@ -415,36 +610,116 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	xchg_plan(rt, f, &ms, &md, vs, vd, &x);
 	bool isbool = ir_scalar(st)->kind == TY_I1;
 	LLVMTypeRef et = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, st);
-	LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off);
-	for (int r = 0; r < ms.n; r += vs) {
-		LLVMValueRef p = wa[r];
-		if (vs == 1) {
-			LLVMValueRef e = nv_reg(nv, v, r);
-			if (isbool)
-				e = LLVMBuildZExt(nv->b, e, et, "");
-			LLVMBuildStore(nv->b, e, p);
-			continue;
-		}
-		LLVMValueRef e = LLVMGetUndef(LLVMVectorType(et, (unsigned)vs));
-		for (int i = 0; i < vs; i++)
-			e = LLVMBuildInsertElement(nv->b, e, nv_reg(nv, v, r + i), nv_i32(nv, i), "");
-		LLVMSetAlignment(LLVMBuildStore(nv->b, e, p), (unsigned)(vs * es));
-	}
-	nv_barrier(nv);
 	LLVMValueRef *out = nv_regbuf(nv, md.n);
-	LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off);
-	for (int r = 0; r < md.n; r += vd) {
-		LLVMValueRef p = ra[r];
-		LLVMTypeRef vt = vd == 1 ? et : LLVMVectorType(et, (unsigned)vd);
-		LLVMValueRef e = LLVMBuildLoad2(nv->b, vt, p, "");
-		LLVMSetAlignment(e, (unsigned)(vd * es));
-		for (int i = 0; i < vd; i++) {
-			LLVMValueRef y = vd == 1 ? e : LLVMBuildExtractElement(nv->b, e, nv_i32(nv, i), "");
-			if (isbool)
-				y = LLVMBuildICmp(nv->b, LLVMIntNE, y, LLVMConstInt(et, 0, 0), "");
-			out[r + i] = y;
+	int R = (int)ir_op_int(op, "rounds", 1);
+	int64_t total = rt->numel * es;
+	if (R <= 1 || total % ((int64_t)R * 128)) {
+		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off);
+		for (int r = 0; r < ms.n; r += vs)
+			store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+		nv_barrier(nv);
+		LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off);
+		for (int r = 0; r < md.n; r += vd)
+			load_group(nv, r, vd, es, isbool, et, ra[r], out);
+		nv_set(nv, &op->res[0], md.n, out);
+		return;
+	}
+	/* in R rounds through cb bytes: a round's stores, a barrier, its loads,
+	 * a barrier before the next round's stores. A group in a round for some
+	 * threads only is stored or loaded under a branch on the thread's
+	 * round (one branch for all such groups when a thread's registers share
+	 * one, an accumulator's rows by warp) */
+	int64_t cb = total / R;
+	int k = 0;
+	while ((1 << k) < R)
+		k++;
+	x.drop = (1 << k) == R ? round_bits(&x, &ms, &md, nv->ao.num_warps, total, k) : 0;
+	if (x.drop) {
+		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off), *ra = xchg_addrs(nv, &x, &md, vd, off);
+		for (int q = 0; q < R; q++) {
+			if (q)
+				nv_barrier(nv);
+			for (int r = 0; r < ms.n; r += vs)
+				if (drop_round(xchg_byte(&x, &ms, 0, 0, r), x.drop) == q)
+					store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+			nv_barrier(nv);
+			for (int r = 0; r < md.n; r += vd)
+				if (drop_round(xchg_byte(&x, &md, 0, 0, r), x.drop) == q)
+					load_group(nv, r, vd, es, isbool, et, ra[r], out);
+		}
+		nv_set(nv, &op->res[0], md.n, out);
+		return;
+	}
+	XRounds xs, xd;
+	xchg_rounds(nv, &x, &ms, vs, cb, &xs);
+	xchg_rounds(nv, &x, &md, vd, cb, &xd);
+	for (int r = 0; r < md.n; r++)
+		out[r] = LLVMGetUndef(isbool ? LLVMInt1TypeInContext(nv->c) : et);
+	for (int q = 0; q < R; q++) {
+		if (q)
+			nv_barrier(nv);
+		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off - q * cb);
+		for (int r = 0; r < ms.n; r += vs)
+			if (xs.q[r] == q)
+				store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+		LLVMBasicBlockRef jb = NULL;
+		for (int r = 0; r < ms.n; r += vs) {
+			if (xs.q[r] >= 0)
+				continue;
+			if (!xs.per_thread || !jb) {
+				LLVMValueRef tq = xs.per_thread ? xs.tq : xchg_round_of(nv, &x, &ms, r, cb);
+				jb = open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, tq, nv_i32(nv, q), ""));
+			}
+			store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+			if (!xs.per_thread) {
+				close_when(nv, jb);
+				jb = NULL;
+			}
+		}
+		if (jb)
+			close_when(nv, jb);
+		nv_barrier(nv);
+		LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off - q * cb);
+		for (int r = 0; r < md.n; r += vd)
+			if (xd.q[r] == q)
+				load_group(nv, r, vd, es, isbool, et, ra[r], out);
+		/* loads under a branch: a phi of each loaded register with what
+		 * it held before */
+		for (int r0 = 0; r0 < md.n;) {
+			if (xd.q[r0] >= 0) {
+				r0 += vd;
+				continue;
+			}
+			int r1 = r0 + vd; /* one group, or every runtime group at once */
+			while (xd.per_thread && r1 < md.n)
+				r1 += vd;
+			LLVMValueRef tq = xd.per_thread ? xd.tq : xchg_round_of(nv, &x, &md, r0, cb);
+			LLVMBasicBlockRef from = LLVMGetInsertBlock(nv->b);
+			LLVMValueRef *before = calloc((size_t)(r1 - r0), sizeof *before);
+			if (!before)
+				abort();
+			memcpy(before, out + r0, sizeof *before * (size_t)(r1 - r0));
+			jb = open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, tq, nv_i32(nv, q), ""));
+			for (int r = r0; r < r1; r += vd)
+				if (xd.q[r] < 0)
+					load_group(nv, r, vd, es, isbool, et, ra[r], out);
+			LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
+			close_when(nv, jb);
+			for (int r = r0; r < r1; r++) {
+				if (out[r] == before[r - r0])
+					continue;
+				LLVMValueRef phi = LLVMBuildPhi(nv->b, LLVMTypeOf(out[r]), "");
+				LLVMValueRef vals[2] = {before[r - r0], out[r]};
+				LLVMBasicBlockRef bbs[2] = {from, end};
+				LLVMAddIncoming(phi, vals, bbs, 2);
+				out[r] = phi;
+			}
+			free(before);
+			r0 = r1;
 		}
 	}
+	free(xs.q);
+	free(xd.q);
 	nv_set(nv, &op->res[0], md.n, out);
 }
 

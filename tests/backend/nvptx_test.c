@@ -146,6 +146,89 @@ static void test_text_corpus(void)
 	CHECK(n >= 10, "only %d .ttir kernels", n);
 }
 
+/* A conversion in rounds (a flattened nest's epilogue: alloc.c mark_rounds)
+ * through half the bytes: rounds = 2 set by hand on two conversions, run
+ * from allocate-shared to PTX. */
+static const char *const rounds_kernels[2] = {
+	/* 128x64 f16 between two blocked layouts: offset bit 12 (the rows'
+	 * bit 3) is every register's own on both sides, so each round's
+	 * stores and loads are known when compiled */
+	"module {num_warps = 8}\n"
+	"func kernel @cvt(%0: ptr<f16> {divisibility = 16}, %1: ptr<f16> {divisibility = 16}) {\n"
+	"  %2 = splat %0 : block<128x64xptr<f16>, #blocked<spt = [1, 8], tpw = [4, 8], wpc = [8, 1], order = [1, 0]>>\n"
+	"  %3 = load %2 : block<128x64xf16, #blocked<spt = [1, 8], tpw = [4, 8], wpc = [8, 1], order = [1, 0]>>\n"
+	"  %4 = convert_layout %3 {rounds = 2} : block<128x64xf16, #blocked<spt = [8, 1], tpw = [8, 4], wpc = [1, 8], order = [0, 1]>>\n"
+	"  %5 = splat %1 : block<128x64xptr<f16>, #blocked<spt = [8, 1], tpw = [8, 4], wpc = [1, 8], order = [0, 1]>>\n"
+	"  store %5, %4\n"
+	"  return\n"
+	"}\n",
+	/* 1024 f32, four a thread to one a thread: a thread's four stores lie
+	 * in one round, its own (one branch a round) */
+	"module {num_warps = 8}\n"
+	"func kernel @cvt(%0: ptr<f32> {divisibility = 16}, %1: ptr<f32> {divisibility = 16}) {\n"
+	"  %2 = make_range {end = 1024, start = 0} : block<1024xi32, #blocked<spt = [4], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %3 = splat %0 : block<1024xptr<f32>, #blocked<spt = [4], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %4 = addptr %3, %2 : block<1024xptr<f32>, #blocked<spt = [4], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %5 = load %4 : block<1024xf32, #blocked<spt = [4], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %6 = convert_layout %5 {rounds = 2} : block<1024xf32, #blocked<spt = [1], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %7 = make_range {end = 1024, start = 0} : block<1024xi32, #blocked<spt = [1], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %8 = splat %1 : block<1024xptr<f32>, #blocked<spt = [1], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  %9 = addptr %8, %7 : block<1024xptr<f32>, #blocked<spt = [1], tpw = [32], wpc = [8], order = [0]>>\n"
+	"  store %9, %6\n"
+	"  return\n"
+	"}\n",
+};
+
+static int count_of(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+		n++;
+	return n;
+}
+
+static void test_convert_rounds(void)
+{
+	static const int bytes[2] = {8192, 2048};
+	for (int i = 0; i < 2; i++) {
+		IrCtx *ctx = ir_ctx_new();
+		IrError *e = NULL;
+		IrModule *m = ir_parse(ctx, "rounds", rounds_kernels[i], &e);
+		CHECK(m != NULL, "rounds %d: %s", i, e ? ir_error_str(ctx, e) : "parse");
+		if (!m) {
+			ir_ctx_free(ctx);
+			continue;
+		}
+		BeOptions o;
+		be_options_default(&o);
+		o.num_warps = 8;
+		JitTarget t = {JIT_BACKEND_CUDA, 90, 32};
+		JitKernel k;
+		JitPipe *p = jit_pipe_new(m, &o, &t, &k);
+		static const char *const passes[] = {"insert-barriers", "allocate-shared", "nvptx-lower", "llvm-opt",
+						      "ptx-emit"};
+		for (int q = 0; q < 5 && !e; q++)
+			e = jit_pipe_run(p, passes[q]);
+		CHECK(e == NULL, "rounds %d: %s", i, e ? e->msg : "");
+		if (!e) {
+			char *ptx = jit_pipe_text(p);
+			/* half the block at a time; a barrier between each round's
+			 * stores and loads and before the second round's stores */
+			CHECK(k.shared == bytes[i], "rounds %d: shared %d, want %d", i, k.shared, bytes[i]);
+			CHECK(count_of(ptx, "bar.sync") == 3, "rounds %d: %d barriers", i, count_of(ptx, "bar.sync"));
+			/* the first: no branch; the second: one a round around its stores */
+			CHECK(count_of(ptx, " bra") == (i ? 2 : 0), "rounds %d: %d branches", i, count_of(ptx, " bra"));
+			char nm[32];
+			snprintf(nm, sizeof nm, "rounds_%d", i);
+			CHECK(run_ptxas(ptx, 90, nm) == 0, "rounds %d: ptxas", i);
+			free(ptx);
+		}
+		jit_pipe_free(p);
+		jit_kernel_free(&k);
+		ir_ctx_free(ctx);
+	}
+}
+
 static const TestKernel *find(const char *name)
 {
 	for (int i = 0; i < n_test_kernels; i++)
@@ -158,6 +241,7 @@ int main(void)
 {
 	if (!ptxas_path())
 		printf("note: ptxas not found; PTX is generated but not assembled\n");
+	test_convert_rounds();
 	static const int arches[2] = {80, 90};
 	for (int i = 0; i < n_test_kernels; i++) {
 		for (int a = 0; a < 2; a++) {

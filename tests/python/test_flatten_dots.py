@@ -196,7 +196,7 @@ def _fused_loop(g):
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
 @pytest.mark.parametrize("BM,BN,BK,warps,stages,layout", [
     (128, 256, 64, 8, 3, "nn"), (128, 256, 64, 8, 3, "nt"), (128, 128, 64, 4, 4, "nt"),
-    (128, 128, 128, 8, 2, "nn"),
+    (128, 128, 128, 8, 2, "nn"), (128, 256, 64, 8, 4, "nt"), (128, 128, 128, 8, 3, "nn"),
 ])
 def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     """The fused loop on sm_90: its tiles through the cp.async slots, the
@@ -218,9 +218,18 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     # loop's (LLVM drops the nest's, which runs only where K has no step)
     assert ptx.count("wgmma.mma_async") == (BK // 16) * (BM // 64) // (warps // 4)
     assert "wgmma.wait_group.sync.aligned 0;" in ptx
-    # the slots and, apart from them, the epilogue's conversion buffer
+    # the slots and, apart from them, the epilogue's conversion buffer: the
+    # tile converted in rounds of at most 32 KiB (Triton's 4 stages of
+    # 128x256x64 tiles fit beside it)
     slot_bytes = (BM * BK + BK * BN) * 2
-    assert k.metadata.shared >= 2 * slot_bytes + BM * BN * 2
+    rounds = max(1, BM * BN * 2 // 32768)
+    assert k.metadata.shared == stages * slot_bytes + BM * BN * 2 // rounds
+    assert (f"rounds = {rounds}," in loop) == (rounds > 1)
+    # the copies' tile switch carries the tile's row and column offsets
+    # (vectors): computed once a tile, not again on every K step
+    assert re.search(r"= if [^\n]*: block<\d+xi32, #slice", loop)
+    # a copy's mask is cp.async's ignore-src predicate
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %p\d+;", ptx)
 
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
@@ -258,12 +267,11 @@ def test_fused_sm90_first_step_ignores_the_accumulator(monkeypatch):
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
 def test_nest_kept_without_room_or_warpgroup_mma(monkeypatch):
     """The nest stays a nest where the fused loop could not keep the stages
-    asked for beside the epilogue's buffer in shared memory (128x256x128;
-    128x256x64 with 4 stages, which fused would run with 3), with one stage,
-    and on sm_80 (mma.sync would read a fresh tile's zeros through a
-    select)."""
+    asked for beside the epilogue's buffer in shared memory (128x256x128),
+    with one stage, and on sm_80 (mma.sync would read a fresh tile's zeros
+    through a select)."""
     monkeypatch.setenv(ENV, "1")
-    for arch, cfg in ((90, (128, 256, 128, 8, 3)), (90, (128, 256, 64, 8, 4)), (90, (128, 128, 64, 4, 1)),
+    for arch, cfg in ((90, (128, 256, 128, 8, 3)), (90, (128, 128, 64, 4, 1)),
                       (80, (128, 128, 32, 4, 3))):
         k = _compile_sm(arch, *cfg, "nn")
         assert re.search(r"\} \{tt\.flatten\}", k.asm["ttgir"]) and k.n_spills == 0
@@ -272,7 +280,7 @@ def test_nest_kept_without_room_or_warpgroup_mma(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K,programs", [(1024, 1024, 512, 132), (1000, 1000, 1000, 7),
                                             (512, 768, 64, 13), (256, 256, 0, 3)])
-@pytest.mark.parametrize("BN,warps,stages", [(128, 4, 4), (256, 8, 3)])
+@pytest.mark.parametrize("BN,warps,stages", [(128, 4, 4), (256, 8, 3), (256, 8, 4)])
 @pytest.mark.parametrize("layout", ["nn", "nt"])
 def test_gpu_fused_persistent(monkeypatch, M, N, K, programs, BN, warps, stages, layout):
     import torch

@@ -228,6 +228,9 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     # the copies' tile switch carries the tile's row and column offsets
     # (vectors): computed once a tile, not again on every K step
     assert re.search(r"= if [^\n]*: block<\d+xi32, #slice", loop)
+    # ... only for the copies: the loop carries those two vectors and not
+    # the MMAs' tile switch's (dead once the tiles come from the slots)
+    assert loop[:loop.index("\n")].count("xi32, #slice") == 2
     # a copy's mask is cp.async's ignore-src predicate
     assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %p\d+;", ptx)
 

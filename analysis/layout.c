@@ -984,7 +984,7 @@ static void assign_block(LCtx *c, IrBlock *b);
 
 /* v is computed only from constants, ranges, splats of scalars and pure
  * elementwise ops over them: cheap to recompute in any layout. */
-static bool remat_ok(const IrValue *v, int depth)
+static bool remat_chain(const IrValue *v, int depth, bool shapes)
 {
 	if (!is_blk(v))
 		return true;
@@ -996,15 +996,24 @@ static bool remat_ok(const IrValue *v, int depth)
 	if (d->opc == OP_SPLAT)
 		return !is_blk(d->ops[0]);
 	if (d->opc == OP_CONVERT_LAYOUT)
-		return remat_ok(d->ops[0], depth + 1);
+		return remat_chain(d->ops[0], depth + 1, shapes);
+	if (shapes && (d->opc == OP_EXPAND_DIMS || d->opc == OP_BROADCAST))
+		return remat_chain(d->ops[0], depth + 1, shapes);
 	unsigned fl = ir_opinfo(d->opc)->flags;
 	if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1)
 		return false;
 	for (int i = 0; i < d->nops; i++)
-		if (!remat_ok(d->ops[i], depth + 1))
+		if (!remat_chain(d->ops[i], depth + 1, shapes))
 			return false;
 	return true;
 }
+
+static bool remat_ok(const IrValue *v, int depth) { return remat_chain(v, depth, false); }
+
+/* The same, through expand_dims and broadcast too (an address block built
+ * from index vectors): what a store may compute again in its value's
+ * layout (remat makes the vectors in the slices of it). */
+static bool remat_addr_ok(const IrValue *v) { return remat_chain(v, 0, true); }
 
 /* A reshape's result takes its wanted layout. When its operand's layout
  * does not hold the same elements per thread, the operand is converted
@@ -1237,7 +1246,7 @@ static void assign_op(LCtx *c, IrOp *op)
 			 * the value is converted (through shared memory) */
 			IrValue *mask = op->opc == OP_STORE && op->nops > 2 ? op->ops[2] : NULL;
 			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
-			    remat_ok(op->ops[0], 0) && (!mask || remat_ok(mask, 0)) &&
+			    remat_addr_ok(op->ops[0]) && (!mask || remat_addr_ok(mask)) &&
 			    an_layout_vec(c->ax, op->ops[0], mask, op->ops[1]->type->layout) >=
 				    an_layout_vec(c->ax, op->ops[0], mask, l))
 				l = op->ops[1]->type->layout;
@@ -1366,8 +1375,10 @@ static IrValue *remat(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const Ir
 	if (d->opc == OP_CONVERT_LAYOUT)
 		return remat(ctx, b, before, d->ops[0], l);
 	IrValue *ops[8];
+	/* expand_dims: its operand in the slice of l along the new dim */
+	const IrLayout *ol = d->opc == OP_EXPAND_DIMS ? an_slice_layout(ctx, (int)ir_op_int(d, "axis", 0), l) : l;
 	for (int i = 0; i < d->nops && i < 8; i++)
-		ops[i] = remat(ctx, b, before, d->ops[i], l);
+		ops[i] = remat(ctx, b, before, d->ops[i], ol);
 	const IrType *t = ir_type_with_layout(ctx, v->type, l);
 	IrOp *cl = ir_op_new(ctx, d->opc, d->nops, ops, 1, &t, 0, d->loc);
 	cl->nattrs = d->nattrs;
@@ -1414,7 +1425,7 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 		/* dot operands are only ever produced by a conversion */
 		if (dst->type->layout->kind == LAYOUT_DOT_OP)
 			continue;
-		if (is_cheap_source(d) || (remat_ok(src, 0) && d && d->nops <= 8)) {
+		if (is_cheap_source(d) || (remat_addr_ok(src) && d && d->nops <= 8)) {
 			/* recompute the producer chain in the wanted layout right here */
 			IrValue *nv = remat(ctx, b, op, src, dst->type->layout);
 			ir_replace_all_uses(r->f, dst, nv);

@@ -127,6 +127,44 @@ def test_dot_result_store_vectorized(arch, out, col_a, shape):
 
 
 @triton.jit
+def _dot_store_ldc(A, B, C, ldc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(A + rm[:, None] * BK + rk[None, :])
+    b = tl.load(B + rk[:, None] * BN + rn[None, :])
+    c = tl.dot(a, b)
+    tl.store(C + ldc * rm[:, None] + rn[None, :], c.to(tl.float16))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("aligned", [False, True])
+def test_dot_result_stored_where_it_is(arch, aligned):
+    """A store no layout can vectorize (C of unknown alignment, as tutorial
+    08's grouped GEMM loads its pointers and leading dimensions) is done
+    in the accumulator's own layout: its address block (index vectors,
+    expand_dims, broadcast) is computed again there, and the tile does not
+    go through shared memory. An aligned one is still converted and stored
+    128 bits at a time."""
+    sig = {"A": "*fp16", "B": "*fp16", "C": "*fp16", "ldc": "i32"}
+    attrs = {"A": {"divisibility": 16}, "B": {"divisibility": 16}}
+    if aligned:
+        attrs.update(C={"divisibility": 16}, ldc={"divisibility": 16})
+    k = _compile(_dot_store_ldc, sig, {"BM": 128, "BN": 128, "BK": 64}, attrs, arch, num_warps=4, num_stages=1)
+    ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
+    store = re.search(r"\n *store (%\d+), (%\d+)", ttgir)
+    value = re.search(r"\n *" + store.group(2) + r" = (\w+) [^\n]*", ttgir).group(0)
+    if aligned:
+        assert "convert_layout" in value and "st.global.v4.b32" in ptx, _accesses(ptx)
+    else:
+        assert "cast" in value and "#mma<" in value  # the accumulator's layout
+        assert "convert_layout" not in ttgir.split(" dot ")[-1]
+        assert "st.shared" not in ptx.split("mma")[-1] and re.search(r"st\.global\.b16", ptx), _accesses(ptx)
+    assert k.asm["cubin"][:4] == b"\x7fELF"
+
+
+@triton.jit
 def _widen(A, B, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     # u8 tiles widened to bf16: the 128 x 128 bf16 store anchors the rank
     a = tl.load(A + tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :])

@@ -431,58 +431,36 @@ static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, 
 }
 
 /* A conversion in rounds (alloc.c mark_rounds): round q moves the elements
- * whose unswizzled byte offset lies in [q cb, (q+1) cb), through a buffer
- * of cb bytes (the swizzle keeps every element in its 128-byte line).
- * Register r of map m falls in the same round for every thread (its
- * round) or not (-1). */
-static int xchg_round(const Xchg *x, const NvMap *m, int nwarps, int r, int64_t cb)
+ * whose unswizzled byte offset has q in its round bits (round_bits),
+ * through a buffer of 1/R of the bytes: the round bits are taken out of
+ * every address (the swizzle keeps an element in its 128-byte line, and
+ * the bits are 7 and up). */
+/* What bit p of the unswizzled offsets under map m depends on: 1 when
+ * each register's is the same for every thread (the register's own), 2
+ * when each thread's is the same for all its registers (the thread's own),
+ * 3 both (a constant), 0 neither; with 4 when a thread's own bit is its
+ * warp's (the same in every lane). */
+static int bit_class(const Xchg *x, const NvMap *m, int nwarps, int p)
 {
-	int q = -1;
-	for (int w = 0; w < nwarps; w++)
-		for (int lane = 0; lane < 32; lane++) {
-			int k = (int)(xchg_byte(x, m, lane, w, r) / cb);
-			if (q >= 0 && k != q)
-				return -1;
-			q = k;
-		}
-	return q;
-}
-
-/* Whether every thread's registers of map m lie in one round (its own: a
- * warp's rows of an accumulator). */
-static bool xchg_round_per_thread(const Xchg *x, const NvMap *m, int nwarps, int64_t cb)
-{
-	for (int w = 0; w < nwarps; w++)
-		for (int lane = 0; lane < 32; lane++)
-			for (int r = 1; r < m->n; r++)
-				if (xchg_byte(x, m, lane, w, r) / cb != xchg_byte(x, m, lane, w, 0) / cb)
-					return false;
-	return true;
-}
-
-/* The round of this thread's register r of map m, computed. */
-static LLVMValueRef xchg_round_of(Nv *nv, const Xchg *x, const NvMap *m, int r, int64_t cb)
-{
-	LLVMBuilderRef B = nv->b;
-	LLVMValueRef lin = nv_i32(nv, 0);
-	for (int k = 0; k < x->rank; k++)
-		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
-	return LLVMBuildUDiv(B, LLVMBuildMul(B, lin, nv_i32(nv, x->es), ""), nv_i32(nv, (int)cb), "");
-}
-
-/* Whether bit p of each register's unswizzled offset under map m is the
- * same for every thread. */
-static bool bit_static(const Xchg *x, const NvMap *m, int nwarps, int p)
-{
-	for (int r = 0; r < m->n; r++) {
+	bool reg = true, thr = true, warp = true;
+	for (int r = 0; r < m->n && (reg || thr); r++) {
 		int64_t b0 = (xchg_byte(x, m, 0, 0, r) >> p) & 1;
-		for (int w = 0; w < nwarps; w++)
-			for (int lane = 0; lane < 32; lane++)
-				if (((xchg_byte(x, m, lane, w, r) >> p) & 1) != b0)
-					return false;
+		for (int w = 0; w < nwarps && (reg || thr); w++) {
+			int64_t bw = (xchg_byte(x, m, 0, w, 0) >> p) & 1;
+			for (int lane = 0; lane < 32; lane++) {
+				int64_t b = (xchg_byte(x, m, lane, w, r) >> p) & 1;
+				reg = reg && b == b0;
+				thr = thr && b == ((xchg_byte(x, m, lane, w, 0) >> p) & 1);
+				warp = warp && b == bw;
+			}
+		}
 	}
-	return true;
+	return (reg ? 1 : 0) | (thr ? 2 : 0) | (thr && warp ? 4 : 0);
 }
+
+/* How well a round bit of class c serves a side: a register's own (known
+ * when compiled) 2, a warp's own (a uniform branch) 1, a lane's own 0. */
+static int64_t bit_quality(int c) { return (c & 1) ? 2 : (c & 4) ? 1 : 0; }
 
 /* The round an offset falls in: its bits of drop, lowest first. */
 static int drop_round(int64_t byte, int64_t drop)
@@ -494,19 +472,25 @@ static int drop_round(int64_t byte, int64_t drop)
 	return q;
 }
 
-/* k offset bits (whole 128-byte lines) that are the same for every thread
- * in each register on both sides: with them as the round, every store and
- * load knows its round when compiled. Chosen to split each side's
+/* k offset bits (whole 128-byte lines) that on each side are a register's
+ * own or a thread's own: a store or load then knows its round when
+ * compiled, or from its thread alone (one branch a round for all such
+ * registers, uniform when the bit is the warp's). Registers' own bits on
+ * the loads' side first, then on the stores', splitting each side's
  * registers most evenly (an accumulator's and a store layout's rows by
- * eights: half of every thread's registers in each round). 0 if none. */
+ * eights: half of every thread's registers in each round). 0 if there are
+ * not k such bits. */
 static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int nwarps, int64_t total, int k)
 {
 	int64_t drop = 0;
 	for (int i = 0; i < k; i++) {
 		int best = -1;
-		int64_t bestbal = -1;
+		int64_t bestscore = -1;
 		for (int p = 7; ((int64_t)1 << p) < total; p++) {
-			if (((drop >> p) & 1) || !bit_static(x, ms, nwarps, p) || !bit_static(x, md, nwarps, p))
+			if ((drop >> p) & 1)
+				continue;
+			int cs = bit_class(x, ms, nwarps, p), cd = bit_class(x, md, nwarps, p);
+			if (!cs || !cd)
 				continue;
 			int64_t bal = -1;
 			for (int side = 0; side < 2; side++) {
@@ -517,8 +501,11 @@ static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int n
 				int64_t b = ones < m->n - ones ? ones : m->n - ones;
 				bal = bal < 0 || b < bal ? b : bal;
 			}
-			if (bal > bestbal) {
-				bestbal = bal;
+			/* the loads spread over the rounds first (their results
+			 * pile up until the conversion ends), then the stores */
+			int64_t score = ((bit_quality(cd) * 3 + bit_quality(cs)) << 40) + bal;
+			if (score > bestscore) {
+				bestscore = score;
 				best = p;
 			}
 		}
@@ -527,6 +514,46 @@ static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int n
 		drop |= (int64_t)1 << best;
 	}
 	return drop;
+}
+
+/* One side of a conversion in rounds over the bits drop: per group of vec
+ * registers the round bits that are its own (reg), which of the round's
+ * bits are the thread's own (thr, an index mask) and their value for this
+ * thread (tq). */
+typedef struct XSide {
+	int *reg;
+	int thr;
+	LLVMValueRef tq;
+} XSide;
+
+static void xchg_side(Nv *nv, const Xchg *x, const NvMap *m, int vec, XSide *xs)
+{
+	int nw = nv->ao.num_warps, i = 0;
+	xs->thr = 0;
+	xs->tq = NULL;
+	LLVMValueRef byte0 = NULL;
+	for (int p = 0; p < 63; p++) {
+		if (!((x->drop >> p) & 1))
+			continue;
+		if (!(bit_class(x, m, nw, p) & 1)) {
+			xs->thr |= 1 << i;
+			if (!byte0) {
+				LLVMValueRef lin = nv_i32(nv, 0);
+				for (int d = 0; d < x->rank; d++)
+					lin = LLVMBuildAdd(nv->b, lin, LLVMBuildMul(nv->b, nv_map_coord(nv, m, 0, d), nv_i32(nv, (int)x->mul[d]), ""), "");
+				byte0 = LLVMBuildMul(nv->b, lin, nv_i32(nv, x->es), "");
+			}
+			LLVMValueRef bit = LLVMBuildAnd(nv->b, LLVMBuildLShr(nv->b, byte0, nv_i32(nv, p), ""), nv_i32(nv, 1), "");
+			bit = LLVMBuildShl(nv->b, bit, nv_i32(nv, i), "");
+			xs->tq = xs->tq ? LLVMBuildOr(nv->b, xs->tq, bit, "") : bit;
+		}
+		i++;
+	}
+	xs->reg = calloc((size_t)m->n + 1, sizeof *xs->reg);
+	if (!xs->reg)
+		abort();
+	for (int r = 0; r < m->n; r += vec)
+		xs->reg[r] = drop_round(xchg_byte(x, m, 0, 0, r), x->drop) & ~xs->thr;
 }
 
 /* Opens a block run when cond holds; returns the block to continue in
@@ -543,29 +570,6 @@ static void close_when(Nv *nv, LLVMBasicBlockRef jb)
 {
 	LLVMBuildBr(nv->b, jb);
 	LLVMPositionBuilderAtEnd(nv->b, jb);
-}
-
-/* The rounds of one side of a conversion: per group of vec registers its
- * round (or -1: computed per thread), and whether a thread's registers all
- * share one. */
-typedef struct XRounds {
-	int *q;
-	bool per_thread;
-	LLVMValueRef tq; /* the thread's round, when per_thread and some q is -1 */
-} XRounds;
-
-static void xchg_rounds(Nv *nv, const Xchg *x, const NvMap *m, int vec, int64_t cb, XRounds *xr)
-{
-	xr->q = calloc((size_t)m->n + 1, sizeof *xr->q);
-	if (!xr->q)
-		abort();
-	bool any = false;
-	for (int r = 0; r < m->n; r += vec) {
-		xr->q[r] = xchg_round(x, m, nv->ao.num_warps, r, cb);
-		any |= xr->q[r] < 0;
-	}
-	xr->per_thread = any && xchg_round_per_thread(x, m, nv->ao.num_warps, cb);
-	xr->tq = xr->per_thread ? xchg_round_of(nv, x, m, 0, cb) : NULL;
 }
 
 static void store_group(Nv *nv, const IrValue *v, int r, int vs, int es, bool isbool, LLVMTypeRef et, LLVMValueRef p)
@@ -613,7 +617,7 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	LLVMValueRef *out = nv_regbuf(nv, md.n);
 	int R = (int)ir_op_int(op, "rounds", 1);
 	int64_t total = rt->numel * es;
-	if (R <= 1 || total % ((int64_t)R * 128)) {
+	if (R <= 1) {
 		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off);
 		for (int r = 0; r < ms.n; r += vs)
 			store_group(nv, v, r, vs, es, isbool, et, wa[r]);
@@ -624,103 +628,66 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 		nv_set(nv, &op->res[0], md.n, out);
 		return;
 	}
-	/* in R rounds through cb bytes: a round's stores, a barrier, its loads,
-	 * a barrier before the next round's stores. A group in a round for some
-	 * threads only is stored or loaded under a branch on the thread's
-	 * round (one branch for all such groups when a thread's registers share
-	 * one, an accumulator's rows by warp) */
-	int64_t cb = total / R;
+	/* in R rounds through 1/R of the bytes: a round's stores, a barrier,
+	 * its loads, a barrier before the next round's stores. A group whose
+	 * round bits are partly its thread's is stored or loaded under a branch
+	 * on them (one a round for all such groups) */
 	int k = 0;
 	while ((1 << k) < R)
 		k++;
-	x.drop = (1 << k) == R ? round_bits(&x, &ms, &md, nv->ao.num_warps, total, k) : 0;
+	x.drop = (1 << k) == R && total % ((int64_t)R * 128) == 0
+			 ? round_bits(&x, &ms, &md, nv->ao.num_warps, total, k)
+			 : 0;
 	if (x.drop) {
 		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off), *ra = xchg_addrs(nv, &x, &md, vd, off);
+		XSide ss, sd;
+		xchg_side(nv, &x, &ms, vs, &ss);
+		xchg_side(nv, &x, &md, vd, &sd);
+		for (int r = 0; r < md.n; r++)
+			out[r] = LLVMGetUndef(isbool ? LLVMInt1TypeInContext(nv->c) : et);
 		for (int q = 0; q < R; q++) {
 			if (q)
 				nv_barrier(nv);
+			/* the stores of round q: of the registers whose own round
+			 * bits are q's, where the thread's are q's too */
+			LLVMBasicBlockRef jb = ss.thr ? open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, ss.tq, nv_i32(nv, q & ss.thr), "")) : NULL;
 			for (int r = 0; r < ms.n; r += vs)
-				if (drop_round(xchg_byte(&x, &ms, 0, 0, r), x.drop) == q)
+				if (ss.reg[r] == (q & ~ss.thr))
 					store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+			if (jb)
+				close_when(nv, jb);
 			nv_barrier(nv);
+			LLVMBasicBlockRef from = LLVMGetInsertBlock(nv->b);
+			LLVMValueRef *before = nv_regbuf(nv, md.n);
+			memcpy(before, out, sizeof *before * (size_t)md.n);
+			jb = sd.thr ? open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, sd.tq, nv_i32(nv, q & sd.thr), "")) : NULL;
 			for (int r = 0; r < md.n; r += vd)
-				if (drop_round(xchg_byte(&x, &md, 0, 0, r), x.drop) == q)
+				if (sd.reg[r] == (q & ~sd.thr))
 					load_group(nv, r, vd, es, isbool, et, ra[r], out);
+			if (jb) {
+				/* a phi of each register loaded here with what it held */
+				LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
+				close_when(nv, jb);
+				for (int r = 0; r < md.n; r++) {
+					if (out[r] == before[r])
+						continue;
+					LLVMValueRef phi = LLVMBuildPhi(nv->b, LLVMTypeOf(out[r]), "");
+					LLVMValueRef vals[2] = {before[r], out[r]};
+					LLVMBasicBlockRef bbs[2] = {from, end};
+					LLVMAddIncoming(phi, vals, bbs, 2);
+					out[r] = phi;
+				}
+			}
 		}
+		free(ss.reg);
+		free(sd.reg);
 		nv_set(nv, &op->res[0], md.n, out);
 		return;
 	}
-	XRounds xs, xd;
-	xchg_rounds(nv, &x, &ms, vs, cb, &xs);
-	xchg_rounds(nv, &x, &md, vd, cb, &xd);
-	for (int r = 0; r < md.n; r++)
-		out[r] = LLVMGetUndef(isbool ? LLVMInt1TypeInContext(nv->c) : et);
-	for (int q = 0; q < R; q++) {
-		if (q)
-			nv_barrier(nv);
-		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off - q * cb);
-		for (int r = 0; r < ms.n; r += vs)
-			if (xs.q[r] == q)
-				store_group(nv, v, r, vs, es, isbool, et, wa[r]);
-		LLVMBasicBlockRef jb = NULL;
-		for (int r = 0; r < ms.n; r += vs) {
-			if (xs.q[r] >= 0)
-				continue;
-			if (!xs.per_thread || !jb) {
-				LLVMValueRef tq = xs.per_thread ? xs.tq : xchg_round_of(nv, &x, &ms, r, cb);
-				jb = open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, tq, nv_i32(nv, q), ""));
-			}
-			store_group(nv, v, r, vs, es, isbool, et, wa[r]);
-			if (!xs.per_thread) {
-				close_when(nv, jb);
-				jb = NULL;
-			}
-		}
-		if (jb)
-			close_when(nv, jb);
-		nv_barrier(nv);
-		LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off - q * cb);
-		for (int r = 0; r < md.n; r += vd)
-			if (xd.q[r] == q)
-				load_group(nv, r, vd, es, isbool, et, ra[r], out);
-		/* loads under a branch: a phi of each loaded register with what
-		 * it held before */
-		for (int r0 = 0; r0 < md.n;) {
-			if (xd.q[r0] >= 0) {
-				r0 += vd;
-				continue;
-			}
-			int r1 = r0 + vd; /* one group, or every runtime group at once */
-			while (xd.per_thread && r1 < md.n)
-				r1 += vd;
-			LLVMValueRef tq = xd.per_thread ? xd.tq : xchg_round_of(nv, &x, &md, r0, cb);
-			LLVMBasicBlockRef from = LLVMGetInsertBlock(nv->b);
-			LLVMValueRef *before = calloc((size_t)(r1 - r0), sizeof *before);
-			if (!before)
-				abort();
-			memcpy(before, out + r0, sizeof *before * (size_t)(r1 - r0));
-			jb = open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, tq, nv_i32(nv, q), ""));
-			for (int r = r0; r < r1; r += vd)
-				if (xd.q[r] < 0)
-					load_group(nv, r, vd, es, isbool, et, ra[r], out);
-			LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
-			close_when(nv, jb);
-			for (int r = r0; r < r1; r++) {
-				if (out[r] == before[r - r0])
-					continue;
-				LLVMValueRef phi = LLVMBuildPhi(nv->b, LLVMTypeOf(out[r]), "");
-				LLVMValueRef vals[2] = {before[r - r0], out[r]};
-				LLVMBasicBlockRef bbs[2] = {from, end};
-				LLVMAddIncoming(phi, vals, bbs, 2);
-				out[r] = phi;
-			}
-			free(before);
-			r0 = r1;
-		}
-	}
-	free(xs.q);
-	free(xd.q);
-	nv_set(nv, &op->res[0], md.n, out);
+	/* every offset bit of a blocked or mma layout over a power-of-two
+	 * block is a register's, a lane's or a warp's, and alloc.c asks for
+	 * rounds of whole lines: round_bits finds them */
+	nv_fail(nv, op, "convert_layout in %d rounds: no offset bits to take the rounds from", R);
 }
 
 void nv_lower_convert(Nv *nv, IrOp *op)

@@ -149,7 +149,7 @@ static void test_text_corpus(void)
 /* A conversion in rounds (a flattened nest's epilogue: alloc.c mark_rounds)
  * through half the bytes: rounds = 2 set by hand on two conversions, run
  * from allocate-shared to PTX. */
-static const char *const rounds_kernels[2] = {
+static const char *const rounds_kernels[3] = {
 	/* 128x64 f16 between two blocked layouts: offset bit 12 (the rows'
 	 * bit 3) is every register's own on both sides, so each round's
 	 * stores and loads are known when compiled */
@@ -177,6 +177,39 @@ static const char *const rounds_kernels[2] = {
 	"  store %9, %6\n"
 	"  return\n"
 	"}\n",
+	/* a 128x256 f32 accumulator to a store layout whose warps split the
+	 * columns, in 4 rounds: one round bit is each register's on both sides
+	 * (the accumulator's rows by eights), the other its warp's on the
+	 * accumulator's side (a uniform branch a round around its stores) */
+	"module {num_warps = 8}\n"
+	"func kernel @cvt(%0: ptr<f32> {divisibility = 16}, %1: ptr<f32> {divisibility = 16}) {\n"
+	"  %2 = make_range {end = 128, start = 0} : block<128xi32, #slice<dim = 1, parent = #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>>\n"
+	"  %3 = expand_dims %2 {axis = 1} : block<128x1xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %4 = constant {value = 256} : block<128x1xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %5 = mul %3, %4 : block<128x1xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %6 = broadcast %5 : block<128x256xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %7 = make_range {end = 256, start = 0} : block<256xi32, #slice<dim = 0, parent = #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>>\n"
+	"  %8 = expand_dims %7 {axis = 0} : block<1x256xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %9 = broadcast %8 : block<128x256xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %10 = add %6, %9 : block<128x256xi32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %11 = splat %0 : block<128x256xptr<f32>, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %12 = addptr %11, %10 : block<128x256xptr<f32>, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %13 = load %12 : block<128x256xf32, #mma<version = [3, 0], wpc = [8, 1], instr = [16, 8, 16]>>\n"
+	"  %14 = convert_layout %13 {rounds = 4} : block<128x256xf32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %15 = make_range {end = 128, start = 0} : block<128xi32, #slice<dim = 1, parent = #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>>\n"
+	"  %16 = expand_dims %15 {axis = 1} : block<128x1xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %17 = constant {value = 256} : block<128x1xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %18 = mul %16, %17 : block<128x1xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %19 = broadcast %18 : block<128x256xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %20 = make_range {end = 256, start = 0} : block<256xi32, #slice<dim = 0, parent = #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>>\n"
+	"  %21 = expand_dims %20 {axis = 0} : block<1x256xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %22 = broadcast %21 : block<128x256xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %23 = add %19, %22 : block<128x256xi32, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %24 = splat %1 : block<128x256xptr<f32>, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  %25 = addptr %24, %23 : block<128x256xptr<f32>, #blocked<spt = [1, 4], tpw = [1, 32], wpc = [4, 2], order = [1, 0]>>\n"
+	"  store %25, %14\n"
+	"  return\n"
+	"}\n"
 };
 
 static int count_of(const char *s, const char *what)
@@ -189,8 +222,8 @@ static int count_of(const char *s, const char *what)
 
 static void test_convert_rounds(void)
 {
-	static const int bytes[2] = {8192, 2048};
-	for (int i = 0; i < 2; i++) {
+	static const int bytes[3] = {8192, 2048, 32768}, rounds[3] = {2, 2, 4}, branches[3] = {0, 2, 4};
+	for (int i = 0; i < 3; i++) {
 		IrCtx *ctx = ir_ctx_new();
 		IrError *e = NULL;
 		IrModule *m = ir_parse(ctx, "rounds", rounds_kernels[i], &e);
@@ -212,12 +245,14 @@ static void test_convert_rounds(void)
 		CHECK(e == NULL, "rounds %d: %s", i, e ? e->msg : "");
 		if (!e) {
 			char *ptx = jit_pipe_text(p);
-			/* half the block at a time; a barrier between each round's
-			 * stores and loads and before the second round's stores */
+			/* 1/R of the block at a time; a barrier between each round's
+			 * stores and loads and before the next round's stores */
 			CHECK(k.shared == bytes[i], "rounds %d: shared %d, want %d", i, k.shared, bytes[i]);
-			CHECK(count_of(ptx, "bar.sync") == 3, "rounds %d: %d barriers", i, count_of(ptx, "bar.sync"));
-			/* the first: no branch; the second: one a round around its stores */
-			CHECK(count_of(ptx, " bra") == (i ? 2 : 0), "rounds %d: %d branches", i, count_of(ptx, " bra"));
+			CHECK(count_of(ptx, "bar.sync") == 2 * rounds[i] - 1, "rounds %d: %d barriers", i,
+			      count_of(ptx, "bar.sync"));
+			/* the first: every round known when compiled; the others: one
+			 * branch a round around the stores */
+			CHECK(count_of(ptx, " bra") == branches[i], "rounds %d: %d branches", i, count_of(ptx, " bra"));
 			char nm[32];
 			snprintf(nm, sizeof nm, "rounds_%d", i);
 			CHECK(run_ptxas(ptx, 90, nm) == 0, "rounds %d: ptxas", i);

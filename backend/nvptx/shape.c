@@ -435,27 +435,37 @@ static LLVMValueRef *xchg_addrs(Nv *nv, const Xchg *x, const NvMap *m, int vec, 
  * through a buffer of 1/R of the bytes: the round bits are taken out of
  * every address (the swizzle keeps an element in its 128-byte line, and
  * the bits are 7 and up). */
-/* What bit p of the unswizzled offsets under map m depends on: 1 when
- * each register's is the same for every thread (the register's own), 2
- * when each thread's is the same for all its registers (the thread's own),
- * 3 both (a constant), 0 neither; with 4 when a thread's own bit is its
- * warp's (the same in every lane). */
-static int bit_class(const Xchg *x, const NvMap *m, int nwarps, int p)
+/* Which bits of the unswizzled offsets under map m are a register's own
+ * (the same in every thread: reg), a thread's own (the same in all its
+ * registers: thr) and, of those, a warp's own (the same in every lane:
+ * warp). One pass over every thread's every register. */
+typedef struct XBits {
+	int64_t reg, thr, warp;
+} XBits;
+
+static XBits xchg_bits(const Xchg *x, const NvMap *m, int nwarps)
 {
-	bool reg = true, thr = true, warp = true;
-	for (int r = 0; r < m->n && (reg || thr); r++) {
-		int64_t b0 = (xchg_byte(x, m, 0, 0, r) >> p) & 1;
-		for (int w = 0; w < nwarps && (reg || thr); w++) {
-			int64_t bw = (xchg_byte(x, m, 0, w, 0) >> p) & 1;
-			for (int lane = 0; lane < 32; lane++) {
-				int64_t b = (xchg_byte(x, m, lane, w, r) >> p) & 1;
-				reg = reg && b == b0;
-				thr = thr && b == ((xchg_byte(x, m, lane, w, 0) >> p) & 1);
-				warp = warp && b == bw;
+	int64_t by_thread = 0, by_reg = 0, by_lane = 0;
+	for (int w = 0; w < nwarps; w++)
+		for (int lane = 0; lane < 32; lane++) {
+			int64_t t0 = xchg_byte(x, m, lane, w, 0);
+			by_lane |= t0 ^ xchg_byte(x, m, 0, w, 0);
+			for (int r = 0; r < m->n; r++) {
+				int64_t b = xchg_byte(x, m, lane, w, r);
+				by_thread |= b ^ xchg_byte(x, m, 0, 0, r);
+				by_reg |= b ^ t0;
 			}
 		}
-	}
-	return (reg ? 1 : 0) | (thr ? 2 : 0) | (thr && warp ? 4 : 0);
+	return (XBits){.reg = ~by_thread, .thr = ~by_reg, .warp = ~by_reg & ~by_lane};
+}
+
+/* The class of bit p on a side: 1 a register's own, 2 a thread's own, 3
+ * both (a constant), 0 neither; with 4 when a thread's own bit is its
+ * warp's. */
+static int bit_class(const XBits *xb, int p)
+{
+	int reg = (int)((xb->reg >> p) & 1), thr = (int)((xb->thr >> p) & 1), warp = (int)((xb->warp >> p) & 1);
+	return reg | (thr << 1) | (warp << 2);
 }
 
 /* How well a round bit of class c serves a side: a register's own (known
@@ -483,13 +493,14 @@ static int drop_round(int64_t byte, int64_t drop)
 static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int nwarps, int64_t total, int k)
 {
 	int64_t drop = 0;
+	XBits bs = xchg_bits(x, ms, nwarps), bd = xchg_bits(x, md, nwarps);
 	for (int i = 0; i < k; i++) {
 		int best = -1;
 		int64_t bestscore = -1;
 		for (int p = 7; ((int64_t)1 << p) < total; p++) {
 			if ((drop >> p) & 1)
 				continue;
-			int cs = bit_class(x, ms, nwarps, p), cd = bit_class(x, md, nwarps, p);
+			int cs = bit_class(&bs, p), cd = bit_class(&bd, p);
 			if (!cs || !cd)
 				continue;
 			int64_t bal = -1;
@@ -528,14 +539,15 @@ typedef struct XSide {
 
 static void xchg_side(Nv *nv, const Xchg *x, const NvMap *m, int vec, XSide *xs)
 {
-	int nw = nv->ao.num_warps, i = 0;
+	int i = 0;
+	XBits xb = xchg_bits(x, m, nv->ao.num_warps);
 	xs->thr = 0;
 	xs->tq = NULL;
 	LLVMValueRef byte0 = NULL;
 	for (int p = 0; p < 63; p++) {
 		if (!((x->drop >> p) & 1))
 			continue;
-		if (!(bit_class(x, m, nw, p) & 1)) {
+		if (!(bit_class(&xb, p) & 1)) {
 			xs->thr |= 1 << i;
 			if (!byte0) {
 				LLVMValueRef lin = nv_i32(nv, 0);

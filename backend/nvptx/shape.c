@@ -446,16 +446,24 @@ typedef struct XBits {
 static XBits xchg_bits(const Xchg *x, const NvMap *m, int nwarps)
 {
 	int64_t by_thread = 0, by_reg = 0, by_lane = 0;
-	for (int w = 0; w < nwarps; w++)
+	int64_t *r0 = malloc(sizeof *r0 * (size_t)(m->n + 1));
+	if (!r0)
+		abort();
+	for (int r = 0; r < m->n; r++)
+		r0[r] = xchg_byte(x, m, 0, 0, r);
+	for (int w = 0; w < nwarps; w++) {
+		int64_t w0 = xchg_byte(x, m, 0, w, 0);
 		for (int lane = 0; lane < 32; lane++) {
 			int64_t t0 = xchg_byte(x, m, lane, w, 0);
-			by_lane |= t0 ^ xchg_byte(x, m, 0, w, 0);
+			by_lane |= t0 ^ w0;
 			for (int r = 0; r < m->n; r++) {
 				int64_t b = xchg_byte(x, m, lane, w, r);
-				by_thread |= b ^ xchg_byte(x, m, 0, 0, r);
+				by_thread |= b ^ r0[r];
 				by_reg |= b ^ t0;
 			}
 		}
+	}
+	free(r0);
 	return (XBits){.reg = ~by_thread, .thr = ~by_reg, .warp = ~by_reg & ~by_lane};
 }
 
@@ -490,10 +498,9 @@ static int drop_round(int64_t byte, int64_t drop)
  * registers most evenly (an accumulator's and a store layout's rows by
  * eights: half of every thread's registers in each round). 0 if there are
  * not k such bits. */
-static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, int nwarps, int64_t total, int k)
+static int64_t round_bits(const Xchg *x, const NvMap *ms, const NvMap *md, XBits bs, XBits bd, int64_t total, int k)
 {
 	int64_t drop = 0;
-	XBits bs = xchg_bits(x, ms, nwarps), bd = xchg_bits(x, md, nwarps);
 	for (int i = 0; i < k; i++) {
 		int best = -1;
 		int64_t bestscore = -1;
@@ -537,10 +544,9 @@ typedef struct XSide {
 	LLVMValueRef tq;
 } XSide;
 
-static void xchg_side(Nv *nv, const Xchg *x, const NvMap *m, int vec, XSide *xs)
+static void xchg_side(Nv *nv, const Xchg *x, const NvMap *m, XBits xb, int vec, XSide *xs)
 {
 	int i = 0;
-	XBits xb = xchg_bits(x, m, nv->ao.num_warps);
 	xs->thr = 0;
 	xs->tq = NULL;
 	LLVMValueRef byte0 = NULL;
@@ -647,14 +653,13 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	int k = 0;
 	while ((1 << k) < R)
 		k++;
-	x.drop = (1 << k) == R && total % ((int64_t)R * 128) == 0
-			 ? round_bits(&x, &ms, &md, nv->ao.num_warps, total, k)
-			 : 0;
+	XBits bs = xchg_bits(&x, &ms, nv->ao.num_warps), bd = xchg_bits(&x, &md, nv->ao.num_warps);
+	x.drop = (1 << k) == R && total % ((int64_t)R * 128) == 0 ? round_bits(&x, &ms, &md, bs, bd, total, k) : 0;
 	if (x.drop) {
 		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off), *ra = xchg_addrs(nv, &x, &md, vd, off);
 		XSide ss, sd;
-		xchg_side(nv, &x, &ms, vs, &ss);
-		xchg_side(nv, &x, &md, vd, &sd);
+		xchg_side(nv, &x, &ms, bs, vs, &ss);
+		xchg_side(nv, &x, &md, bd, vd, &sd);
 		for (int r = 0; r < md.n; r++)
 			out[r] = LLVMGetUndef(isbool ? LLVMInt1TypeInContext(nv->c) : et);
 		for (int q = 0; q < R; q++) {

@@ -692,11 +692,12 @@ IrOp *ir_for_add_carried(IrFunc *f, IrOp *loop, int n, IrValue *const *inits,
 	return nl;
 }
 
-IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
+/* The terminator of b rebuilt without its operand i. */
+static void drop_yield_operand(IrCtx *ctx, IrBlock *b, int i)
 {
-	IrCtx *ctx = f->module->ctx;
-	IrBlock *body = loop->regions[0];
-	IrOp *y = ir_block_terminator(body);
+	IrOp *y = ir_block_terminator(b);
+	if (!y || i >= y->nops)
+		return;
 	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)(y->nops > 0 ? y->nops : 1));
 	int ny = 0;
 	for (int k = 0; k < y->nops; k++)
@@ -708,6 +709,13 @@ IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
 	yb.loc = y->loc;
 	ir_yield(&yb, ny, yv);
 	ir_op_unlink(y);
+}
+
+IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrBlock *body = loop->regions[0];
+	drop_yield_operand(ctx, body, i);
 	for (int k = i + 1; k + 1 < body->nargs; k++) {
 		body->args[k] = body->args[k + 1];
 		body->args[k]->index = k;
@@ -733,25 +741,6 @@ IrOp *ir_for_drop_carried(IrFunc *f, IrOp *loop, int i)
 			ir_replace_all_uses(f, &loop->res[k], &nl->res[j++]);
 	ir_op_unlink(loop);
 	return nl;
-}
-
-/* The terminator of b rebuilt without its operand i. */
-static void drop_yield_operand(IrCtx *ctx, IrBlock *b, int i)
-{
-	IrOp *y = ir_block_terminator(b);
-	if (!y || i >= y->nops)
-		return;
-	IrValue **yv = ir_alloc(ctx, sizeof(*yv) * (size_t)(y->nops > 0 ? y->nops : 1));
-	int ny = 0;
-	for (int k = 0; k < y->nops; k++)
-		if (k != i)
-			yv[ny++] = y->ops[k];
-	IrBuilder yb;
-	ir_builder_init(&yb, ctx);
-	ir_builder_before(&yb, y);
-	yb.loc = y->loc;
-	ir_yield(&yb, ny, yv);
-	ir_op_unlink(y);
 }
 
 IrOp *ir_if_drop_result(IrFunc *f, IrOp *op, int i)

@@ -1628,6 +1628,9 @@ static int if_passes(const IrOp *op, IrValue *const *set, int n)
 {
 	if (op->opc != OP_IF || op->nregions != 2)
 		return -1;
+	for (int i = 0; i < op->nops; i++) /* its condition */
+		if (in_chain(set, n, op->ops[i]))
+			return -1;
 	int at = -1;
 	for (int r = 0; r < 2; r++)
 		for (const IrOp *o = op->regions[r]->first; o; o = o->next) {

@@ -1000,7 +1000,7 @@ static bool remat_chain(const IrValue *v, int depth, bool shapes)
 	if (shapes && (d->opc == OP_EXPAND_DIMS || d->opc == OP_BROADCAST))
 		return remat_chain(d->ops[0], depth + 1, shapes);
 	unsigned fl = ir_opinfo(d->opc)->flags;
-	if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1)
+	if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nops > 8) /* remat copies up to 8 */
 		return false;
 	for (int i = 0; i < d->nops; i++)
 		if (!remat_chain(d->ops[i], depth + 1, shapes))

@@ -1740,7 +1740,54 @@ static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop)
 	return loop;
 }
 
-static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
+/* Registers a thread holds for a loaded tile: its elements, packed four
+ * bytes to a register where axis info lets the load move vectors, one a
+ * register otherwise (a byte tile with an unaligned leading dim). */
+static int64_t tile_regs(const AnAxis *ax, const IrOp *L, int threads)
+{
+	const IrType *t = L->res[0].type;
+	int64_t e = t->numel / threads, es = ir_type_bits(ir_scalar(t)) / 8;
+	int vec = 1;
+	for (int d = 0; d < t->rank; d++) {
+		int v = an_access_vec(ax, L->ops[0], L->nops > 1 ? L->ops[1] : NULL, d, false);
+		vec = v > vec ? v : vec;
+	}
+	if (e < 1)
+		e = 1;
+	return vec * es >= 4 ? (e * es + 3) / 4 : e;
+}
+
+/* The register prefetch holds two copies of its tiles (this iteration's
+ * and the next one's) beside the accumulators: tiles are left to load in
+ * their iteration, largest first, until that fits 192 registers (seed 53
+ * of tests/fuzz/fuzz_dot.py: fp8 tiles of 128x128 and 128x64 over an
+ * unaligned stride, a byte a register, spilled 1.2 KB prefetched). */
+static int fit_register_budget(IrFunc *f, IrBlock *body, IrOp **cand, int nc, const AnGpuOptions *o)
+{
+	int threads = o->num_warps * o->warp_size;
+	if (threads < 1)
+		return nc;
+	int64_t acc = 0;
+	for (IrOp *op = body->first; op; op = op->next)
+		if (op->opc == OP_DOT && ir_is_block(op->res[0].type))
+			acc += op->res[0].type->numel * (ir_type_bits(ir_scalar(op->res[0].type)) / 8) / 4 / threads;
+	AnAxis *ax = an_axis_info(f);
+	int64_t regs[8], total = acc;
+	for (int k = 0; k < nc; k++)
+		total += 2 * (regs[k] = tile_regs(ax, cand[k], threads));
+	while (nc > 0 && total > 192) {
+		int big = 0;
+		for (int k = 1; k < nc; k++)
+			big = regs[k] > regs[big] ? k : big;
+		total -= 2 * regs[big];
+		cand[big] = cand[nc - 1];
+		regs[big] = regs[nc - 1];
+		nc--;
+	}
+	return nc;
+}
+
+static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o)
 {
 	IrBlock *body = loop->regions[0];
 	IrOp *y = ir_block_terminator(body);
@@ -1771,8 +1818,10 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop)
 		if (ok)
 			cand[nc++] = op;
 	}
+	nc = nc ? fit_register_budget(f, body, cand, nc, o) : 0;
 	if (!nc)
 		return false;
+	p.n = an_number_values(f); /* axis info numbered them again */
 
 	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);
 	p.pro_map = ir_alloc(ctx, msz);
@@ -1829,14 +1878,14 @@ static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S
 			IrBlock *parent = op->parent;
 			int left = 0;
 			bool as = S >= 2 && async_loop(ctx, f, op, o, S, nbuf, &left);
-			if (as || pipeline_loop(ctx, f, op)) {
+			if (as || pipeline_loop(ctx, f, op, o)) {
 				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
 				while (op && op->opc != OP_FOR)
 					op = op->next;
 				/* the tiles the slots did not take: one iteration ahead
 				 * through registers */
 				IrOp *before = op ? op->prev : NULL;
-				if (as && left && op && pipeline_loop(ctx, f, op))
+				if (as && left && op && pipeline_loop(ctx, f, op, o))
 					op = before ? before->next : parent->first;
 			}
 			while (op && op->opc != OP_FOR)

@@ -8,6 +8,7 @@ such tile sent the whole loop to the register prefetch.
 Compiled for sm_80 and sm_90 here (ptxas when present); the `gpu` tests
 run the same kernel against torch."""
 import os
+import re
 import shutil
 
 import numpy as np
@@ -202,3 +203,25 @@ def test_column_major_a_gpu(dtype, bm, bn, bk, nw):
     assert "p, 1, 1, 1, 1;" in k.asm["ptx"]  # the MN-major A path was taken
     ref = (a.float() @ b.float()).half()
     torch.testing.assert_close(c, ref, atol=5e-2, rtol=1e-2)
+
+
+def test_register_prefetch_within_budget():
+    """fp8 tiles over unaligned strides (no cp.async: one byte a register),
+    128x128 A and 128x64 B with 8 warps: both prefetched would hold 2 x 96
+    registers beside the accumulator's 32 (1.5 KB spilled). The larger
+    tile stays a load in its iteration, the other is carried one ahead."""
+    sig = {"a_ptr": "*fp8e5", "b_ptr": "*fp8e5", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr", "stride_bn": "i32",
+           "stride_cm": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    cx = dict(stride_ak=1, stride_bk=1, BM=128, BN=64, BK=128)
+    attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_cm")}
+    k = triton.compile(ASTSource(mm_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 8, "num_stages": 3})
+    g = k.asm["ct.ttgir"]
+    loop = g[g.index(" = for "):]
+    header, body = loop.split("\n", 1)
+    assert "block<128x64xf8e5m2" in header and "block<128x128xf8e5m2" not in header
+    assert re.search(r"= load [^\n]*: block<128x128xf8e5m2", body)
+    before = g[:g.index(" = for ")]
+    assert re.search(r"= load [^\n]*: block<128x64xf8e5m2", before)
+    assert not re.search(r"= load [^\n]*: block<128x128xf8e5m2", before)

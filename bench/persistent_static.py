@@ -1,6 +1,6 @@
 """Tutorial 09's persistent matmul (matmul_kernel_persistent) compiled for
-sm_90 without a GPU: ctriton with the nest kept (its default) and fused
-(CTRITON_FLATTEN_DOT_NESTS=1: the next tile's copies issued during this
+sm_90 without a GPU: ctriton with the nest kept (CTRITON_FLATTEN_DOT_NESTS=0)
+and fused (its default: the next tile's copies issued during this
 tile's last K steps), and Triton on the same source when --triton-python
 names a python that has it. Per configuration and B layout: registers and
 spills (ptxas -v), MMA advisories, shared memory, and two SASS counts:
@@ -173,7 +173,7 @@ def main():
                     cells.append(row(k.asm["ptx"], k.asm["cubin"], k.metadata.shared))
                 except Exception as e:  # OutOfResources, say: reported in its cell
                     cells.append({"error": f"{type(e).__name__}"})
-            os.environ.pop(ENV, None)
+            os.environ[ENV] = "0"
             if child:
                 child.stdin.write(json.dumps({"src": trsrc, "cfg": cfg, "layout": layout}) + "\n")
                 child.stdin.flush()

@@ -11,12 +11,12 @@
 #   lib                bench/lib_gpu.py (LLTM, Mamba-2 SSD: ctriton, Triton, torch)
 #   diag09 DIR         tutorial 09's naive and persistent pointer kernels at
 #                      one pinned configuration (128x256x64 w8 s3), K 512 and
-#                      4096 (a per-tile cost shows eight times more at 512)
-#   fused09 DIR        the same with CTRITON_FLATTEN_DOT_NESTS=1 (tutorial 09's
-#                      nest fused, its copies pipelined across tiles): the
-#                      GPU tests of fused nests, then tutorial 09 autotuned
-#                      and pinned next to Triton (compare with tutorials
-#                      --only 09 and diag09 without it)
+#                      4096 (a per-tile cost shows eight times more at 512),
+#                      with CTRITON_FLATTEN_DOT_NESTS=0 (the nest kept)
+#   fused09 DIR        the same with dot nests fused (the default; the
+#                      variable set to 1): the GPU tests of fused nests,
+#                      then tutorial 09 autotuned and pinned next to Triton
+#                      (compare with diag09)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -68,7 +68,7 @@ case "$part" in
     grep -E "^0[689] |failed|Error| w[48] s[0-9]" "$O/upstream.txt" | cut -c1-190 | tail -40
     ;;
   diag09)
-    pinned09 diag09 300 "$1"
+    CTRITON_FLATTEN_DOT_NESTS=0 pinned09 diag09 300 "$1"
     ;;
   fused09)
     export CTRITON_FLATTEN_DOT_NESTS=1

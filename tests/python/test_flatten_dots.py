@@ -1,5 +1,6 @@
 """tl.range(flatten=True) over a nest whose inner loop holds a dot, fused
-into one loop when CTRITON_FLATTEN_DOT_NESTS=1 (ir/loops.c): tutorial 09's
+into one loop (ir/loops.c; CTRITON_FLATTEN_DOT_NESTS=0 keeps the nest,
+the tests set it either way): tutorial 09's
 persistent matmul becomes one loop over every K step of every tile the
 program takes. Its tile switch (the prologue) runs in an `if` on the first
 K step of a tile, its epilogue in an `if` on the last, and where the inner
@@ -9,7 +10,7 @@ during this tile's last K steps, with the tile switch computed ahead in the
 copies' own `if`, and the warpgroup MMA of a fresh tile ignores the
 accumulator (scale-d) instead of reading zeros.
 
-Without the variable the nest stays a nest (test_loops.py). The results
+With the variable 0 the nest stays a nest (test_loops.py). The results
 are checked on the CPU backend here and on the GPU with -m gpu; the sm_90
 code is assembled by ptxas."""
 import os
@@ -104,7 +105,7 @@ def test_fused_results_cpu(monkeypatch, M, N, K, programs):
     np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
     # the fused loop under `if k_tiles > 0`, the nest (two loops) else
     assert _n_loops(k.asm["ttgir"]) == 3 and "tt.flatten" not in k.asm["ttgir"]
-    monkeypatch.delenv(ENV)
+    monkeypatch.setenv(ENV, "0")
     c2 = np.full((M, N), 7, np.float16)
     k2 = nested_kernel[(programs,)](*args(c2), **cx)
     np.testing.assert_array_equal(c2, c)

@@ -286,14 +286,16 @@ def _persistent_sm90(BM, BN, BK, warps, stages):
 @pytest.mark.skipif(not __import__("shutil").which("ptxas") and not __import__("os").path.exists(
     "/usr/local/cuda/bin/ptxas"), reason="ptxas not found")
 @pytest.mark.parametrize("BN,BK,stages", [(256, 64, 3), (256, 64, 4), (256, 128, 2), (128, 128, 3)])
-def test_persistent_epilogue_reuses_the_slots(BN, BK, stages):
-    """In a persistent nest the K loop's cp.async slots are drained (wait for
+def test_persistent_epilogue_reuses_the_slots(monkeypatch, BN, BK, stages):
+    """In a persistent nest (kept: CTRITON_FLATTEN_DOT_NESTS=0; fused by
+    default, test_flatten_dots.py) the K loop's cp.async slots are drained (wait for
     all copies) before each tile's epilogue, so the epilogue's layout
     conversion reuses their bytes: shared memory is the slots alone, and the
     stages asked for fit (the limit is the device's, not a fixed 160 KiB:
     128x256x64 with 4 stages is 192 KiB; 128x256x128 with 2 stages was left
     unpipelined and spilled). The next tile's first copies wait at a barrier
     for the epilogue's last reads of those bytes."""
+    monkeypatch.setenv("CTRITON_FLATTEN_DOT_NESTS", "0")
     k = _persistent_sm90(128, BN, BK, 8, stages)
     slots = stages * (128 * BK + BK * BN) * 2
     assert k.metadata.shared == slots, (k.metadata.shared, slots)

@@ -549,6 +549,10 @@ void ir_loop_accum_rewrite(IrFunc *f, const IrLoopAccum *m, const IrType *view, 
  * memory: the GPU keeps both while the fused loop runs; where the inner
  * loop runs no iteration, the nest runs as it is). NULL on success. */
 IrError *ir_unroll_loops(IrModule *m);
-IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit);
+/* dot_ok (may be NULL: every dot), with its user pointer: whether a nest
+ * whose inner loop holds that dot may be fused (the GPU pipeline: only
+ * dots on warpgroup MMA). */
+typedef bool (*IrDotOk)(const IrOp *dot, void *user);
+IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit, IrDotOk dot_ok, void *user);
 
 #endif

@@ -537,10 +537,20 @@ static IrValue *hoisted(IrBuilder *b, IrValue *v, const IrOp *loop)
 	return v;
 }
 
+typedef struct DotNote {
+	bool any, ok;
+	IrDotOk dot_ok;
+	void *user;
+} DotNote;
+
 static void note_dot(IrOp *op, void *user)
 {
-	if (op->opc == OP_DOT)
-		*(bool *)user = true;
+	DotNote *d = user;
+	if (op->opc != OP_DOT)
+		return;
+	d->any = true;
+	if (d->dot_ok && !d->dot_ok(op, d->user))
+		d->ok = false;
 }
 
 static void note_tma(IrOp *op, void *user)
@@ -634,7 +644,8 @@ static IrValue *hoist(IrBuilder *b, IrValue *v, const IrOp *loop, VMap *m)
 	return &c->res[v->index];
 }
 
-static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int64_t stages)
+static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int64_t stages, IrDotOk dot_ok,
+		    void *user)
 {
 	IrCtx *ctx = f->module->ctx;
 	Nest n = {.ctx = ctx, .ob = L->regions[0]};
@@ -654,8 +665,9 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 	 * MMA in flight across iterations); the fused form keeps that only in
 	 * the shape below (the general one left tutorial 09's persistent
 	 * matmuls no async copies and 255 registers) */
-	bool has_dot = false;
-	ir_walk_block(I->regions[0], note_dot, &has_dot);
+	DotNote dn = {.any = false, .ok = true, .dot_ok = dot_ok, .user = user};
+	ir_walk_block(I->regions[0], note_dot, &dn);
+	bool has_dot = dn.any;
 	IrBlock *ib = I->regions[0];
 	IrOp *oy = ir_block_terminator(n.ob);
 	int na = L->nops - 3, nb = I->nops - 3;
@@ -671,7 +683,7 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 		ir_walk_block(n.ob, note_tma, &tma);
 		/* pointer tiles only: descriptor tiles (tensor copies, stores)
 		 * and warp specialization keep the nest */
-		if (!dot_nests || !inv || tci == 0 || tma || ir_op_int(L, "warp_specialize", 0))
+		if (!dot_nests || !dn.ok || !inv || tci == 0 || tma || ir_op_int(L, "warp_specialize", 0))
 			return false;
 		/* the inner loop carries what starts from a constant (the
 		 * accumulators): carried pointers (a_ptrs += BK) would go through
@@ -1027,7 +1039,7 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 	return true;
 }
 
-IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit)
+IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit, IrDotOk dot_ok, void *user)
 {
 	const IrAttr *ns = ir_find_attr(m->nattrs, m->attrs, "num_stages");
 	int64_t stages = ns && ns->kind == ATTR_INT ? ns->i : 1;
@@ -1038,7 +1050,7 @@ IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit)
 		collect_loops(f->body, "flatten", &loops, &n, &cap);
 		for (int i = 0; i < n; i++) /* innermost first: an inner nest is one loop by then */
 			if (ir_op_int(loops[i], "flatten", 0))
-				flatten(f, loops[i], dot_nests, smem_limit, stages);
+				flatten(f, loops[i], dot_nests, smem_limit, stages, dot_ok, user);
 		free(loops);
 	}
 	return NULL;

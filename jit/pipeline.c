@@ -143,14 +143,23 @@ static IrError *run_unroll_loops(JitPipe *p)
  * tutorial 09's persistent kernel 3-10% faster on an H100);
  * CTRITON_FLATTEN_DOT_NESTS=0 keeps them nests. Part of the cache key
  * (compiler.py KEY_ENV) */
+/* A dot on warpgroup MMA (its accumulator's layout v3): mma.sync reads a
+ * fresh tile's zeros through a select of the accumulator's registers
+ * (spills at 128x128 on sm_80; on sm_90, tf32 or int8 dots off warpgroup
+ * MMA spilled more fused than nested in generated kernels) */
+static bool wgmma_dot(const IrOp *dot, void *user)
+{
+	JitPipe *p = user;
+	const IrLayout *l = an_dot_mma_layout(p->m->ctx, dot, &p->ao);
+	return l && l->version_major == 3;
+}
+
 static IrError *run_flatten_loops(JitPipe *p)
 {
 	const char *e = getenv("CTRITON_FLATTEN_DOT_NESTS");
 	bool cuda = p->on == JIT_ON_CUDA;
-	/* warpgroup MMA only: mma.sync reads a fresh tile's zeros through a
-	 * select of the accumulator's registers (spills at 128x128 on sm_80) */
 	bool dots = !(e && e[0] == '0') && (!cuda || p->ao.arch >= 90);
-	return ir_flatten_loops(p->m, dots, cuda ? an_shared_limit(p->ao.arch) : 0);
+	return ir_flatten_loops(p->m, dots, cuda ? an_shared_limit(p->ao.arch) : 0, cuda ? wgmma_dot : NULL, p);
 }
 
 static IrError *run_reduce_lanes(JitPipe *p)

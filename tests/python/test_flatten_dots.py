@@ -299,3 +299,20 @@ def test_gpu_fused_persistent(monkeypatch, M, N, K, programs, BN, warps, stages,
                               c.stride(0), c.stride(1), BM=128, BN=BN, BK=64, GROUP_SIZE_M=8,
                               NUM_SMS=programs, num_warps=warps, num_stages=stages)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.1, rtol=1e-2)
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")
+def test_fused_by_default_on_warpgroup_mma_only(monkeypatch):
+    """Without the variable a nest whose dot runs on warpgroup MMA is fused
+    on sm_90; one whose dot falls to mma.sync there (2 warps: no warpgroup)
+    stays a nest, even with the variable at 1 (fused, such nests spilled
+    more)."""
+    monkeypatch.delenv(ENV, raising=False)
+    k = _compile_sm(90, 128, 128, 64, 4, 3, "nt")
+    assert "fused_nest" in k.asm["ct.ttgir"] and "wgmma.mma_async" in k.asm["ptx"]
+    for v in (None, "1"):
+        if v:
+            monkeypatch.setenv(ENV, v)
+        k = _compile_sm(90, 64, 64, 32, 2, 3, "nn")
+        assert "mma.sync" in k.asm["ptx"] and "wgmma" not in k.asm["ptx"]
+        assert "fused_nest" not in k.asm["ct.ttgir"] and re.search(r"\} \{tt\.flatten\}", k.asm["ttgir"])

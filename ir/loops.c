@@ -26,16 +26,18 @@
  * induction value and loop invariants; a nest that does not qualify is
  * left as it is).
  *
- * A nest whose inner loop holds a dot is fused only when asked (dot_nests:
- * the GPU otherwise pipelines the dot's own loop) and in the form the
+ * A nest whose inner loop holds a dot is fused when dot_nests (the
+ * pipeline's default; on CUDA only for dots dot_ok takes, those on
+ * warpgroup MMA) and in the form the
  * pipeliner takes across outer iterations (analysis/prefetch.c): inner
  * bounds computed from invariants (moved before the loop), a pure
  * prologue, pointer loads and stores (descriptor tiles and warp
  * specialization keep the nest), inner carried values that start from
  * constants (accumulators); `if (inner trip count > 0)` the fused
  * loop, with no `if` around the inner body, else the nest as it is.
- * Through the prologue's `if` go only its scalars; its blocks are made
- * again in the body from them, constant inner initial values (a zero
+ * Through the prologue's `if` go its scalars and vectors (a tile's
+ * offsets, carried from a poison start); its larger blocks and constants
+ * are made again in the body from them, constant inner initial values (a zero
  * accumulator) come from select(first, init, carried), and the next outer
  * induction value is a select, so that the values the copies ahead need
  * are loop arguments and pure ops (and that one `if`). The epilogue's `if`

@@ -924,6 +924,14 @@ bool ir_op_pure(const IrOp *op)
 	return op->opc == OP_INLINE_ASM && ir_op_int(op, "pure", 0) != 0;
 }
 
+bool ir_op_effect_free(const IrOp *op)
+{
+	if (ir_op_pure(op))
+		return true;
+	bool flow = op->opc == OP_IF || op->opc == OP_FOR || op->opc == OP_WHILE;
+	return flow && regions_pure(op);
+}
+
 int ir_asm_per_reg(const IrType *t, int64_t pack)
 {
 	int bits = ir_type_bits(t);

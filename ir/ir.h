@@ -386,6 +386,9 @@ const char *ir_op_str(const IrOp *op, const char *name, const char *dflt); /* st
  * is IR_PURE, or it is an elementwise_inline_asm with {pure = true}, or a
  * map_elementwise whose region holds only pure ops. */
 bool ir_op_pure(const IrOp *op);
+/* Pure, or an if/for/while whose regions hold only such ops (and
+ * terminators): moving it changes no memory and no synchronization. */
+bool ir_op_effect_free(const IrOp *op);
 /* elementwise_inline_asm: how many elements of type t (its scalar) share
  * one 32-bit asm register when an invocation takes pack elements: the
  * largest power of two <= min(32 / bits, pack) that divides pack (1 for 32-

@@ -17,6 +17,12 @@
 #                      variable set to 1): the GPU tests of fused nests,
 #                      then tutorial 09 autotuned and pinned next to Triton
 #                      (compare with diag09)
+#   profile DIR [CASE...]  Nsight Compute (--set full, clocks left alone) on
+#                      one launch of each CASE (bench/profile_tutorial.py:
+#                      09-persistent, 09-naive, 09-descriptor, 08-grouped;
+#                      default 09-persistent) for ctriton and for Triton
+#                      (PROF_IMPLS: also ctriton-nest, dot nests kept):
+#                      reports, detail pages and SASS stall tables in $O/prof
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -94,6 +100,27 @@ case "$part" in
     timeout 540 python3 bench/lib_gpu.py > "$O/lib.txt" 2>&1
     echo "lib rc=$?"
     tail -12 "$O/lib.txt" | cut -c1-190
+    ;;
+  profile)
+    dir=$1
+    shift
+    mkdir -p "$O/prof"
+    for case in "${@:-09-persistent}"; do
+      for impl in ${PROF_IMPLS:-ctriton triton}; do
+        r="$O/prof/$case-$impl"
+        # ctriton-nest: ctriton with dot nests kept (CTRITON_FLATTEN_DOT_NESTS=0)
+        nest=1; [ "$impl" = ctriton-nest ] && nest=0
+        CTRITON_FLATTEN_DOT_NESTS=$nest timeout 200 ncu --profile-from-start off --clock-control none --set full --import-source no \
+          -f -o "$r" python3 bench/profile_tutorial.py --tutorials "$dir" --impl "${impl%-nest}" --case "$case" \
+          > "$r.log" 2>&1
+        echo "$case $impl rc=$?"
+        ncu --import "$r.ncu-rep" --page details > "$r.txt" 2>&1
+        ncu --import "$r.ncu-rep" --page source --print-source sass --csv > "$r-sass.csv" 2>&1
+        grep -E "max abs|ERR" "$r.log" | head -3
+        grep -E "^ +(Duration|SM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible) " "$r.txt" \
+          | head -8
+      done
+    done
     ;;
   fuzz)
     timeout 540 python3 tests/fuzz/fuzz_dot.py --device cuda --no-gpu --jobs 8 --timeout 60 \

@@ -212,8 +212,13 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     assert "local_read" in loop and " load " not in loop  # every tile from the slots
     epi = loop.rindex(" = if ")
     assert loop.rindex("async_commit") < epi < loop.index("store ", epi)
-    # the tile switch for the copies ahead: a second `if` between the MMA and them
-    assert loop.index(" = if ", loop.index(" dot ")) < loop.index("async_copy")
+    # the tile switch for the copies ahead (an `if`) and their arithmetic
+    # come before the MMA, which runs while the next iteration's are done;
+    # after the barrier that waits for the previous MMA, only the copies
+    dot, bar = loop.index(" dot "), loop.index("barrier {wgmma_pending = 1}")
+    assert loop.index(" = if ") < dot < bar < loop.index("async_copy")
+    after = loop[bar:loop.index("async_commit", bar)].splitlines()[1:-1]
+    assert after and all(ln.strip().startswith("async_copy ") for ln in after), after
     ptx = k.asm["ptx"]
     # one MMA per K step of 16 and 64 rows of the warpgroup's: the fused
     # loop's (LLVM drops the nest's, which runs only where K has no step)

@@ -34,6 +34,7 @@
 	X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                                     \
 	X(cuDeviceGetCount, "cuDeviceGetCount", (int *))                                     \
 	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, CUdevice_attribute, CUdevice)) \
+	X(cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice))                      \
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice))     \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext *))                                 \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                                   \
@@ -173,6 +174,20 @@ int jit_cuda_attribute(int device, int attr, int *value, char *err, int errlen)
 	CUdevice d;
 	CU_CHECK(drv.p_cuDeviceGet(&d, device), "cuDeviceGet");
 	CU_CHECK(drv.p_cuDeviceGetAttribute(value, (CUdevice_attribute)attr, d), "cuDeviceGetAttribute");
+	return 0;
+}
+
+int jit_cuda_device_name(int device, char *name, int len, int *driver_version, char *err, int errlen)
+{
+	if (len > 0)
+		name[0] = 0;
+	*driver_version = 0;
+	if (driver_ready(err, errlen))
+		return -1;
+	CUdevice d;
+	CU_CHECK(drv.p_cuDeviceGet(&d, device), "cuDeviceGet");
+	CU_CHECK(drv.p_cuDeviceGetName(name, len, d), "cuDeviceGetName");
+	*driver_version = drv.version;
 	return 0;
 }
 

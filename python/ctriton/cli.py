@@ -262,19 +262,14 @@ def _llvm_linkage():
 
 
 def _cuda_facts(drv):
-    """Device name, compute capability, count and driver version, via the
-    CUDA driver that the active CudaDriver probed."""
-    import ctypes
-    lib = drv._lib.lib
+    """Device name, compute capability, count and driver version, through
+    the extension's loader of the CUDA driver (the one launches use)."""
+    from . import _C
     dev = drv.get_current_device()
-    name = ctypes.create_string_buffer(256)
-    lib.cuDeviceGetName(name, 256, dev)
-    ver = ctypes.c_int(0)
-    lib.cuDriverGetVersion(ctypes.byref(ver))
+    name, ver = _C.cuda_device_info(dev)
     t = drv.get_current_target()
-    return {"device": f"{name.value.decode(errors='replace')} (sm_{t.arch}, device {dev} of "
-                      f"{drv._lib.count})",
-            "driver": f"CUDA {ver.value // 1000}.{ver.value % 1000 // 10}"}
+    return {"device": f"{name} (sm_{t.arch}, device {dev} of {_C.cuda_probe()})",
+            "driver": f"CUDA {ver // 1000}.{ver % 1000 // 10}"}
 
 
 def gather_info():

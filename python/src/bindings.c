@@ -496,6 +496,24 @@ PyObject *py_cuda_attribute(PyObject *self, PyObject *args)
 	return PyLong_FromLong(v);
 }
 
+/* cuda_device_info(device) -> (name, driver version): cuDeviceGetName and
+ * cuDriverGetVersion, no context made. */
+PyObject *py_cuda_device_info(PyObject *self, PyObject *args)
+{
+	int dev, ver = 0, rc;
+	if (!PyArg_ParseTuple(args, "i", &dev))
+		return NULL;
+	char name[256], err[600];
+	Py_BEGIN_ALLOW_THREADS
+	rc = jit_cuda_device_name(dev, name, (int)sizeof name, &ver, err, sizeof err);
+	Py_END_ALLOW_THREADS
+	if (rc != 0) {
+		PyErr_SetString(PyExc_OSError, err);
+		return NULL;
+	}
+	return Py_BuildValue("(si)", name, ver);
+}
+
 /* cuda_context_device() -> the device of this thread's current context, -1
  * when it has none (none is made). */
 PyObject *py_cuda_context_device(PyObject *self, PyObject *unused)

@@ -35,6 +35,8 @@ static PyMethodDef methods[] = {
 	 "cuda_probe() -> number of CUDA devices (OSError without a driver); makes no context"},
 	{"cuda_attribute", py_cuda_attribute, METH_VARARGS,
 	 "cuda_attribute(device, attr) -> cuDeviceGetAttribute(attr)"},
+	{"cuda_device_info", py_cuda_device_info, METH_VARARGS,
+	 "cuda_device_info(device) -> (name, driver version), no context made"},
 	{"cuda_context_device", py_cuda_context_device, METH_NOARGS,
 	 "cuda_context_device() -> the device of this thread's current context, -1 when none"},
 	{"cuda_set_device", py_cuda_set_device, METH_VARARGS,

@@ -38,6 +38,7 @@ PyObject *py_cache_root(PyObject *self, PyObject *unused);
 PyObject *py_getenv(PyObject *self, PyObject *arg);
 PyObject *py_cuda_probe(PyObject *self, PyObject *unused);
 PyObject *py_cuda_attribute(PyObject *self, PyObject *args);
+PyObject *py_cuda_device_info(PyObject *self, PyObject *args);
 PyObject *py_cuda_context_device(PyObject *self, PyObject *unused);
 PyObject *py_cuda_set_device(PyObject *self, PyObject *args);
 /* key.c */

@@ -5,6 +5,7 @@ import importlib
 import importlib.machinery
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -157,6 +158,21 @@ def test_info(cache_dir):
     assert info["disassembler"] == d if d else "not found" in info["disassembler"]
     r = ctriton_cmd("info", env={"CTRITON_BACKEND": "cpu"})
     assert r.returncode == 0 and "llvm:" in r.stdout and "ptxas:" in r.stdout
+
+
+@pytest.mark.gpu
+def test_info_on_the_gpu():
+    # the device's name and the driver's version, through the extension's
+    # loader of the CUDA driver
+    import torch
+    r = ctriton_cmd("info", "--json", env={"CTRITON_BACKEND": "cuda"})
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["backend"] == "cuda", info
+    assert info["device"].startswith(torch.cuda.get_device_name(0)), info
+    major, minor = torch.cuda.get_device_capability(0)
+    assert f"(sm_{major}{minor}, device 0 of {torch.cuda.device_count()})" in info["device"]
+    assert re.fullmatch(r"CUDA \d+\.\d+", info["driver"]), info
 
 
 def test_info_with_broken_cuda():

@@ -671,19 +671,6 @@ void nv_lower_block(Nv *nv, IrBlock *blk)
 			nv_wgmma_settle_live(nv);
 		if (op->opc == OP_SELECT && nv_absorbed_select(op))
 			continue; /* the MMA reads its operand (dot.c) */
-		if (nv->wg_dot && op->nregions) {
-			/* an effect-free `if` the dots in flight run through
-			 * (nv_wgmma_keeps_flying): its regions neither wait nor
-			 * see them */
-			IrOp *wd = nv->wg_dot;
-			int nold = nv->nwg_old;
-			nv->wg_dot = NULL;
-			nv->nwg_old = 0;
-			nv_lower_op(nv, op);
-			nv->wg_dot = wd;
-			nv->nwg_old = nold;
-			continue;
-		}
 		nv_lower_op(nv, op);
 	}
 	if (nv->wg_dot)

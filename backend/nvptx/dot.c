@@ -783,27 +783,13 @@ static bool wgmma_joins_flight(const Nv *nv, const IrOp *op)
 	return !(ir_op_int(op, "max_num_imprecise_acc", 0) > 0 && (ak == TY_F8E4M3 || ak == TY_F8E5M2));
 }
 
-/* an effect-free `if` or loop (a flattened nest's next-tile offsets) none
- * of whose ops reads a result in flight or stages through scratch */
-static bool region_flies(const Nv *nv, const IrOp *op)
-{
-	for (int r = 0; r < op->nregions; r++)
-		for (const IrOp *o = op->regions[r]->first; o; o = o->next)
-			if (reads_in_flight(nv, o) || an_scratch_bytes(o, &nv->ao) > 0 ||
-			    (o->nregions && !region_flies(nv, o)))
-				return false;
-	return true;
-}
-
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 {
 	if (op->opc == OP_ASYNC_COMMIT || (op->opc == OP_ASYNC_COPY && ir_op_int(op, "ordered", 0)))
 		return true; /* writes a slot the dots in flight do not read */
 	if (op->opc == OP_DOT)
 		return wgmma_joins_flight(nv, op);
-	if (op->nregions)
-		return ir_op_effect_free(op) && !reads_in_flight(nv, op) && region_flies(nv, op);
-	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || an_scratch_bytes(op, &nv->ao) > 0)
+	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || an_scratch_bytes(op, &nv->ao) > 0)
 		return false;
 	return !reads_in_flight(nv, op);
 }

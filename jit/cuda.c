@@ -34,7 +34,6 @@
 	X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                                     \
 	X(cuDeviceGetCount, "cuDeviceGetCount", (int *))                                     \
 	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, CUdevice_attribute, CUdevice)) \
-	X(cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice))                      \
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice))     \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext *))                                 \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                                   \
@@ -60,6 +59,8 @@ typedef struct Driver {
 #undef FIELD
 	/* optional: NULL when the driver lacks it (launches with attributes fail) */
 	CUresult (*p_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+	/* cuDeviceGetName, resolved when the driver has it (only `ctriton info` asks) */
+	CUresult (*p_cuDeviceGetName)(char *, int, CUdevice);
 	/* cuTensorMapEncodeTiled (CUDA 12), resolved when the driver has it */
 	CUresult (*p_cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
 					     const unsigned *, const unsigned *, int, int, int, int);
@@ -135,6 +136,7 @@ static int load_driver(void)
 #undef LOAD
 	*(void **)&drv.p_cuLaunchKernelEx = dlsym(drv.lib, "cuLaunchKernelEx");
 	*(void **)&drv.p_cuTensorMapEncodeTiled = dlsym(drv.lib, "cuTensorMapEncodeTiled");
+	*(void **)&drv.p_cuDeviceGetName = dlsym(drv.lib, "cuDeviceGetName");
 	CUresult r = drv.p_cuInit(0);
 	if (r != CUDA_SUCCESS) {
 		snprintf(drv_error, sizeof drv_error, "CUDA driver not usable: cuInit failed: %s", cu_str(r));
@@ -186,7 +188,10 @@ int jit_cuda_device_name(int device, char *name, int len, int *driver_version, c
 		return -1;
 	CUdevice d;
 	CU_CHECK(drv.p_cuDeviceGet(&d, device), "cuDeviceGet");
-	CU_CHECK(drv.p_cuDeviceGetName(name, len, d), "cuDeviceGetName");
+	if (drv.p_cuDeviceGetName)
+		CU_CHECK(drv.p_cuDeviceGetName(name, len, d), "cuDeviceGetName");
+	else if (len > 0)
+		snprintf(name, (size_t)len, "CUDA device %d", device);
 	*driver_version = drv.version;
 	return 0;
 }

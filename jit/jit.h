@@ -341,7 +341,8 @@ int jit_cuda_attribute(int device, int attr, int *value, char *err, int errlen);
 /* The device of the current context. */
 int jit_cuda_current_device(int *device, char *err, int errlen);
 int jit_cuda_props(int device, JitCudaProps *p, char *err, int errlen);
-/* The device's name (cuDeviceGetName, at most len bytes with the NUL) and
+/* The device's name (cuDeviceGetName, at most len bytes with the NUL;
+ * "CUDA device N" where the driver lacks it) and
  * the driver's version (cuDriverGetVersion, e.g. 13000); makes no
  * context. -1 with err when the driver or the device is not usable. */
 int jit_cuda_device_name(int device, char *name, int len, int *driver_version, char *err, int errlen);

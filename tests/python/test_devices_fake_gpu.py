@@ -381,3 +381,20 @@ def test_per_device_load_errors(fake_cuda, tmp_path):
     assert got[1][0] == "OutOfResources" and "shared memory" in got[1][1]
     assert "CUDA device 5 does not exist (this process sees 2 devices)" in got[2]
     assert "Pointer argument (at 0) cannot be accessed from the GPU" in got[3]
+
+
+def test_info_where_the_driver_has_no_device_name(fake_cuda, tmp_path):
+    # `ctriton info` on a CUDA machine: the fake driver has no
+    # cuDeviceGetName, so the device is named by its ordinal; capability,
+    # count and driver version come through the same loader
+    env = dict(os.environ, CTRITON_LIBCUDA_PATH=fake_cuda, CTRITON_BACKEND="cuda",
+               CTRITON_CACHE_DIR=str(tmp_path / "cache"), FAKE_CUDA_ARCHS="90,80")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
+                                         env.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, "-m", "ctriton", "info", "--json"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert info["backend"] == "cuda", info
+    assert info["device"] == "CUDA device 0 (sm_90, device 0 of 2)", info
+    assert info["driver"] == "CUDA 13.0", info  # the fake reports 13000

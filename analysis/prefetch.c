@@ -566,11 +566,10 @@ static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis
 	return slot_ok(L, o, ax, true, trans);
 }
 
-/* Whether every dot of the loop body runs on warpgroup MMA. */
 /* Pure work in the copy group after a {wgmma_pending} barrier (addresses,
  * masks, a flattened nest's next-tile offsets under an `if`) goes above
- * the barrier, right after the dots: it then runs while the tensor cores
- * do, and only the copies themselves wait for every warpgroup. Measured on
+ * the last dot before it (above the barrier where it reads what the dot
+ * block defines): only the copies themselves wait for every warpgroup. Measured on
  * the H200 (tutorial 09's persistent kernel, Nsight Compute): with the
  * arithmetic after the barrier, 46% of the K step's stall samples were
  * dependent integer arithmetic between the barrier and the copies, and
@@ -620,6 +619,7 @@ static void hoist_above(IrOp *bar, const IrOp *end)
 	}
 }
 
+/* Whether every dot of the loop body runs on warpgroup MMA. */
 static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 {
 	int n = 0;

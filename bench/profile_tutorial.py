@@ -17,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upstream_tutorials_gpu import load, pin09  # noqa: E402
+from upstream_tutorials_gpu import load, pin08, pin09  # noqa: E402
 
 
 def main():
@@ -28,6 +28,8 @@ def main():
                     choices=("09-persistent", "09-naive", "09-descriptor", "08-grouped"))
     ap.add_argument("--pin", default="128,256,64,8,3", help="09: BLOCK_M,N,K,warps,stages")
     ap.add_argument("--K", type=int, default=4096)
+    ap.add_argument("--pin08", type=int, help="08: the configuration number of the tutorial's list (default: autotuned)")
+    ap.add_argument("--n08", type=int, help="08: four N x N x N problems (default: the tutorial's 1024, 512, 256, 128)")
     a = ap.parse_args()
     tut = "09-persistent-matmul.py" if a.case.startswith("09") else "08-grouped-gemm.py"
     m = load(os.path.join(a.tutorials, tut), a.impl)
@@ -42,7 +44,9 @@ def main():
               "09-descriptor": lambda: m.matmul_descriptor_persistent(x, w, False)}[a.case]
         ref = x @ w.T
     else:
-        group_m = [1024, 512, 256, 128]
+        if a.pin08 is not None:
+            pin08({a.impl: m}, "grouped_matmul_kernel", a.pin08)
+        group_m = [a.n08] * 4 if a.n08 else [1024, 512, 256, 128]
         As = [torch.rand((g, g), device="cuda", dtype=torch.float16) for g in group_m]
         Bs = [torch.rand((g, g), device="cuda", dtype=torch.float16) for g in group_m]
         fn = lambda: m.group_gemm_fn(As, Bs)  # noqa: E731

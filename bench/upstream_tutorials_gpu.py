@@ -168,18 +168,59 @@ def _tut06_case(mods, quick, D, causal, Z, H, tag, wsmode):
                  lambda m, q=q, k=k, v=v, c=causal, w=ws: (lambda: m.attention(q, k, v, c, sm, w)), ref, flops)
 
 
-def tutorial08(mods, quick):
+def pin08(mods, kernel, idx):
+    """The autotuner of one tutorial-08 kernel reduced to its configuration
+    number idx (the same on both sides: one source), its earlier choices
+    forgotten; None: the whole list. Returns the configuration's label."""
+    label = None
+    for m in mods.values():
+        at = getattr(m, kernel)
+        if not hasattr(at, "_all_configs"):
+            at._all_configs = list(at.configs)
+        at.configs = list(at._all_configs) if idx is None else [at._all_configs[idx]]
+        at.cache = {}
+        if idx is not None:
+            c = at._all_configs[idx]
+            label = "%s w%d s%d" % ("x".join(str(v) for v in c.kwargs.values()), c.num_warps, c.num_stages)
+    return label
+
+
+def picked(mods, kernel):
+    """Each side's autotuned choice for the last key, as a note."""
+    out = []
+    for impl, m in mods.items():
+        at = getattr(m, kernel, None)
+        c = getattr(at, "best_config", None)
+        if c is not None:
+            out.append("%s picked %s w%d s%d" % (impl, "x".join(str(v) for v in c.kwargs.values()),
+                                                 c.num_warps, c.num_stages))
+    if out:
+        print("   ", "; ".join(out), flush=True)
+
+
+def tutorial08(mods, quick, pins=None):
+    """pins: None (autotuned), or the configuration numbers to time one by
+    one (both kernels' lists; numbers past a list's end are skipped)."""
     for N in (4096,) if quick else (1024, 4096):
         g = 4
         A = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
         B = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
         ref = [a @ b for a, b in zip(A, B)]
-        run_case(f"08 grouped gemm {g} x {N}^3 fp16", mods, lambda m: (lambda: m.group_gemm_fn(A, B)), ref,
-                 2.0 * g * N ** 3)
         BT = [b.T.contiguous() for b in B]
-        if all(hasattr(m, "group_gemm_tma_fn") and m.supports_tma() for m in mods.values()):
-            run_case(f"08 grouped gemm (TMA) {g} x {N}^3 fp16", mods,
-                     lambda m: (lambda: m.group_gemm_tma_fn(A, BT)), ref, 2.0 * g * N ** 3)
+        tma = all(hasattr(m, "group_gemm_tma_fn") and m.supports_tma() for m in mods.values())
+        for kernel, name, make in (
+                ("grouped_matmul_kernel", "08 grouped gemm", lambda m: (lambda: m.group_gemm_fn(A, B))),
+                ("grouped_matmul_tma_kernel", "08 grouped gemm (TMA)", lambda m: (lambda: m.group_gemm_tma_fn(A, BT)))):
+            if kernel.endswith("tma_kernel") and not tma:
+                continue
+            n = len(getattr(next(iter(mods.values())), kernel).configs)
+            for idx in [None] if pins is None else [i for i in pins if i < n]:
+                label = pin08(mods, kernel, idx)
+                run_case(f"{name} {g} x {N}^3 fp16" + (f" [{label}]" if label else ""), mods, make, ref,
+                         2.0 * g * N ** 3)
+                if idx is None:
+                    picked(mods, kernel)
+            pin08(mods, kernel, None)
 
 
 def pin09(mods, pin):
@@ -253,6 +294,8 @@ def main():
     ap.add_argument("--pin09", action="append", default=[],
                     help="09 only: BM,BN,BK,WARPS,STAGES, the configurations of the tutorial's lists both sides "
                          "keep (repeatable)")
+    ap.add_argument("--pin08", help="08 only: configuration numbers of the tutorial's lists to time one by one "
+                    "(comma-separated, or 'all')")
     ap.add_argument("--heads", default="64,128", help="06: head dims")
     ap.add_argument("--modes", default="full,causal", help="06: full, causal or both")
     ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
@@ -291,6 +334,10 @@ def main():
             pins = [tuple(int(x) for x in p.split(",")) for p in a.pin] or [None]
             tutorial06(mods, a.quick, pins, tuple(int(h) for h in a.heads.split(",")),
                        tuple(m == "causal" for m in a.modes.split(",")), a.ws, a.bwd)
+        elif mods and key == "08":
+            pins = None if not a.pin08 else list(range(16)) if a.pin08 == "all" else \
+                [int(x) for x in a.pin08.split(",")]
+            tutorial08(mods, a.quick, pins)
         elif mods and key == "09":
             tutorial09(mods, a.quick, [tuple(int(x) for x in p.split(",")) for p in a.pin09] or [None])
         elif mods:

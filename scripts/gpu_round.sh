@@ -21,7 +21,8 @@
 #                      one launch of each CASE (bench/profile_tutorial.py:
 #                      09-persistent, 09-naive, 09-descriptor, 08-grouped;
 #                      default 09-persistent) for ctriton and for Triton
-#                      (PROF_IMPLS: also ctriton-nest, dot nests kept):
+#                      (PROF_IMPLS: also ctriton-nest, dot nests kept;
+#                      PROF_ARGS: more arguments, e.g. "--pin08 4 --n08 4096"):
 #                      reports, detail pages and SASS stall tables in $O/prof
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
@@ -111,7 +112,7 @@ case "$part" in
         # ctriton-nest: ctriton with dot nests kept (CTRITON_FLATTEN_DOT_NESTS=0)
         nest=1; [ "$impl" = ctriton-nest ] && nest=0
         CTRITON_FLATTEN_DOT_NESTS=$nest timeout 200 ncu --profile-from-start off --clock-control none --set full --import-source no \
-          -f -o "$r" python3 bench/profile_tutorial.py --tutorials "$dir" --impl "${impl%-nest}" --case "$case" \
+          -f -o "$r" python3 bench/profile_tutorial.py --tutorials "$dir" --impl "${impl%-nest}" --case "$case" ${PROF_ARGS:-} \
           > "$r.log" 2>&1
         echo "$case $impl rc=$?"
         ncu --import "$r.ncu-rep" --page details > "$r.txt" 2>&1

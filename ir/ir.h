@@ -557,5 +557,15 @@ IrError *ir_unroll_loops(IrModule *m);
  * dots on warpgroup MMA). */
 typedef bool (*IrDotOk)(const IrOp *dot, void *user);
 IrError *ir_flatten_loops(IrModule *m, bool dot_nests, int64_t smem_limit, IrDotOk dot_ok, void *user);
+/* With dot_nests (as ir_flatten_loops takes it), in the inner loop of each
+ * `for` with {flatten = true}, where that loop's body holds a dot: an
+ * address addptr(base, off)
+ * of the body whose offset block is inv + splat(s), inv invariant in the
+ * loop (through add, sub, multiplies by invariant uniform values,
+ * broadcast, expand_dims) and s a scalar the body computes (ki * BK), is
+ * made addptr(addptr(base, inv), splat(s)), the inner addptr before the
+ * loop: one scalar step per iteration instead of the whole offset. NULL on
+ * success. */
+IrError *ir_hoist_addresses(IrModule *m, bool dot_nests);
 
 #endif

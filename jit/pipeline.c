@@ -137,6 +137,7 @@ static IrError *run_unroll_loops(JitPipe *p)
 	return ir_unroll_loops(p->m);
 }
 
+
 /* Nests with a dot are fused as well (on the CPU, and on sm_90 and
  * later), so that the GPU pipelines their tiles across outer iterations
  * (a persistent matmul's next tile loads during this one's last K steps;
@@ -154,12 +155,24 @@ static bool wgmma_dot(const IrOp *dot, void *user)
 	return l && l->version_major == 3;
 }
 
-static IrError *run_flatten_loops(JitPipe *p)
+/* Whether flatten fuses nests with dots: on the CPU and on sm_90 and later,
+ * unless CTRITON_FLATTEN_DOT_NESTS=0. */
+static bool fuse_dot_nests(const JitPipe *p)
 {
 	const char *e = getenv("CTRITON_FLATTEN_DOT_NESTS");
+	return !(e && e[0] == '0') && (p->on != JIT_ON_CUDA || p->ao.arch >= 90);
+}
+
+static IrError *run_hoist_addresses(JitPipe *p)
+{
+	return ir_hoist_addresses(p->m, fuse_dot_nests(p));
+}
+
+static IrError *run_flatten_loops(JitPipe *p)
+{
 	bool cuda = p->on == JIT_ON_CUDA;
-	bool dots = !(e && e[0] == '0') && (!cuda || p->ao.arch >= 90);
-	return ir_flatten_loops(p->m, dots, cuda ? an_shared_limit(p->ao.arch) : 0, cuda ? wgmma_dot : NULL, p);
+	return ir_flatten_loops(p->m, fuse_dot_nests(p), cuda ? an_shared_limit(p->ao.arch) : 0, cuda ? wgmma_dot : NULL,
+				p);
 }
 
 static IrError *run_reduce_lanes(JitPipe *p)
@@ -413,6 +426,9 @@ const JitPass jit_passes[] = {
 	 "merges identical pure ops, block-valued ones too (not in the pipeline)"},
 	{"dce", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_dce,
 	 "removes pure ops whose results are unused, whole chains at once"},
+	{"hoist-addresses", JIT_S_TTGIR, BOTH, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_hoist_addresses,
+	 "in the inner loop (with a dot) of a nest flatten-loops fuses, an address base + (invariant offsets + "
+	 "a scalar of the body) becomes the invariant pointers, made before the loop, plus that scalar"},
 	{"flatten-loops", JIT_S_TTGIR, BOTH, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_flatten_loops,
 	 "a for loop with flatten and one inner for loop: one loop over the inner iterations, the code around "
 	 "the inner loop run on the first and last of each outer iteration"},

@@ -231,12 +231,16 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     rounds = max(1, BM * BN * 2 // 32768)
     assert k.metadata.shared == stages * slot_bytes + BM * BN * 2 // rounds
     assert (f"rounds = {rounds}," in loop) == (rounds > 1)
-    # the copies' tile switch carries the tile's row and column offsets
-    # (vectors): computed once a tile, not again on every K step
-    assert re.search(r"= if [^\n]*: block<\d+xi32, #slice", loop)
-    # ... only for the copies: the loop carries those two vectors and not
+    # the copies' tile switch carries the two tiles' base pointers (made
+    # once a tile, before the K loop, by hoist-addresses): a K step adds
+    # its offset to them (a 64-bit add per copy) and computes no row offsets
+    sw = re.search(r"= if [^\n]*", loop).group(0)
+    assert sorted(re.findall(r"block<(\d+x\d+)xptr<f16>", sw)) == sorted([f"{BM}x{BK}", f"{BK}x{BN}"])
+    assert "xi32, #slice" not in sw
+    # ... only for the copies: the loop carries those two blocks and not
     # the MMAs' tile switch's (dead once the tiles come from the slots)
-    assert loop[:loop.index("\n")].count("xi32, #slice") == 2
+    head = loop[:loop.index("\n")]
+    assert head.count("xptr<f16>") == 2 and "xi32, #slice" not in head
     # a copy's mask is cp.async's ignore-src predicate
     assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %p\d+;", ptx)
 

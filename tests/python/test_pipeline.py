@@ -63,13 +63,13 @@ def test_pass_table_rows():
     names = [p["name"] for p in rows]
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
-    assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "flatten-loops",
-                    "split-dots", "prefetch", "tma-stores", "axis-info",
+    assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "hoist-addresses",
+                    "flatten-loops", "split-dots", "prefetch", "tma-stores", "axis-info",
                     "assign-layouts", "remove-converts", "thread-locality", "allocate-global", "insert-barriers", "allocate-shared",
                     "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
     assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce",
-                                    "flatten-loops", "reduce-lanes", "cpu-codegen"]
+                                    "hoist-addresses", "flatten-loops", "reduce-lanes", "cpu-codegen"]
     # every required fact is provided by an earlier row of the target's pipeline
     for backend in ("cuda", "cpu"):
         have = set()
@@ -113,11 +113,11 @@ def test_dump_after_all_and_unknown(monkeypatch, capfd):
 
 
 def test_ttgir_input_to_the_whole_pipeline_is_an_error():
-    # layouts already assigned: flatten-loops, the first pass on TTIR after the
-    # generic ones, cannot run, and says so
+    # layouts already assigned: hoist-addresses, the first pass on TTIR after
+    # the generic ones, cannot run, and says so
     text = open(__file__.replace("test_pipeline.py", "../passes/alloc_rows.ttgir")).read()
     r = C.compile_ttir(text, "alloc_rows.ttgir", C.BACKEND_CUDA, 80, 32, {"num_warps": 4}, False)
-    assert "flatten-loops" in r["error"] and "requires 'ttir'" in r["error"]
+    assert "hoist-addresses" in r["error"] and "requires 'ttir'" in r["error"]
 
 
 def test_compile_dump_after_and_dump_cli(capsys):

@@ -5,7 +5,7 @@ runs 2-3 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
   2. parse
   3. passes     verify, unroll-loops, combine-dot-add, cse-scalars, dce (ttir);
-                flatten-loops (ttgir); cuda: prefetch
+                hoist-addresses, flatten-loops (ttgir); cuda: prefetch
                 ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
                 ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir),
                 cpu-codegen (llir, asm, code). The ttir and ttgir texts come

@@ -1243,13 +1243,18 @@ static void assign_op(LCtx *c, IrOp *op)
 			/* storing a value born in another layout (a reduction result):
 			 * move the cheap address computation instead of the data, when
 			 * the value's layout vectorizes the store as well; otherwise
-			 * the value is converted (through shared memory) */
+			 * the value is converted (through shared memory). Not an MMA
+			 * result: its threads hold two neighbouring columns of 8 rows a
+			 * warp, so where neither layout vectorizes (an address of
+			 * unknown alignment, tutorial 08's C) each store would touch 8
+			 * rows where the coalesced layout writes 64 bytes of one (a
+			 * tile's epilogue three times longer on the H100) */
 			IrValue *mask = op->opc == OP_STORE && op->nops > 2 ? op->ops[2] : NULL;
-			if (op->opc == OP_STORE && l && is_blk(op->ops[1]) && op->ops[1]->type->layout != l &&
+			const IrLayout *vl = is_blk(op->ops[1]) ? op->ops[1]->type->layout : NULL;
+			if (op->opc == OP_STORE && l && vl && vl != l && vl->kind != LAYOUT_MMA &&
 			    remat_addr_ok(op->ops[0]) && (!mask || remat_addr_ok(mask)) &&
-			    an_layout_vec(c->ax, op->ops[0], mask, op->ops[1]->type->layout) >=
-				    an_layout_vec(c->ax, op->ops[0], mask, l))
-				l = op->ops[1]->type->layout;
+			    an_layout_vec(c->ax, op->ops[0], mask, vl) >= an_layout_vec(c->ax, op->ops[0], mask, l))
+				l = vl;
 		} else {
 			/* operands cheap to recompute in any layout (constants,
 			 * ranges, splats) do not decide when others are not: those

@@ -140,13 +140,15 @@ def _dot_store_ldc(A, B, C, ldc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
 @needs_ptxas
 @pytest.mark.parametrize("arch", [80, 90])
 @pytest.mark.parametrize("aligned", [False, True])
-def test_dot_result_stored_where_it_is(arch, aligned):
+def test_dot_result_store_coalesced(arch, aligned):
     """A store no layout can vectorize (C of unknown alignment, as tutorial
-    08's grouped GEMM loads its pointers and leading dimensions) is done
-    in the accumulator's own layout: its address block (index vectors,
-    expand_dims, broadcast) is computed again there, and the tile does not
-    go through shared memory. An aligned one is still converted and stored
-    128 bits at a time."""
+    08's grouped GEMM loads its pointers and leading dimensions) still
+    takes the accumulator through shared memory into the coalesced layout:
+    a warp's 2-byte stores cover 32 neighbouring elements of one row, where
+    the accumulator's own layout (two neighbouring columns per thread, 8
+    rows a warp) would touch 8 rows per store (tutorial 08's epilogue three
+    times longer, the kernel 0.90x of Triton on the H100; 1.00x converted).
+    An aligned one is converted and stored 128 bits at a time."""
     sig = {"A": "*fp16", "B": "*fp16", "C": "*fp16", "ldc": "i32"}
     attrs = {"A": {"divisibility": 16}, "B": {"divisibility": 16}}
     if aligned:
@@ -155,12 +157,13 @@ def test_dot_result_stored_where_it_is(arch, aligned):
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
     store = re.search(r"\n *store (%\d+), (%\d+)", ttgir)
     value = re.search(r"\n *" + store.group(2) + r" = (\w+) [^\n]*", ttgir).group(0)
+    assert "convert_layout" in value and "#mma<" not in value
     if aligned:
-        assert "convert_layout" in value and "st.global.v4.b32" in ptx, _accesses(ptx)
+        assert "st.global.v4.b32" in ptx, _accesses(ptx)
     else:
-        assert "cast" in value and "#mma<" in value  # the accumulator's layout
-        assert "convert_layout" not in ttgir.split(" dot ")[-1]
-        assert "st.shared" not in ptx.split("mma")[-1] and re.search(r"st\.global\.b16", ptx), _accesses(ptx)
+        assert "tpw = [1, 32]" in value and "spt = [1, 1]" in value, value
+        assert "st.shared" in ptx.split("mma")[-1] and re.search(r"st\.global\.b16", ptx), _accesses(ptx)
+        assert not re.search(r"st\.global\.(v2|v4|b32)", ptx), _accesses(ptx)
     assert k.asm["cubin"][:4] == b"\x7fELF"
 
 

@@ -1120,7 +1120,8 @@ typedef struct Addr {
 } Addr;
 
 /* The scalar c with y == splat(c), y invariant in the loop, or NULL. With
- * b, a value usable at its point (a constant is made there). */
+ * b, a value usable at its point (a constant is made there); without b,
+ * only whether there is one (not NULL: y itself). */
 static IrValue *uniform_of(IrBuilder *b, IrValue *y, const IrOp *loop)
 {
 	const IrOp *d = y->def;

@@ -1234,12 +1234,11 @@ static bool has_dot(const IrBlock *b)
 	return false;
 }
 
-static int hoist_loop_addresses(IrFunc *f, IrOp *loop)
+static void hoist_loop_addresses(IrFunc *f, IrOp *loop)
 {
 	IrBlock *body = loop->regions[0];
 	if (!has_dot(body))
-		return 0;
-	int n = 0;
+		return;
 	for (IrOp *o = body->first; o; o = o->next) {
 		bool var;
 		if (o->opc != OP_ADDPTR || !ir_is_block(o->res[0].type) || !hoistable(o->ops[0], loop, 0) ||
@@ -1258,11 +1257,9 @@ static int hoist_loop_addresses(IrFunc *f, IrOp *loop)
 			IrValue *p = ir_addptr(&a.pre, hoist(&a.pre, o->ops[0], loop, &a.hm), inv);
 			IrValue *q = ir_addptr(&a.in, p, ir_splat(&a.in, s, o->ops[1]->type));
 			ir_replace_all_uses(f, &o->res[0], q);
-			n++;
 		}
 		vmap_free(&a.hm);
 	}
-	return n;
 }
 
 /* The inner loops of the nests flatten fuses (with their dots): nested

@@ -243,6 +243,15 @@ def test_fused_sm90(monkeypatch, BM, BN, BK, warps, stages, layout):
     assert head.count("xptr<f16>") == 2 and "xi32, #slice" not in head
     # a copy's mask is cp.async's ignore-src predicate
     assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %p\d+;", ptx)
+    # the K step's offset: sign-extended and scaled once, then a 64-bit add
+    # per 16-byte copy, not a widening multiply-add each (one IMAD.WIDE per
+    # copy beside the MMAs cost 6% on an H100: backend/nvptx/elem.c)
+    # (A's, and B's: the same or, B row-major, times its row stride)
+    offs = re.findall(r"cvt\.s64\.s32 (%rd\d+), %r\d+;[^\n]*\n[^\n]*\n\tshl\.b64 \t(%rd\d+), \1, 1;", ptx)
+    assert offs, "the K offset in bytes"
+    copies = (BM * BK + BK * BN) * 2 // 16 // (warps * 32)
+    adds = sum(len(re.findall(rf"add\.s64 \t%rd\d+, %rd\d+, {o};", ptx)) for _, o in offs)
+    assert adds >= copies, (adds, copies)
 
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not found")

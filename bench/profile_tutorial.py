@@ -25,7 +25,7 @@ def main():
     ap.add_argument("--tutorials", required=True)
     ap.add_argument("--impl", choices=("ctriton", "triton"), required=True)
     ap.add_argument("--case", default="09-persistent",
-                    choices=("09-persistent", "09-naive", "09-descriptor", "08-grouped"))
+                    choices=("09-persistent", "09-naive", "09-descriptor", "09-tma-persistent", "08-grouped"))
     ap.add_argument("--pin", default="128,256,64,8,3", help="09: BLOCK_M,N,K,warps,stages")
     ap.add_argument("--K", type=int, default=4096)
     ap.add_argument("--pin08", type=int, help="08: the configuration number of the tutorial's list (default: autotuned)")
@@ -41,7 +41,8 @@ def main():
         w = torch.randn((N, a.K), device="cuda", dtype=torch.float16)
         fn = {"09-persistent": lambda: m.matmul_persistent(x, w.T),
               "09-naive": lambda: m.matmul(x, w.T),
-              "09-descriptor": lambda: m.matmul_descriptor_persistent(x, w, False)}[a.case]
+              "09-descriptor": lambda: m.matmul_descriptor_persistent(x, w, False),
+              "09-tma-persistent": lambda: m.matmul_tma_persistent(x, w, False)}[a.case]
         ref = x @ w.T
     else:
         if a.pin08 is not None:

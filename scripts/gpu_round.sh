@@ -19,7 +19,8 @@
 #                      (compare with diag09)
 #   profile DIR [CASE...]  Nsight Compute (--set full, clocks left alone) on
 #                      one launch of each CASE (bench/profile_tutorial.py:
-#                      09-persistent, 09-naive, 09-descriptor, 08-grouped;
+#                      09-persistent, 09-naive, 09-descriptor,
+#                      09-tma-persistent, 08-grouped;
 #                      default 09-persistent) for ctriton and for Triton
 #                      (PROF_IMPLS: also ctriton-nest, dot nests kept;
 #                      PROF_ARGS: more arguments, e.g. "--pin08 4 --n08 4096"):

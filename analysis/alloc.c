@@ -28,7 +28,8 @@
  *       the call passes (see call.c);
  *   tma_store: the value in the slot layout of tma_copy (column blocks of
  *       128-byte rows, swizzled; backend/nvptx/mem.c), read by the tensor
- *       memory access unit before the op ends;
+ *       memory access unit before the op ends; a deferred one's (below)
+ *       read while the kernel goes on;
  *   tensormap_create (with a global scratch slot): the 128-byte map built
  *       by tensormap.replace at the first 128-byte aligned address inside
  *       its 256 bytes, then copied to global memory.
@@ -37,6 +38,15 @@
  * buffers of different ops on top of each other; the first-fit allocator
  * below is general (intervals over op positions) in case longer-lived
  * buffers appear (pipelining).
+ *
+ * Deferred tensor stores: in a flattened nest's loop (fused_nest), the
+ * tensor stores of the epilogue do not wait for the unit to read their
+ * staging; the next store waits for that before it writes the staging
+ * again (and the kernel before it exits), so the reads overlap the next
+ * tile's K steps, as Triton pipelines its tensor stores. All of them
+ * share one staging buffer, live for the whole kernel, so that nothing
+ * else writes it while the unit reads; an_plan_tma_stores defers them
+ * only where that buffer still fits beside the rest.
  *
  * Barriers: each scratch user writes, waits at a barrier, then reads. Before
  * it writes, another barrier is needed if some earlier scratch user may still
@@ -49,6 +59,7 @@
 #include "analysis.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int64_t align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
@@ -338,6 +349,19 @@ static void collect(ACtx *a, IrBlock *b)
 		int64_t sz = an_scratch_bytes(op, a->o);
 		if (sz <= 0)
 			continue;
+		if (an_tma_store_deferred(op)) {
+			/* one staging buffer for every deferred store, the whole kernel long */
+			Buf *g = NULL;
+			for (int i = 0; i < a->n && !g; i++)
+				if (an_tma_store_deferred(a->bufs[i].op))
+					g = &a->bufs[i];
+			if (g)
+				g->size = g->size > align16(sz) ? g->size : align16(sz);
+			else
+				add_buf(a, (Buf){op, align16(sz), 0, INT64_MAX / 4, 0, false, a->depth, op->opc, a->depth,
+						 false});
+			continue;
+		}
 		/* the first of a staged pair stays live through the second: both
 		 * tiles are written before one barrier, then both read */
 		int64_t end = an_staged_pair(op) ? start + 1 : start;
@@ -361,6 +385,59 @@ static void set_tile_offset(IrCtx *ctx, IrBlock *b, int64_t id, int64_t off, con
 		if (an_tile_buffer_op(op) && ir_op_int(op, "buffer", -1) == id)
 			ir_op_set_int(ctx, op, attr, off);
 	}
+}
+
+static void set_deferred_offset(IrCtx *ctx, IrBlock *b, int64_t off)
+{
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			set_deferred_offset(ctx, op->regions[r], off);
+		if (an_tma_store_deferred(op))
+			ir_op_set_int(ctx, op, "scratch_offset", off);
+	}
+}
+
+bool an_tma_store_deferred(const IrOp *op)
+{
+	return op->opc == OP_TMA_STORE && ir_op_int(op, "deferred", 0);
+}
+
+/* Marks (on) or unmarks the tensor stores inside loops marked fused_nest;
+ * the number of them. */
+static int mark_deferred(IrCtx *ctx, IrBlock *b, bool in_fused, bool on)
+{
+	int n = 0;
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			n += mark_deferred(ctx, op->regions[r], in_fused || ir_op_int(op, "fused_nest", 0), on);
+		if (op->opc == OP_TMA_STORE && in_fused) {
+			if (on) {
+				ir_op_set_int(ctx, op, "deferred", 1);
+			} else {
+				const IrAttr *d = ir_find_attr(op->nattrs, op->attrs, "deferred");
+				if (d) { /* drop it */
+					int i = (int)(d - op->attrs);
+					memmove(&op->attrs[i], &op->attrs[i + 1], sizeof *op->attrs * (size_t)(op->nattrs - i - 1));
+					op->nattrs--;
+				}
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
+void an_plan_tma_stores(IrFunc *f, const AnGpuOptions *o)
+{
+	IrCtx *ctx = f->module->ctx;
+	if (!f->is_kernel || o->arch < 90 || !mark_deferred(ctx, f->body, false, true))
+		return;
+	/* the staging apart from everything else must fit (allocate-shared
+	 * places it again, after the barriers, which take no memory) */
+	if (an_allocate_shared(f, o) > an_shared_limit(o->arch))
+		mark_deferred(ctx, f->body, false, false);
+	else
+		ir_set_attr_int(ctx, &f->nattrs, &f->attrs, "tma_store_deferred", 1);
 }
 
 /* A flattened nest's epilogue (an `if` in a loop marked fused_nest)
@@ -424,11 +501,15 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o)
 		if (!a.bufs[i].mbar)
 			ir_op_set_int(f->module->ctx, a.bufs[i].op, "scratch_offset", off);
 	}
-	/* every op naming a tile buffer gets its offset */
-	for (int i = 0; i < a.n; i++)
+	/* every op naming a tile buffer gets its offset, every deferred
+	 * store that of the staging they share */
+	for (int i = 0; i < a.n; i++) {
 		if (tile_buf_owner(a.bufs[i].op))
 			set_tile_offset(f->module->ctx, f->body, ir_op_int(a.bufs[i].op, "buffer", 0),
 					a.bufs[i].offset, a.bufs[i].mbar ? "mbar_offset" : "scratch_offset");
+		if (an_tma_store_deferred(a.bufs[i].op))
+			set_deferred_offset(f->module->ctx, f->body, a.bufs[i].offset);
+	}
 	free(a.bufs);
 	/* a called function's total: its caller's scratch for the call */
 	if (!f->is_kernel && (total > 0 || ir_find_attr(f->nattrs, f->attrs, "shared")))
@@ -497,6 +578,13 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 				}
 				dirty = true;
 			}
+			continue;
+		}
+		/* a deferred tensor store waits for the unit's reads of its
+		 * staging and meets the others at a barrier before it writes the
+		 * staging (nothing else uses it), and at another after: clean */
+		if (an_tma_store_deferred(op)) {
+			dirty = false;
 			continue;
 		}
 		/* a tensor map made in the kernel ends with a barrier after its

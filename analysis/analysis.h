@@ -342,6 +342,12 @@ int64_t an_allocate_shared(IrFunc *f, const AnGpuOptions *o);
  * another scratch user may still read (each scratch user itself puts one
  * barrier between its writes and its reads). */
 void an_insert_barriers(IrFunc *f, const AnGpuOptions *o);
+/* Defers the tensor stores of a flattened nest's loop (the next store, or
+ * the kernel's exit, waits for the unit to read the staging: "deferred"
+ * on the store, "tma_store_deferred" on the function) when their shared
+ * staging, live for the whole kernel, fits; before an_insert_barriers. */
+void an_plan_tma_stores(IrFunc *f, const AnGpuOptions *o);
+bool an_tma_store_deferred(const IrOp *op);
 /* op and the op after it convert the A and B tiles of a dot to dot_op
  * layouts through shared memory: they get disjoint scratch, no barrier
  * between them, and the backend writes both tiles, waits at one barrier,

@@ -777,8 +777,26 @@ static void wants_block(LCtx *c, IrBlock *b)
 			break;
 		case OP_TMA_STORE: {
 			/* any layout goes into the store's scratch: the value's own,
-			 * an accumulator's when it comes from one (no conversion) */
-			const IrLayout *l = is_blk(op->ops[3]) ? mma_source(c, op->ops[3], 0) : NULL;
+			 * an accumulator's when it comes from one (no conversion);
+			 * else one writing 16 bytes a thread along the rows, which
+			 * a subtiled epilogue (reshape, permute, split of an
+			 * accumulator) reaches through one vectorized conversion,
+			 * the rest register renamings */
+			if (!is_blk(op->ops[3]))
+				break;
+			const IrLayout *l = mma_source(c, op->ops[3], 0);
+			if (!l) {
+				const IrType *t = op->ops[3]->type;
+				int spt[IR_MAX_RANK], es = ir_type_bits(ir_scalar(t)) / 8;
+				int64_t per = t->numel / ((int64_t)c->o->num_warps * c->o->warp_size);
+				for (int d = 0; d < t->rank; d++)
+					spt[d] = 1;
+				int v = es > 0 && es < 16 ? 16 / es : 1;
+				while (v > 1 && (v > t->shape[t->rank - 1] || v > per))
+					v /= 2;
+				spt[t->rank - 1] = v;
+				l = an_blocked_layout(c->ctx, t->rank, t->shape, spt, NULL, c->o->num_warps, c->o->warp_size);
+			}
 			if (l)
 				set_want(c, op->ops[3], l);
 			break;

@@ -1237,6 +1237,8 @@ static bool from_dot(const IrValue *v, int depth)
 		const IrOp *t = ir_block_terminator(d->regions[0]);
 		return t && v->index < t->nops && passes(v, t->ops[v->index], &via) && from_dot(t->ops[v->index], depth - 1);
 	}
+	if (d->opc == OP_RESHAPE || d->opc == OP_TRANS || d->opc == OP_SPLIT)
+		return from_dot(d->ops[0], depth - 1);
 	return (ir_opinfo(d->opc)->flags & IR_ELEM) && d->nops == 1 && from_dot(d->ops[0], depth - 1);
 }
 
@@ -1255,6 +1257,12 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 		if (op->opc == OP_DOT && an_dot_mma_layout(b->func->module->ctx, op, o))
 			staged = true;
 		int64_t x = staged ? 0 : an_scratch_bytes(op, o);
+		/* a subtiled epilogue (reshape, permute, split of the
+		 * accumulator): register renamings once the store's layout is
+		 * chosen (layout.c), the conversion counted at the store */
+		if (fused && nested && (op->opc == OP_RESHAPE || op->opc == OP_TRANS || op->opc == OP_SPLIT) &&
+		    from_dot(op->ops[0], 8))
+			x = 0;
 		/* a dot's result stored under an `if` of a flattened nest's loop
 		 * (its epilogue): the layout pass converts it to the store's
 		 * layout through scratch the size of the stored block, at most

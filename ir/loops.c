@@ -31,8 +31,8 @@
  * warpgroup MMA) and in the form the
  * pipeliner takes across outer iterations (analysis/prefetch.c): inner
  * bounds computed from invariants (moved before the loop), a pure
- * prologue, pointer loads and stores (descriptor tiles and warp
- * specialization keep the nest), inner carried values that start from
+ * prologue, pointer or descriptor loads and stores (warp
+ * specialization keeps the nest), inner carried values that start from
  * constants (accumulators); `if (inner trip count > 0)` the fused
  * loop, with no `if` around the inner body, else the nest as it is.
  * Through the prologue's `if` go its scalars and vectors (a tile's
@@ -596,12 +596,6 @@ static void note_dot(IrOp *op, void *user)
 		d->ok = false;
 }
 
-static void note_tma(IrOp *op, void *user)
-{
-	if ((op->opc == OP_LOAD || op->opc == OP_STORE) && ir_op_int(op, "tma", 0))
-		*(bool *)user = true;
-}
-
 static int64_t value_bytes(const IrValue *v)
 {
 	int bits = ir_type_bits(ir_scalar(v->type));
@@ -722,11 +716,9 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 		/* the form the pipeliner takes across tiles (dot_nests): invariant
 		 * inner bounds, a prologue of pure ops, at least one inner
 		 * iteration (or the nest as it is when there is none) */
-		bool tma = false;
-		ir_walk_block(n.ob, note_tma, &tma);
-		/* pointer tiles only: descriptor tiles (tensor copies, stores)
-		 * and warp specialization keep the nest */
-		if (!dot_nests || !dn.ok || !inv || tci == 0 || tma || ir_op_int(L, "warp_specialize", 0))
+		/* warp specialization keeps the nest (its producer loop is the
+		 * nest's); pointer and descriptor tiles fuse alike */
+		if (!dot_nests || !dn.ok || !inv || tci == 0 || ir_op_int(L, "warp_specialize", 0))
 			return false;
 		/* the inner loop carries what starts from a constant (the
 		 * accumulators): carried pointers (a_ptrs += BK) would go through

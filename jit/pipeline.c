@@ -294,8 +294,15 @@ static IrError *run_insert_barriers(JitPipe *p)
 {
 	int n;
 	IrFunc **fs = gpu_funcs(p, &n);
+	/* deferring tensor stores needs the kernel's allocation, which needs
+	 * its callees' totals */
 	for (int i = 0; i < n; i++)
+		if (fs[i] != p->kernel)
+			an_allocate_shared(fs[i], &p->ao);
+	for (int i = 0; i < n; i++) {
+		an_plan_tma_stores(fs[i], &p->ao);
 		an_insert_barriers(fs[i], &p->ao);
+	}
 	return NULL;
 }
 

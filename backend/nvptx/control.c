@@ -509,6 +509,10 @@ void nv_lower_return(Nv *nv, IrOp *op)
 {
 	int n = op ? regs_of(nv, nv->f->nres, nv->f->restys, NULL) : 0;
 	if (nv->f->is_kernel || n == 0) {
+		/* deferred tensor stores may still read the staging: the shared
+		 * memory stays the kernel's until they have */
+		if (nv->f->is_kernel && ir_find_attr(nv->f->nattrs, nv->f->attrs, "tma_store_deferred"))
+			nv_asm_void(nv, "cp.async.bulk.wait_group.read 0;");
 		LLVMBuildRetVoid(nv->b);
 		return;
 	}

@@ -702,8 +702,10 @@ void nv_lower_tma_release(Nv *nv, IrOp *op)
  * (the warp that acquired a map the kernel made, tmap.c) issues one bulk
  * tensor store per column block, commits them as one group and waits
  * until they have read the scratch: the next barrier makes it free again.
- * Their writes to global memory complete on their own (the unit skips
- * what lies outside the map's bounds). */
+ * A deferred store (analysis/alloc.c) waits for the previous one's reads
+ * before it writes instead, and not for its own. Their writes to global
+ * memory complete on their own (the unit skips what lies outside the
+ * map's bounds). */
 void nv_lower_tma_store(Nv *nv, IrOp *op)
 {
 	const IrValue *v = op->ops[3];
@@ -716,6 +718,13 @@ void nv_lower_tma_store(Nv *nv, IrOp *op)
 		return;
 	}
 	int64_t off = nv_scratch_off(op);
+	bool deferred = an_tma_store_deferred(op);
+	if (deferred) {
+		/* the previous deferred store's reads of the staging: done before
+		 * anyone writes it (only its issuing thread has a group to wait for) */
+		nv_asm_void(nv, "cp.async.bulk.wait_group.read 0;");
+		nv_barrier(nv);
+	}
 	nv_write_swizzled(nv, v, off, false);
 	nv_fence_async_shared(nv);
 	nv_barrier(nv);
@@ -742,8 +751,8 @@ void nv_lower_tma_store(Nv *nv, IrOp *op)
 		cv += snprintf(cons + cv, sizeof cons - (size_t)cv, ",r,r");
 		n += 2;
 	}
-	snprintf(text + u, sizeof text - (size_t)u,
-		 "@e cp.async.bulk.commit_group;\n@e cp.async.bulk.wait_group.read 0;\nct_tmas_skip:\n}");
+	snprintf(text + u, sizeof text - (size_t)u, "@e cp.async.bulk.commit_group;\n%sct_tmas_skip:\n}",
+		 deferred ? "" : "@e cp.async.bulk.wait_group.read 0;\n");
 	snprintf(cons + cv, sizeof cons - (size_t)cv, ",~{memory}");
 	inline_asm(nv, text, cons, args, n);
 }

@@ -163,7 +163,9 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		return an_atomic_scratch(op);
 	case OP_CALL:
 		return an_func_shared(an_callee(op));
-	case OP_TMA_STORE: /* the value in the slot layout of tma_copy, read by the tensor store */
+	case OP_TMA_STORE: /* the value (its column window) in the slot layout of tma_copy, read by the tensor store */
+		if (ir_op_attr(op, "cols"))
+			return op->ops[3]->type->shape[0] * ir_op_int(op, "cols", 0) * elem_bytes(op->ops[3]->type);
 		return numel(op->ops[3]->type) * elem_bytes(op->ops[3]->type);
 	case OP_TMAP_CREATE: /* a map staged for tensormap.replace, 128-byte aligned inside */
 		return ir_op_attr(op, "gscratch") ? 2 * AN_TMAP_BYTES : 0;

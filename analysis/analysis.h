@@ -239,6 +239,17 @@ int an_ws_plan(IrFunc *f, const AnGpuOptions *o, int num_stages);
  * by one or more 128-byte column blocks, or one narrower block, swizzled
  * at that width) become tma_store (tmastore.c); true when any did. */
 bool an_tma_stores(IrFunc *f, const AnGpuOptions *o);
+/* After layouts: a tensor store of one column half of a block (tutorial
+ * 09's EPILOGUE_SUBTILE: split(permute(reshape(X, [M, 2, N/2]), [0, 2, 1])))
+ * stores that window of X itself ({col0, cols}) when every register of X
+ * lies inside or outside it in all threads alike (an accumulator's layout):
+ * the backend writes those registers into the staging, and the conversion,
+ * reshape, permute and split go dead. Whether it changed anything. */
+bool an_tma_store_windows(IrFunc *f, const AnGpuOptions *o);
+/* For each register r of a 2-D block type (in[r], at most cap of them)
+ * whether its column lies in [c0, c0 + w); the number of registers, or -1
+ * when some register lies inside in one thread and outside in another. */
+int an_col_window(const IrType *t, int num_warps, int warp_size, int64_t c0, int64_t w, bool *in, int cap);
 bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces

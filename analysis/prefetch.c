@@ -1270,7 +1270,10 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 		if (fused && nested && op->opc == OP_STORE && op->nops >= 2 && ir_is_block(op->ops[1]->type) &&
 		    from_dot(op->ops[1], 8)) {
 			x = op->ops[1]->type->numel * (ir_type_bits(ir_scalar(op->ops[1]->type)) / 8);
-			x = an_round_bytes(x);
+			/* a descriptor store's staging (a tensor store) is the
+			 * whole block at once */
+			if (!ir_op_int(op, "tma", 0))
+				x = an_round_bytes(x);
 		}
 		m = x > m ? x : m;
 	}

@@ -190,6 +190,26 @@ bool an_regs_only(const IrOp *op, int num_warps, int warp_size)
 	return op->nres > 0;
 }
 
+int an_col_window(const IrType *t, int num_warps, int warp_size, int64_t c0, int64_t w, bool *in, int cap)
+{
+	RMap m;
+	if (!ir_is_block(t) || t->rank != 2 || !rmap_init(t, &m) || m.n > cap)
+		return -1;
+	int64_t C = t->shape[1];
+	for (int r = 0; r < m.n; r++) {
+		int64_t c = rmap_lin(&m, t, 0, 0, r) % C;
+		in[r] = c >= c0 && c < c0 + w;
+	}
+	for (int wp = 0; wp < num_warps; wp++)
+		for (int l = 0; l < warp_size; l++)
+			for (int r = 0; r < m.n; r++) {
+				int64_t c = rmap_lin(&m, t, l, wp, r) % C;
+				if ((c >= c0 && c < c0 + w) != in[r])
+					return -1;
+			}
+	return m.n;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Narrowing casts before data movement                                      */
 /* ------------------------------------------------------------------------- */

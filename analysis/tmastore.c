@@ -97,3 +97,63 @@ bool an_tma_stores(IrFunc *f, const AnGpuOptions *o)
 {
 	return o->arch >= 90 && f->is_kernel && rewrite(f, f->body, o);
 }
+
+/* The column window of X that v (a tensor store's value) is, through
+ * split(trans(reshape(X, [M, 2, N/2]), [0, 2, 1])) result k: columns
+ * k N/2 .. (k + 1) N/2 - 1 of X. NULL when v is not such a half. */
+static IrValue *half_of(IrValue *v, int64_t *c0)
+{
+	IrOp *sp = v->def;
+	if (!sp || sp->opc != OP_SPLIT || sp->nres != 2)
+		return NULL;
+	IrOp *tr = sp->ops[0]->def;
+	const IrAttr *ord = tr && tr->opc == OP_TRANS ? ir_op_attr(tr, "order") : NULL;
+	if (!ord || ord->kind != ATTR_INTS || ord->n != 3 || ord->ints[0] != 0 || ord->ints[1] != 2 ||
+	    ord->ints[2] != 1)
+		return NULL;
+	IrOp *rs = tr->ops[0]->def;
+	if (!rs || rs->opc != OP_RESHAPE)
+		return NULL;
+	IrValue *x = rs->ops[0];
+	const IrType *t3 = rs->res[0].type, *t = x->type;
+	if (!ir_is_block(t) || t->rank != 2 || t3->rank != 3 || t3->shape[0] != t->shape[0] || t3->shape[1] != 2 ||
+	    2 * t3->shape[2] != t->shape[1])
+		return NULL;
+	*c0 = v->index * t3->shape[2];
+	return x;
+}
+
+static bool windows(IrFunc *f, IrBlock *b, const AnGpuOptions *o)
+{
+	bool any = false;
+	for (IrOp *op = b->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			any |= windows(f, op->regions[r], o);
+		int64_t c0;
+		IrValue *x = op->opc == OP_TMA_STORE && !ir_op_attr(op, "cols") ? half_of(op->ops[3], &c0) : NULL;
+		if (!x)
+			continue;
+		int64_t w = op->ops[3]->type->shape[1];
+		/* the earliest of a chain of conversions whose registers split
+		 * by the window (the accumulator's own layout, no conversion) */
+		IrValue *pick = NULL;
+		for (IrValue *y = x; y; y = y->def && y->def->opc == OP_CONVERT_LAYOUT ? y->def->ops[0] : NULL) {
+			bool in[1024];
+			if (ir_is_block(y->type) && y->type->layout &&
+			    an_col_window(y->type, o->num_warps, o->warp_size, c0, w, in, 1024) > 0)
+				pick = y;
+		}
+		if (!pick)
+			continue;
+		ir_op_set_operand(op, 3, pick);
+		ir_op_set_int(f->module->ctx, op, "col0", c0);
+		ir_op_set_int(f->module->ctx, op, "cols", w);
+		any = true;
+	}
+	return any;
+}
+
+bool an_tma_store_windows(IrFunc *f, const AnGpuOptions *o)
+{
+	return o->arch >= 90 && f->is_kernel && windows(f, f->body, o);
+}

@@ -614,14 +614,15 @@ static int64_t loaded_bytes(const IrBlock *blk)
 
 /* The largest block a store after `after` in blk (or in the regions of
  * those ops) writes. */
-static int64_t stored_bytes_max(const IrBlock *blk, const IrOp *after)
+static int64_t stored_bytes_max(const IrBlock *blk, const IrOp *after, bool desc)
 {
 	int64_t m = 0;
 	for (const IrOp *o = after ? after->next : blk->first; o; o = o->next) {
-		if (o->opc == OP_STORE && o->nops >= 2 && ir_is_block(o->ops[1]->type) && value_bytes(o->ops[1]) > m)
+		if (o->opc == OP_STORE && o->nops >= 2 && ir_is_block(o->ops[1]->type) &&
+		    (ir_op_int(o, "tma", 0) != 0) == desc && value_bytes(o->ops[1]) > m)
 			m = value_bytes(o->ops[1]);
 		for (int r = 0; r < o->nregions; r++) {
-			int64_t x = stored_bytes_max(o->regions[r], NULL);
+			int64_t x = stored_bytes_max(o->regions[r], NULL, desc);
 			m = x > m ? x : m;
 		}
 	}
@@ -733,11 +734,14 @@ static bool flatten(IrFunc *f, IrOp *L, bool dot_nests, int64_t smem_limit, int6
 		 * epilogue's conversion buffer, as the pipeliner budgets them
 		 * (analysis/prefetch.c): fused with fewer, the K steps would be
 		 * pipelined less deeply than the nest's */
-		int64_t epi = stored_bytes_max(n.ob, I);
+		int64_t epi = stored_bytes_max(n.ob, I, false);
 		/* converted in rounds of at most 32 KiB, whole 128-byte lines
-		 * (analysis/alloc.c, an_round_bytes) */
+		 * (analysis/alloc.c, an_round_bytes); a descriptor store's
+		 * staging for the tensor store is the whole block at once */
 		while (epi > 32768 && epi % (2 * 128) == 0)
 			epi /= 2;
+		int64_t desc = stored_bytes_max(n.ob, I, true);
+		epi = desc > epi ? desc : epi;
 		if (stages < 2 ||
 		    (smem_limit > 0 && stages * loaded_bytes(ib) > smem_limit - (epi > 16384 ? epi : 16384) - 1024))
 			return false;

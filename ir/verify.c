@@ -1616,6 +1616,11 @@ static IrError *check_op_rules(Verifier *V, const IrOp *op)
 				return fail(V, op, "coordinates must be scalar i32, got %s", ts(V, op->ops[i]->type));
 		if (!ir_is_block(t) || t->rank != 2)
 			return fail(V, op, "the value must be a 2-D block, got %s", ts(V, t));
+		/* a column window of the value: {col0, cols} */
+		int64_t c0 = ir_op_int(op, "col0", 0), nc = ir_op_int(op, "cols", t->shape[1] - c0);
+		if (c0 < 0 || nc <= 0 || c0 + nc > t->shape[1])
+			return fail(V, op, "column window col0 = %lld, cols = %lld outside the value's %lld columns",
+				    (long long)c0, (long long)nc, (long long)t->shape[1]);
 		return NULL;
 	}
 	case OP_ASSUME:

@@ -270,8 +270,13 @@ static IrError *run_remove_converts(JitPipe *p)
 {
 	int n;
 	IrFunc **fs = gpu_funcs(p, &n);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		an_remove_converts(fs[i]);
+		/* a tensor store of a column half takes the whole block's
+		 * window: what fed it goes dead */
+		if (an_tma_store_windows(fs[i], &p->ao))
+			an_remove_converts(fs[i]);
+	}
 	return NULL;
 }
 

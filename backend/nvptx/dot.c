@@ -7,6 +7,7 @@
  * accumulators this thread owns.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvptx.h"
@@ -61,18 +62,131 @@ bool nv_ldmatrix_ok(const IrOp *op)
  * warpgroup MMA whose elements are not 16 bits wide is read K-major). */
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
 {
+	nv_write_swizzled_cols(nv, v, off, tr, 0, -1);
+}
+
+/* stmatrix.x4 on sm_90: 16-bit registers in an accumulator's arrangement
+ * (in each 8 x 8 piece, lane l holds row l / 4, columns 2 (l % 4) and
+ * + 1; the warp's rows and columns further on in registers) go out as four
+ * 8 x 8 matrices, 16 rows x 16 columns, per instruction: matrix q of
+ * (rows +8 (q & 1), columns +8 (q >> 1)), lane l giving the address of row
+ * l % 8 of matrix l / 8. Marks the registers it writes in done[]; the
+ * others are left to the element stores. */
+static void write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, int64_t off, int64_t R, int64_t C,
+			   int64_t col0, const bool *in, bool *done)
+{
+	const AnDimDist *d0 = &m->dd[0], *d1 = &m->dd[1];
+	if (nv->ao.arch < 90 || nv_esize(v->type) != 2 || m->brank != 2 || m->rank != 2 || m->dimmap[0] != 0 ||
+	    m->dimmap[1] != 1 || d0->tpw != 8 || d0->lane_stride != 4 || d0->lane_unit != 1 ||
+	    d1->tpw != 4 || d1->lane_stride != 1 || d1->lane_unit != 2 || d1->spt != 2 || d1->estride != 1 ||
+	    m->bs[0] < 16 || m->bs[1] < 16 || m->bs[0] != v->type->shape[0] || m->bs[1] != v->type->shape[1])
+		return;
+	/* each register's offsets from the thread's base */
+	int n = m->n;
+	int64_t *ro = malloc(sizeof(int64_t) * 2 * (size_t)n);
+	if (!ro)
+		abort();
+	int64_t *co = ro + n;
+	for (int r = 0; r < n; r++) {
+		ro[r] = nv_map_offset(m, r, 0);
+		co[r] = nv_map_offset(m, r, 1);
+	}
+	LLVMBuilderRef B = nv->b;
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(nv->c), et = nv_llty(nv, v->type);
+	LLVMValueRef l8 = LLVMBuildAnd(B, nv->lane, nv_i32(nv, 7), "");
+	LLVMValueRef q = LLVMBuildLShr(B, nv->lane, nv_i32(nv, 3), "");
+	LLVMValueRef qr = LLVMBuildShl(B, LLVMBuildAnd(B, q, nv_i32(nv, 1), ""), nv_i32(nv, 3), "");
+	LLVMValueRef qc = LLVMBuildShl(B, LLVMBuildLShr(B, q, nv_i32(nv, 1), ""), nv_i32(nv, 3), "");
+	LLVMValueRef wr = LLVMBuildMul(B, m->warp_d[0], nv_i32(nv, d0->warp_unit), "");
+	LLVMValueRef wc = LLVMBuildMul(B, m->warp_d[1], nv_i32(nv, d1->warp_unit), "");
+	LLVMValueRef lrow = LLVMBuildAdd(B, LLVMBuildAdd(B, wr, l8, ""), qr, "");
+	LLVMValueRef lcol = LLVMBuildAdd(B, wc, qc, "");
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(nv->c), (LLVMTypeRef[]){i32, i32, i32, i32, i32}, 5, 0);
+	const char *text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};";
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"r,r,r,r,r,~{memory}", 19, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	for (int r = 0; r < n; r++) {
+		if (done[r] || ro[r] % 16 || co[r] % 16)
+			continue;
+		/* the 8 registers: matrix k's pair (columns +0, +1) */
+		int g[8], ng = 0;
+		for (int k = 0; k < 8; k++) {
+			int64_t wro = ro[r] + 8 * (k / 2 & 1), wco = co[r] + 8 * (k / 4) + (k & 1);
+			g[k] = -1;
+			for (int x = 0; x < n && g[k] < 0; x++)
+				if (ro[x] == wro && co[x] == wco && !done[x])
+					g[k] = x;
+			ng += g[k] >= 0 && (!in || in[g[k]] == in[r]);
+		}
+		if (ng != 8 || (in && !in[r]))
+			continue;
+		LLVMValueRef args[5];
+		LLVMValueRef row = LLVMBuildAnd(B, LLVMBuildAdd(B, lrow, nv_i32(nv, ro[r]), ""), nv_i32(nv, m->bs[0] - 1), "");
+		LLVMValueRef col = LLVMBuildAnd(B, LLVMBuildAdd(B, lcol, nv_i32(nv, co[r]), ""), nv_i32(nv, m->bs[1] - 1), "");
+		if (in && col0)
+			col = LLVMBuildSub(B, col, nv_i32(nv, col0), "");
+		args[0] = nv_smem_addr32(nv, off, swizzled_index(nv, row, col, R, C, 2), 2);
+		for (int k = 0; k < 4; k++) {
+			LLVMValueRef x = LLVMGetUndef(LLVMVectorType(et, 2));
+			x = LLVMBuildInsertElement(B, x, nv_reg(nv, v, g[2 * k]), nv_i32(nv, 0), "");
+			x = LLVMBuildInsertElement(B, x, nv_reg(nv, v, g[2 * k + 1]), nv_i32(nv, 1), "");
+			args[1 + k] = LLVMBuildBitCast(B, x, i32, "");
+			done[g[2 * k]] = done[g[2 * k + 1]] = true;
+		}
+		LLVMBuildCall2(B, fty, asmv, args, 5, "");
+	}
+	free(ro);
+}
+
+/* The same for columns col0 .. col0 + cols - 1 of v (cols > 0; not
+ * transposed), as the tile [R][cols]: the registers outside the window,
+ * the same in every thread (an_col_window), are not written. Registers in
+ * an accumulator's arrangement go out by stmatrix (sm_90). */
+void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols)
+{
 	NvMap m;
 	nv_map_init(nv, v->type, &m);
-	int64_t R = v->type->shape[0], C = v->type->shape[1];
+	int64_t R = v->type->shape[0], C = cols > 0 ? cols : v->type->shape[1];
 	int es = (int)nv_esize(v->type);
+	bool *in = NULL;
+	if (cols > 0) {
+		in = malloc((size_t)m.n + 1);
+		if (!in)
+			abort();
+		if (tr || an_col_window(v->type, nv->ao.num_warps, nv->ao.warp_size, col0, cols, in, m.n) != m.n) {
+			free(in);
+			nv_fail(nv, NULL, "a column window of a block whose registers it splits between threads");
+			return;
+		}
+	}
 	int vec = 1;
 	if (!tr && m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
 		vec = m.dd[1].spt < 16 / es ? m.dd[1].spt : 16 / es;
 	while (vec > 1 && m.nd[1] % vec)
 		vec /= 2;
+	/* a vector lies wholly inside or outside the window */
+	for (bool mixed = true; in && vec > 1 && mixed;) {
+		mixed = false;
+		for (int r = 0; r < m.n && !mixed; r += vec)
+			for (int e = 1; e < vec; e++)
+				mixed |= in[r + e] != in[r];
+		if (mixed)
+			vec /= 2;
+	}
 	LLVMTypeRef et = nv_llty(nv, v->type);
+	bool *done = NULL;
+	if (cols >= 0 && !tr) {
+		done = calloc((size_t)m.n + 1, 1);
+		if (!done)
+			abort();
+		write_stmatrix(nv, v, &m, off, R, C, col0, in, done);
+	}
 	for (int r = 0; r < m.n; r += vec) {
+		if ((in && !in[r]) || (done && done[r]))
+			continue;
 		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		if (cols > 0 && col0)
+			c0 = LLVMBuildSub(nv->b, c0, nv_i32(nv, col0), "");
 		LLVMValueRef idx = tr ? swizzled_index(nv, c0, r0, C, R, es) : swizzled_index(nv, r0, c0, R, C, es);
 		LLVMValueRef p = nv_smem_addr(nv, off, idx, es);
 		if (vec == 1) {
@@ -84,6 +198,8 @@ void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
 			x = LLVMBuildInsertElement(nv->b, x, nv_reg(nv, v, r + e), nv_i32(nv, e), "");
 		LLVMSetAlignment(LLVMBuildStore(nv->b, x, p), (unsigned)(es * vec));
 	}
+	free(in);
+	free(done);
 }
 
 /* One ldmatrix (x4 or x2, .trans for B) at the 32-bit shared address of this lane. */

@@ -711,7 +711,9 @@ void nv_lower_tma_store(Nv *nv, IrOp *op)
 	const IrValue *v = op->ops[3];
 	const IrType *t = v->type;
 	int es = (int)nv_esize(t);
-	int64_t R = t->shape[0], C = t->shape[1], w = 128 / es, bw = C > w ? w : C;
+	/* a column window of the value ({col0, cols}: an_tma_store_windows) */
+	int64_t cols = ir_op_int(op, "cols", 0), col0 = ir_op_int(op, "col0", 0);
+	int64_t R = t->shape[0], C = cols > 0 ? cols : t->shape[1], w = 128 / es, bw = C > w ? w : C;
 	int nbox = (int)((C + bw - 1) / bw);
 	if (t->rank != 2 || nbox > 8) {
 		nv_fail(nv, op, "tma_store: a 2-D block of at most 8 column blocks of 128 bytes");
@@ -725,7 +727,7 @@ void nv_lower_tma_store(Nv *nv, IrOp *op)
 		nv_asm_void(nv, "cp.async.bulk.wait_group.read 0;");
 		nv_barrier(nv);
 	}
-	nv_write_swizzled(nv, v, off, false);
+	nv_write_swizzled_cols(nv, v, off, false, col0, cols);
 	nv_fence_async_shared(nv);
 	nv_barrier(nv);
 	LLVMValueRef mp = nv_reg(nv, op->ops[0], 0);

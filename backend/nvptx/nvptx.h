@@ -182,6 +182,7 @@ void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);
 void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core reads */
 /* v (2-D) into the swizzled tile at scratch byte off (tr: stored [C][R]) */
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
+void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
 void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff); /* 32-bit: element by element */
 void nv_lower_dot(Nv *nv, IrOp *op);

@@ -59,7 +59,6 @@
 #include "analysis.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static int64_t align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
@@ -413,16 +412,10 @@ static int mark_deferred(IrCtx *ctx, IrBlock *b, bool in_fused, bool on)
 		for (int r = 0; r < op->nregions; r++)
 			n += mark_deferred(ctx, op->regions[r], in_fused || ir_op_int(op, "fused_nest", 0), on);
 		if (op->opc == OP_TMA_STORE && in_fused) {
-			if (on) {
+			if (on)
 				ir_op_set_int(ctx, op, "deferred", 1);
-			} else {
-				const IrAttr *d = ir_find_attr(op->nattrs, op->attrs, "deferred");
-				if (d) { /* drop it */
-					int i = (int)(d - op->attrs);
-					memmove(&op->attrs[i], &op->attrs[i + 1], sizeof *op->attrs * (size_t)(op->nattrs - i - 1));
-					op->nattrs--;
-				}
-			}
+			else
+				ir_op_remove_attr(op, "deferred");
 			n++;
 		}
 	}

@@ -854,6 +854,16 @@ void ir_op_set_sym(IrCtx *ctx, IrOp *op, const char *name, const char *sym)
 	ir_set_attr(ctx, &op->nattrs, &op->attrs, &a);
 }
 
+void ir_op_remove_attr(IrOp *op, const char *name)
+{
+	const IrAttr *a = ir_find_attr(op->nattrs, op->attrs, name);
+	if (!a)
+		return;
+	int i = (int)(a - op->attrs);
+	memmove(&op->attrs[i], &op->attrs[i + 1], sizeof *op->attrs * (size_t)(op->nattrs - i - 1));
+	op->nattrs--;
+}
+
 void ir_op_set_ints(IrCtx *ctx, IrOp *op, const char *name, int n, const int64_t *v)
 {
 	IrAttr a = {.name = name, .kind = ATTR_INTS, .n = n};

@@ -377,6 +377,8 @@ void ir_op_set_float(IrCtx *ctx, IrOp *op, const char *name, double v);
 void ir_op_set_str(IrCtx *ctx, IrOp *op, const char *name, const char *v);
 void ir_op_set_ints(IrCtx *ctx, IrOp *op, const char *name, int n, const int64_t *v);
 void ir_op_set_sym(IrCtx *ctx, IrOp *op, const char *name, const char *sym);
+/* Removes op's attribute name, if it has one. */
+void ir_op_remove_attr(IrOp *op, const char *name);
 const IrAttr *ir_find_attr(int nattrs, const IrAttr *attrs, const char *name);
 const IrAttr *ir_op_attr(const IrOp *op, const char *name);
 int64_t ir_op_int(const IrOp *op, const char *name, int64_t dflt);   /* int or bool */

@@ -268,8 +268,10 @@ LLVMValueRef be_to_f32(BeScalar *s, LLVMValueRef x, const IrType *t)
 	case TY_F8E5M2:
 	case TY_F8E4B15:
 	case TY_F8E4B8:
-	case TY_F8E5B16:
-		return f8_to_f32(s, x, f8_fmt(ir_scalar(t)->kind));
+	case TY_F8E5B16: {
+		LLVMValueRef r = s->f8_to_f32 ? s->f8_to_f32(s->user, x, ir_scalar(t)->kind) : NULL;
+		return r ? r : f8_to_f32(s, x, f8_fmt(ir_scalar(t)->kind));
+	}
 	case TY_F16:
 		return LLVMBuildFPExt(b, x, f32_ty(s), "");
 	case TY_F64:
@@ -296,8 +298,10 @@ LLVMValueRef be_from_f32(BeScalar *s, LLVMValueRef x, const IrType *t, bool rtz)
 	case TY_F8E5M2:
 	case TY_F8E4B15:
 	case TY_F8E4B8:
-	case TY_F8E5B16:
-		return f32_to_f8(s, x, f8_fmt(t->kind), rtz);
+	case TY_F8E5B16: {
+		LLVMValueRef r = s->f32_to_f8 ? s->f32_to_f8(s->user, x, t->kind, rtz) : NULL;
+		return r ? r : f32_to_f8(s, x, f8_fmt(t->kind), rtz);
+	}
 	case TY_F64:
 		return LLVMBuildFPExt(b, x, f64_ty(s), "");
 	default:

@@ -49,6 +49,12 @@ typedef struct BeScalar {
 	LLVMValueRef (*ext)(void *user, const IrOp *op, LLVMValueRef *xs);
 	/* f64 -> f16 rounded once (NULL: fptrunc does it) */
 	LLVMValueRef (*f64_to_f16)(void *user, LLVMValueRef x);
+	/* an f32 as fp8 of kind k (its i8 bits) with the target's own
+	 * instruction, and fp8 bits as an f32, with the semantics above; NULL
+	 * (or a hook returning NULL) where the target has none: the integer
+	 * arithmetic of scalar.c */
+	LLVMValueRef (*f32_to_f8)(void *user, LLVMValueRef x, IrTypeKind k, bool rtz);
+	LLVMValueRef (*f8_to_f32)(void *user, LLVMValueRef x, IrTypeKind k);
 	/* reports an op it cannot lower (msg: static or arena text) */
 	void (*fail)(void *user, const IrOp *op, const char *msg);
 	void *user;

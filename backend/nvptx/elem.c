@@ -8,6 +8,7 @@
  * addptr. Runs of equal values that axis
  * info proves along the fastest dim are computed once (dedup_run).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/scalar.h"
@@ -107,6 +108,54 @@ static LLVMValueRef fdiv(void *user, const IrOp *op, LLVMValueRef x, LLVMValueRe
 	return nv_intrinsic(nv, "llvm.nvvm.div.full", NULL, 0, a, 2);
 }
 
+/* One inline-asm conversion: result type rt, operand x, constraints cons. */
+static LLVMValueRef cvt_asm(Nv *nv, const char *text, const char *cons, LLVMTypeRef rt, LLVMValueRef x)
+{
+	LLVMTypeRef at = LLVMTypeOf(x);
+	LLVMTypeRef fty = LLVMFunctionType(rt, &at, 1, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(nv->b, fty, asmv, &x, 1, "");
+}
+
+/* e4m3 and e5m2 on sm_89 and later: cvt.rn.satfinite.{e4m3,e5m2}x2.f32
+ * (rounded to nearest even, finite overflow and infinities to +-max, NaN
+ * to NaN: scalar.c's semantics) with the value in the low byte, and back
+ * through cvt.rn.f16x2.{e4m3,e5m2}x2 (exact) and f16 -> f32. Rounding
+ * toward zero and the other formats keep the integer arithmetic. */
+static const char *hw_f8(const Nv *nv, IrTypeKind k)
+{
+	if (nv->ao.arch < 89 || nv->ptx < 78)
+		return NULL;
+	return k == TY_F8E4M3 ? "e4m3" : k == TY_F8E5M2 ? "e5m2" : NULL;
+}
+
+static LLVMValueRef f32_to_f8(void *user, LLVMValueRef x, IrTypeKind k, bool rtz)
+{
+	Nv *nv = user;
+	const char *f = hw_f8(nv, k);
+	if (!f || rtz || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMFloatTypeKind)
+		return NULL;
+	char text[96];
+	snprintf(text, sizeof text, "cvt.rn.satfinite.%sx2.f32 $0, 0f00000000, $1;", f);
+	LLVMValueRef h = cvt_asm(nv, text, "=h,f", LLVMInt16TypeInContext(nv->c), x);
+	return LLVMBuildTrunc(nv->b, h, LLVMInt8TypeInContext(nv->c), "");
+}
+
+static LLVMValueRef f8_to_f32(void *user, LLVMValueRef x, IrTypeKind k)
+{
+	Nv *nv = user;
+	const char *f = hw_f8(nv, k);
+	if (!f || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 8)
+		return NULL;
+	char text[128];
+	snprintf(text, sizeof text, "{\n.reg .b32 t;\n.reg .b16 hi;\ncvt.rn.f16x2.%sx2 t, $1;\nmov.b32 {$0, hi}, t;\n}", f);
+	LLVMValueRef w = LLVMBuildZExt(nv->b, x, LLVMInt16TypeInContext(nv->c), "");
+	LLVMValueRef h = cvt_asm(nv, text, "=h,h", LLVMInt16TypeInContext(nv->c), w);
+	h = LLVMBuildBitCast(nv->b, h, LLVMHalfTypeInContext(nv->c), "");
+	return LLVMBuildFPExt(nv->b, h, LLVMFloatTypeInContext(nv->c), "");
+}
+
 /* The shared scalar semantics with the GPU's types, math and externs. */
 static BeScalar sem(Nv *nv)
 {
@@ -121,6 +170,8 @@ static BeScalar sem(Nv *nv)
 			  .fdiv = fdiv,
 			  .ext = sem_ext,
 			  .f64_to_f16 = NULL,
+			  .f32_to_f8 = f32_to_f8,
+			  .f8_to_f32 = f8_to_f32,
 			  .fail = sem_fail,
 			  .user = nv};
 }

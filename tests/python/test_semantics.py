@@ -8,6 +8,7 @@ Every case runs on the CPU backend against values computed here in Python.
 The `gpu` variant runs the same cases on the GPU and requires the same bits
 (NaN outputs need only be NaN: payloads are not specified)."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -538,3 +539,33 @@ def test_gpu_lowering_of_every_case(arch):
         sig.update({k: "constexpr" for k in cx})
         k = triton.compile(ASTSource(case.kernel, sig, cx), target=GPUTarget("cuda", arch, 32))
         assert ".entry" in k.asm["ptx"], case.name
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_conversions_use_the_hardware_on_sm90(fmt):
+    """On sm_89 and later the f32 <-> e4m3 / e5m2 casts are the hardware's
+    cvt.rn.satfinite.{fmt}x2.f32 and cvt.rn.f16x2.{fmt}x2 (one instruction
+    an element where the integer arithmetic took about twenty; the same
+    rounding, saturation and NaN, which the GPU variant above checks bit
+    for bit); rounding toward zero, and sm_80, keep the arithmetic."""
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    cases = {c.name: c for c in all_cases()}
+    for name, instr in ((f"cast-f32-{fmt}-rtne", f"cvt.rn.satfinite.{fmt}x2.f32"),
+                        (f"cast-{fmt}-f32", f"cvt.rn.f16x2.{fmt}x2"),
+                        (f"cast-f32-{fmt}-rtz", None)):
+        case = cases[name]
+        dtypes = [a.dtype for a in case.ins] + [np.dtype(case.out_dtype)]
+        sig = {n: SIG[d] for n, d in zip(case.kernel.arg_names, dtypes)}
+        cx = dict(case.cx, BLOCK=BLOCK)
+        sig.update({k: "constexpr" for k in cx})
+        for arch in (80, 90):
+            ptx = triton.compile(ASTSource(case.kernel, sig, cx), target=GPUTarget("cuda", arch, 32)).asm["ptx"]
+            hw = re.findall(r"cvt\.rn(?:\.satfinite)?\.(?:f16x2\.)?e[45]m[23]x2", ptx)
+            if instr and arch == 90:
+                assert instr in ptx and len(hw) >= 1, name
+                # no integer rounding of the mantissa left (the emulation's
+                # shift by 20 or 21 bits)
+                assert not re.search(r"shr\.u32\s+%r\d+, %r\d+, 2[01];", ptx), name
+            else:
+                assert not hw, (name, arch)

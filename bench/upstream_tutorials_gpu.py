@@ -75,7 +75,7 @@ def row(case, times, flops, bad):
     ROWS.append((case, tf, ratio, note))
 
 
-def run_case(case, mods, make, ref, flops):
+def run_case(case, mods, make, ref, flops, tol=1e-2):
     """make(mod) -> a no-argument launch returning the result."""
     if CASE_FILTER and not re.search(CASE_FILTER, case):
         return
@@ -89,7 +89,7 @@ def run_case(case, mods, make, ref, flops):
             print(f"  {impl} {case}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             bad.append(f"{impl} failed")
             continue
-        b = check(impl, out, ref)
+        b = check(impl, out, ref, tol)
         if b:
             bad.append(b)
         fns[impl] = f
@@ -255,32 +255,45 @@ def tutorial09(mods, quick, pins=(None,)):
 
 
 K09 = None  # --k09: the K sizes of tutorial 09's cases
+DTYPES09 = ("fp16",)  # --dtype09: fp16 and / or fp8 (the tutorial's --prec)
 
 
 def _tutorial09(mods, quick, tag):
+    for prec in DTYPES09:
+        _tutorial09_prec(mods, quick, tag, prec)
+
+
+def _tutorial09_prec(mods, quick, tag, prec):
     M = N = 8192
+    fp8 = prec == "fp8"
+    dt = torch.float8_e4m3fn if fp8 else torch.float16
+    # fp8 (e4m3, 3 mantissa bits): C itself is fp8 (the kernels' FP8_OUTPUT),
+    # one rounding of about 1/32 relative on average
+    tol = 8e-2 if fp8 else 1e-2
+    tag = tag + (" fp8" if fp8 else "")
     for K in K09 or ((4096,) if quick else (512, 4096)):
-        a = torch.randn((M, K), device="cuda", dtype=torch.float16)
-        b = torch.randn((K, N), device="cuda", dtype=torch.float16)
-        ref = a @ b
+        # as the tutorial's bench: drawn in fp16, then converted
+        a = torch.randn((M, K), device="cuda", dtype=torch.float16).to(dt)
+        b = torch.randn((K, N), device="cuda", dtype=torch.float16).to(dt)
+        ref = a.float() @ b.float() if fp8 else a @ b
         bt = b.T.contiguous()  # as the tutorial: B stored N x K
         flops = 2.0 * M * N * K
         m0 = next(iter(mods.values()))
-        run_case(f"09 matmul (naive) {M}x{N}x{K}{tag}", mods, lambda m: (lambda: m.matmul(a, bt.T)), ref, flops)
+        run_case(f"09 matmul (naive) {M}x{N}x{K}{tag}", mods, lambda m: (lambda: m.matmul(a, bt.T)), ref, flops, tol)
         run_case(f"09 matmul persistent {M}x{N}x{K}{tag}", mods, lambda m: (lambda: m.matmul_persistent(a, bt.T)), ref,
-                 flops)
+                 flops, tol)
         if m0.HAS_HOST_TENSOR_DESC:
             # as the tutorial's own benchmark: no warp specialization with
             # host descriptors on Hopper (Triton 3.6's pass pipeline fails there)
             hopper = torch.cuda.get_device_capability()[0] == 9
             for ws in (False, True) if m0.HAS_WARP_SPECIALIZE and not hopper else (False,):
                 run_case(f"09 matmul tma ws={ws} {M}x{N}x{K}{tag}", mods,
-                         lambda m, ws=ws: (lambda: m.matmul_tma(a, bt, ws)), ref, flops)
+                         lambda m, ws=ws: (lambda: m.matmul_tma(a, bt, ws)), ref, flops, tol)
                 run_case(f"09 matmul tma persistent ws={ws} {M}x{N}x{K}{tag}", mods,
-                         lambda m, ws=ws: (lambda: m.matmul_tma_persistent(a, bt, ws)), ref, flops)
+                         lambda m, ws=ws: (lambda: m.matmul_tma_persistent(a, bt, ws)), ref, flops, tol)
         if m0.HAS_TENSOR_DESC:
             run_case(f"09 matmul descriptor persistent {M}x{N}x{K}{tag}", mods,
-                     lambda m: (lambda: m.matmul_descriptor_persistent(a, bt, False)), ref, flops)
+                     lambda m: (lambda: m.matmul_descriptor_persistent(a, bt, False)), ref, flops, tol)
 
 
 def main():
@@ -304,13 +317,18 @@ def main():
     ap.add_argument("--warm", type=float, default=0, help="seconds of matmuls first (clocks up)")
     ap.add_argument("--case", help="only the cases whose names match this regular expression")
     ap.add_argument("--k09", help="09: K sizes, comma-separated (default 4096; without --quick 512,4096)")
+    ap.add_argument("--dtype09", default="fp16",
+                    help="09: fp16, fp8 or fp16,fp8 (the tutorial's --prec; fp8 stores C in fp8)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     a = ap.parse_args()
-    global CASE_FILTER, ROUNDS, K09
+    global CASE_FILTER, ROUNDS, K09, DTYPES09
     CASE_FILTER = a.case
     ROUNDS = max(1, a.rounds)
     K09 = tuple(int(k) for k in a.k09.split(",")) if a.k09 else None
+    DTYPES09 = tuple(a.dtype09.split(","))
+    if any(d not in ("fp16", "fp8") for d in DTYPES09):
+        ap.error("--dtype09: fp16, fp8 or fp16,fp8")
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.warm:

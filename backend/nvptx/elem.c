@@ -122,7 +122,8 @@ static LLVMValueRef cvt_asm(Nv *nv, const char *text, const char *cons, LLVMType
  * (rounded to nearest even, finite overflow and infinities to +-max, NaN
  * to NaN: scalar.c's semantics) with the value in the low byte, and back
  * through cvt.rn.f16x2.{e4m3,e5m2}x2 (exact) and f16 -> f32. Rounding
- * toward zero and the other formats keep the integer arithmetic. */
+ * toward zero, the other formats and constants (which the integer
+ * arithmetic folds) keep the integer arithmetic. */
 static const char *hw_f8(const Nv *nv, IrTypeKind k)
 {
 	if (nv->ao.arch < 89 || nv->ptx < 78)
@@ -134,7 +135,8 @@ static LLVMValueRef f32_to_f8(void *user, LLVMValueRef x, IrTypeKind k, bool rtz
 {
 	Nv *nv = user;
 	const char *f = hw_f8(nv, k);
-	if (!f || rtz || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMFloatTypeKind)
+	/* a constant: the integer code folds it to its fp8 code */
+	if (!f || rtz || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMFloatTypeKind || LLVMIsConstant(x))
 		return NULL;
 	char text[96];
 	snprintf(text, sizeof text, "cvt.rn.satfinite.%sx2.f32 $0, 0f00000000, $1;", f);
@@ -146,7 +148,8 @@ static LLVMValueRef f8_to_f32(void *user, LLVMValueRef x, IrTypeKind k)
 {
 	Nv *nv = user;
 	const char *f = hw_f8(nv, k);
-	if (!f || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 8)
+	if (!f || LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 8 ||
+	    LLVMIsConstant(x))
 		return NULL;
 	char text[128];
 	snprintf(text, sizeof text, "{\n.reg .b32 t;\n.reg .b16 hi;\ncvt.rn.f16x2.%sx2 t, $1;\nmov.b32 {$0, hi}, t;\n}", f);

@@ -17,6 +17,10 @@
 #                      variable set to 1): the GPU tests of fused nests,
 #                      then tutorial 09 autotuned and pinned next to Triton
 #                      (compare with diag09)
+#   tma09 DIR          tutorial 09's TMA persistent and descriptor persistent
+#                      kernels pinned (128x256x64 w8 s3 and s4, 128x128x64
+#                      w4 s4) at K 512 and 4096, then its kernels on fp8
+#                      inputs autotuned (--dtype09 fp8: C stored in fp8)
 #   profile DIR [CASE...]  Nsight Compute (--set full, clocks left alone) on
 #                      one launch of each CASE (bench/profile_tutorial.py:
 #                      09-persistent, 09-naive, 09-descriptor,
@@ -77,6 +81,19 @@ case "$part" in
     ;;
   diag09)
     CTRITON_FLATTEN_DOT_NESTS=0 pinned09 diag09 300 "$1"
+    ;;
+  tma09)
+    # the descriptor kernels pinned (K 512 shows a per-tile cost eight
+    # times more than K 4096), then the tutorial's fp8 rows autotuned
+    timeout 150 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 --rounds 3 \
+      --k09 512,4096 --pin09 128,256,64,8,3 --pin09 128,256,64,8,4 --pin09 128,128,64,4,4 \
+      --case '(tma persistent|descriptor)' --out "$O/tma09.md" > "$O/tma09.txt" 2>&1
+    echo "tma09 pinned rc=$?"
+    grep -E "^09|Error" "$O/tma09.txt" | cut -c1-190
+    timeout 300 python3 bench/upstream_tutorials_gpu.py --tutorials "$1" --only 09 --quick --warm 1 --rounds 3 \
+      --dtype09 fp8 --out "$O/fp8-09.md" > "$O/fp8-09.txt" 2>&1
+    echo "tma09 fp8 rc=$?"
+    grep -E "^09|Error" "$O/fp8-09.txt" | cut -c1-190
     ;;
   fused09)
     export CTRITON_FLATTEN_DOT_NESTS=1

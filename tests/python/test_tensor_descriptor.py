@@ -1290,6 +1290,83 @@ def test_gpu_subtiled_epilogue():
 
 
 @triton.jit
+def halves_of_loaded_kernel(x_desc, y_desc, SCALE: tl.constexpr):
+    """Column halves of a block that is loaded, not an accumulator: in its
+    layout a window of half the columns may split a register between
+    threads (lanes along the columns), and then the store keeps the
+    conversion rather than taking a window."""
+    BM: tl.constexpr = x_desc.block_shape[0]
+    BN: tl.constexpr = x_desc.block_shape[1]
+    om = tl.program_id(0) * BM
+    x = x_desc.load([om, 0]) * SCALE
+    h0, h1 = tl.split(tl.permute(tl.reshape(x, (BM, 2, BN // 2)), (0, 2, 1)))
+    y_desc.store([om, 0], h0)
+    y_desc.store([om, BN // 2], h1)
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("BM,BN,warps", [(64, 64, 4), (128, 128, 8), (32, 256, 4)])
+def test_sm90_halves_of_a_loaded_block(BM, BN, warps):
+    """A window is taken only of a value whose registers each lie inside or
+    outside it in all threads alike (an_col_window): the load's own layout
+    (lanes along the columns) splits them at 64x64 and 4 warps, so the
+    stores take their windows of the conversion the halves went through
+    (no reshape, permute or split left); where no such value exists the
+    halves stay. Either way the kernel compiles for sm_90a."""
+    dt = _host_desc_sig()
+    sig = {"x_desc": dt, "y_desc": dt, "SCALE": "constexpr"}
+    cx = {"SCALE": 2.0}
+    attrs = {}
+    for i, bs in ((0, (BM, BN)), (1, (BM, BN // 2))):
+        cx[(i, "tensordesc")] = (bs, "zero")
+        cx[(i, 2, 1)] = 1
+        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
+            attrs[leaf] = {"divisibility": 16}
+    k = triton.compile(ASTSource(halves_of_loaded_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": warps, "num_stages": 1})
+    ttgir = k.asm["ct.ttgir"]
+    stores = re.findall(r"tma_store [^\n]*", ttgir)
+    assert len(stores) == 2
+    for i, st in enumerate(stores):
+        w = re.search(r"col0 = (\d+), cols = (\d+)", st)
+        if w:  # a window: of the whole block, at this half
+            assert (int(w.group(1)), int(w.group(2))) == (i * BN // 2, BN // 2)
+            val = st.split(",")[3].split()[0]
+            assert re.search(r"%s = (convert_layout|mul) [^\n]*block<%dx%dx" % (re.escape(val), BM, BN), ttgir)
+            assert " = split " not in ttgir
+        else:  # the half itself, through the split
+            assert " = split " in ttgir
+    if (BM, BN, warps) == (64, 64, 4):  # the load's layout splits a register: the conversion's value
+        assert "convert_layout" in ttgir and all("cols = 32" in x for x in stores)
+    assert k.n_spills == 0 and ".entry" in k.asm["ptx"]
+
+
+@requires_cpu
+def test_halves_of_a_loaded_block_cpu():
+    """The same kernel on the CPU backend against numpy."""
+    x = np.arange(128 * 64, dtype=np.float16).reshape(128, 64) % 251
+    y = np.zeros((128, 64), np.float16)
+    xd = TensorDescriptor(x, [128, 64], [64, 1], [64, 64])
+    yd = TensorDescriptor(y, [128, 64], [64, 1], [64, 32])
+    halves_of_loaded_kernel[(2,)](xd, yd, 2.0)
+    np.testing.assert_array_equal(y, x * 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("BM,BN,warps", [(64, 64, 4), (128, 128, 8), (32, 256, 4)])
+def test_gpu_halves_of_a_loaded_block(BM, BN, warps):
+    """The same on the GPU: both halves where they belong, exactly."""
+    import torch
+    M = 4 * BM
+    x = (torch.arange(M * BN, device="cuda") % 251).to(torch.float16).reshape(M, BN)
+    y = torch.zeros((M, BN), device="cuda", dtype=torch.float16)
+    xd = TensorDescriptor(x, [M, BN], [BN, 1], [BM, BN])
+    yd = TensorDescriptor(y, [M, BN], [BN, 1], [BM, BN // 2])
+    halves_of_loaded_kernel[(4,)](xd, yd, 2.0, num_warps=warps, num_stages=1)
+    assert torch.equal(y, x * 2)
+
+
+@triton.jit
 def fused_desc_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr, SUBTILE: tl.constexpr):
     """Tutorial 09's TMA persistent kernel: the tile loop flattened with its
     K loop (tl.range(flatten=True)), the epilogue whole or subtiled."""

@@ -471,7 +471,8 @@ const JitPass jit_passes[] = {
 	{"allocate-global", JIT_S_TTGIR, CUDA, true, false, V, 0, 0, JIT_T_TTGIR, run_allocate_global,
 	 "a slot of the program's global scratch for each tensor map the kernel makes for its tensor copies"},
 	{"insert-barriers", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_BARRIERS, 0, JIT_T_TTGIR,
-	 run_insert_barriers, "a barrier op before each scratch user that may overwrite what another still reads"},
+	 run_insert_barriers, "the tensor stores of a flattened nest deferred where their own staging fits "
+	 "(an_plan_tma_stores); a barrier op before each scratch user that may overwrite what another still reads"},
 	{"allocate-shared", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_SHARED, 0, JIT_T_TTGIR,
 	 run_allocate_shared, "scratch_offset for every scratch user by liveness; the total within the arch's limit"},
 	{"nvptx-lower", JIT_S_LLIR, CUDA, true, false, V | JIT_F_LAYOUTS | JIT_F_BARRIERS | JIT_F_SHARED, JIT_F_LLVM,

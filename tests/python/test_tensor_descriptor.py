@@ -918,6 +918,20 @@ def _host_desc_sig(nd=2):
     return ("*fp16", ("i32",) * nd, ("i32", "constexpr"))
 
 
+def _host_desc_specs(cx, blocks):
+    """What the launcher gives 2-D TensorDescriptor arguments i with block
+    shape bs ((i, bs) in blocks): the block shape and zero padding and the
+    unit last stride in cx, 16-divisible base, shape and leading stride as
+    the returned attrs."""
+    attrs = {}
+    for i, bs in blocks:
+        cx[(i, "tensordesc")] = (bs, "zero")
+        cx[(i, 2, 1)] = 1
+        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
+            attrs[leaf] = {"divisibility": 16}
+    return attrs
+
+
 def _compile_attn_host(arch, D, BM, BN, warps, stages, stage=1, ws=False):
     """attn_fwd_desc with TensorDescriptor arguments (the signature and
     constexprs the launcher gives such arguments: the descriptor's block
@@ -1231,12 +1245,7 @@ def test_sm90_subtiled_epilogue_no_conversion():
     dt = _host_desc_sig()
     sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "K": "i32", "BK": "constexpr", "SPLIT": "constexpr"}
     cx = {"BK": 64, "SPLIT": True}
-    attrs = {}
-    for i, bs in ((0, (128, 64)), (1, (256, 64)), (2, (128, 128))):
-        cx[(i, "tensordesc")] = (bs, "zero")
-        cx[(i, 2, 1)] = 1
-        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
-            attrs[leaf] = {"divisibility": 16}
+    attrs = _host_desc_specs(cx, ((0, (128, 64)), (1, (256, 64)), (2, (128, 128))))
     k = triton.compile(ASTSource(split_store_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 8, "num_stages": 3})
     ttgir = k.asm["ct.ttgir"]
@@ -1316,12 +1325,7 @@ def test_sm90_halves_of_a_loaded_block(BM, BN, warps):
     dt = _host_desc_sig()
     sig = {"x_desc": dt, "y_desc": dt, "SCALE": "constexpr"}
     cx = {"SCALE": 2.0}
-    attrs = {}
-    for i, bs in ((0, (BM, BN)), (1, (BM, BN // 2))):
-        cx[(i, "tensordesc")] = (bs, "zero")
-        cx[(i, 2, 1)] = 1
-        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
-            attrs[leaf] = {"divisibility": 16}
+    attrs = _host_desc_specs(cx, ((0, (BM, BN)), (1, (BM, BN // 2))))
     k = triton.compile(ASTSource(halves_of_loaded_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": warps, "num_stages": 1})
     ttgir = k.asm["ct.ttgir"]
@@ -1397,12 +1401,7 @@ def _compile_fused_desc(BM, BN, BK, subtile, warps, stages):
     sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "M": "i32", "N": "i32", "K": "i32", "NUM_SMS": "constexpr",
            "SUBTILE": "constexpr"}
     cx = {"NUM_SMS": 132, "SUBTILE": subtile}
-    attrs = {}
-    for i, bs in ((0, (BM, BK)), (1, (BN, BK)), (2, (BM, BN // 2 if subtile else BN))):
-        cx[(i, "tensordesc")] = (bs, "zero")
-        cx[(i, 2, 1)] = 1
-        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
-            attrs[leaf] = {"divisibility": 16}
+    attrs = _host_desc_specs(cx, ((0, (BM, BK)), (1, (BN, BK)), (2, (BM, BN // 2 if subtile else BN))))
     return triton.compile(ASTSource(fused_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": warps, "num_stages": stages})
 
@@ -1514,12 +1513,7 @@ def test_sm90_persistent_host_descriptors():
     dt = _host_desc_sig()
     sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "M": "i32", "N": "i32", "K": "i32", "NUM_SMS": "constexpr"}
     cx = {"NUM_SMS": 132}
-    attrs = {}
-    for i, bs in ((0, (128, 64)), (1, (128, 64)), (2, (128, 128))):
-        cx[(i, "tensordesc")] = (bs, "zero")
-        cx[(i, 2, 1)] = 1
-        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
-            attrs[leaf] = {"divisibility": 16}
+    attrs = _host_desc_specs(cx, ((0, (128, 64)), (1, (128, 64)), (2, (128, 128))))
     k = triton.compile(ASTSource(persistent_host_desc_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 8, "num_stages": 3})
     ttgir = k.asm["ct.ttgir"]
@@ -1586,12 +1580,7 @@ def _compile_split_store(split, out):
     sig = {"a_desc": dt, "b_desc": dt, "c_desc": (f"*{out}",) + dt[1:], "K": "i32", "BK": "constexpr",
            "SPLIT": "constexpr"}
     cx = {"BK": 64, "SPLIT": split}
-    attrs = {}
-    for i, bs in ((0, (128, 64)), (1, (128, 64)), (2, (128, 64 if split else 128))):
-        cx[(i, "tensordesc")] = (bs, "zero")
-        cx[(i, 2, 1)] = 1
-        for leaf in ((i, 0), (i, 1, 1), (i, 2, 0)):
-            attrs[leaf] = {"divisibility": 16}
+    attrs = _host_desc_specs(cx, ((0, (128, 64)), (1, (128, 64)), (2, (128, 64 if split else 128))))
     return triton.compile(ASTSource(split_store_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": 4, "num_stages": 3})
 

@@ -13,6 +13,8 @@
  *                                ahead (num_stages >= 2, arch >= 80)
  *   tmastore.c an_tma_stores     descriptor stores through the tensor memory
  *                                access unit (tma_store, arch >= 90)
+ *   storever.c an_version_stores stores of run-time alignment in an `if`:
+ *                                hinted vectors when the scalars allow
  *   axis.c    an_axis_info       contiguity / divisibility / constancy per value
  *   layout.c  an_assign_layouts  blocked layouts anchored on coalesced memory
  *                                accesses, slices for reductions, propagation,
@@ -251,6 +253,16 @@ bool an_tma_store_windows(IrFunc *f, const AnGpuOptions *o);
  * when some register lies inside in one thread and outside in another. */
 int an_col_window(const IrType *t, int num_warps, int warp_size, int64_t c0, int64_t w, bool *in, int cap);
 bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o);
+/* Stores of kernel f whose pointers run contiguously along a dim but whose
+ * alignment (or whose mask's constancy) along it rests on scalars the axis
+ * info cannot tell (a loaded base pointer or leading dimension, a bound of
+ * unknown divisibility) go in an `if` on those scalars being multiples of
+ * what a 16-byte vector needs: the first branch stores through pointers and
+ * a mask rebuilt from multiple_of-hinted scalars, the second as before
+ * (storever.c). Only stores of a dot's result (epilogues, whose values are
+ * converted for the store anyway) unless all. Whether any store was
+ * versioned. */
+bool an_version_stores(IrFunc *f, bool all);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
  * only each thread's own elements per iteration; the loop carries those

@@ -63,5 +63,13 @@ const IrLayout *an_access_layout(IrCtx *ctx, const AnAxis *a, const IrOp *op, co
 	const IrLayout *c = an_coalesced_layout(ctx, a, p, mask, o->num_warps, o->warp_size);
 	if (!rank_layout || rank_layout->rank != p->type->rank)
 		return c;
-	return an_layout_vec(a, p, mask, c) > an_layout_vec(a, p, mask, rank_layout) ? c : rank_layout;
+	int vc = an_layout_vec(a, p, mask, c), vr = an_layout_vec(a, p, mask, rank_layout);
+	/* the element branch of a versioned store (storever.c) stores as it
+	 * would have without the vector branch beside it, whose layout
+	 * anchors the rank: a warp's element stores along one row */
+	const IrOp *vif = op->parent ? op->parent->parent_op : NULL;
+	if (op->opc == OP_STORE && vc == 1 && vr == 1 && vif && vif->opc == OP_IF && vif->nregions == 2 &&
+	    vif->regions[1] == op->parent && ir_op_int(vif, "versioned", 0))
+		return c;
+	return vc > vr ? c : rank_layout;
 }

@@ -235,6 +235,26 @@ static IrError *run_tma_stores(JitPipe *p)
 	return any ? ir_dce(p->m) : NULL;
 }
 
+/* Stores versioned on run-time alignment: on CUDA the stores of dot
+ * results (epilogues), where the hints give vectors. With
+ * CTRITON_VERSION_STORES=1 every store it can, on CUDA and on the CPU
+ * (which takes no hints), so that the CPU tests run both branches;
+ * CTRITON_VERSION_STORES=0 keeps every store as it is. Part of the cache
+ * key (compiler.py KEY_ENV). */
+static IrError *run_version_stores(JitPipe *p)
+{
+	const char *e = getenv("CTRITON_VERSION_STORES");
+	bool all = e && e[0] == '1';
+	if (e && e[0] == '0')
+		return NULL;
+	if (p->on != JIT_ON_CUDA && !all)
+		return NULL;
+	bool any = false;
+	for (int i = 0; i < p->m->nfuncs; i++)
+		any |= an_version_stores(p->m->funcs[i], all);
+	return any ? ir_dce(p->m) : NULL;
+}
+
 /* Callers before callees: each call site's facts seed its callee's
  * parameters. The kernel's facts stay in p->ax (the kernel is analysed
  * first, so analysing the callees does not renumber its values). */
@@ -455,6 +475,9 @@ const JitPass jit_passes[] = {
 	{"tma-stores", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_tma_stores,
 	 "descriptor stores of 2-D blocks a tensor map's box covers: tma_store (sm_90), the value written "
 	 "through shared memory by the tensor memory access unit"},
+	{"version-stores", JIT_S_TTGIR, BOTH, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_version_stores,
+	 "a store whose vectors rest on scalars of unknown alignment (a loaded base or leading dimension, a bound "
+	 "of unknown divisibility): an if on those scalars, multiple_of hints and vectors in its first branch"},
 	{"axis-info", JIT_S_TTGIR, CUDA, true, true, V, JIT_F_AXIS, 0, JIT_T_TTGIR, run_axis_info,
 	 "contiguity, divisibility and constancy of every value, per dim"},
 	{"assign-layouts", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR | JIT_F_AXIS, JIT_F_LAYOUTS,

@@ -148,22 +148,29 @@ def test_dot_result_store_coalesced(arch, aligned):
     the accumulator's own layout (two neighbouring columns per thread, 8
     rows a warp) would touch 8 rows per store (tutorial 08's epilogue three
     times longer, the kernel 0.90x of Triton on the H100; 1.00x converted).
-    An aligned one is converted and stored 128 bits at a time."""
+    An aligned one is converted and stored 128 bits at a time. The unaligned
+    one is versioned (version-stores): where C and ldc turn out aligned at
+    run time its first branch stores 128 bits at a time; its second branch
+    is the element store above."""
     sig = {"A": "*fp16", "B": "*fp16", "C": "*fp16", "ldc": "i32"}
     attrs = {"A": {"divisibility": 16}, "B": {"divisibility": 16}}
     if aligned:
         attrs.update(C={"divisibility": 16}, ldc={"divisibility": 16})
     k = _compile(_dot_store_ldc, sig, {"BM": 128, "BN": 128, "BK": 64}, attrs, arch, num_warps=4, num_stages=1)
     ptx, ttgir = k.asm["ptx"], k.asm["ct.ttgir"]
-    store = re.search(r"\n *store (%\d+), (%\d+)", ttgir)
-    value = re.search(r"\n *" + store.group(2) + r" = (\w+) [^\n]*", ttgir).group(0)
-    assert "convert_layout" in value and "#mma<" not in value
+    stores = re.findall(r"\n *store (%\d+), (%\d+)", ttgir)
+    values = [re.search(r"\n *" + s[1] + r" = (\w+) [^\n]*", ttgir).group(0) for s in stores]
+    assert all("convert_layout" in v and "#mma<" not in v for v in values), values
     if aligned:
+        assert len(stores) == 1 and "multiple_of" not in ttgir
         assert "st.global.v4.b32" in ptx, _accesses(ptx)
     else:
-        assert "tpw = [1, 32]" in value and "spt = [1, 1]" in value, value
+        assert len(stores) == 2 and "versioned = true" in ttgir
+        assert "spt = [1, 8]" in values[0], values[0]
+        assert "tpw = [1, 32]" in values[1] and "spt = [1, 1]" in values[1], values[1]
         assert "st.shared" in ptx.split("mma")[-1] and re.search(r"st\.global\.b16", ptx), _accesses(ptx)
-        assert not re.search(r"st\.global\.(v2|v4|b32)", ptx), _accesses(ptx)
+        assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 16, _accesses(ptx)  # 128x128x2 / 128 / 16
+        assert not re.search(r"st\.global\.(v2|b32)", ptx), _accesses(ptx)
     assert k.asm["cubin"][:4] == b"\x7fELF"
 
 

@@ -16,6 +16,8 @@
  */
 #include "analysis.h"
 
+#include <stdlib.h>
+
 /* The box a map value was made or encoded with ([inner, outer]
  * elements) and its swizzle bytes; false when unknown. */
 static bool map_box(const IrFunc *f, const IrValue *m, int64_t box[2], int64_t *swizzle)
@@ -61,8 +63,13 @@ bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o)
 	 * launch-encoded one refused a row stride not a multiple of 16 bytes
 	 * that plain stores take. */
 	const IrValue *m = op->ops[3];
-	if (m->def || m->owner != f->body || m->index < 0 || m->index >= f->body->nargs ||
-	    ir_find_attr(f->params[m->index].nattrs, f->params[m->index].attrs, "tma_src"))
+	/* CTRITON_TMA_STORE_MADE=1 (part of the cache key) takes made maps
+	 * too, to find on a GPU what went wrong (test_tensor_descriptor.py
+	 * test_gpu_made_map_store) */
+	const char *env = getenv("CTRITON_TMA_STORE_MADE");
+	bool made = env && env[0] == '1' && m->def && m->def->opc == OP_TMAP_CREATE;
+	if (!made && (m->def || m->owner != f->body || m->index < 0 || m->index >= f->body->nargs ||
+		      ir_find_attr(f->params[m->index].nattrs, f->params[m->index].attrs, "tma_src")))
 		return false;
 	if (!map_box(f, m, box, &sw))
 		return false;

@@ -70,10 +70,13 @@ void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
  * + 1; the warp's rows and columns further on in registers) go out as four
  * 8 x 8 matrices, 16 rows x 16 columns, per instruction: matrix q of
  * (rows +8 (q & 1), columns +8 (q >> 1)), lane l giving the address of row
- * l % 8 of matrix l / 8. Marks the registers it writes in done[]; the
- * others are left to the element stores. */
-static void write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, int64_t off, int64_t R, int64_t C,
-			   int64_t col0, const bool *in, bool *done)
+ * l % 8 of matrix l / 8 (addr: the 32-bit shared address of an element,
+ * whose 8 columns from a multiple of 8 must be 16 contiguous bytes). Marks
+ * the registers it writes in done[]; the others are left to the element
+ * stores. in (may be NULL): only the registers inside a column window, col0
+ * its first column. */
+void nv_write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, NvAddrFn addr, void *ctx, int64_t col0,
+		       const bool *in, bool *done)
 {
 	const AnDimDist *d0 = &m->dd[0], *d1 = &m->dd[1];
 	if (nv->ao.arch < 90 || nv_esize(v->type) != 2 || m->brank != 2 || m->rank != 2 || m->dimmap[0] != 0 ||
@@ -125,7 +128,7 @@ static void write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, int64_t off
 		LLVMValueRef col = LLVMBuildAnd(B, LLVMBuildAdd(B, lcol, nv_i32(nv, co[r]), ""), nv_i32(nv, m->bs[1] - 1), "");
 		if (in && col0)
 			col = LLVMBuildSub(B, col, nv_i32(nv, col0), "");
-		args[0] = nv_smem_addr32(nv, off, swizzled_index(nv, row, col, R, C, 2), 2);
+		args[0] = addr(nv, ctx, row, col);
 		for (int k = 0; k < 4; k++) {
 			LLVMValueRef x = LLVMGetUndef(LLVMVectorType(et, 2));
 			x = LLVMBuildInsertElement(B, x, nv_reg(nv, v, g[2 * k]), nv_i32(nv, 0), "");
@@ -136,6 +139,17 @@ static void write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, int64_t off
 		LLVMBuildCall2(B, fty, asmv, args, 5, "");
 	}
 	free(ro);
+}
+
+typedef struct TileAddr {
+	int64_t off, R, C;
+} TileAddr;
+
+/* The swizzled tile's element (row, col), 16-bit elements. */
+static LLVMValueRef tile_addr(Nv *nv, void *ctx, LLVMValueRef row, LLVMValueRef col)
+{
+	const TileAddr *t = ctx;
+	return nv_smem_addr32(nv, t->off, swizzled_index(nv, row, col, t->R, t->C, 2), 2);
 }
 
 /* The same for columns col0 .. col0 + cols - 1 of v (cols > 0; not
@@ -179,7 +193,8 @@ void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int6
 		done = calloc((size_t)m.n + 1, 1);
 		if (!done)
 			abort();
-		write_stmatrix(nv, v, &m, off, R, C, col0, in, done);
+		TileAddr ta = {off, R, C};
+		nv_write_stmatrix(nv, v, &m, tile_addr, &ta, col0, in, done);
 	}
 	for (int r = 0; r < m.n; r += vec) {
 		if ((in && !in[r]) || (done && done[r]))

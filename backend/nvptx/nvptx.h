@@ -181,6 +181,13 @@ bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared m
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);
 void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core reads */
 /* v (2-D) into the swizzled tile at scratch byte off (tr: stored [C][R]) */
+/* The 32-bit shared address of element (row, col) of a staged 2-D tile. */
+typedef LLVMValueRef (*NvAddrFn)(Nv *nv, void *ctx, LLVMValueRef row, LLVMValueRef col);
+/* stmatrix.x4 (sm_90) of v's 16-bit registers that lie in an accumulator's
+ * arrangement (map m of v), each 8 x 8 piece to addr's rows; done[r] set
+ * for those written (dot.c). */
+void nv_write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, NvAddrFn addr, void *ctx, int64_t col0,
+		       const bool *in, bool *done);
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);

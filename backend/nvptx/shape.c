@@ -378,6 +378,8 @@ static bool xchg_split(const Xchg *x, const NvMap *m, int nwarps, int64_t *tmask
 	return true;
 }
 
+static LLVMValueRef xchg_swizzle(Nv *nv, const Xchg *x, LLVMValueRef b);
+
 /* The swizzled byte offset of register r of map m (built with nv). */
 static LLVMValueRef xchg_offset(Nv *nv, const Xchg *x, const NvMap *m, int r)
 {
@@ -385,7 +387,13 @@ static LLVMValueRef xchg_offset(Nv *nv, const Xchg *x, const NvMap *m, int r)
 	LLVMValueRef lin = nv_i32(nv, 0);
 	for (int k = 0; k < x->rank; k++)
 		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
-	LLVMValueRef b = LLVMBuildMul(B, lin, nv_i32(nv, x->es), "");
+	return xchg_swizzle(nv, x, LLVMBuildMul(B, lin, nv_i32(nv, x->es), ""));
+}
+
+/* Byte offset b with its chunk bits XORed by its line's key. */
+static LLVMValueRef xchg_swizzle(Nv *nv, const Xchg *x, LLVMValueRef b)
+{
+	LLVMBuilderRef B = nv->b;
 	if (x->sh1 >= 0) {
 		LLVMValueRef k = LLVMBuildLShr(B, b, nv_i32(nv, 7 + x->sh1), "");
 		if (x->sh2 >= 0)
@@ -618,6 +626,22 @@ static void load_group(Nv *nv, int r, int vd, int es, bool isbool, LLVMTypeRef e
 	}
 }
 
+typedef struct XAddr {
+	const Xchg *x;
+	int64_t off;
+} XAddr;
+
+/* The 32-bit shared address of element (row, col) of a 2-D conversion's
+ * staging (stmatrix's rows: columns are the staging's fastest dim). */
+static LLVMValueRef xchg_elem_addr(Nv *nv, void *ctx, LLVMValueRef row, LLVMValueRef col)
+{
+	const XAddr *a = ctx;
+	LLVMBuilderRef B = nv->b;
+	LLVMValueRef lin = LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, a->x->mul[0]), ""), col, "");
+	LLVMValueRef b = xchg_swizzle(nv, a->x, LLVMBuildMul(B, lin, nv_i32(nv, a->x->es), ""));
+	return nv_smem_addr32(nv, a->off, b, 1);
+}
+
 static void lower_convert_staged(Nv *nv, IrOp *op)
 {
 	const IrValue *v = op->ops[0];
@@ -636,9 +660,31 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	int R = (int)ir_op_int(op, "rounds", 1);
 	int64_t total = rt->numel * es;
 	if (R <= 1) {
+		/* 16-bit values from an accumulator's arrangement into a staging
+		 * whose columns run fastest: stmatrix, 16 x 16 a warp at a time
+		 * (a quarter of the shared stores). Opt-in until a GPU has run it
+		 * (CTRITON_STMATRIX_CONVERT=1, part of the cache key): the tensor
+		 * stores' stmatrix (dot.c) is the same code with the tile's
+		 * addresses, checked on an H100 */
+		bool *done = NULL;
+		const char *sx = getenv("CTRITON_STMATRIX_CONVERT");
+		if (sx && sx[0] == '1' && nv->ao.arch >= 90 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
+		    x.mul[1] == 1 && (x.mul[0] * es) % 16 == 0) {
+			done = calloc((size_t)ms.n + 1, 1);
+			if (!done)
+				abort();
+			XAddr xa = {&x, off};
+			nv_write_stmatrix(nv, v, &ms, xchg_elem_addr, &xa, 0, NULL, done);
+		}
 		LLVMValueRef *wa = xchg_addrs(nv, &x, &ms, vs, off);
-		for (int r = 0; r < ms.n; r += vs)
-			store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+		for (int r = 0; r < ms.n; r += vs) {
+			bool all = done != NULL;
+			for (int e = 0; all && e < vs; e++)
+				all = done[r + e];
+			if (!all)
+				store_group(nv, v, r, vs, es, isbool, et, wa[r]);
+		}
+		free(done);
 		nv_barrier(nv);
 		LLVMValueRef *ra = xchg_addrs(nv, &x, &md, vd, off);
 		for (int r = 0; r < md.n; r += vd)

@@ -833,6 +833,20 @@ def test_sm90_unknown_bounds_take_made_maps():
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
 
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_sm90_made_map_store_opt_in(monkeypatch):
+    """CTRITON_TMA_STORE_MADE=1: C's store goes through the map the kernel
+    makes too (three maps, a tensor store), to be checked on a GPU
+    (test_gpu_made_map_store) before it can be the default."""
+    monkeypatch.setenv("CTRITON_TMA_STORE_MADE", "1")
+    k = _compile_sizes_desc(90)
+    ptx = k.asm["ptx"]
+    assert ptx.count("tensormap.cp_fenceproxy") == 3
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2  # two 64-column boxes
+    assert k.metadata.global_scratch_size == 384
+    assert k.n_spills == 0
+
 @triton.jit
 def matmul_sizes_ptr_kernel(a_ptr, b_ptr, c_ptr, sizes, BM: tl.constexpr, BN: tl.constexpr,
                             BK: tl.constexpr):
@@ -911,6 +925,34 @@ def test_gpu_unknown_bounds_zero_fill(K, form, torch_allocator):
     torch.testing.assert_close(c[:, :N], ref, atol=5e-2, rtol=1e-2)
     assert (c[:, N:] == 7.0).all()
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,ldc", [(300, 260, 264), (256, 256, 256), (300, 256, 256), (256, 200, 208)])
+def test_gpu_made_map_store(M, N, ldc, torch_allocator, monkeypatch):
+    """C stored through the map the kernel makes (CTRITON_TMA_STORE_MADE=1).
+    On the H200 such a store once wrote past C's columns: on a mismatch the
+    message says which rows and columns are wrong or overwritten, so that a
+    run finds the cause."""
+    import torch
+    monkeypatch.setenv("CTRITON_TMA_STORE_MADE", "1")
+    torch.manual_seed(0)
+    K = 192
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    c = torch.full((M, ldc), 7.0, device="cuda", dtype=torch.float16)
+    sizes = torch.tensor([M, N, K, K, K, ldc], device="cuda", dtype=torch.int32)
+    matmul_sizes_desc_kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, sizes, 128, 128, 64,
+                                                                        num_warps=8, num_stages=3)
+    ref = (a.float() @ b.float().T).half()
+    bad = (c[:, :N].float() - ref.float()).abs() > 5e-2 + 1e-2 * ref.float().abs()
+    over = c[:, N:] != 7.0
+
+    def where(mask):
+        r, col = torch.nonzero(mask, as_tuple=True)
+        return (f"{int(mask.sum())} elements, rows {r.min().item()}..{r.max().item()}, "
+                f"columns {col.min().item()}..{col.max().item()}") if r.numel() else "none"
+    assert not bad.any() and not over.any(), f"wrong: {where(bad)}; past N: {where(over)} (+{N})"
 
 # -- host descriptors on sm_90: the tensor memory access unit -------------------------
 

@@ -198,10 +198,12 @@ def picked(mods, kernel):
         print("   ", "; ".join(out), flush=True)
 
 
-def tutorial08(mods, quick, pins=None):
+def tutorial08(mods, quick, pins=None, sizes=None):
     """pins: None (autotuned), or the configuration numbers to time one by
-    one (both kernels' lists; numbers past a list's end are skipped)."""
-    for N in (4096,) if quick else (1024, 4096):
+    one (both kernels' lists; numbers past a list's end are skipped).
+    sizes: the N of the groups' N x N x N GEMMs (the tutorial's own plot
+    goes from 128 to 1024, where the epilogue is a larger part of a tile)."""
+    for N in sizes or ((4096,) if quick else (1024, 4096)):
         g = 4
         A = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
         B = [torch.rand((N, N), device="cuda", dtype=torch.float16) for _ in range(g)]
@@ -309,6 +311,7 @@ def main():
                          "keep (repeatable)")
     ap.add_argument("--pin08", help="08 only: configuration numbers of the tutorial's lists to time one by one "
                     "(comma-separated, or 'all')")
+    ap.add_argument("--n08", help="08: the groups' N, comma-separated (default 4096; without --quick 1024,4096)")
     ap.add_argument("--heads", default="64,128", help="06: head dims")
     ap.add_argument("--modes", default="full,causal", help="06: full, causal or both")
     ap.add_argument("--ws", choices=["tutorial", "on", "off"], default="tutorial",
@@ -355,7 +358,7 @@ def main():
         elif mods and key == "08":
             pins = None if not a.pin08 else list(range(16)) if a.pin08 == "all" else \
                 [int(x) for x in a.pin08.split(",")]
-            tutorial08(mods, a.quick, pins)
+            tutorial08(mods, a.quick, pins, [int(x) for x in a.n08.split(",")] if a.n08 else None)
         elif mods and key == "09":
             tutorial09(mods, a.quick, [tuple(int(x) for x in p.split(",")) for p in a.pin09] or [None])
         elif mods:

@@ -29,6 +29,13 @@
 #                      (PROF_IMPLS: also ctriton-nest, dot nests kept;
 #                      PROF_ARGS: more arguments, e.g. "--pin08 4 --n08 4096"):
 #                      reports, detail pages and SASS stall tables in $O/prof
+#   stores08 DIR [V...]  the GPU tests of versioned stores and of the opt-in
+#                      stmatrix conversions and made-map tensor stores, then
+#                      tutorial 08 at N 256, 1024 and 4096 for each variant V
+#                      (default "default vs0"): default as is, vs0 with
+#                      CTRITON_VERSION_STORES=0 (element stores, as before),
+#                      stm1 with CTRITON_STMATRIX_CONVERT=1; about three
+#                      minutes a variant (run stm1 as a call of its own)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -64,6 +71,28 @@ case "$part" in
     for t in tutorials/01-vector-add.py tutorials/02-fused-softmax.py; do
       timeout 60 python3 "$t" > "$O/$(basename "$t" .py).txt" 2>&1
       echo "$t rc=$?"
+    done
+    ;;
+  stores08)
+    dir=$1
+    shift
+    variants=("$@")
+    [ ${#variants[@]} -gt 0 ] || variants=(default vs0)
+    timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_version_stores.py \
+      tests/python/test_stmatrix_convert.py tests/python/test_tensor_descriptor.py \
+      -k "versioned or dot_epilogue or stmatrix or made_map_store or halves" > "$O/stores08-tests.txt" 2>&1
+    echo "stores08 tests rc=$?"
+    grep -E "passed|failed|^FAILED|^E  .*(wrong|past)" "$O/stores08-tests.txt" | cut -c1-220 | tail -12
+    for v in "${variants[@]}"; do
+      case $v in
+        default) env=() ;;
+        vs0) env=(CTRITON_VERSION_STORES=0) ;;
+        stm1) env=(CTRITON_STMATRIX_CONVERT=1) ;;
+      esac
+      timeout 200 env ${env[@]+"${env[@]}"} python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 08 --warm 1 \
+        --rounds 3 --n08 256,1024,4096 --out "$O/08-$v.md" > "$O/08-$v.txt" 2>&1
+      echo "08 $v rc=$?"
+      grep -E "^08|Error" "$O/08-$v.txt" | cut -c1-190
     done
     ;;
   tc)

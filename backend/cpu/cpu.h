@@ -195,6 +195,11 @@ void cg_san_check(Cg *cg, IrOp *op);
 /* An assert {overflow} (the frontend's integer overflow check): fails
  * naming the first element that overflows and its operands. */
 void cg_san_overflow(Cg *cg, IrOp *op);
+/* Under the sanitizer, a multiple_of hint on a scalar (an integer or a
+ * pointer) is checked before the program relies on it: a value that is no
+ * multiple stops the program with the hint's location, the value and the
+ * multiple (ct_cpu_hint_fail). */
+void cg_san_hint(Cg *cg, IrOp *op);
 
 /* ------------------------------------------------------------------------- */
 /* Runtime side (jit.c, launch.c)                                            */
@@ -245,5 +250,6 @@ void ct_cpu_san_any(void *wctx, const char *site, uint64_t lo, uint64_t end, int
 		    int32_t py, int32_t pz);
 void ct_cpu_overflow_fail(void *wctx, const char *site, int32_t sym, int64_t idx, int64_t x, int64_t y, int64_t r,
 			  int32_t px, int32_t py, int32_t pz);
+void ct_cpu_hint_fail(void *wctx, const char *site, int64_t x, int64_t q, int32_t px, int32_t py, int32_t pz);
 
 #endif

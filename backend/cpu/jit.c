@@ -215,6 +215,7 @@ static IrError *jit_init(IrCtx *ictx)
 		{"ct_cpu_san_fail", (uint64_t)(uintptr_t)ct_cpu_san_fail},
 		{"ct_cpu_san_any", (uint64_t)(uintptr_t)ct_cpu_san_any},
 		{"ct_cpu_overflow_fail", (uint64_t)(uintptr_t)ct_cpu_overflow_fail},
+		{"ct_cpu_hint_fail", (uint64_t)(uintptr_t)ct_cpu_hint_fail},
 	};
 	enum { NHELPERS = sizeof helpers / sizeof helpers[0] };
 	LLVMOrcCSymbolMapPair pairs[NHELPERS];

@@ -605,6 +605,8 @@ static void lower_op(Cg *cg, IrOp *op)
 	if (cg->opt.sanitize && (op->opc == OP_LOAD || op->opc == OP_STORE || op->opc == OP_ATOMIC_RMW ||
 				 op->opc == OP_ATOMIC_CAS))
 		cg_san_check(cg, op);
+	if (cg->opt.sanitize && op->opc == OP_MULTIPLE_OF)
+		cg_san_hint(cg, op);
 	lower_op_(cg, op);
 	cg->opdone[op->id] = true;
 }

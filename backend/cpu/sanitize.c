@@ -348,6 +348,38 @@ void cg_san_overflow(Cg *cg, IrOp *op)
 	LLVMPositionBuilderAtEnd(cg->b, cont);
 }
 
+void cg_san_hint(Cg *cg, IrOp *op)
+{
+	const IrValue *x = op->ops[0];
+	const IrType *t = x->type;
+	const IrAttr *a = ir_op_attr(op, "values");
+	if (ir_is_block(t) || !a || a->kind != ATTR_INTS || a->n < 1 || a->ints[0] <= 1 ||
+	    !(ir_is_ptr(t) || (ir_is_int(t) && t->kind != TY_I1)))
+		return;
+	LLVMValueRef v = cg_get(cg, x).v;
+	bool sgn = ir_is_signed(t);
+	if (ir_is_ptr(t))
+		v = LLVMBuildPtrToInt(cg->b, v, cg->t_i64, "");
+	else if (LLVMGetIntTypeWidth(LLVMTypeOf(v)) != 64)
+		v = sgn ? LLVMBuildSExt(cg->b, v, cg->t_i64, "") : LLVMBuildZExt(cg->b, v, cg->t_i64, "");
+	LLVMValueRef q = cg_i64(cg, a->ints[0]);
+	LLVMValueRef r = sgn ? LLVMBuildSRem(cg->b, v, q, "") : LLVMBuildURem(cg->b, v, q, "");
+	LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntEQ, r, cg_i64(cg, 0), "");
+	LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "hint.bad");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "hint.ok");
+	LLVMBuildCondBr(cg->b, ok, cont, bad);
+	LLVMPositionBuilderAtEnd(cg->b, bad);
+	const char *file = op->loc.file ? op->loc.file : "<unknown>";
+	const char *site = ir_fmt(cg->ictx, "multiple_of hint does not hold at %s:%d:%d", file, op->loc.line,
+				  op->loc.col);
+	LLVMTypeRef pt[7] = {cg->t_ptr, cg->t_ptr, cg->t_i64, cg->t_i64, cg->t_i32, cg->t_i32, cg->t_i32};
+	LLVMValueRef args[7] = {cg->wctx, LLVMBuildGlobalStringPtr(cg->b, site, "hint.site"), v, q,
+				cg->pid[0], cg->pid[1], cg->pid[2]};
+	cg_call_ext(cg, "ct_cpu_hint_fail", cg->t_void, pt, 7, args, 7, false);
+	LLVMBuildUnreachable(cg->b);
+	LLVMPositionBuilderAtEnd(cg->b, cont);
+}
+
 /* ---- run time --------------------------------------------------------------- */
 
 bool be_cpu_kernel_sanitized(const BeCpuKernel *k)
@@ -437,5 +469,17 @@ void ct_cpu_overflow_fail(void *wctx, const char *site, int32_t sym, int64_t idx
 	char msg[1024];
 	snprintf(msg, sizeof msg, "%s (kernel %s, program (%d, %d, %d)%s)%s", site, l->k ? l->k->name : "?", (int)px,
 		 (int)py, (int)pz, elem, vals);
+	san_stop(w, msg);
+}
+
+/* site is "multiple_of hint does not hold at file:line:col"; x the value
+ * (a pointer's address), q the multiple it was said to be. */
+void ct_cpu_hint_fail(void *wctx, const char *site, int64_t x, int64_t q, int32_t px, int32_t py, int32_t pz)
+{
+	CpuWorker *w = wctx;
+	CpuLaunch *l = w->launch;
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s (kernel %s, program (%d, %d, %d)): %lld is not a multiple of %lld", site,
+		 l->k ? l->k->name : "?", (int)px, (int)py, (int)pz, (long long)x, (long long)q);
 	san_stop(w, msg);
 }

@@ -237,3 +237,65 @@ def test_pointer_of_unknown_origin_is_checked_against_every_argument():
     with pytest.raises(RuntimeError, match="out-of-bounds store at .*outside every tensor argument"):
         through_callee[(1,)](y, 1, 32)
     np.testing.assert_array_equal(bigy[16:], SENTINEL)
+
+
+
+@triton.jit(sanitize=True)
+def hinted_store(Y, n, row_ptrs, B, BLOCK: tl.constexpr):
+    """A hint on a scalar argument and one on a pointer loaded from memory
+    (into B, passed too so that the bounds check knows its extent)."""
+    m = tl.multiple_of(n, 16)
+    base = tl.multiple_of(tl.load(row_ptrs).to(tl.pointer_type(tl.float32)), 16)
+    offs = tl.arange(0, BLOCK)
+    tl.store(base + offs, offs.to(tl.float32), mask=offs < m)
+    tl.store(Y + offs, offs.to(tl.float32) + m, mask=offs < m)
+
+
+def test_scalar_hint_is_checked():
+    """A multiple_of hint on a scalar (an integer, a pointer's address) that
+    does not hold stops the program before anything relies on it, naming
+    the hint's file:line:col, the value and the multiple; one that holds
+    runs as without the sanitizer."""
+    y, _ = padded(64)
+    buf = np.full(64 + 8, SENTINEL, np.float32)
+    ptrs = np.array([buf.ctypes.data], np.int64)
+    assert buf.ctypes.data % 16 == 0
+    hinted_store[(1,)](y, 32, ptrs, buf, BLOCK=64)
+    np.testing.assert_array_equal(y[:32], np.arange(32) + 32)
+    np.testing.assert_array_equal(buf[:32], np.arange(32))
+    with pytest.raises(RuntimeError, match=r"multiple_of hint does not hold at .*:\d+:\d+ .*: 20 is not a "
+                                           r"multiple of 16"):
+        hinted_store[(1,)](y, 20, ptrs, buf, BLOCK=64)
+    ptrs[0] += 4  # one float off: the pointer's hint fails
+    with pytest.raises(RuntimeError, match=r"multiple_of hint does not hold at .*: \d+ is not a multiple of 16"):
+        hinted_store[(1,)](y, 32, ptrs, buf, BLOCK=64)
+
+
+@triton.jit(sanitize=True)
+def store_rows(c_ptrs, lds, sizes, C, BM: tl.constexpr, BN: tl.constexpr):
+    """C (passed for its extent) through a base, leading dimension and
+    bounds loaded from memory: a store version-stores versions."""
+    c_ptr = tl.load(c_ptrs).to(tl.pointer_type(tl.float16))
+    ldc = tl.load(lds)
+    M = tl.load(sizes)
+    N = tl.load(sizes + 1)
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    v = ((rows[:, None] * 37 + cols[None, :]) % 2048).to(tl.float16)
+    tl.store(c_ptr + ldc * rows[:, None] + cols[None, :], v, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_versioned_store_hints_hold_under_the_sanitizer(monkeypatch):
+    """version-stores places multiple_of hints only on values its branch
+    checked: with every store versioned on the CPU and the sanitizer on,
+    aligned and unaligned launches run both branches and no hint fails."""
+    monkeypatch.setenv("CTRITON_VERSION_STORES", "1")
+    for ld, off in ((64, 0), (72, 0), (67, 0), (64, 1)):
+        buf = np.full(64 * ld + off + 64, -1, np.float16)
+        c = buf[off:off + 64 * ld].reshape(64, ld)
+        k = store_rows[(2, 2)](np.array([c.ctypes.data], np.int64), np.array([ld], np.int32),
+                               np.array([64, 56], np.int32), buf, BM=32, BN=32)
+        r, col = np.arange(64)[:, None], np.arange(56)[None, :]
+        np.testing.assert_array_equal(c[:, :56], ((r * 37 + col) % 2048).astype(np.float16))
+        assert (c[:, 56:] == -1).all() and (buf[:off] == -1).all()
+        assert k.asm["ct.ttgir"].count("multiple_of") == 3  # the base, ldc and N

@@ -75,14 +75,20 @@ void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr)
  * the registers it writes in done[]; the others are left to the element
  * stores. in (may be NULL): only the registers inside a column window, col0
  * its first column. */
+bool nv_stmatrix_ok(const Nv *nv, const IrValue *v, const NvMap *m)
+{
+	const AnDimDist *d0 = &m->dd[0], *d1 = &m->dd[1];
+	return nv->ao.arch >= 90 && nv_esize(v->type) == 2 && m->brank == 2 && m->rank == 2 && m->dimmap[0] == 0 &&
+	       m->dimmap[1] == 1 && d0->tpw == 8 && d0->lane_stride == 4 && d0->lane_unit == 1 && d1->tpw == 4 &&
+	       d1->lane_stride == 1 && d1->lane_unit == 2 && d1->spt == 2 && d1->estride == 1 && m->bs[0] >= 16 &&
+	       m->bs[1] >= 16 && m->bs[0] == v->type->shape[0] && m->bs[1] == v->type->shape[1];
+}
+
 void nv_write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, NvAddrFn addr, void *ctx, int64_t col0,
 		       const bool *in, bool *done)
 {
 	const AnDimDist *d0 = &m->dd[0], *d1 = &m->dd[1];
-	if (nv->ao.arch < 90 || nv_esize(v->type) != 2 || m->brank != 2 || m->rank != 2 || m->dimmap[0] != 0 ||
-	    m->dimmap[1] != 1 || d0->tpw != 8 || d0->lane_stride != 4 || d0->lane_unit != 1 ||
-	    d1->tpw != 4 || d1->lane_stride != 1 || d1->lane_unit != 2 || d1->spt != 2 || d1->estride != 1 ||
-	    m->bs[0] < 16 || m->bs[1] < 16 || m->bs[0] != v->type->shape[0] || m->bs[1] != v->type->shape[1])
+	if (!nv_stmatrix_ok(nv, v, m))
 		return;
 	/* each register's offsets from the thread's base */
 	int n = m->n;

@@ -188,6 +188,8 @@ typedef LLVMValueRef (*NvAddrFn)(Nv *nv, void *ctx, LLVMValueRef row, LLVMValueR
  * for those written (dot.c). */
 void nv_write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, NvAddrFn addr, void *ctx, int64_t col0,
 		       const bool *in, bool *done);
+/* Whether nv_write_stmatrix can write any of v's registers (map m). */
+bool nv_stmatrix_ok(const Nv *nv, const IrValue *v, const NvMap *m);
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);

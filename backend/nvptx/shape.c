@@ -324,9 +324,42 @@ static int64_t xchg_cost(const Xchg *x, const NvMap *m, int vec)
 	return cost;
 }
 
+/* Shared-memory wavefronts warp 0's stmatrix.x4 writes of map m (an
+ * accumulator's arrangement, nv_stmatrix_ok) take under x's swizzle: each
+ * 8 x 8 matrix writes 8 rows of 16 bytes, one wavefront when they fall in
+ * 8 distinct 16-byte bank groups. Row i of the matrix at the register g is
+ * held by lane 4 i (columns 0 and 1). */
+static int64_t stmatrix_cost(const Xchg *x, const NvMap *m)
+{
+	int64_t cost = 0;
+	for (int r = 0; r < m->n; r++) {
+		int64_t ro = nv_map_offset(m, r, 0), co = nv_map_offset(m, r, 1);
+		if (ro % 16 || co % 16)
+			continue;
+		for (int q = 0; q < 4; q++) {
+			int64_t wr = ro + 8 * (q & 1), wc = co + 8 * (q >> 1);
+			int g = -1;
+			for (int k = 0; k < m->n && g < 0; k++)
+				if (nv_map_offset(m, k, 0) == wr && nv_map_offset(m, k, 1) == wc)
+					g = k;
+			if (g < 0)
+				continue;
+			int depth[8] = {0}, most = 1;
+			for (int i = 0; i < 8; i++) {
+				int grp = (int)((xchg_swz(x, xchg_byte(x, m, 4 * i, 0, g)) >> 4) & 7);
+				if (++depth[grp] > most)
+					most = depth[grp];
+			}
+			cost += most;
+		}
+	}
+	return cost;
+}
+
 /* The staging of a conversion to block type t along dim f: strides and
- * the cheapest swizzle for the source's and destination's accesses. */
-static void xchg_plan(const IrType *t, int f, const NvMap *src, const NvMap *dst, int vs, int vd, Xchg *x)
+ * the cheapest swizzle for the source's and destination's accesses (stm:
+ * the source writes by stmatrix). */
+static void xchg_plan(const IrType *t, int f, const NvMap *src, const NvMap *dst, int vs, int vd, bool stm, Xchg *x)
 {
 	x->rank = t->rank;
 	x->es = (int)nv_esize(t);
@@ -345,7 +378,7 @@ static void xchg_plan(const IrType *t, int f, const NvMap *src, const NvMap *dst
 	for (int i = 0; i < (int)(sizeof cand / sizeof cand[0]); i++) {
 		x->sh1 = cand[i][0];
 		x->sh2 = cand[i][1];
-		int64_t c = xchg_cost(x, src, vs) + xchg_cost(x, dst, vd);
+		int64_t c = (stm ? stmatrix_cost(x, src) : xchg_cost(x, src, vs)) + xchg_cost(x, dst, vd);
 		if (best < 0 || c < best) {
 			best = c;
 			bi = i;
@@ -653,23 +686,24 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	Xchg x;
 	int es = (int)nv_esize(rt), f = fast_dim(&md, rt);
 	int vs = xchg_vec(&ms, st, f, es), vd = xchg_vec(&md, rt, f, es);
-	xchg_plan(rt, f, &ms, &md, vs, vd, &x);
 	bool isbool = ir_scalar(st)->kind == TY_I1;
+	int R = (int)ir_op_int(op, "rounds", 1);
+	/* 16-bit values from an accumulator's arrangement into a staging whose
+	 * columns run fastest: stmatrix, 16 x 16 a warp at a time (a quarter
+	 * of the shared stores). Opt-in until a GPU has run it
+	 * (CTRITON_STMATRIX_CONVERT=1, part of the cache key): the tensor
+	 * stores' stmatrix (dot.c) is the same code with the tile's addresses,
+	 * checked on an H100 */
+	const char *sx = getenv("CTRITON_STMATRIX_CONVERT");
+	bool stm = sx && sx[0] == '1' && R <= 1 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
+		   (rt->shape[1] * es) % 16 == 0 && nv_stmatrix_ok(nv, v, &ms);
+	xchg_plan(rt, f, &ms, &md, vs, vd, stm, &x);
 	LLVMTypeRef et = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, st);
 	LLVMValueRef *out = nv_regbuf(nv, md.n);
-	int R = (int)ir_op_int(op, "rounds", 1);
 	int64_t total = rt->numel * es;
 	if (R <= 1) {
-		/* 16-bit values from an accumulator's arrangement into a staging
-		 * whose columns run fastest: stmatrix, 16 x 16 a warp at a time
-		 * (a quarter of the shared stores). Opt-in until a GPU has run it
-		 * (CTRITON_STMATRIX_CONVERT=1, part of the cache key): the tensor
-		 * stores' stmatrix (dot.c) is the same code with the tile's
-		 * addresses, checked on an H100 */
 		bool *done = NULL;
-		const char *sx = getenv("CTRITON_STMATRIX_CONVERT");
-		if (sx && sx[0] == '1' && nv->ao.arch >= 90 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
-		    x.mul[1] == 1 && (x.mul[0] * es) % 16 == 0) {
+		if (stm) {
 			done = calloc((size_t)ms.n + 1, 1);
 			if (!done)
 				abort();

@@ -70,7 +70,6 @@ typedef struct Ver {
 	IrValue *from[MAX_MEMO], *to[MAX_MEMO];
 	int nmemo;
 	bool hinted; /* the fast branch */
-	bool fail;
 } Ver;
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -419,9 +418,7 @@ static bool reaches(const IrBlock *home, const IrValue *v, const IrValue *leaf, 
 
 typedef struct Plan {
 	IrOp *st;
-	int dim;
-	int64_t vec;
-	Leaf leaf[MAX_LEAVES];
+	Leaf leaf[MAX_LEAVES]; /* one per value, at the largest divisibility asked of it */
 	int nleaf;
 } Plan;
 
@@ -490,8 +487,6 @@ static void plan_store(const AnAxis *ax, IrOp *st, bool all, Plans *out)
 	}
 	Plan *pl = &out->p[out->n++];
 	pl->st = st;
-	pl->dim = d;
-	pl->vec = w.vec;
 	pl->nleaf = 0;
 	/* one check per leaf, at the largest divisibility asked of it */
 	for (int i = 0; i < w.nleaf; i++) {

@@ -84,6 +84,12 @@ const AnAxisInfo *an_axis_get(const AnAxis *a, const IrValue *v);
  * src-size) mask prefixes bound it instead of mask constancy. Only i1
  * masks bound it (an async copy's i32 count mask does not). */
 int an_access_vec(const AnAxis *a, const IrValue *ptr, const IrValue *mask, int dim, bool zfill);
+/* The divisibility that holds for x's elements at positions along d that
+ * are multiples of c (the first elements of aligned runs of length c);
+ * step: 1, or the element bytes of a pointer block (its div is in bytes). */
+int64_t an_div_at(const AnAxisInfo *x, int d, int64_t c, int64_t step);
+/* Bytes of one element of t (a pointer's pointee; at least 1). */
+int an_elem_bytes(const IrType *t);
 /* For every call in f, meets what a (f's axis info) knows of each argument
  * into the callee's parameter attributes ("divisibility"; for blocks also
  * "contiguity" and "constancy", per dim), which an_axis_info of the callee

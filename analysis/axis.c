@@ -167,6 +167,16 @@ static int64_t step_of(const IrType *t)
 	return ir_is_ptr(ir_scalar(t)) ? elem_bytes(t) : 1;
 }
 
+int an_elem_bytes(const IrType *t)
+{
+	return elem_bytes(t);
+}
+
+int64_t an_div_at(const AnAxisInfo *x, int d, int64_t c, int64_t step)
+{
+	return div_at(x, d, c, step);
+}
+
 static bool pred_is(const IrOp *op, const char *p)
 {
 	return strcmp(ir_op_str(op, "pred", "eq"), p) == 0;

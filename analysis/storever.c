@@ -72,25 +72,6 @@ typedef struct Ver {
 	bool hinted; /* the fast branch */
 } Ver;
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-static int64_t elem_bytes(const IrType *t)
-{
-	const IrType *s = ir_scalar(t);
-	if (ir_is_ptr(s))
-		s = s->elem;
-	int b = ir_type_bits(s) / 8;
-	return b < 1 ? 1 : b;
-}
-
 /* What v is known to give: every element divisible by (every), or the
  * elements at multiples of w->vec along d (the starts of the vectors). */
 static int64_t known(const Ver *w, const IrValue *v, int d, bool every)
@@ -107,11 +88,7 @@ static int64_t known(const Ver *w, const IrValue *v, int d, bool every)
 		}
 		return k == INT64_MAX ? x->div[0] : k;
 	}
-	int64_t c = x->contig[d] < 1 ? 1 : x->contig[d];
-	if (w->vec % c == 0)
-		return x->div[d];
-	int64_t step = ir_is_ptr(ir_scalar(v->type)) ? elem_bytes(v->type) : 1;
-	return gcd64(x->div[d], gcd64(w->vec, c) * step);
+	return an_div_at(x, d, w->vec, ir_is_ptr(ir_scalar(v->type)) ? an_elem_bytes(v->type) : 1);
 }
 
 static bool add_leaf(Ver *w, IrValue *v, int64_t q)
@@ -183,7 +160,7 @@ static bool want_scalar(Ver *w, IrValue *v, int64_t q)
 			ok = want_mul(w, o->ops[0], o->ops[1], 0, true, q);
 			break;
 		case OP_ADDPTR: {
-			int64_t es = elem_bytes(v->type);
+			int64_t es = an_elem_bytes(v->type);
 			ok = want_scalar(w, o->ops[0], q) && want_scalar(w, o->ops[1], (q + es - 1) / es);
 			break;
 		}
@@ -233,7 +210,7 @@ static bool want(Ver *w, IrValue *v, int d, bool every, int64_t q)
 		ok = want(w, o->ops[0], d, every, q) && want(w, o->ops[1], d, every, q);
 		break;
 	case OP_ADDPTR: {
-		int64_t es = elem_bytes(v->type);
+		int64_t es = an_elem_bytes(v->type);
 		ok = want(w, o->ops[0], d, every, q) && want(w, o->ops[1], d, every, (q + es - 1) / es);
 		break;
 	}
@@ -387,7 +364,7 @@ static int store_dim(const AnAxis *ax, const IrValue *p, int64_t *vec)
 	for (int j = rank - 1; j >= 0; j--)
 		if (x->contig[j] > x->contig[d])
 			d = j;
-	int64_t v = 16 / elem_bytes(p->type);
+	int64_t v = 16 / an_elem_bytes(p->type);
 	if (x->contig[d] < v)
 		v = x->contig[d];
 	if (p->type->shape[d] < v)
@@ -471,7 +448,7 @@ static void plan_store(const AnAxis *ax, IrOp *st, bool all, Plans *out)
 	int cur = an_access_vec(ax, p, m, d, false);
 	if (w.vec < 2 || w.vec < 2 * cur)
 		return;
-	if (!want(&w, p, d, false, w.vec * elem_bytes(p->type)) || (m && !want_mask(&w, m, d)) || !w.nleaf)
+	if (!want(&w, p, d, false, w.vec * an_elem_bytes(p->type)) || (m && !want_mask(&w, m, d)) || !w.nleaf)
 		return;
 	for (int i = 0; i < w.nleaf; i++) {
 		int steps = 512;

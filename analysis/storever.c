@@ -114,6 +114,18 @@ static bool leaf_ok(const IrValue *v)
 
 static bool want(Ver *w, IrValue *v, int d, bool every, int64_t q);
 
+/* v's defining op when the walk may go into it (depth and step budgets
+ * left: depth is counted up, the caller counts it down), else NULL. */
+static IrOp *enter(Ver *w, const IrValue *v)
+{
+	IrOp *o = v->def;
+	if (!o || w->depth >= 24 || ++w->steps > MAX_STEPS)
+		return NULL;
+	w->depth++;
+	return o;
+}
+
+
 /* x * y with every / run-start elements divisible by q: the factor that is
  * a splatted scalar first is asked for what the other does not give. */
 static bool want_mul(Ver *w, IrValue *x, IrValue *y, int d, bool every, int64_t q)
@@ -188,10 +200,9 @@ static bool want(Ver *w, IrValue *v, int d, bool every, int64_t q)
 		every = true;
 	if (known(w, v, d, every) >= q)
 		return true;
-	IrOp *o = v->def;
-	if (!o || w->depth >= 24 || ++w->steps > MAX_STEPS)
+	IrOp *o = enter(w, v);
+	if (!o)
 		return false;
-	w->depth++;
 	bool ok = false;
 	switch (o->opc) {
 	case OP_SPLAT:
@@ -234,10 +245,9 @@ static bool want_mask(Ver *w, IrValue *m, int d)
 {
 	if (!ir_is_block(m->type) || m->type->shape[d] == 1 || an_axis_get(w->ax, m)->constancy[d] >= w->vec)
 		return true;
-	IrOp *o = m->def;
-	if (!o || w->depth >= 24 || ++w->steps > MAX_STEPS)
+	IrOp *o = enter(w, m);
+	if (!o)
 		return false;
-	w->depth++;
 	bool ok = false;
 	switch (o->opc) {
 	case OP_AND:

@@ -411,18 +411,6 @@ static bool xchg_split(const Xchg *x, const NvMap *m, int nwarps, int64_t *tmask
 	return true;
 }
 
-static LLVMValueRef xchg_swizzle(Nv *nv, const Xchg *x, LLVMValueRef b);
-
-/* The swizzled byte offset of register r of map m (built with nv). */
-static LLVMValueRef xchg_offset(Nv *nv, const Xchg *x, const NvMap *m, int r)
-{
-	LLVMBuilderRef B = nv->b;
-	LLVMValueRef lin = nv_i32(nv, 0);
-	for (int k = 0; k < x->rank; k++)
-		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
-	return xchg_swizzle(nv, x, LLVMBuildMul(B, lin, nv_i32(nv, x->es), ""));
-}
-
 /* Byte offset b with its chunk bits XORed by its line's key. */
 static LLVMValueRef xchg_swizzle(Nv *nv, const Xchg *x, LLVMValueRef b)
 {
@@ -435,6 +423,16 @@ static LLVMValueRef xchg_swizzle(Nv *nv, const Xchg *x, LLVMValueRef b)
 		b = LLVMBuildXor(B, b, k, "");
 	}
 	return b;
+}
+
+/* The swizzled byte offset of register r of map m (built with nv). */
+static LLVMValueRef xchg_offset(Nv *nv, const Xchg *x, const NvMap *m, int r)
+{
+	LLVMBuilderRef B = nv->b;
+	LLVMValueRef lin = nv_i32(nv, 0);
+	for (int k = 0; k < x->rank; k++)
+		lin = LLVMBuildAdd(B, lin, LLVMBuildMul(B, nv_map_coord(nv, m, r, k), nv_i32(nv, x->mul[k]), ""), "");
+	return xchg_swizzle(nv, x, LLVMBuildMul(B, lin, nv_i32(nv, x->es), ""));
 }
 
 /* Shared addresses of the registers r = 0, vec, 2 vec, ... of map m. */

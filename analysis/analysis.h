@@ -269,6 +269,11 @@ bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o);
  * converted for the store anyway) unless all. Whether any store was
  * versioned. */
 bool an_version_stores(IrFunc *f, bool all);
+/* A copy of store st built at b (in a branch of an `if` beside st): the
+ * ops of st's block its pointers and mask are made of (address arithmetic,
+ * compares, constants) built again there, with from[i] replaced by to[i];
+ * st's attributes but the tensor-map tail's. */
+IrOp *an_store_copy(IrBuilder *b, IrOp *st, int nsub, IrValue *const *from, IrValue *const *to);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
  * only each thread's own elements per iteration; the loop carries those

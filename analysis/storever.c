@@ -65,11 +65,6 @@ typedef struct Ver {
 	int nleaf;
 	int depth;
 	int steps; /* the walk gives up after MAX_STEPS values */
-	/* rebuild */
-	IrBlock *home; /* the store's block: its ops are rebuilt in each branch */
-	IrValue *from[MAX_MEMO], *to[MAX_MEMO];
-	int nmemo;
-	bool hinted; /* the fast branch */
 } Ver;
 
 /* What v is known to give: every element divisible by (every), or the
@@ -315,47 +310,55 @@ static bool rebuildable(const IrOp *o)
 	}
 }
 
-/* v in the branch being built: a leaf's hint in the fast branch; an op of
- * the store's block rebuilt there (its operands first); else v itself. */
-static IrValue *rebuild(Ver *w, IrBuilder *b, IrValue *v, int depth)
+/* Values rebuilt in a branch: substitutions first, then the copies made. */
+typedef struct Chain {
+	const IrBlock *home; /* the store's block: its ops are rebuilt in the branch */
+	IrValue *from[MAX_MEMO], *to[MAX_MEMO];
+	int n;
+} Chain;
+
+/* v in the branch being built: its substitute or copy; an op of the
+ * store's block rebuilt there (its operands first); else v itself. */
+static IrValue *rebuild(Chain *c, IrBuilder *b, IrValue *v, int depth)
 {
-	if (w->hinted)
-		for (int i = 0; i < w->nleaf; i++)
-			if (w->leaf[i].v == v)
-				return w->leaf[i].hint;
-	for (int i = 0; i < w->nmemo; i++)
-		if (w->from[i] == v)
-			return w->to[i];
+	for (int i = 0; i < c->n; i++)
+		if (c->from[i] == v)
+			return c->to[i];
 	IrOp *o = v->def;
-	if (!o || o->parent != w->home || !rebuildable(o) || o->nres != 1 || depth > 48 || w->nmemo == MAX_MEMO)
+	if (!o || o->parent != c->home || !rebuildable(o) || o->nres != 1 || depth > 48 || c->n == MAX_MEMO)
 		return v;
 	IrValue *ops[3];
 	if (o->nops > 3)
 		return v;
 	for (int i = 0; i < o->nops; i++)
-		ops[i] = rebuild(w, b, o->ops[i], depth + 1);
+		ops[i] = rebuild(c, b, o->ops[i], depth + 1);
 	const IrType *ty = o->res[0].type;
-	IrOp *c = ir_build(b, o->opc, o->nops, ops, 1, &ty, 0);
-	c->loc = o->loc;
-	c->nattrs = o->nattrs;
-	c->attrs = ir_alloc(b->ctx, sizeof *c->attrs * (size_t)(o->nattrs ? o->nattrs : 1));
+	IrOp *k = ir_build(b, o->opc, o->nops, ops, 1, &ty, 0);
+	k->loc = o->loc;
+	k->nattrs = o->nattrs;
+	k->attrs = ir_alloc(b->ctx, sizeof *k->attrs * (size_t)(o->nattrs ? o->nattrs : 1));
 	if (o->nattrs)
-		memcpy(c->attrs, o->attrs, sizeof *c->attrs * (size_t)o->nattrs);
-	if (w->nmemo < MAX_MEMO) {
-		w->from[w->nmemo] = v;
-		w->to[w->nmemo++] = &c->res[0];
+		memcpy(k->attrs, o->attrs, sizeof *k->attrs * (size_t)o->nattrs);
+	if (c->n < MAX_MEMO) {
+		c->from[c->n] = v;
+		c->to[c->n++] = &k->res[0];
 	}
-	return &c->res[0];
+	return &k->res[0];
 }
 
-/* The store op in the branch at b: pointers and mask rebuilt, the
- * original's attributes but the tensor-map tail's. */
-static void branch_store(Ver *w, IrBuilder *b, IrOp *st, bool hinted)
+IrOp *an_store_copy(IrBuilder *b, IrOp *st, int nsub, IrValue *const *from, IrValue *const *to)
 {
-	w->hinted = hinted;
-	w->nmemo = 0;
-	IrValue *p = rebuild(w, b, st->ops[0], 0);
-	IrValue *m = st->nops >= 3 ? rebuild(w, b, st->ops[2], 0) : NULL;
+	Chain *c = calloc(1, sizeof *c);
+	if (!c)
+		abort();
+	c->home = st->parent;
+	for (int i = 0; i < nsub && c->n < MAX_MEMO; i++, c->n++) {
+		c->from[c->n] = from[i];
+		c->to[c->n] = to[i];
+	}
+	IrValue *p = rebuild(c, b, st->ops[0], 0);
+	IrValue *m = st->nops >= 3 ? rebuild(c, b, st->ops[2], 0) : NULL;
+	free(c);
 	IrOp *n = ir_store(b, p, st->ops[1], m);
 	n->loc = st->loc;
 	n->nattrs = st->nattrs;
@@ -363,6 +366,19 @@ static void branch_store(Ver *w, IrBuilder *b, IrOp *st, bool hinted)
 	if (st->nattrs)
 		memcpy(n->attrs, st->attrs, sizeof *n->attrs * (size_t)st->nattrs);
 	ir_op_remove_attr(n, "tma");
+	return n;
+}
+
+/* The store op in the branch at b (the fast one: the leaves replaced by
+ * their hints). */
+static void branch_store(Ver *w, IrBuilder *b, IrOp *st, bool hinted)
+{
+	IrValue *from[MAX_LEAVES], *to[MAX_LEAVES];
+	for (int i = 0; i < w->nleaf; i++) {
+		from[i] = w->leaf[i].v;
+		to[i] = w->leaf[i].hint;
+	}
+	an_store_copy(b, st, hinted ? w->nleaf : 0, from, to);
 }
 
 /* The dim the store's pointers run along (the longest run; the last dim
@@ -521,7 +537,6 @@ static void apply(IrFunc *f, const Plan *pl)
 	ir_op_set_bool(ctx, iff, "versioned", true);
 	Ver w;
 	memset(&w, 0, sizeof w);
-	w.home = st->parent;
 	w.nleaf = pl->nleaf;
 	memcpy(w.leaf, pl->leaf, sizeof w.leaf);
 

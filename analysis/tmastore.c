@@ -9,8 +9,10 @@
  * becomes `tma_store map, outer, inner, value`: the backend writes the
  * value into the op's scratch in the slot layout of tma_copy and one
  * thread issues cp.async.bulk.tensor stores (backend/nvptx/mem.c). The
- * bounds the mask checked are the map's own: the unit writes nothing out
- * of them. The pointers and mask are then dead and removed, so the value
+ * bounds the mask checked are the map's own, and the unit writes nothing
+ * out of them but for the inner extent's last 16 bytes (below: a tile
+ * that crosses an extent not a multiple of 16 bytes keeps the store by
+ * pointers). The pointers and mask are then dead and removed, so the value
  * keeps the layout it is born in (an accumulator's: no conversion).
  * Elsewhere (sm_80, the CPU) the tail is ignored and the store stays.
  */
@@ -44,7 +46,7 @@ static bool map_box(const IrFunc *f, const IrValue *m, int64_t box[2], int64_t *
 
 bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o)
 {
-	if (op->opc != OP_STORE || o->arch < 90 || !f->is_kernel || ir_op_int(op, "tma", 0) != 3 || op->nops != 6)
+	if (op->opc != OP_STORE || o->arch < 90 || !f->is_kernel || ir_op_int(op, "tma", 0) != 4 || op->nops != 7)
 		return false;
 	const IrType *t = op->ops[1]->type, *e = ir_scalar(t);
 	if (!ir_is_block(t) || t->rank != 2 || e->kind == TY_I1 || ir_is_ptr(e))
@@ -56,16 +58,15 @@ bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o)
 		return false;
 	/* the slot layout: rows of at most 128 bytes, swizzled at that width */
 	int64_t box[2], sw, w = row > 128 ? 128 : row;
-	/* only a TensorDescriptor argument's map: the host checked its base,
-	 * shape and strides when it was made. A map the kernel makes, or the
-	 * launch encodes from parameters, keeps the store by pointers: on the
-	 * H200 a made map's store wrote past the descriptor's columns, and a
-	 * launch-encoded one refused a row stride not a multiple of 16 bytes
-	 * that plain stores take. */
+	/* only a TensorDescriptor argument's map: the host checked its base
+	 * and strides when it was made. A map the launch encodes from
+	 * parameters keeps the store by pointers: it refused a row stride not
+	 * a multiple of 16 bytes that plain stores take. */
 	const IrValue *m = op->ops[3];
-	/* CTRITON_TMA_STORE_MADE=1 (part of the cache key) takes made maps
-	 * too, to find on a GPU what went wrong (test_tensor_descriptor.py
-	 * test_gpu_made_map_store) */
+	/* CTRITON_TMA_STORE_MADE=1 (part of the cache key) takes maps the
+	 * kernel makes too. Their stores wrote past N on the GPU where N was
+	 * not a multiple of 16 bytes; the guard below is for that
+	 * (test_tensor_descriptor.py test_gpu_made_map_store). */
 	const char *env = getenv("CTRITON_TMA_STORE_MADE");
 	bool made = env && env[0] == '1' && m->def && m->def->opc == OP_TMAP_CREATE;
 	if (!made && (m->def || m->owner != f->body || m->index < 0 || m->index >= f->body->nargs ||
@@ -76,33 +77,110 @@ bool an_tma_store_ok(const IrFunc *f, const IrOp *op, const AnGpuOptions *o)
 	return box[0] * es == w && box[1] == R && sw == (w >= 32 ? w : 0);
 }
 
-static bool rewrite(IrFunc *f, IrBlock *b, const AnGpuOptions *o)
+/* The unit clips a store at the map's inner extent only in whole 16-byte
+ * units of the row: with an extent that is not a multiple of 16 bytes the
+ * box that crosses it also writes the elements up to the next 16-byte
+ * boundary (another tensor's, when the map covers a column slice). Such a
+ * store keeps its pointers for the tiles that cross the extent: `if
+ * (inner + C <= ext || ext % q == 0) tma_store else store`, q the elements
+ * of 16 bytes; an extent known to be a multiple of q needs no `if`. */
+typedef struct Site {
+	IrOp *st;
+	bool guard;
+} Site;
+
+typedef struct Sites {
+	Site *s;
+	int n, cap;
+} Sites;
+
+static void find(IrFunc *f, IrBlock *b, const AnGpuOptions *o, Sites *out)
 {
-	bool any = false;
-	for (IrOp *op = b->first, *next; op; op = next) {
-		next = op->next;
+	for (IrOp *op = b->first; op; op = op->next) {
 		/* a warp-specialized kernel's producer issues copies only */
 		if (op->opc == OP_WARP_SPEC)
 			continue;
 		for (int r = 0; r < op->nregions; r++)
-			any |= rewrite(f, op->regions[r], o);
+			find(f, op->regions[r], o, out);
 		if (!an_tma_store_ok(f, op, o))
 			continue;
-		IrBuilder bld;
-		ir_builder_init(&bld, f->module->ctx);
-		ir_builder_before(&bld, op);
-		bld.loc = op->loc;
-		IrValue *ops[4] = {op->ops[3], op->ops[4], op->ops[5], op->ops[1]};
-		ir_build(&bld, OP_TMA_STORE, 4, ops, 0, NULL, 0);
-		ir_op_unlink(op);
-		any = true;
+		if (out->n == out->cap) {
+			out->cap = out->cap ? 2 * out->cap : 8;
+			out->s = realloc(out->s, sizeof(Site) * (size_t)out->cap);
+			if (!out->s)
+				abort();
+		}
+		out->s[out->n++] = (Site){op, false};
 	}
-	return any;
+}
+
+/* The 16-byte units of a row in elements of st's value. */
+static int64_t unit(const IrOp *st)
+{
+	return 16 / (ir_type_bits(ir_scalar(st->ops[1]->type)) / 8);
+}
+
+static void tma_store(IrBuilder *b, const IrOp *st)
+{
+	IrValue *ops[4] = {st->ops[3], st->ops[4], st->ops[5], st->ops[1]};
+	ir_build(b, OP_TMA_STORE, 4, ops, 0, NULL, 0);
+}
+
+static void apply(IrFunc *f, const Site *x)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrOp *st = x->st;
+	IrBuilder b;
+	ir_builder_init(&b, ctx);
+	ir_builder_before(&b, st);
+	b.loc = st->loc;
+	if (!x->guard) {
+		tma_store(&b, st);
+		ir_op_unlink(st);
+		return;
+	}
+	const IrType *i32 = ir_type(ctx, TY_I32);
+	IrValue *ext = st->ops[6];
+	int64_t C = st->ops[1]->type->shape[1], q = unit(st);
+	IrValue *end = ir_binary(&b, OP_ADD, st->ops[5], ir_const_int(&b, i32, C));
+	IrValue *inside = ir_cmp(&b, "le", end, ext);
+	IrValue *low = ir_binary(&b, OP_AND, ext, ir_const_int(&b, i32, q - 1));
+	IrValue *whole = ir_cmp(&b, "eq", low, ir_const_int(&b, i32, 0));
+	IrValue *cond = ir_binary(&b, OP_OR, inside, whole);
+	const IrType *none = NULL;
+	IrOp *iff = ir_build(&b, OP_IF, 1, &cond, 0, &none, 2);
+	IrBuilder t;
+	ir_builder_init(&t, ctx);
+	ir_builder_at_end(&t, iff->regions[0]);
+	t.loc = st->loc;
+	tma_store(&t, st);
+	ir_yield(&t, 0, NULL);
+	IrBuilder e;
+	ir_builder_init(&e, ctx);
+	ir_builder_at_end(&e, iff->regions[1]);
+	e.loc = st->loc;
+	/* its pointers and mask made there, not kept alive across the
+	 * tensor store's branch */
+	an_store_copy(&e, st, 0, NULL, NULL);
+	ir_yield(&e, 0, NULL);
+	ir_op_unlink(st);
 }
 
 bool an_tma_stores(IrFunc *f, const AnGpuOptions *o)
 {
-	return o->arch >= 90 && f->is_kernel && rewrite(f, f->body, o);
+	if (o->arch < 90 || !f->is_kernel)
+		return false;
+	Sites xs = {0};
+	find(f, f->body, o, &xs);
+	if (xs.n) {
+		const AnAxis *ax = an_axis_info(f);
+		for (int i = 0; i < xs.n; i++)
+			xs.s[i].guard = an_axis_get(ax, xs.s[i].st->ops[6])->div[0] % unit(xs.s[i].st) != 0;
+	}
+	for (int i = 0; i < xs.n; i++)
+		apply(f, &xs.s[i]);
+	free(xs.s);
+	return xs.n > 0;
 }
 
 /* The column window of X that v (a tensor store's value) is, through

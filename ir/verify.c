@@ -677,7 +677,7 @@ static IrError *pointee(Verifier *V, const IrOp *op, const IrType **out)
 
 /* A load's or store's tensor-map tail ({tma = n}): after the first three
  * operands (named by first3), the map (a scalar pointer), then one i32
- * offset per dim. */
+ * offset per dim (a store's: then the map's inner extent, i32). */
 static IrError *check_tma_tail(Verifier *V, const IrOp *op, const char *first3)
 {
 	int64_t tail = ir_op_int(op, "tma", 0);

@@ -34,8 +34,9 @@
 #                      tutorial 08 at N 256, 1024 and 4096 for each variant V
 #                      (default "default vs0"): default as is, vs0 with
 #                      CTRITON_VERSION_STORES=0 (element stores, as before),
-#                      stm1 with CTRITON_STMATRIX_CONVERT=1; about three
-#                      minutes a variant (run stm1 as a call of its own)
+#                      stm1 with CTRITON_STMATRIX_CONVERT=1, made1 with
+#                      CTRITON_TMA_STORE_MADE=1, both with the two; about a
+#                      minute a variant
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -83,11 +84,17 @@ case "$part" in
       -k "versioned or dot_epilogue or stmatrix or made_map_store or halves" > "$O/stores08-tests.txt" 2>&1
     echo "stores08 tests rc=$?"
     grep -E "passed|failed|^FAILED|^E  .*(wrong|past)" "$O/stores08-tests.txt" | cut -c1-220 | tail -12
+    CTRITON_TMA_STORE_MADE=1 timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider \
+      tests/python/test_grouped_gemm_tma.py > "$O/stores08-made.txt" 2>&1
+    echo "grouped TMA tests with made-map stores rc=$?"
+    grep -E "passed|failed|^FAILED" "$O/stores08-made.txt" | cut -c1-220 | tail -6
     for v in "${variants[@]}"; do
       case $v in
         default) env=() ;;
         vs0) env=(CTRITON_VERSION_STORES=0) ;;
         stm1) env=(CTRITON_STMATRIX_CONVERT=1) ;;
+        made1) env=(CTRITON_TMA_STORE_MADE=1) ;;
+        both) env=(CTRITON_TMA_STORE_MADE=1 CTRITON_STMATRIX_CONVERT=1) ;;
       esac
       timeout 200 env ${env[@]+"${env[@]}"} python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 08 --warm 1 \
         --rounds 3 --n08 256,1024,4096 --out "$O/08-$v.md" > "$O/08-$v.txt" 2>&1

@@ -603,18 +603,23 @@ static bool tdesc_map_offsets(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	return true;
 }
 
-/* Appends the tensor-map tail (the map, then the 2-D offsets: {tma = 3})
- * to a load's or store's three operands. */
-static void add_tma_tail(Fe *fe, IrOp *op, IrValue *map, IrValue *c0, IrValue *c1)
+/* Appends the tensor-map tail to a load's or store's three operands: the
+ * map, then the 2-D offsets ({tma = 3}); a store's also the inner extent
+ * (ext, i32: {tma = 4}), which the tensor memory access unit clips at
+ * 16-byte granularity only (analysis/tmastore.c guards on it). */
+static void add_tma_tail(Fe *fe, IrOp *op, IrValue *map, IrValue *c0, IrValue *c1, IrValue *ext)
 {
-	IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * 6);
+	int n = ext ? 7 : 6;
+	IrValue **ops = ir_alloc(fe->ctx, sizeof(IrValue *) * (size_t)n);
 	memcpy(ops, op->ops, sizeof(IrValue *) * 3);
 	ops[3] = map;
 	ops[4] = c0;
 	ops[5] = c1;
+	if (ext)
+		ops[6] = ext;
 	op->ops = ops;
-	op->nops = 6;
-	ir_op_set_int(fe->ctx, op, "tma", 3);
+	op->nops = n;
+	ir_op_set_int(fe->ctx, op, "tma", n - 3);
 }
 
 static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, const int *pos,
@@ -637,7 +642,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	FeVal *r = fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
 	IrOp *ld = r && fe_is_tensor(r) ? r->v->def : NULL;
 	if (map && ld && ld->opc == OP_LOAD && ld->nops == 3) {
-		add_tma_tail(fe, ld, map, c0, c1);
+		add_tma_tail(fe, ld, map, c0, c1, NULL);
 		if (pos && pos[0] != 0)
 			ir_op_set_int(fe->ctx, ld, "tma_tr", 1);
 	}
@@ -749,6 +754,18 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 	bool store = strcmp(op, "store") == 0;
 	if (store && !rows && m && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1))
 		return NULL;
+	/* and the inner extent the map was made with */
+	IrValue *ext = NULL;
+	if (map) {
+		FeVal **sh;
+		int ns;
+		if (!seq_items(fe, node, d->items[TD_SHAPE], &ns, &sh, "shape"))
+			return NULL;
+		if (ns == 2 && !(ext = fe_to_ir(fe, node, sh[1], ir_type(fe->ctx, TY_I32))))
+			return NULL;
+		if (!ext)
+			map = NULL;
+	}
 	IrOp *prev = last_built(&fe->b);
 	FeVal *args[2] = {p, value};
 	const char *kn[1] = {"mask"};
@@ -756,7 +773,7 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 	FeVal *r = fe_builtin_call(fe, node, op, NULL, 2, args, m ? 1 : 0, kn, kv);
 	IrOp *st = r ? last_built(&fe->b) : NULL;
 	if (map && st && st != prev && st->opc == OP_STORE && st->nops == 3)
-		add_tma_tail(fe, st, map, c0, c1);
+		add_tma_tail(fe, st, map, c0, c1, ext);
 	return r ? fe_none(fe) : NULL;
 }
 

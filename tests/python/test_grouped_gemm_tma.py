@@ -351,7 +351,8 @@ def test_gpu_grouped_gemm(BM, BN, BK, warps, stages, torch_allocator):
     k = _launch(groups, nprog, BM, BN, BK, warps, stages)
     torch.cuda.synchronize()
     assert torch_allocator == [(k.metadata.global_scratch_size * nprog, 128, torch_allocator[0][2])]
-    assert k.metadata.global_scratch_size == 256
+    # two maps for the copies, and C's with made-map tensor stores
+    assert k.metadata.global_scratch_size == (384 if os.environ.get("CTRITON_TMA_STORE_MADE") == "1" else 256)
     for a, b, c, M, N, K in groups:
         ref = (a[:, :K].float() @ b[:, :K].float().T).half()
         torch.testing.assert_close(c[:, :N], ref, atol=6e-2, rtol=1e-2)

@@ -1673,6 +1673,59 @@ def test_gpu_tensor_store_forms(split, out):
     assert (cbuf[M:] == 7).all() and (cbuf[:, N:] == 7).all()
 
 
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+@pytest.mark.parametrize("split", [False, True])
+def test_sm90_tensor_store_guard_at_unaligned_extent(split):
+    """The tensor memory access unit clips a store at the inner extent only
+    in whole 16-byte units of the row. With C's inner extent not known to be
+    a multiple of 16 bytes (no divisibility on shape[1]), each descriptor
+    store becomes `if (tile ends inside N or N % 8 == 0) tma_store else
+    store`: the tiles crossing such an N keep their pointers and mask."""
+    dt = _host_desc_sig()
+    sig = {"a_desc": dt, "b_desc": dt, "c_desc": dt, "K": "i32", "BK": "constexpr", "SPLIT": "constexpr"}
+    cx = {"BK": 64, "SPLIT": split}
+    attrs = _host_desc_specs(cx, ((0, (128, 64)), (1, (128, 64)), (2, (128, 64 if split else 128))))
+    del attrs[(2, 1, 1)]
+    k = triton.compile(ASTSource(split_store_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 3})
+    ttgir = k.asm["ct.ttgir"]
+    n = 2 if split else 1
+    # (the whole accumulator's pointer store is versioned on N's alignment
+    # in turn: two)
+    assert ttgir.count("tma_store ") == n and len(re.findall(r"^\s*store ", ttgir, re.M)) == 2, ttgir
+    assert len(re.findall(r"= and %\d+, %\d+ : i32", ttgir)) >= n
+    assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+    # with the extent 16-divisible (the launch's specialization) no guard
+    k16 = _compile_split_store(split, "fp16")
+    assert not re.findall(r"^\s*store ", k16.asm["ct.ttgir"], re.M)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("out,N", [("fp16", 260), ("fp16", 250), ("fp32", 258), ("fp16", 264)])
+def test_gpu_tensor_store_unaligned_extent(split, out, N):
+    """C's inner extent not a multiple of 16 bytes (260 and 250 f16, 258
+    f32), C a column slice of a wider buffer: nothing written past N (the
+    unit alone would write up to the next 16 bytes of every row)."""
+    import torch
+    torch.manual_seed(0)
+    dt = {"fp16": torch.float16, "fp32": torch.float32}[out]
+    M, K = 300, 128
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    ld = N + 64 - N % 8
+    cbuf = torch.full((M + 16, ld), 7.0, device="cuda", dtype=dt)
+    c = cbuf[:M, :N]
+    da, db = TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [128, 64])
+    dc = TensorDescriptor(c, [M, N], [ld, 1], [128, 64 if split else 128])
+    split_store_kernel[(triton.cdiv(M, 128), triton.cdiv(N, 128))](da, db, dc, K, 64, split, num_warps=4,
+                                                                   num_stages=3)
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=6e-2, rtol=1e-2)
+    over = cbuf[:, N:] != 7
+    assert not over.any(), f"{int(over.sum())} elements written past N, columns {torch.nonzero(over)[:, 1].unique().tolist()[:8]} (+{N})"
+    assert (cbuf[M:] == 7).all()
+
+
 @pytest.mark.gpu
 def test_gpu_host_descriptor_tma_errors():
     """A tensor map the descriptor cannot have is a clear error at launch,

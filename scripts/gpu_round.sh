@@ -81,7 +81,7 @@ case "$part" in
     [ ${#variants[@]} -gt 0 ] || variants=(default vs0)
     timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_version_stores.py \
       tests/python/test_stmatrix_convert.py tests/python/test_tensor_descriptor.py \
-      -k "versioned or dot_epilogue or stmatrix or made_map_store or halves" > "$O/stores08-tests.txt" 2>&1
+      -k "versioned or dot_epilogue or stmatrix or made_map_store or halves or unaligned_extent or store_forms" > "$O/stores08-tests.txt" 2>&1
     echo "stores08 tests rc=$?"
     grep -E "passed|failed|^FAILED|^E  .*(wrong|past)" "$O/stores08-tests.txt" | cut -c1-220 | tail -12
     CTRITON_TMA_STORE_MADE=1 timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider \

@@ -274,6 +274,9 @@ bool an_version_stores(IrFunc *f, bool all);
  * compares, constants) built again there, with from[i] replaced by to[i];
  * st's attributes but the tensor-map tail's. */
 IrOp *an_store_copy(IrBuilder *b, IrOp *st, int nsub, IrValue *const *from, IrValue *const *to);
+/* `if cond` (no results) built at b before store st; then and els are
+ * set to build at the ends of its two regions, at st's location. */
+IrOp *an_store_if(IrBuilder *b, const IrOp *st, IrValue *cond, IrBuilder *then, IrBuilder *els);
 /* Thread locality (locality.c): a reduction in a for loop whose result only
  * accumulates into a loop-carried value (acc = acc op reduce(x)) reduces
  * only each thread's own elements per iteration; the loop carries those

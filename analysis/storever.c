@@ -369,6 +369,19 @@ IrOp *an_store_copy(IrBuilder *b, IrOp *st, int nsub, IrValue *const *from, IrVa
 	return n;
 }
 
+IrOp *an_store_if(IrBuilder *b, const IrOp *st, IrValue *cond, IrBuilder *then, IrBuilder *els)
+{
+	const IrType *none = NULL;
+	IrOp *iff = ir_build(b, OP_IF, 1, &cond, 0, &none, 2);
+	IrBuilder *br[2] = {then, els};
+	for (int r = 0; r < 2; r++) {
+		ir_builder_init(br[r], b->ctx);
+		ir_builder_at_end(br[r], iff->regions[r]);
+		br[r]->loc = st->loc;
+	}
+	return iff;
+}
+
 /* The store op in the branch at b (the fast one: the leaves replaced by
  * their hints). */
 static void branch_store(Ver *w, IrBuilder *b, IrOp *st, bool hinted)
@@ -532,18 +545,14 @@ static void apply(IrFunc *f, const Plan *pl)
 		IrValue *c = ir_cmp(&b, "eq", low, ir_const_int(&b, x->type, 0));
 		cond = cond ? ir_binary(&b, OP_AND, cond, c) : c;
 	}
-	const IrType *none = NULL;
-	IrOp *iff = ir_build(&b, OP_IF, 1, &cond, 0, &none, 2);
+	IrBuilder t, e;
+	IrOp *iff = an_store_if(&b, st, cond, &t, &e);
 	ir_op_set_bool(ctx, iff, "versioned", true);
 	Ver w;
 	memset(&w, 0, sizeof w);
 	w.nleaf = pl->nleaf;
 	memcpy(w.leaf, pl->leaf, sizeof w.leaf);
 
-	IrBuilder t;
-	ir_builder_init(&t, ctx);
-	ir_builder_at_end(&t, iff->regions[0]);
-	t.loc = st->loc;
 	for (int i = 0; i < w.nleaf; i++) {
 		IrValue *x = w.leaf[i].v;
 		IrValue *h = ir_build1(&t, OP_MULTIPLE_OF, x->type, 1, &x);
@@ -552,11 +561,6 @@ static void apply(IrFunc *f, const Plan *pl)
 	}
 	branch_store(&w, &t, st, true);
 	ir_yield(&t, 0, NULL);
-
-	IrBuilder e;
-	ir_builder_init(&e, ctx);
-	ir_builder_at_end(&e, iff->regions[1]);
-	e.loc = st->loc;
 	branch_store(&w, &e, st, false);
 	ir_yield(&e, 0, NULL);
 	ir_op_unlink(st);

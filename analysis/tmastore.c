@@ -147,18 +147,10 @@ static void apply(IrFunc *f, const Site *x)
 	IrValue *low = ir_binary(&b, OP_AND, ext, ir_const_int(&b, i32, q - 1));
 	IrValue *whole = ir_cmp(&b, "eq", low, ir_const_int(&b, i32, 0));
 	IrValue *cond = ir_binary(&b, OP_OR, inside, whole);
-	const IrType *none = NULL;
-	IrOp *iff = ir_build(&b, OP_IF, 1, &cond, 0, &none, 2);
-	IrBuilder t;
-	ir_builder_init(&t, ctx);
-	ir_builder_at_end(&t, iff->regions[0]);
-	t.loc = st->loc;
+	IrBuilder t, e;
+	an_store_if(&b, st, cond, &t, &e);
 	tma_store(&t, st);
 	ir_yield(&t, 0, NULL);
-	IrBuilder e;
-	ir_builder_init(&e, ctx);
-	ir_builder_at_end(&e, iff->regions[1]);
-	e.loc = st->loc;
 	/* its pointers and mask made there, not kept alive across the
 	 * tensor store's branch */
 	an_store_copy(&e, st, 0, NULL, NULL);

@@ -578,12 +578,15 @@ typedef struct FeTdLoad {
 } FeTdLoad;
 
 /* The descriptor's tensor map (a parameter's, or one made in the kernel)
- * and its 2-D offsets as i32, for a tensor-map tail; *map NULL when there
- * is none (not a kernel, no map, not 2-D). False on an error. */
+ * and its 2-D offsets as i32, for a tensor-map tail, and with ext (a
+ * store's tail) its inner extent as i32; *map NULL when there is none (not
+ * a kernel, no map, not 2-D). False on an error. */
 static bool tdesc_map_offsets(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, IrValue **map, IrValue **c0,
-			      IrValue **c1)
+			      IrValue **c1, IrValue **ext)
 {
 	*map = *c0 = *c1 = NULL;
+	if (ext)
+		*ext = NULL;
 	PyObject *tmo = PyList_Size(d->items[TD_SPEC]->obj) > 2 ? PyList_GetItem(d->items[TD_SPEC]->obj, 2) : NULL;
 	int tm = tmo && PyLong_Check(tmo) ? (int)PyLong_AsLong(tmo) : -1;
 	FeVal *made = d->items[TD_TMAP];
@@ -599,6 +602,16 @@ static bool tdesc_map_offsets(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	*c1 = *c0 ? fe_to_ir(fe, node, off[1], i32) : NULL;
 	if (!*c1)
 		return false;
+	if (ext) {
+		FeVal **sh;
+		int ns;
+		if (!seq_items(fe, node, d->items[TD_SHAPE], &ns, &sh, "shape"))
+			return false;
+		if (ns != 2)
+			return true;
+		if (!(*ext = fe_to_ir(fe, node, sh[1], i32)))
+			return false;
+	}
 	*map = m;
 	return true;
 }
@@ -637,7 +650,7 @@ static FeVal *tdesc_emit_load(Fe *fe, PyObject *node, FeVal *d, FeVal *offsets, 
 	/* the descriptor's tensor map and the offsets, for a copy by the tensor
 	 * memory access unit (analysis/prefetch.c); ignored otherwise */
 	IrValue *map = NULL, *c0 = NULL, *c1 = NULL;
-	if (!rows && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1))
+	if (!rows && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1, NULL))
 		return NULL;
 	FeVal *r = fe_builtin_call(fe, node, "load", NULL, 1, &p, 2, kn, kv);
 	IrOp *ld = r && fe_is_tensor(r) ? r->v->def : NULL;
@@ -750,22 +763,10 @@ static FeVal *tdesc_write(Fe *fe, PyObject *node, FeVal *d, const char *op, FeVa
 		return NULL;
 	/* a store: the tensor map and offsets too, for a store by the tensor
 	 * memory access unit on sm_90 (analysis/tmastore.c); ignored otherwise */
-	IrValue *map = NULL, *c0 = NULL, *c1 = NULL;
+	IrValue *map = NULL, *c0 = NULL, *c1 = NULL, *ext = NULL;
 	bool store = strcmp(op, "store") == 0;
-	if (store && !rows && m && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1))
+	if (store && !rows && m && !tdesc_map_offsets(fe, node, d, offsets, &map, &c0, &c1, &ext))
 		return NULL;
-	/* and the inner extent the map was made with */
-	IrValue *ext = NULL;
-	if (map) {
-		FeVal **sh;
-		int ns;
-		if (!seq_items(fe, node, d->items[TD_SHAPE], &ns, &sh, "shape"))
-			return NULL;
-		if (ns == 2 && !(ext = fe_to_ir(fe, node, sh[1], ir_type(fe->ctx, TY_I32))))
-			return NULL;
-		if (!ext)
-			map = NULL;
-	}
 	IrOp *prev = last_built(&fe->b);
 	FeVal *args[2] = {p, value};
 	const char *kn[1] = {"mask"};

@@ -1,5 +1,5 @@
-"""One kernel of an upstream tutorial (08 grouped GEMM, 09 persistent
-matmul), compiled by ctriton or Triton, launched inside a profiler range so
+"""One kernel of an upstream tutorial (03 matmul as bench/kernels_src.py
+has it, 08 grouped GEMM, 09 persistent matmul), compiled by ctriton or Triton, launched inside a profiler range so
 that Nsight Compute can read it:
 
     ncu --profile-from-start off --clock-control none --set full -o REP \\
@@ -25,16 +25,29 @@ def main():
     ap.add_argument("--tutorials", required=True)
     ap.add_argument("--impl", choices=("ctriton", "triton"), required=True)
     ap.add_argument("--case", default="09-persistent",
-                    choices=("09-persistent", "09-naive", "09-descriptor", "09-tma-persistent", "08-grouped"))
-    ap.add_argument("--pin", default="128,256,64,8,3", help="09: BLOCK_M,N,K,warps,stages")
+                    choices=("03", "09-persistent", "09-naive", "09-descriptor", "09-tma-persistent", "08-grouped"))
+    ap.add_argument("--pin", default="128,256,64,8,3", help="03 and 09: BLOCK_M,N,K,warps,stages")
+    ap.add_argument("--S", type=int, default=2048, help="03: M = N = K")
     ap.add_argument("--K", type=int, default=4096)
     ap.add_argument("--pin08", type=int, help="08: the configuration number of the tutorial's list (default: autotuned)")
     ap.add_argument("--n08", type=int, help="08: four N x N x N problems (default: the tutorial's 1024, 512, 256, 128)")
     a = ap.parse_args()
-    tut = "09-persistent-matmul.py" if a.case.startswith("09") else "08-grouped-gemm.py"
-    m = load(os.path.join(a.tutorials, tut), a.impl)
     torch.manual_seed(0)
-    if a.case.startswith("09"):
+    if a.case == "03":
+        from tc_gpu import load_file
+        m = load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_src.py"), a.impl, "ks")
+        bm, bn, bk, nw, ns = (int(x) for x in a.pin.split(","))
+        S = a.S
+        A = torch.randn((S, S), device="cuda", dtype=torch.float16)
+        B = torch.randn((S, S), device="cuda", dtype=torch.float16)
+        C = torch.empty((S, S), device="cuda", dtype=torch.float16)
+        grid = (((S + bm - 1) // bm) * ((S + bn - 1) // bn),)
+        fn = lambda: (m.matmul[grid](A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),  # noqa: E731
+                                     C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                     num_warps=nw, num_stages=ns), C)[1]
+        ref = A @ B
+    elif a.case.startswith("09"):
+        m = load(os.path.join(a.tutorials, "09-persistent-matmul.py"), a.impl)
         pin09({a.impl: m}, tuple(int(x) for x in a.pin.split(",")))
         M = N = 8192
         x = torch.randn((M, a.K), device="cuda", dtype=torch.float16)
@@ -45,6 +58,7 @@ def main():
               "09-tma-persistent": lambda: m.matmul_tma_persistent(x, w, False)}[a.case]
         ref = x @ w.T
     else:
+        m = load(os.path.join(a.tutorials, "08-grouped-gemm.py"), a.impl)
         if a.pin08 is not None:
             pin08({a.impl: m}, "grouped_matmul_kernel", a.pin08)
         group_m = [a.n08] * 4 if a.n08 else [1024, 512, 256, 128]

@@ -44,6 +44,7 @@
 	X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction *, CUmodule, const char *)) \
 	X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, CUfunction_attribute, CUfunction)) \
 	X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, CUfunction_attribute, int)) \
+	X(cuFuncSetCacheConfig, "cuFuncSetCacheConfig", (CUfunction, CUfunc_cache))          \
 	X(cuLaunchKernel, "cuLaunchKernel",                                                              \
 	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
 		       CUstream, void **, void **))                                                      \
@@ -440,9 +441,19 @@ static int load_here(const void *image, CUdevice dev, const char *name, int shar
 	drv.p_cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
 	k->n_spills = local / 4;
 	if (shared > 49152) {
+		/* CTRITON_PREFER_SHARED=1: as Triton does, the largest
+		 * shared-memory carveout (the SM's L1 mostly given to shared
+		 * memory) and every opt-in byte allowed; otherwise the driver
+		 * picks the carveout. Opt-in until a GPU has timed it (tutorial
+		 * 03 at 2048^3, bench/results/pending-h200.md) */
+		const char *ps = getenv("CTRITON_PREFER_SHARED");
+		bool prefer = ps && ps[0] == '1';
 		int stat = 0;
 		drv.p_cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
-		r = drv.p_cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared - stat);
+		if (prefer)
+			drv.p_cuFuncSetCacheConfig(fn, CU_FUNC_CACHE_PREFER_SHARED);
+		r = drv.p_cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					     (prefer ? limit : shared) - stat);
 		if (r != CUDA_SUCCESS) {
 			drv.p_cuModuleUnload(mod);
 			return seterr(err, errlen, "cuFuncSetAttribute(max dynamic shared = %d) failed: %s", shared, cu_str(r));

@@ -23,7 +23,7 @@
 #                      inputs autotuned (--dtype09 fp8: C stored in fp8)
 #   profile DIR [CASE...]  Nsight Compute (--set full, clocks left alone) on
 #                      one launch of each CASE (bench/profile_tutorial.py:
-#                      09-persistent, 09-naive, 09-descriptor,
+#                      03 (tutorial 03 at 2048^3), 09-persistent, 09-naive, 09-descriptor,
 #                      09-tma-persistent, 08-grouped;
 #                      default 09-persistent) for ctriton and for Triton
 #                      (PROF_IMPLS: also ctriton-nest, dot nests kept;
@@ -37,6 +37,10 @@
 #                      stm1 with CTRITON_STMATRIX_CONVERT=1, made1 with
 #                      CTRITON_TMA_STORE_MADE=1, both with the two; about a
 #                      minute a variant
+#   carveout           tutorial 03's kernel at 2048^3 (bench/tc_gpu.py --sizes
+#                      2048) with CTRITON_PREFER_SHARED=0 and =1 in turn,
+#                      twice: the driver's shared-memory carveout against
+#                      Triton's (the largest)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -175,6 +179,14 @@ case "$part" in
         grep -E "^ +(Duration|SM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible) " "$r.txt" \
           | head -8
       done
+    done
+    ;;
+  carveout)
+    for v in 0 1 0 1; do
+      CTRITON_PREFER_SHARED=$v timeout 60 python3 bench/tc_gpu.py --only matmul --sizes 2048 --rounds 3 \
+        > "$O/carveout-$v.txt" 2>&1
+      echo "prefer_shared=$v rc=$?"
+      grep -E "float16 2048|Error" "$O/carveout-$v.txt" | cut -c1-190
     done
     ;;
   fuzz)

@@ -38,10 +38,12 @@ def test_attention_bwd_cpu():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("small_loads", ["0", "1"])
 @pytest.mark.parametrize("D", [64, 128])
-def test_attention_bwd_gpu(D):
+def test_attention_bwd_gpu(D, small_loads, monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_SMALL_LOADS", small_loads)
     check("cuda", 2, 4, 1024, D, (128, 64))
 
 

@@ -113,8 +113,7 @@ static inline bool an_tile_buffer_op(const IrOp *op)
 
 /* CTRITON_SMALL_LOADS=1 (part of the cache key): a load of fewer elements
  * than the block has threads is done in the layout its users want
- * (layout.c) and, in a loop with dots, issued an iteration ahead
- * (prefetch.c). Opt-in until a GPU has run it. */
+ * (layout.c). Opt-in until a GPU has run it. */
 bool an_small_loads(void);
 
 typedef struct AnGpuOptions {

@@ -1006,30 +1006,6 @@ bool an_small_loads(void)
 	return e && e[0] == '1';
 }
 
-/* What a loop body yields as one of its carried values is wanted in the
- * layout of the argument it becomes (a load the register prefetch issued
- * for the next iteration); wants_block meets the yield before the uses
- * of the arguments, so this asks again when the layouts are chosen. */
-static const IrLayout *carried_want(LCtx *c, const IrOp *op)
-{
-	const IrBlock *b = op->parent;
-	const IrOp *lp = b ? b->parent_op : NULL;
-	const IrOp *y = b ? ir_block_terminator((IrBlock *)b) : NULL;
-	if (!lp || lp->opc != OP_FOR || !y || y->opc != OP_YIELD)
-		return NULL;
-	const IrLayout *w = NULL;
-	for (int i = 0; i < y->nops && i + 1 < b->nargs; i++) {
-		if (y->ops[i] != &op->res[0])
-			continue;
-		const IrValue *arg = b->args[i + 1];
-		const IrLayout *l = arg->id >= 0 && arg->id < c->nvals ? c->want[arg->id] : NULL;
-		if (!l || (w && w != l))
-			return NULL;
-		w = l;
-	}
-	return w;
-}
-
 /* v is computed only from constants, ranges, splats of scalars and pure
  * elementwise ops over them: cheap to recompute in any layout. */
 static bool remat_chain(const IrValue *v, int depth, bool shapes)
@@ -1309,15 +1285,14 @@ static void assign_op(LCtx *c, IrOp *op)
 			 * address rematerialised there: the coalesced layout repeats
 			 * its elements across threads anyway, and converting the
 			 * loaded vector costs a shared-memory round trip and a
-			 * barrier each time. CTRITON_SMALL_LOADS=1, opt-in until a
-			 * GPU has run it */
-			if (op->opc == OP_LOAD && !w)
-				w = carried_want(c, op);
+			 * barrier each time (twice an iteration in attention
+			 * backward's dK/dV loop). CTRITON_SMALL_LOADS=1, opt-in until
+			 * a GPU has run it */
 			IrValue *lmask = op->opc == OP_LOAD && op->nops > 1 ? op->ops[1] : NULL;
 			IrValue *lother = op->opc == OP_LOAD && op->nops > 2 ? op->ops[2] : NULL;
-			if (op->opc == OP_LOAD && l && w && w != l && an_small_loads() && res->type->numel < (int64_t)c->o->num_warps * c->o->warp_size &&
-			    remat_addr_ok(op->ops[0]) && (!lmask || remat_addr_ok(lmask)) &&
-			    (!lother || remat_ok(lother, 0)))
+			if (op->opc == OP_LOAD && l && w && w != l && an_small_loads() &&
+			    res->type->numel < (int64_t)c->o->num_warps * c->o->warp_size && remat_addr_ok(op->ops[0]) &&
+			    (!lmask || remat_addr_ok(lmask)) && (!lother || remat_ok(lother, 0)))
 				l = w;
 		} else {
 			/* operands cheap to recompute in any layout (constants,

@@ -1875,22 +1875,10 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions 
 
 	IrOp *cand[8];
 	int nc = 0;
-	bool dots = false;
-	for (IrOp *op = body->first; op && !dots; op = op->next)
-		dots = op->opc == OP_DOT;
-	int64_t threads = (int64_t)o->num_warps * o->warp_size;
 	for (IrOp *op = body->first; op && nc < 8; op = op->next) {
 		if (op->opc != OP_LOAD || op->nres != 1 || !ir_is_block(op->res[0].type))
 			continue;
-		/* a dot's tile, or, beside dots, a load of fewer elements than
-		 * the block has threads (attention backward's m and delta, read
-		 * by the softmax of a dot result each iteration: its latency
-		 * would be waited for there; CTRITON_SMALL_LOADS=1, opt-in until
-		 * a GPU has run it) */
-		bool tile = ir_count_uses(f, &op->res[0]) == 1 && dot_user(body, &op->res[0]);
-		bool small = dots && an_small_loads() && op->res[0].type->numel < threads &&
-			     !ir_find_attr(op->nattrs, op->attrs, "volatile");
-		if (!tile && !small)
+		if (ir_count_uses(f, &op->res[0]) != 1 || !dot_user(body, &op->res[0]))
 			continue;
 		bool ok = true;
 		for (int i = 0; ok && i < op->nops && i < 3; i++) /* the loads made anew drop the tail */
@@ -1962,10 +1950,10 @@ static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S
 				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
 				while (op && op->opc != OP_FOR)
 					op = op->next;
-				/* the tiles the slots did not take, and the small loads
-				 * beside the dots: one iteration ahead through registers */
+				/* the tiles the slots did not take: one iteration ahead
+				 * through registers */
 				IrOp *before = op ? op->prev : NULL;
-				if (as && op && pipeline_loop(ctx, f, op, o))
+				if (as && left && op && pipeline_loop(ctx, f, op, o))
 					op = before ? before->next : parent->first;
 			}
 			while (op && op->opc != OP_FOR)

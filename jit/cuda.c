@@ -44,7 +44,6 @@
 	X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction *, CUmodule, const char *)) \
 	X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, CUfunction_attribute, CUfunction)) \
 	X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, CUfunction_attribute, int)) \
-	X(cuFuncSetCacheConfig, "cuFuncSetCacheConfig", (CUfunction, CUfunc_cache))          \
 	X(cuLaunchKernel, "cuLaunchKernel",                                                              \
 	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
 		       CUstream, void **, void **))                                                      \
@@ -60,6 +59,8 @@ typedef struct Driver {
 #undef FIELD
 	/* optional: NULL when the driver lacks it (launches with attributes fail) */
 	CUresult (*p_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+	/* optional too: only CTRITON_PREFER_SHARED=1 asks for it */
+	CUresult (*p_cuFuncSetCacheConfig)(CUfunction, CUfunc_cache);
 	/* cuDeviceGetName, resolved when the driver has it (only `ctriton info` asks) */
 	CUresult (*p_cuDeviceGetName)(char *, int, CUdevice);
 	/* cuTensorMapEncodeTiled (CUDA 12), resolved when the driver has it */
@@ -136,6 +137,7 @@ static int load_driver(void)
 	CU_FUNCS(LOAD)
 #undef LOAD
 	*(void **)&drv.p_cuLaunchKernelEx = dlsym(drv.lib, "cuLaunchKernelEx");
+	*(void **)&drv.p_cuFuncSetCacheConfig = dlsym(drv.lib, "cuFuncSetCacheConfig");
 	*(void **)&drv.p_cuTensorMapEncodeTiled = dlsym(drv.lib, "cuTensorMapEncodeTiled");
 	*(void **)&drv.p_cuDeviceGetName = dlsym(drv.lib, "cuDeviceGetName");
 	CUresult r = drv.p_cuInit(0);
@@ -447,7 +449,7 @@ static int load_here(const void *image, CUdevice dev, const char *name, int shar
 		 * picks the carveout. Opt-in until a GPU has timed it (tutorial
 		 * 03 at 2048^3, bench/results/pending-h200.md) */
 		const char *ps = getenv("CTRITON_PREFER_SHARED");
-		bool prefer = ps && ps[0] == '1';
+		bool prefer = ps && ps[0] == '1' && drv.p_cuFuncSetCacheConfig;
 		int stat = 0;
 		drv.p_cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
 		if (prefer)

@@ -22,7 +22,9 @@
  * fake_nparams parameters, read as the 8-byte slots the launch path packs.
  * cuLaunchKernelEx records the same from its CUlaunchConfig, and that it
  * was the call, and its launch attributes (id and first int of each value).
- * fake_launch() and fake_stats() hand the records to ctypes.
+ * cuFuncSetCacheConfig and cuFuncSetAttribute(max dynamic shared memory)
+ * record the last values they were given (fake_func_cfg()).
+ * fake_launch(), fake_stats() and fake_func_cfg() hand the records to ctypes.
  *
  *     cc -shared -fPIC -O2 -o libfakecuda.so fake_libcuda.c
  */
@@ -83,6 +85,15 @@ typedef struct FakeStats {
 	int retains[MAXDEV]; /* cuDevicePrimaryCtxRetain calls */
 	int launches[MAXDEV];
 } FakeStats;
+
+typedef struct FakeFuncCfg {
+	int cache_config; /* the last cuFuncSetCacheConfig's, -1 before any */
+	int max_dynamic;  /* the last max dynamic shared memory set, -1 before any */
+} FakeFuncCfg;
+
+static FakeFuncCfg func_cfg = {-1, -1};
+
+FakeFuncCfg *fake_func_cfg(void) { return &func_cfg; }
 
 typedef struct Ctx {
 	int device;
@@ -192,6 +203,7 @@ CUresult cuModuleUnload(void *mod);
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name);
 CUresult cuFuncGetAttribute(int *v, int attr, void *fn);
 CUresult cuFuncSetAttribute(void *fn, int attr, int v);
+CUresult cuFuncSetCacheConfig(void *fn, int config);
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned shared, void *stream, void **params, void **extra);
 CUresult cuLaunchKernelEx(const FakeLaunchConfig *cfg, void *fn, void **params, void **extra);
@@ -366,8 +378,15 @@ CUresult cuFuncGetAttribute(int *v, int attr, void *fn)
 CUresult cuFuncSetAttribute(void *fn, int attr, int v)
 {
 	(void)fn;
-	(void)attr;
-	(void)v;
+	if (attr == 8) /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+		func_cfg.max_dynamic = v;
+	return OK;
+}
+
+CUresult cuFuncSetCacheConfig(void *fn, int config)
+{
+	(void)fn;
+	func_cfg.cache_config = config;
 	return OK;
 }
 

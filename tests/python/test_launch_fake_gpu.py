@@ -311,3 +311,41 @@ def test_global_scratch_without_allocator(fake_cuda, tmp_path):
     assert got["after_err"] == 0 and got["after_misaligned"] == 0
     assert "aligned to 128 bytes" in got["misaligned"]
     assert got["ok"] == [1, [4096, 8192, 1 << 16, 0x20000], [[512, 128, 0]]]
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_prefer_shared_carveout(fake_cuda, tmp_path):
+    """A kernel of more than 48 KB of shared memory is allowed exactly what
+    it needs, the carveout left to the driver; with CTRITON_PREFER_SHARED=1
+    it is loaded as Triton loads it: CU_FUNC_CACHE_PREFER_SHARED and every
+    opt-in byte of the device (232448 on the fake sm_90) allowed."""
+    got = run_child(fake_cuda, """
+        class Cfg(ctypes.Structure):
+            _fields_ = [("cache_config", ctypes.c_int), ("max_dynamic", ctypes.c_int)]
+        lib.fake_func_cfg.restype = ctypes.POINTER(Cfg)
+
+        @triton.jit
+        def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+            rm = tl.arange(0, BM)
+            rn = tl.arange(0, BN)
+            rk = tl.arange(0, BK)
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k in range(0, K, BK):
+                a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+                b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+                acc += tl.dot(a, b)
+            tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+        out = []
+        for env, bk in (("0", 64), ("1", 32)):  # two kernels: each loads once
+            os.environ["CTRITON_PREFER_SHARED"] = env
+            a, b, c = (CudaTensor(i << 20, "torch.float16") for i in (1, 2, 3))
+            mm[(1,)](a, b, c, 1024, BM=128, BN=128, BK=bk, num_warps=4, num_stages=4)
+            f = lib.fake_func_cfg().contents
+            out.append([lib.fake_launch().contents.shared, f.cache_config, f.max_dynamic])
+        print(json.dumps(out))
+    """, tmp_path)
+    (sh0, cc0, md0), (sh1, cc1, md1) = got
+    assert sh0 > 49152 and sh1 > 49152, got
+    assert cc0 == -1 and md0 == sh0, got        # the driver's carveout, what the kernel needs
+    assert cc1 == 1 and md1 == 232448, got      # PREFER_SHARED, every opt-in byte

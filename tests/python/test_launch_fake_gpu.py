@@ -323,24 +323,13 @@ def test_prefer_shared_carveout(fake_cuda, tmp_path):
         class Cfg(ctypes.Structure):
             _fields_ = [("cache_config", ctypes.c_int), ("max_dynamic", ctypes.c_int)]
         lib.fake_func_cfg.restype = ctypes.POINTER(Cfg)
-
-        @triton.jit
-        def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-            rm = tl.arange(0, BM)
-            rn = tl.arange(0, BN)
-            rk = tl.arange(0, BK)
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
-            for k in range(0, K, BK):
-                a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-                b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
-                acc += tl.dot(a, b)
-            tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+        from test_regperm import subtile_matmul as mm  # a plain K-loop matmul
 
         out = []
         for env, bk in (("0", 64), ("1", 32)):  # two kernels: each loads once
             os.environ["CTRITON_PREFER_SHARED"] = env
             a, b, c = (CudaTensor(i << 20, "torch.float16") for i in (1, 2, 3))
-            mm[(1,)](a, b, c, 1024, BM=128, BN=128, BK=bk, num_warps=4, num_stages=4)
+            mm[(1,)](a, b, c, 1024, BM=128, BN=128, BK=bk, SUBTILE=False, num_warps=4, num_stages=4)
             f = lib.fake_func_cfg().contents
             out.append([lib.fake_launch().contents.shared, f.cache_config, f.max_dynamic])
         print(json.dumps(out))

@@ -1,5 +1,5 @@
-"""Upstream Triton tutorials 06 (fused attention), 08 (grouped GEMM) and 09
-(persistent matmul) side by side on the GPU: each tutorial's own source,
+"""Upstream Triton tutorials 03 (matrix multiplication), 06 (fused
+attention), 08 (grouped GEMM) and 09 (persistent matmul) side by side on the GPU: each tutorial's own source,
 unmodified, loaded twice into one process, once with `triton` bound to
 ctriton and once to Triton, every result checked against torch, then timed
 (medians of do_bench). The tutorials are not part of this project: point
@@ -8,9 +8,10 @@ repository (see bench/upstream/README.md).
 
     python3 bench/upstream_tutorials_gpu.py --tutorials SNAPSHOT/python/tutorials [--quick] [--out FILE]
 
-Loading a tutorial runs its module-level code (tutorial 08 checks its
-kernels against torch there); the `__main__` parts (plots, proton reports)
-are not run.
+Loading a tutorial runs its module-level code (tutorials 03 and 08 check
+their kernels against torch there); the `__main__` parts (plots, proton
+reports) are not run, nor tutorial 03's module-level `benchmark.run(...)`
+(its sweep of 31 sizes).
 """
 import argparse
 import os
@@ -36,6 +37,8 @@ def load(path, impl):
     """A fresh module of the tutorial at path, its `triton` imports bound to
     impl ("ctriton" or "triton")."""
     src = open(path).read()
+    # tutorial 03 runs its whole benchmark sweep at module level
+    src = re.sub(r"^benchmark\.run\(.*$", "pass", src, flags=re.M)
     if impl == "ctriton":
         src = re.sub(r"^import triton\.language as tl$", "import ctriton.language as tl", src, flags=re.M)
         src = re.sub(r"^import triton$", "import ctriton as triton", src, flags=re.M)
@@ -67,10 +70,13 @@ def check(name, got, want, tol=1e-2):
 def row(case, times, flops, bad):
     tf = {k: flops / (t * 1e-3) / 1e12 for k, t in times.items()}
     ratio = times["triton"] / times["ctriton"] if "triton" in times and "ctriton" in times else None
+    if "torch" in times and "ctriton" in times:
+        bad = list(bad) + [f"vs torch {times['torch'] / times['ctriton']:.2f}x"]
     cells = " | ".join(f"{k} {v:7.1f}" for k, v in tf.items())
-    wrong = [b for b in bad if not b.startswith("rounds ")]
+    info = ("rounds ", "vs torch ")
+    wrong = [b for b in bad if not b.startswith(info)]
     note = " ".join(x for x in ["WRONG: " + ", ".join(wrong) if wrong else ""] +
-                    [b for b in bad if b.startswith("rounds ")] if x)
+                    [b for b in bad if b.startswith(info)] if x)
     print(f"{case:52s} {cells} TFLOP/s | " + (f"vs triton {ratio:.2f}x " if ratio else "") + note, flush=True)
     ROWS.append((case, tf, ratio, note))
 
@@ -104,6 +110,38 @@ def run_case(case, mods, make, ref, flops, tol=1e-2):
     if len(spread) > 1:
         bad.append(f"rounds {min(spread):.2f}-{max(spread):.2f}x")
     row(case, times, flops, bad)
+
+
+class _Torch:
+    """torch.matmul (cuBLAS) as a third side of tutorial 03's cases."""
+    matmul = staticmethod(torch.matmul)
+
+
+SIZES03 = None  # --n03: the square sizes of tutorial 03's cases
+
+
+def tutorial03(mods, quick):
+    """The tutorial's autotuned `matmul` (its own configuration list, each
+    side choosing its best), fp16 next to cuBLAS, then its fp8 path (A and
+    B e5m2, B stored transposed, as the tutorial's benchmark builds them)."""
+    for fp8 in (False, True):
+        if fp8 and not hasattr(torch, "float8_e5m2"):
+            continue
+        for n in SIZES03 or ((4096,) if quick else (2048, 4096, 8192)):
+            torch.manual_seed(0)
+            a = torch.randn((n, n), device="cuda", dtype=torch.float16)
+            b = torch.randn((n, n), device="cuda", dtype=torch.float16)
+            sides = dict(mods)
+            if fp8:
+                a = a.to(torch.float8_e5m2)
+                b = b.T.to(torch.float8_e5m2)
+                ref = torch.matmul(a.to(torch.float16), b.to(torch.float16))
+            else:
+                ref = torch.matmul(a, b)
+                sides["torch"] = _Torch
+            run_case(f"03 matmul {'fp8e5' if fp8 else 'fp16'} {n}^3", sides,
+                     lambda m, a=a, b=b: (lambda: m.matmul(a, b)), ref, 2.0 * n ** 3)
+            picked(mods, "matmul_kernel")
 
 
 def pin06(mods, pin):
@@ -301,7 +339,8 @@ def _tutorial09_prec(mods, quick, tag, prec):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tutorials", required=True, help="python/tutorials of a Triton snapshot")
-    ap.add_argument("--only", choices=["06", "08", "09"], action="append")
+    ap.add_argument("--only", choices=["03", "06", "08", "09"], action="append")
+    ap.add_argument("--n03", help="03: the square sizes, comma-separated (default 2048,4096,8192; --quick 4096)")
     ap.add_argument("--quick", action="store_true", help="one size per case")
     ap.add_argument("--out")
     ap.add_argument("--pin", action="append", default=[],
@@ -325,8 +364,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     a = ap.parse_args()
-    global CASE_FILTER, ROUNDS, K09, DTYPES09
+    global CASE_FILTER, ROUNDS, K09, DTYPES09, SIZES03
     CASE_FILTER = a.case
+    SIZES03 = tuple(int(n) for n in a.n03.split(",")) if a.n03 else None
     ROUNDS = max(1, a.rounds)
     K09 = tuple(int(k) for k in a.k09.split(",")) if a.k09 else None
     DTYPES09 = tuple(a.dtype09.split(","))
@@ -341,7 +381,7 @@ def main():
         while time.time() - t0 < a.warm:
             x @ x
         torch.cuda.synchronize()
-    files = {"06": "06-fused-attention.py", "08": "08-grouped-gemm.py", "09": "09-persistent-matmul.py"}
+    files = {"03": "03-matrix-multiplication.py", "06": "06-fused-attention.py", "08": "08-grouped-gemm.py", "09": "09-persistent-matmul.py"}
     for key, fn in files.items():
         if a.only and key not in a.only:
             continue

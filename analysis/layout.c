@@ -1715,6 +1715,46 @@ static void dce_block(RCtx *r, IrBlock *b)
 	}
 }
 
+/* Whether v is defined inside loop (its body, or a region under it). */
+static bool defined_under(const IrValue *v, const IrOp *loop)
+{
+	const IrBlock *b = v->def ? v->def->parent : v->owner;
+	for (; b; b = b->parent_op ? b->parent_op->parent : NULL)
+		if (b->parent_op == loop)
+			return true;
+	return false;
+}
+
+/* A conversion in a loop body of a value defined before the loop is the
+ * same in every iteration: it moves in front of the outermost such loop,
+ * and its shared-memory round trip and barriers leave the body (Di[:, None]
+ * of attention's dQ loop: a row vector loaded once, expanded in the loop).
+ * Only conversions that sit directly in loop bodies move: one under an if
+ * may run in few iterations (a fused nest's epilogue), and keeping its
+ * result live across the whole loop would cost registers for nothing. */
+static void hoist_converts(RCtx *r, IrBlock *b)
+{
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			hoist_converts(r, op->regions[i]);
+		if (op->opc != OP_CONVERT_LAYOUT)
+			continue;
+		IrOp *target = NULL;
+		for (IrOp *l = b->parent_op; l && (l->opc == OP_FOR || l->opc == OP_WHILE);
+		     l = l->parent ? l->parent->parent_op : NULL) {
+			if (defined_under(op->ops[0], l))
+				break;
+			target = l;
+		}
+		if (!target)
+			continue;
+		ir_op_unlink(op);
+		ir_block_insert_before(target->parent, target, op);
+		r->changed = true;
+	}
+}
+
 void an_remove_converts(IrFunc *f)
 {
 	RCtx r = {f, true};
@@ -1724,6 +1764,8 @@ void an_remove_converts(IrFunc *f)
 		if (!r.changed)
 			retype_loops(&r, f->body);
 	}
+	if (!getenv("CTRITON_HOIST_CONVERTS") || getenv("CTRITON_HOIST_CONVERTS")[0] != '0')
+		hoist_converts(&r, f->body);
 	/* only ops that became dead because of conversions are expected here */
 	r.changed = true;
 	for (int iter = 0; iter < 4 && r.changed; iter++) {

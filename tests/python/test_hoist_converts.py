@@ -1,0 +1,128 @@
+"""A layout conversion in a loop body of a value defined before the loop
+moves in front of the loop (remove-converts; CTRITON_HOIST_CONVERTS=0 keeps
+it in place). Checked on kernels compiled for sm_90a (no GPU needed): a row
+vector loaded once and expanded against a dot result in the loop, and
+kernels/attention.py's backward pass (its dQ loop's Di[:, None]); on the GPU
+(marked `gpu`) the first kernel's results against torch."""
+import os
+import re
+import sys
+
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
+
+
+@triton.jit
+def rowscale_loop(X, Y, V, O, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(X + rm[:, None] * BN + rn[None, :])
+    v = tl.load(V + rm)  # once, in the coalesced layout
+    acc = tl.zeros((BM, BN), tl.float32)
+    for i in range(N):
+        y = tl.load(Y + i * BN * BN + rn[:, None] * BN + rn[None, :])
+        acc += tl.dot(x, y) * v[:, None]  # v in a slice of the product's layout
+    tl.store(O + rm[:, None] * BN + rn[None, :], acc)
+
+
+def _have_ptxas():
+    import shutil
+    return bool(os.environ.get("CTRITON_PTXAS_PATH") or os.path.exists("/usr/local/cuda/bin/ptxas") or
+                shutil.which("ptxas"))
+
+
+def _compile(fn, sig, cx, warps, stages):
+    """sm_90a; every pointer and integer argument divisible by 16."""
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] not in ("constexpr", "fp32")}
+    return triton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+def _loop_converts(ttgir):
+    """(conversions inside loop bodies, conversions outside), by nesting:
+    the function body's ops are indented two spaces."""
+    inner = outer = 0
+    for line in ttgir.splitlines():
+        if "= convert_layout " not in line:
+            continue
+        if len(line) - len(line.lstrip(" ")) > 2:
+            inner += 1
+        else:
+            outer += 1
+    return inner, outer
+
+
+def _slice_converts_in_loops(ttgir):
+    return sum(1 for line in ttgir.splitlines()
+               if "= convert_layout " in line and ": block<" in line and "#slice" in line
+               and len(line) - len(line.lstrip(" ")) > 2)
+
+
+RS_SIG = {"X": "*fp16", "Y": "*fp16", "V": "*fp32", "O": "*fp32", "N": "i32", "BM": "constexpr", "BN": "constexpr"}
+
+
+def test_row_vector_conversion_leaves_the_loop(monkeypatch):
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "0")
+    k0 = _compile(rowscale_loop, RS_SIG, dict(BM=128, BN=64), 4, 3)
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "1")
+    k1 = _compile(rowscale_loop, RS_SIG, dict(BM=128, BN=64), 4, 3)
+    t0, t1 = k0.asm["ct.ttgir"], k1.asm["ct.ttgir"]
+    assert _slice_converts_in_loops(t0) == 1, t0
+    assert _slice_converts_in_loops(t1) == 0, t1
+    (in0, out0), (in1, out1) = _loop_converts(t0), _loop_converts(t1)
+    assert (in1, out1) == (in0 - 1, out0 + 1), ((in0, out0), (in1, out1))
+    # the hoisted conversion comes before the loop, after the load it converts
+    lines = t1.splitlines()
+    conv = next(i for i, l in enumerate(lines) if "= convert_layout " in l and "#slice" in l)
+    loop = next(i for i, l in enumerate(lines) if re.match(r"\s*%[\w, %]+ = for ", l))
+    assert conv < loop
+    assert k1.n_spills == 0 and k1.n_regs <= k0.n_regs, (k1.n_regs, k0.n_regs)
+
+
+def test_attn_bwd_dq_loop_keeps_no_invariant_conversion(monkeypatch):
+    """kernels/attention.py's backward, D64 with 4 warps: the dQ loop's
+    Di[:, None] was converted through shared memory (two barriers) in every
+    iteration; hoisted, the kernel has fewer bar.sync and no spills."""
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    from kernels.attention import attn_bwd
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
+           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
+           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
+    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
+    sig.update({k: "constexpr" for k in cx})
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "0")
+    k0 = _compile(attn_bwd, sig, cx, 4, 5)
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "1")
+    k1 = _compile(attn_bwd, sig, cx, 4, 5)
+    s0, s1 = _slice_converts_in_loops(k0.asm["ct.ttgir"]), _slice_converts_in_loops(k1.asm["ct.ttgir"])
+    assert s1 < s0, (s0, s1)
+    b0, b1 = k0.asm["ptx"].count("bar.sync"), k1.asm["ptx"].count("bar.sync")
+    assert b1 < b0, (b0, b1)
+    assert k1.n_spills == 0, k1.n_spills
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("hoist", ["0", "1"])
+def test_row_vector_conversion_gpu(hoist, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", hoist)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    BM, BN, N = 128, 64, 5
+    x = torch.randn(BM, BN, device="cuda", dtype=torch.float16, generator=g)
+    y = torch.randn(N, BN, BN, device="cuda", dtype=torch.float16, generator=g)
+    v = torch.randn(BM, device="cuda", dtype=torch.float32, generator=g)
+    o = torch.empty(BM, BN, device="cuda", dtype=torch.float32)
+    rowscale_loop[(1,)](x, y, v, o, N, BM=BM, BN=BN, num_warps=4, num_stages=3)
+    ref = sum((x.float() @ y[i].float()) * v[:, None] for i in range(N))
+    torch.testing.assert_close(o, ref, rtol=1e-2, atol=1e-2)

@@ -1510,6 +1510,17 @@ static void carry_converted(RCtx *r, IrOp *loop, int ci, const IrType *old, cons
  * outside the loop. */
 #define CARRY_MAX 32
 
+/* Whether v is defined inside loop (its body, or a region under it). */
+static bool defined_under(const IrValue *v, const IrOp *loop)
+{
+	const IrBlock *b = v->def ? v->def->parent : v->owner;
+	for (; b; b = b->parent_op ? b->parent_op->parent : NULL)
+		if (b->parent_op == loop)
+			return true;
+	return false;
+}
+
+
 static bool in_set(IrValue *const *set, int n, const IrValue *v)
 {
 	for (int i = 0; i < n; i++)
@@ -1529,6 +1540,57 @@ static bool uses_in_regions(const IrOp *op, IrValue *const *set, int n)
 				return true;
 		}
 	return false;
+}
+
+/* v = expand_dims(x), or broadcast of it (conversions in between looked
+ * through): x, the vector it expands; NULL otherwise. */
+static const IrValue *expanded_source(const IrValue *v)
+{
+	const IrOp *d = v->def;
+	if (d && d->opc == OP_BROADCAST)
+		d = d->ops[0]->def;
+	while (d && d->opc == OP_CONVERT_LAYOUT)
+		d = d->ops[0]->def;
+	if (!d || d->opc != OP_EXPAND_DIMS)
+		return NULL;
+	const IrValue *x = d->ops[0];
+	while (x->def && x->def->opc == OP_CONVERT_LAYOUT)
+		x = x->def->ops[0];
+	return x;
+}
+
+/* v (expanded_source) computed in layout l before `before`: its vector
+ * converted to the slice of l, expanded, broadcast. */
+static IrValue *expand_again(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const IrLayout *l)
+{
+	IrOp *bc = v->def->opc == OP_BROADCAST ? v->def : NULL;
+	IrOp *e = bc ? bc->ops[0]->def : v->def;
+	while (e->opc == OP_CONVERT_LAYOUT)
+		e = e->ops[0]->def;
+	IrValue *x = (IrValue *)expanded_source(v);
+	const IrType *xt = ir_type_with_layout(ctx, x->type, an_slice_layout(ctx, (int)ir_op_int(e, "axis", 0), l));
+	IrValue *cur = x;
+	if (x->type != xt) {
+		IrOp *cv = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &x, 1, &xt, 0, e->loc);
+		cv->res[0].id = -1;
+		ir_block_insert_before(b, before, cv);
+		cur = &cv->res[0];
+	}
+	const IrType *et = ir_type_with_layout(ctx, e->res[0].type, l);
+	IrOp *ne = ir_op_new(ctx, OP_EXPAND_DIMS, 1, &cur, 1, &et, 0, e->loc);
+	ne->nattrs = e->nattrs;
+	ne->attrs = e->attrs;
+	ir_block_insert_before(b, before, ne);
+	cur = &ne->res[0];
+	if (bc) {
+		const IrType *bt = ir_type_with_layout(ctx, v->type, l);
+		IrOp *nb = ir_op_new(ctx, OP_BROADCAST, 1, &cur, 1, &bt, 0, bc->loc);
+		nb->nattrs = bc->nattrs;
+		nb->attrs = bc->attrs;
+		ir_block_insert_before(b, before, nb);
+		cur = &nb->res[0];
+	}
+	return cur;
 }
 
 static bool retype_carried(RCtx *r, IrOp *loop, int ci)
@@ -1563,13 +1625,35 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 	}
 	if (!in_set(set, n, y->ops[ci]))
 		return false;
-	/* the layout to move to: the source of a conversion feeding the set */
-	const IrLayout *to = NULL;
-	int gain = 0, cost = 0;
+	/* feeders: an elementwise value of the body used only by a member
+	 * (`acc += dot(a, b) * scale[:, None]`: the product of the converted
+	 * dot result and the scale) joins the set, so that the conversion
+	 * feeding it counts */
 	for (int k = 1; k < n; k++) {
 		IrOp *d = set[k]->def;
 		for (int i = 0; i < d->nops; i++) {
 			IrValue *v = d->ops[i];
+			IrOp *vd = v->def;
+			if (!is_blk(v) || in_set(set, n, v) || !vd || vd->parent != body || vd->nres != 1 ||
+			    vd->nregions || v->type != old || ir_count_uses(r->f, v) != 1)
+				continue;
+			unsigned fl = ir_opinfo(vd->opc)->flags;
+			if (!(fl & IR_ELEM) || !(fl & IR_PURE))
+				continue;
+			if (n == CARRY_MAX)
+				return false;
+			set[n++] = v;
+		}
+	}
+	/* the layout to move to: the source of a conversion feeding the set;
+	 * gain and cost weighed in elements converted per iteration */
+	const IrLayout *to = NULL;
+	int64_t gain = 0, cost = 0;
+	for (int k = 1; k < n; k++) {
+		IrOp *d = set[k]->def;
+		for (int i = 0; i < d->nops; i++) {
+			IrValue *v = d->ops[i];
+			const IrValue *src;
 			if (!is_blk(v) || in_set(set, n, v))
 				continue;
 			if (v->def && v->def->opc == OP_CONVERT_LAYOUT && v->def->parent == body) {
@@ -1577,9 +1661,16 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 				if (to && l != to)
 					return false;
 				to = l;
-				gain++;
-			} else if (!remat_ok(v, 0)) {
-				cost++;
+				gain += v->type->numel;
+			} else if (remat_ok(v, 0)) {
+				/* computed again in the new layout */
+			} else if ((src = expanded_source(v))) {
+				/* the vector converted, then expanded again; once
+				 * before the loop when it is defined there */
+				if (defined_under(src, loop))
+					cost += src->type->numel;
+			} else {
+				cost += v->type->numel;
 			}
 		}
 	}
@@ -1628,6 +1719,10 @@ static bool retype_carried(RCtx *r, IrOp *loop, int ci)
 				continue;
 			if (v->def && v->def->opc == OP_CONVERT_LAYOUT && v->def->ops[0]->type == nt) {
 				ir_op_set_operand(d, i, v->def->ops[0]);
+				continue;
+			}
+			if (!remat_ok(v, 0) && expanded_source(v)) {
+				ir_op_set_operand(d, i, expand_again(ctx, body, d, v, to));
 				continue;
 			}
 			const IrType *vt = ir_type_with_layout(ctx, v->type, to);
@@ -1713,16 +1808,6 @@ static void dce_block(RCtx *r, IrBlock *b)
 			r->changed = true;
 		}
 	}
-}
-
-/* Whether v is defined inside loop (its body, or a region under it). */
-static bool defined_under(const IrValue *v, const IrOp *loop)
-{
-	const IrBlock *b = v->def ? v->def->parent : v->owner;
-	for (; b; b = b->parent_op ? b->parent_op->parent : NULL)
-		if (b->parent_op == loop)
-			return true;
-	return false;
 }
 
 /* A conversion in a loop body of a value defined before the loop is the

@@ -1,6 +1,7 @@
 """A layout conversion in a loop body of a value defined before the loop
 moves in front of the loop (remove-converts; CTRITON_HOIST_CONVERTS=0 keeps
-it in place). Checked on kernels compiled for sm_90a (no GPU needed): a row
+it in place), and a carried accumulator fed by a converted dot result
+through an elementwise product stays in the dot's layout. Checked on kernels compiled for sm_90a (no GPU needed): a row
 vector loaded once and expanded against a dot result in the loop, and
 kernels/attention.py's backward pass (its dQ loop's Di[:, None]); on the GPU
 (marked `gpu`) the first kernel's results against torch."""
@@ -84,7 +85,27 @@ def test_row_vector_conversion_leaves_the_loop(monkeypatch):
     conv = next(i for i, l in enumerate(lines) if "= convert_layout " in l and "#slice" in l)
     loop = next(i for i, l in enumerate(lines) if re.match(r"\s*%[\w, %]+ = for ", l))
     assert conv < loop
-    assert k1.n_spills == 0 and k1.n_regs <= k0.n_regs, (k1.n_regs, k0.n_regs)
+    # the vector now stays in registers across the loop (8 a thread)
+    assert k1.n_spills == 0 and k1.n_regs <= k0.n_regs + 16, (k1.n_regs, k0.n_regs)
+
+
+@pytest.mark.parametrize("hoist", ["0", "1"])
+def test_scaled_accumulator_stays_in_the_mma_layout(hoist, monkeypatch):
+    """`acc += tl.dot(x, y) * v[:, None]`: the product of the dot result and
+    the expanded vector feeds the carried accumulator. The loop carries it
+    in the warpgroup MMA's layout, as the dot result, instead of the
+    store's blocked layout (which converted the 128x64 product through
+    shared memory in every iteration); one conversion after the loop."""
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    monkeypatch.setenv("CTRITON_HOIST_CONVERTS", hoist)
+    k = _compile(rowscale_loop, RS_SIG, dict(BM=128, BN=64), 4, 3)
+    t = k.asm["ct.ttgir"]
+    loop = next(l for l in t.splitlines() if re.match(r"\s*%[\w, %]+ = for ", l))
+    assert "block<128x64xf32, #mma<" in loop, loop
+    big = [l for l in t.splitlines() if "= convert_layout " in l and ": block<128x64xf32" in l]
+    assert len(big) == 1 and len(big[0]) - len(big[0].lstrip(" ")) == 2, big
+    assert k.n_spills == 0
 
 
 def test_attn_bwd_dq_loop_keeps_no_invariant_conversion(monkeypatch):

@@ -11,7 +11,9 @@ kernel's end and the next activity's start. A difference between the
 sides' event times that their kernels' durations do not explain is a
 cost outside the kernel (its launch, or work beside it).
 
-    python3 bench/kernel_trace.py --tutorials DIR [--n 2048] [--config 0] [--reps 100]
+    python3 bench/kernel_trace.py --tutorials DIR [--n 2048] [--config 0] [--reps 100] [--no-assume]
+
+--no-assume drops the tutorial's `tl.assume(...)` lines on both sides.
 """
 import argparse
 import json
@@ -96,6 +98,7 @@ def main():
     ap.add_argument("--config", type=int, action="append",
                     help="index into the tutorial's configuration list (repeatable; default 0)")
     ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--no-assume", action="store_true", help="drop the tutorial's tl.assume lines (both sides)")
     a = ap.parse_args()
     impls = ["ctriton"]
     try:
@@ -104,6 +107,11 @@ def main():
     except ImportError:
         pass
     path = os.path.join(a.tutorials, "03-matrix-multiplication.py")
+    if a.no_assume:
+        src = "".join(line for line in open(path) if not line.lstrip().startswith("tl.assume("))
+        path = os.path.join(tempfile.mkdtemp(), "03-matrix-multiplication.py")
+        with open(path, "w") as f:
+            f.write(src)
     mods = {impl: load(path, impl) for impl in impls}
     print("device:", torch.cuda.get_device_name(), flush=True)
     torch.manual_seed(0)

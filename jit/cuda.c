@@ -442,12 +442,31 @@ static int load_here(const void *image, CUdevice dev, const char *name, int shar
 	drv.p_cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
 	drv.p_cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
 	k->n_spills = local / 4;
+	/* CTRITON_MAX_CTAS_PER_SM=N (a diagnostic, off by default): the launch
+	 * asks for enough dynamic shared memory that at most N blocks of the
+	 * kernel fit on one SM, whatever its registers would allow (tutorial
+	 * 03's 128x128x32 tiles at 166 registers fit three to an SM, Triton's
+	 * at 174 two; bench/results/pending-h200.md) */
+	const char *mcs = getenv("CTRITON_MAX_CTAS_PER_SM");
+	int cap = mcs ? atoi(mcs) : 0;
+	if (cap > 0) {
+		int per_sm = 0, reserved = 0;
+		if (drv.p_cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev) ==
+			    CUDA_SUCCESS &&
+		    drv.p_cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev) !=
+			    CUDA_SUCCESS)
+			reserved = 0;
+		/* N + 1 blocks of (pad + reserved) bytes exceed the SM's shared memory */
+		int pad = per_sm > 0 ? per_sm / (cap + 1) - reserved + 1 : 0;
+		if (pad > shared && pad <= limit)
+			shared = pad;
+	}
 	if (shared > 49152) {
 		/* CTRITON_PREFER_SHARED=1: as Triton does, the largest
 		 * shared-memory carveout (the SM's L1 mostly given to shared
 		 * memory) and every opt-in byte allowed; otherwise the driver
-		 * picks the carveout. Opt-in until a GPU has timed it (tutorial
-		 * 03 at 2048^3, bench/results/pending-h200.md) */
+		 * picks the carveout. Opt-in: timed on an H100 it changed
+		 * nothing (bench/results/h100-2026-12-06-carveout.md) */
 		const char *ps = getenv("CTRITON_PREFER_SHARED");
 		bool prefer = ps && ps[0] == '1' && drv.p_cuFuncSetCacheConfig;
 		int stat = 0;

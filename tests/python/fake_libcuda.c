@@ -274,7 +274,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 	case 39: *v = 2048; break;   /* threads per multiprocessor */
 	case 75: *v = archs[dev] / 10; break; /* compute capability */
 	case 76: *v = archs[dev] % 10; break;
+	case 81: *v = archs[dev] >= 90 ? 233472 : 167936; break; /* shared memory per multiprocessor */
 	case 82: *v = 65536; break;  /* registers per multiprocessor */
+	case 111: *v = 1024; break;  /* shared memory reserved per block */
 	case 97: *v = archs[dev] >= 90 ? 232448 : 166912; break; /* shared memory per block, opt-in */
 	default: *v = 1; break;
 	}

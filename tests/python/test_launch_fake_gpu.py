@@ -338,3 +338,30 @@ def test_prefer_shared_carveout(fake_cuda, tmp_path):
     assert sh0 > 49152 and sh1 > 49152, got
     assert cc0 == -1 and md0 == sh0, got        # the driver's carveout, what the kernel needs
     assert cc1 == 1 and md1 == 232448, got      # PREFER_SHARED, every opt-in byte
+
+
+@pytest.mark.skipif(not PTXAS, reason="ptxas not found")
+def test_max_ctas_per_sm_pads_shared_memory(fake_cuda, tmp_path):
+    """CTRITON_MAX_CTAS_PER_SM=N: the launch asks for enough dynamic shared
+    memory that N + 1 blocks do not fit in the SM's 233472 bytes (1024
+    reserved per block on the fake sm_90): 233472 // 3 - 1023 for N = 2,
+    233472 // 2 - 1023 for N = 1; unset, or a cap the kernel's own shared
+    memory already keeps, the kernel's bytes."""
+    got = run_child(fake_cuda, """
+        from test_regperm import subtile_matmul as mm  # a plain K-loop matmul
+
+        out = []
+        # one kernel each (a kernel is loaded once, with the variable as it is then)
+        for cap, stages in (("", 2), ("2", 3), ("1", 4), ("8", 5)):
+            os.environ["CTRITON_MAX_CTAS_PER_SM"] = cap
+            a, b, c = (CudaTensor(i << 20, "torch.float16") for i in (1, 2, 3))
+            mm[(1,)](a, b, c, 1024, BM=128, BN=128, BK=32, SUBTILE=False, num_warps=4, num_stages=stages)
+            out.append(lib.fake_launch().contents.shared)
+        print(json.dumps(out))
+    """, tmp_path)
+    none, two, one, eight = got
+    slot = (128 * 32 + 32 * 128) * 2  # one stage of the A and B tiles
+    assert none == 2 * slot, got
+    assert two == 233472 // 3 - 1023, got
+    assert one == 233472 // 2 - 1023, got
+    assert eight == 5 * slot, got  # its own bytes already keep it under 8 a SM

@@ -84,7 +84,7 @@ def row(case, times, flops, bad):
 def run_case(case, mods, make, ref, flops, tol=1e-2):
     """make(mod) -> a no-argument launch returning the result."""
     if CASE_FILTER and not re.search(CASE_FILTER, case):
-        return
+        return False
     bad, fns = [], {}
     for impl, m in mods.items():
         try:
@@ -110,6 +110,7 @@ def run_case(case, mods, make, ref, flops, tol=1e-2):
     if len(spread) > 1:
         bad.append(f"rounds {min(spread):.2f}-{max(spread):.2f}x")
     row(case, times, flops, bad)
+    return True
 
 
 class _Torch:
@@ -139,9 +140,9 @@ def tutorial03(mods, quick):
             else:
                 ref = torch.matmul(a, b)
                 sides["torch"] = _Torch
-            run_case(f"03 matmul {'fp8e5' if fp8 else 'fp16'} {n}^3", sides,
-                     lambda m, a=a, b=b: (lambda: m.matmul(a, b)), ref, 2.0 * n ** 3)
-            picked(mods, "matmul_kernel")
+            if run_case(f"03 matmul {'fp8e5' if fp8 else 'fp16'} {n}^3", sides,
+                        lambda m, a=a, b=b: (lambda: m.matmul(a, b)), ref, 2.0 * n ** 3):
+                picked(mods, "matmul_kernel")
 
 
 def pin06(mods, pin):

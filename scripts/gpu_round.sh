@@ -41,6 +41,13 @@
 #                      2048) with CTRITON_PREFER_SHARED=0 and =1 in turn,
 #                      twice: the driver's shared-memory carveout against
 #                      Triton's (the largest)
+#   occupancy DIR      tutorial 03's own source at 2048^3, 128x256x64 and
+#                      128x128x32 (bench/kernel_trace.py: events and kernel
+#                      durations), as compiled and with CTRITON_MAX_CTAS_PER_SM=2
+#   donewhen DIR       the tensor-core issue's side-by-side rows in one call
+#                      (about 8 minutes): tutorial 03 autotuned (fp16 with
+#                      cuBLAS at 2048/4096/8192, fp8 at 4096/8192), tutorial
+#                      06 forward, 08 and 09 (--quick), kernels/attention.py
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -188,6 +195,37 @@ case "$part" in
       echo "prefer_shared=$v rc=$?"
       grep -E "float16 2048|Error" "$O/carveout-$v.txt" | cut -c1-190
     done
+    ;;
+  occupancy)
+    dir=$1
+    for cap in "" 2; do
+      CTRITON_MAX_CTAS_PER_SM=$cap timeout 90 python3 bench/kernel_trace.py --tutorials "$dir" --n 2048 \
+        --config 0 --config 2 > "$O/occupancy-$cap.txt" 2>&1
+      echo "max_ctas_per_sm=${cap:-unset} rc=$?"
+      grep -E "tutorial 03|events|x  " "$O/occupancy-$cap.txt" | cut -c1-150
+    done
+    ;;
+  donewhen)
+    dir=$1
+    timeout 200 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 03 --warm 2 --rounds 3 \
+      --case 'fp16|fp8e5 (4096|8192)' --out "$O/dw-03.md" > "$O/dw-03.txt" 2>&1
+    echo "03 rc=$?"
+    grep -E "^03|picked|Error" "$O/dw-03.txt" | cut -c1-190
+    timeout 100 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 06 --quick --warm 1 --rounds 3 \
+      --out "$O/dw-06.md" > "$O/dw-06.txt" 2>&1
+    echo "06 rc=$?"
+    grep -E "^06|Error" "$O/dw-06.txt" | cut -c1-190
+    timeout 60 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 08 --warm 1 --rounds 3 \
+      --n08 1024,4096 --out "$O/dw-08.md" > "$O/dw-08.txt" 2>&1
+    echo "08 rc=$?"
+    grep -E "^08|Error" "$O/dw-08.txt" | cut -c1-190
+    timeout 100 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 09 --quick --warm 1 --rounds 3 \
+      --out "$O/dw-09.md" > "$O/dw-09.txt" 2>&1
+    echo "09 rc=$?"
+    grep -E "^09|Error" "$O/dw-09.txt" | cut -c1-190
+    timeout 60 python3 bench/tc_gpu.py --only attention --quick --rounds 2 > "$O/dw-attn.txt" 2>&1
+    echo "attention rc=$?"
+    grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190
     ;;
   fuzz)
     timeout 540 python3 tests/fuzz/fuzz_dot.py --device cuda --no-gpu --jobs 8 --timeout 60 \

@@ -1,7 +1,8 @@
 /* mem.c: global memory and async copies. Loads and stores in vectors of up
  * to 128 bits where axis info proves contiguity, alignment and mask
  * constancy (a masked load is one predicated ld.global in inline asm, as
- * Triton's, sub-word ones included; masked stores branch around the access);
+ * Triton's, sub-word ones included; a masked store too, volatile ones
+ * excepted, which branch around the access);
  * an access with a cache modifier or an eviction policy is inline PTX
  * naming them (ld.global.cg, st.global.L1::evict_first.L2::cache_hint, ...),
  * predicated by its mask; replicated elements are stored by their owning
@@ -312,6 +313,10 @@ void nv_lower_store(Nv *nv, IrOp *op)
 	MemHint h;
 	bool hinted = mem_hint(nv, op, true, &h);
 	LLVMValueRef pol = hinted && h.l2 ? l2_policy(nv, h.l2) : NULL;
+	/* CTRITON_BRANCH_STORES=1 (part of the cache key): masked stores as
+	 * branches around plain stores, as before */
+	const char *bs = getenv("CTRITON_BRANCH_STORES");
+	bool predicated = !ir_op_int(op, "volatile", 0) && !(bs && bs[0] == '1');
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef val = vec > 1 ? LLVMGetUndef(vty) : NULL;
 		for (int i = 0; i < vec; i++) {
@@ -323,6 +328,14 @@ void nv_lower_store(Nv *nv, IrOp *op)
 		LLVMValueRef pred = nv_and_pred(nv, owner, mask ? nv_reg(nv, mask, r) : NULL);
 		if (hinted) {
 			asm_store(nv, val, bytes, nv_reg(nv, p, r), pred, &h, pol);
+			continue;
+		}
+		if (pred && predicated && bytes <= 16 && (bytes < 4 || bytes % 4 == 0)) {
+			/* as Triton: one predicated st.global; a branch around the
+			 * store let LLVM sink its address arithmetic (parameter
+			 * reloads included) and the shared-memory read of an
+			 * epilogue conversion into each branch */
+			asm_store(nv, val, bytes, nv_reg(nv, p, r), pred, &h, NULL);
 			continue;
 		}
 		LLVMBasicBlockRef jb = NULL;

@@ -539,16 +539,18 @@ def _matmul_f32_sm80(nw, bm=128, bn=128):
 
 
 @pytest.mark.skipif(not PTXAS, reason="ptxas not found")
-def test_spilling_kernel_keeps_its_registers():
+def test_spilling_kernel_keeps_its_registers(monkeypatch):
     """ptxas, told only a kernel's block size (.maxntid), trades registers
     for occupancy once spilling is unavoidable (a tf32 matmul at 128 x 128
     / 4 warps on sm_80, before its tiles went through cp.async: 32
     registers and 6.5 KB of spills). A kernel that spills with registers to
     spare is assembled again with `.minnctapersm 1` and the build with
-    fewer spills kept: attention backward's preprocessing kernel, 40
-    registers and 4 bytes spilled, becomes 80 registers and none. A kernel
-    that does not spill is left as it was."""
+    fewer spills kept: attention backward's preprocessing kernel with its
+    masked stores as branches (CTRITON_BRANCH_STORES=1; predicated, it does
+    not spill), 40 registers and 4 bytes spilled, becomes 80 registers and
+    none. A kernel that does not spill is left as it was."""
     import sys
+    monkeypatch.setenv("CTRITON_BRANCH_STORES", "1")
     root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     sys.path.insert(0, os.path.join(root, "bench"))
     import compile_time as ct

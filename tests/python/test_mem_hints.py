@@ -181,6 +181,28 @@ def test_no_hint_keeps_plain_accesses(arch):
     assert all(re.match(r"st\.global\.v4\.b32\s+\[", ln) for ln in access_lines(ptx, "st.global"))
 
 
+@needs_ptxas
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("dtype", ["*fp32", "*fp16", "*i8", "*i1"])
+def test_masked_store_is_predicated(dtype, arch, monkeypatch):
+    """A masked store without hints is one predicated st.global in inline
+    PTX, as Triton emits it, vectorized where the mask allows (16-byte
+    runs of fp32 here); no branch goes around it. CTRITON_BRANCH_STORES=1
+    brings back the branch around a plain store."""
+    cx = dict(BLOCK=1024, LC="", SC="", EV="", MASK=True, OTHER=False, VOLATILE=False)
+    attrs = {"dst": {"divisibility": 16}, "src": {"divisibility": 16}, "n": {"divisibility": 16}}
+    sig = {"dst": dtype, "src": dtype, "n": "i32"}
+    ptx = compile_gpu(copy_kernel, sig, cx, arch, attrs).asm["ptx"]
+    stores = access_lines(ptx, "st.global")
+    assert stores and all(re.match(r"@%p\d+ st\.global(\.v[24])?\.b(8|16|32) \[", ln) for ln in stores), stores
+    if dtype == "*fp32":
+        assert all(".v4.b32" in ln for ln in stores), stores
+    assert not re.search(r"@%p\d+ bra", ptx)
+    monkeypatch.setenv("CTRITON_BRANCH_STORES", "1")
+    ptx = compile_gpu(copy_kernel, sig, cx, arch, attrs).asm["ptx"]
+    assert re.search(r"@%p\d+ bra", ptx) and not any(ln.startswith("@") for ln in access_lines(ptx, "st.global"))
+
+
 def test_ttir_keeps_the_attributes():
     k = ctriton.compile(ASTSource(load_kernel, dict(SIG, CACHE="constexpr", POLICY="constexpr"),
                                   dict(CACHE=".cg", POLICY="evict_last")), target=GPUTarget("cuda", 90, 32))

@@ -207,22 +207,19 @@ case "$part" in
     ;;
   donewhen)
     dir=$1
-    timeout 200 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 03 --warm 2 --rounds 3 \
-      --case 'fp16|fp8e5 (4096|8192)' --out "$O/dw-03.md" > "$O/dw-03.txt" 2>&1
-    echo "03 rc=$?"
-    grep -E "^03|picked|Error" "$O/dw-03.txt" | cut -c1-190
-    timeout 100 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 06 --quick --warm 1 --rounds 3 \
-      --out "$O/dw-06.md" > "$O/dw-06.txt" 2>&1
-    echo "06 rc=$?"
-    grep -E "^06|Error" "$O/dw-06.txt" | cut -c1-190
-    timeout 60 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 08 --warm 1 --rounds 3 \
-      --n08 1024,4096 --out "$O/dw-08.md" > "$O/dw-08.txt" 2>&1
-    echo "08 rc=$?"
-    grep -E "^08|Error" "$O/dw-08.txt" | cut -c1-190
-    timeout 100 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 09 --quick --warm 1 --rounds 3 \
-      --out "$O/dw-09.md" > "$O/dw-09.txt" 2>&1
-    echo "09 rc=$?"
-    grep -E "^09|Error" "$O/dw-09.txt" | cut -c1-190
+    # tut NAME SECONDS PATTERN ARGS...: one upstream_tutorials_gpu.py run over DIR
+    tut() {
+      local name=$1 secs=$2 pat=$3
+      shift 3
+      timeout "$secs" python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --warm 1 --rounds 3 "$@" \
+        --out "$O/dw-$name.md" > "$O/dw-$name.txt" 2>&1
+      echo "$name rc=$?"
+      grep -E "$pat|Error" "$O/dw-$name.txt" | cut -c1-190
+    }
+    tut 03 200 "^03|picked" --only 03 --case 'fp16|fp8e5 (4096|8192)'
+    tut 06 100 "^06" --only 06 --quick
+    tut 08 60 "^08" --only 08 --n08 1024,4096
+    tut 09 100 "^09" --only 09 --quick
     timeout 60 python3 bench/tc_gpu.py --only attention --quick --rounds 2 > "$O/dw-attn.txt" 2>&1
     echo "attention rc=$?"
     grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190

@@ -1520,7 +1520,6 @@ static bool defined_under(const IrValue *v, const IrOp *loop)
 	return false;
 }
 
-
 static bool in_set(IrValue *const *set, int n, const IrValue *v)
 {
 	for (int i = 0; i < n; i++)
@@ -1543,17 +1542,25 @@ static bool uses_in_regions(const IrOp *op, IrValue *const *set, int n)
 }
 
 /* v = expand_dims(x), or broadcast of it (conversions in between looked
- * through): x, the vector it expands; NULL otherwise. */
-static const IrValue *expanded_source(const IrValue *v)
+ * through): the expand_dims; NULL otherwise. */
+static IrOp *expand_op(const IrValue *v)
 {
-	const IrOp *d = v->def;
+	IrOp *d = v->def;
 	if (d && d->opc == OP_BROADCAST)
 		d = d->ops[0]->def;
 	while (d && d->opc == OP_CONVERT_LAYOUT)
 		d = d->ops[0]->def;
-	if (!d || d->opc != OP_EXPAND_DIMS)
+	return d && d->opc == OP_EXPAND_DIMS ? d : NULL;
+}
+
+/* The vector an expand_op value expands (its conversions looked through);
+ * NULL for other values. */
+static IrValue *expanded_source(const IrValue *v)
+{
+	IrOp *e = expand_op(v);
+	if (!e)
 		return NULL;
-	const IrValue *x = d->ops[0];
+	IrValue *x = e->ops[0];
 	while (x->def && x->def->opc == OP_CONVERT_LAYOUT)
 		x = x->def->ops[0];
 	return x;
@@ -1563,11 +1570,8 @@ static const IrValue *expanded_source(const IrValue *v)
  * converted to the slice of l, expanded, broadcast. */
 static IrValue *expand_again(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const IrLayout *l)
 {
-	IrOp *bc = v->def->opc == OP_BROADCAST ? v->def : NULL;
-	IrOp *e = bc ? bc->ops[0]->def : v->def;
-	while (e->opc == OP_CONVERT_LAYOUT)
-		e = e->ops[0]->def;
-	IrValue *x = (IrValue *)expanded_source(v);
+	IrOp *bc = v->def->opc == OP_BROADCAST ? v->def : NULL, *e = expand_op(v);
+	IrValue *x = expanded_source(v);
 	const IrType *xt = ir_type_with_layout(ctx, x->type, an_slice_layout(ctx, (int)ir_op_int(e, "axis", 0), l));
 	IrValue *cur = x;
 	if (x->type != xt) {
@@ -1849,8 +1853,13 @@ void an_remove_converts(IrFunc *f)
 		if (!r.changed)
 			retype_loops(&r, f->body);
 	}
-	if (!getenv("CTRITON_HOIST_CONVERTS") || getenv("CTRITON_HOIST_CONVERTS")[0] != '0')
+	const char *hoist = getenv("CTRITON_HOIST_CONVERTS");
+	if (!hoist || hoist[0] != '0') {
+		r.changed = false;
 		hoist_converts(&r, f->body);
+		if (r.changed) /* two conversions of one value now side by side */
+			remove_in_block(&r, f->body);
+	}
 	/* only ops that became dead because of conversions are expected here */
 	r.changed = true;
 	for (int iter = 0; iter < 4 && r.changed; iter++) {

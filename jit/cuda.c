@@ -451,10 +451,9 @@ static int load_here(const void *image, CUdevice dev, const char *name, int shar
 	int cap = mcs ? atoi(mcs) : 0;
 	if (cap > 0) {
 		int per_sm = 0, reserved = 0;
-		if (drv.p_cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev) ==
-			    CUDA_SUCCESS &&
-		    drv.p_cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev) !=
-			    CUDA_SUCCESS)
+		if (drv.p_cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev))
+			per_sm = 0; /* unknown: no padding */
+		if (drv.p_cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev))
 			reserved = 0;
 		/* N + 1 blocks of (pad + reserved) bytes exceed the SM's shared memory */
 		int pad = per_sm > 0 ? per_sm / (cap + 1) - reserved + 1 : 0;

@@ -187,7 +187,8 @@ static void blocked_strides(const IrLayout *b, int d, int *ls, int *ws)
  * one 32-bit register's worth) at kw t, then + 4 kw: for 16-bit types 2t,
  * 2t + 1, 2t + 8, 2t + 9 per 16-wide step (m16n8k16), for tf32 t, t + 4
  * (m16n8k8), for 8-bit types 4t..4t + 3, 4t + 16..4t + 19 (m16n8k32).
- * Warps are numbered M-fastest. */
+ * Warps are numbered M-fastest. Warpgroup MMA (v3) uses the same fragments;
+ * where its warps split N, each warp column owns a contiguous block. */
 static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd, int kw)
 {
 	int wm = mma->warps_per_cta[0], wn = mma->warps_per_cta[1];
@@ -209,7 +210,16 @@ static void mma_dim(const IrLayout *mma, int role, int64_t S, AnDimDist *dd, int
 				  .lane_unit = kw, .wpc = 1, .warp_stride = 1, .warp_unit = 0};
 		break;
 	}
-	if (S >= dd->tile) {
+	if (mma->version_major == 3 && wn > 1 && (role == 1 || role == 3) && S >= 8 * wn) {
+		/* warpgroup MMA with the warps split along N (wgmma_layout): warp
+		 * column w_n owns the contiguous block of S / wn columns from w_n S /
+		 * wn, in 8-column steps */
+		dd->tile = 8;
+		dd->warp_unit = (int)(S / wn);
+		dd->nregs = (int)(dd->spt * (S / (8 * wn)));
+		dd->distinct_lanes = dd->tpw;
+		dd->distinct_warps = dd->wpc;
+	} else if (S >= dd->tile) {
 		dd->nregs = (int)(dd->spt * (S / dd->tile));
 		dd->distinct_lanes = dd->tpw;
 		dd->distinct_warps = dd->wpc;
@@ -438,26 +448,38 @@ static bool wgmma_types(const IrOp *dot)
 	return false;
 }
 
-/* Warpgroup MMA (sm_90): the warps stacked along M (wpc = [num_warps, 1]),
- * so that warp w of warpgroup g holds rows 16 w + 64 k, the fragments of
- * mma.sync per warp; a warpgroup's instruction covers 64 rows and instr_n
- * contiguous columns, B read from shared memory by descriptor. Taken when
- * every warpgroup gets whole 64-row instructions and N is 16, 32 or a
- * multiple of 64 (a B tile read transposed is 32-, 64- or 128-byte
- * swizzled, the last in whole 64-column atoms), else NULL. */
+/* Warpgroup MMA (sm_90): warps_per_cta = [4 gm, gn] for gm * gn warpgroups,
+ * the warps numbered M-fastest. Warp w of warpgroup g holds rows 16 (w % 4)
+ * + 64 (g % gm) + 64 gm k, the fragments of mma.sync per warp, and the
+ * contiguous block of N / gn columns numbered g / gm (see mma_dim): a
+ * warpgroup's instruction covers 64 rows and instr_n contiguous columns of
+ * its block, B read from shared memory by descriptor at the block's start.
+ * The warpgroups stack along M while the rows go round (gm as large as M
+ * allows); the rest split N into blocks of whole 64-column atoms (a tile of
+ * 64 rows with 8 warps: two blocks of N / 2). N is 16, 32 or a multiple of
+ * 64 (a B tile read transposed is 32-, 64- or 128-byte swizzled, the last
+ * in whole 64-column atoms). NULL where no split fits. */
 
 static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K, const AnGpuOptions *o)
 {
-	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || (N % 64 && N != 32 && N != 16) ||
-	    M % (16 * (int64_t)o->num_warps))
+	if (o->arch < 90 || o->arch >= 100 || o->num_warps % 4 || K % 16 || (N % 64 && N != 32 && N != 16))
+		return NULL;
+	/* CTRITON_WGMMA_SPLIT=0: no split along N (such dots on mma.sync, as
+	 * before; part of the cache key) */
+	const char *e = getenv("CTRITON_WGMMA_SPLIT");
+	int groups = o->num_warps / 4, gm = groups;
+	while (gm > 1 && M % (64 * (int64_t)gm) && !(e && e[0] == '0'))
+		gm /= 2;
+	int gn = groups / gm;
+	if (M % (64 * (int64_t)gm) || (gn > 1 && (N % gn || (N / gn) % 64)))
 		return NULL;
 	IrLayout l;
 	memset(&l, 0, sizeof l);
 	l.kind = LAYOUT_MMA;
 	l.rank = 2;
 	l.version_major = 3;
-	l.warps_per_cta[0] = o->num_warps;
-	l.warps_per_cta[1] = 1;
+	l.warps_per_cta[0] = 4 * gm;
+	l.warps_per_cta[1] = gn;
 	l.instr_shape[0] = 16; /* the per-warp register tile, as for v2; the */
 	l.instr_shape[1] = 8;  /* instruction's N is the lowering's choice, so */
 	l.instr_shape[2] = 16; /* dots of one kernel share one layout */

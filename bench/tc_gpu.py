@@ -134,8 +134,9 @@ def _matmul_case(mods, A, B, ref, cfg, label, out_dtype=None, with_torch=True):
            ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
-def matmul_cases(mods, quick, sizes=None):
-    cfgs = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
+def matmul_cases(mods, quick, sizes=None, cfgs=None):
+    cfgs = cfgs or [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
+                    (64, 128, 64, 4, 4)]
     sizes = sizes or ([4096] if quick else [2048, 4096, 8192])
     for S in sizes:
         for dt in ([torch.float16] if S != 4096 or quick else [torch.float16, torch.bfloat16]):
@@ -296,6 +297,8 @@ def main():
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
                     "(only those: no tf32 or fp8 rows)")
+    ap.add_argument("--configs", help="matmul: the fp16/bf16 tile configurations instead of the default list, "
+                    "BM,BN,BK,warps,stages separated by ';' (64,128,64,8,3: warpgroups split along N)")
     a = ap.parse_args()
     global ROUNDS
     ROUNDS = max(1, a.rounds)
@@ -303,7 +306,8 @@ def main():
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
     if a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
-        matmul_cases(mm, a.quick, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
+        cfgs = [tuple(int(x) for x in c.split(",")) for c in a.configs.split(";")] if a.configs else None
+        matmul_cases(mm, a.quick, [int(x) for x in a.sizes.split(",")] if a.sizes else None, cfgs)
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)

@@ -48,6 +48,11 @@
 #                      (about 8 minutes): tutorial 03 autotuned (fp16 with
 #                      cuBLAS at 2048/4096/8192, fp8 at 4096/8192), tutorial
 #                      06 forward, 08 and 09 (--quick), kernels/attention.py
+#   split              the GPU tests of warpgroups split along N
+#                      (test_wgmma_split.py), then tutorial 03's kernel at
+#                      4096^3 with 64-row tiles and 8 warps (bench/tc_gpu.py
+#                      --configs) with CTRITON_WGMMA_SPLIT=1 (the default)
+#                      and =0 (mma.sync, as before)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -223,6 +228,19 @@ case "$part" in
     timeout 60 python3 bench/tc_gpu.py --only attention --quick --rounds 2 > "$O/dw-attn.txt" 2>&1
     echo "attention rc=$?"
     grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190
+    ;;
+  split)
+    timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_wgmma_split.py \
+      > "$O/split-tests.txt" 2>&1
+    echo "split tests rc=$?"
+    grep -E "passed|failed" "$O/split-tests.txt" | tail -1
+    grep -E "^FAILED|^ERROR" "$O/split-tests.txt" | cut -c1-190 | head -10
+    for v in 1 0; do
+      CTRITON_WGMMA_SPLIT=$v timeout 150 python3 bench/tc_gpu.py --only matmul --sizes 4096 --rounds 3 \
+        --configs "64,128,64,8,3;64,256,64,8,3;64,256,32,8,4;64,128,64,4,4" > "$O/split-$v.txt" 2>&1
+      echo "wgmma_split=$v rc=$?"
+      grep -E "TFLOP|Error" "$O/split-$v.txt" | cut -c1-190
+    done
     ;;
   fuzz)
     timeout 540 python3 tests/fuzz/fuzz_dot.py --device cuda --no-gpu --jobs 8 --timeout 60 \

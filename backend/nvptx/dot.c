@@ -674,13 +674,14 @@ static void tie_pairs(Nv *nv, int pending, LLVMValueRef *pk, int n)
 }
 
 /* dot on warpgroup MMA: the accumulator in the mma v3 layout (the mma v2
- * fragments with the warps stacked along M, see an_dot_mma_layout), A in
- * registers (16-bit dot_op, as for mma.sync) or a shared-memory tile, B a
- * shared-memory tile (their values are the addresses). Per 64-row
- * instruction mi of this warpgroup (rows 64 g + 16 num_warps mi for
- * warpgroup g) and column block nb of instr_n columns: wgmma.mma_async
- * m64n<instr_n>k<32 bytes> for each K step, the accumulator registers
- * d[4c + 2h + e] = (2mi + h, 2(nb * instr_n / 8 + c) + e). Operand forms:
+ * fragments with the warps stacked along M, warpgroups along N where M is
+ * too short, see wgmma_layout), A in registers (16-bit dot_op, as for
+ * mma.sync) or a shared-memory tile, B a shared-memory tile (their values
+ * are the addresses). Per 64-row instruction mi of this warpgroup (rows
+ * 64 (g % gm) + 16 wm mi for warpgroup g) and block nb of instr_n columns
+ * of its NW (from NW (g / gm)): wgmma.mma_async m64n<instr_n>k<32 bytes>
+ * for each K step, the accumulator registers d[4c + 2h + e] = (2mi + h,
+ * 2(nb * instr_n / 8 + c) + e). Operand forms:
  * 16-bit types may read A from registers and B transposed (MN-major);
  * tf32, fp8 and int8 read both K-major from shared memory (int8 takes no
  * scale or transpose immediates). One fence before, one commit after; the
@@ -697,10 +698,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	IrTypeKind ak = ir_scalar(A->type)->kind, bk16 = ir_scalar(op->ops[1]->type)->kind;
 	int es = (int)nv_esize(A->type), kstep = 32 / es;
 	bool b16 = es == 2, isint = ak == TY_I8;
-	/* instruction N: all of N up to 256, else the widest of 256/128/64 dividing it */
-	int in = N <= 256 ? (int)N : N % 256 == 0 ? 256 : N % 128 == 0 ? 128 : 64;
-	int nm = mc.nd[0] / 2, nb = (int)(N / in), nk = (int)(K / kstep);
-	int nw = nv->ao.num_warps;
+	/* the warps: wm along M (4 gm: gm warpgroups stacked), gn warpgroups
+	 * along N, each with its own block of NW columns (wgmma_layout) */
+	const IrLayout *lay = C->type->layout;
+	int wm = lay->warps_per_cta[0], gm = wm / 4, gn = lay->warps_per_cta[1];
+	int64_t NW = N / gn;
+	/* instruction N: all of the block up to 256, else the widest of 256/128/64 dividing it */
+	int in = NW <= 256 ? (int)NW : NW % 256 == 0 ? 256 : NW % 128 == 0 ? 128 : 64;
+	int nm = mc.nd[0] / 2, nb = (int)(NW / in), nk = (int)(K / kstep);
 	/* B as [N][K] (a transposed slot, or any staged non-16-bit B): K-major */
 	const IrOp *bd = op->ops[1]->def;
 	bool bkm = bd && an_wgmma_kmajor_b(bd);
@@ -710,10 +715,16 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	bool amn = asmem && A->def && an_wgmma_mnmajor_a(A->def);
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
 	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
-	if (asmem) /* this warpgroup's first row: 64 g (MN-major: its 64-column block) */
-		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
-				     LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), ""),
-						  nv_i32(nv, amn ? K * 128 : 64 * rb), ""), "");
+	LLVMValueRef wg = LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), "");
+	if (asmem) /* this warpgroup's first row: 64 (g % gm) (MN-major: its 64-column block) */
+		abase = gm == 1 ? nv_reg(nv, A, 0)
+				: LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
+					       LLVMBuildMul(nv->b, LLVMBuildURem(nv->b, wg, nv_i32(nv, gm), ""),
+							    nv_i32(nv, amn ? K * 128 : 64 * rb), ""), "");
+	if (gn > 1) /* this warpgroup's column block g / gm: NW rows of B^T, or NW / 64 column blocks */
+		bbase = LLVMBuildAdd(nv->b, bbase,
+				     LLVMBuildMul(nv->b, gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg,
+						  nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), ""), "");
 	/* an f16 accumulator: f16x2 registers, each two adjacent columns of a
 	 * row (elements i = 0, 1 and 2, 3 of each 8-column group), packed
 	 * before the MMAs and unpacked after a wait for them */
@@ -763,7 +774,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	if (h16) {
 		pk = nv_regbuf(nv, mc.n);
 		for (int mi = 0; mi < nm; mi++)
-			for (int c = 0; c < (int)(N / 8); c++)
+			for (int c = 0; c < (int)(NW / 8); c++)
 				for (int h = 0; h < 2; h++) {
 					int j0[IR_MAX_RANK] = {2 * mi + h, 2 * c}, j1[IR_MAX_RANK] = {2 * mi + h, 2 * c + 1};
 					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);
@@ -824,11 +835,11 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 				for (int ki = g0; ki < nk && ki < g0 + gs; ki++) {
 					int64_t kb = (int64_t)ki * 32; /* byte offset of the K step in a row */
 					int64_t aoff = 0, boff;
-					if (amn) { /* the 64-column block of row 16 nw mi; K step: 16 rows of 128 bytes */
-						aoff = (16 * (int64_t)nw * mi / 64) * K * 128 + ki * 16 * 128;
+					if (amn) { /* the 64-column block of row 16 wm mi; K step: 16 rows of 128 bytes */
+						aoff = (16 * (int64_t)wm * mi / 64) * K * 128 + ki * 16 * 128;
 						args[0] = adesc;
-					} else if (asmem) { /* 128-byte K block, row 16 nw mi of the warpgroup's, K step in the row */
-						aoff = (kb / 128) * M * 128 + 16 * (int64_t)nw * mi * rb + kb % 128;
+					} else if (asmem) { /* 128-byte K block, row 16 wm mi of the warpgroup's, K step in the row */
+						aoff = (kb / 128) * M * 128 + 16 * (int64_t)wm * mi * rb + kb % 128;
 						args[0] = adesc;
 					} else {
 						for (int i = 0; i < 4; i++)
@@ -870,7 +881,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		tie_pairs(nv, 0, pk, mc.n);
 		LLVMTypeRef v2 = LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2);
 		for (int mi = 0; mi < nm; mi++)
-			for (int c = 0; c < (int)(N / 8); c++)
+			for (int c = 0; c < (int)(NW / 8); c++)
 				for (int h = 0; h < 2; h++) {
 					int j0[IR_MAX_RANK] = {2 * mi + h, 2 * c}, j1[IR_MAX_RANK] = {2 * mi + h, 2 * c + 1};
 					int r0 = nv_map_reg(&mc, j0), r1 = nv_map_reg(&mc, j1);

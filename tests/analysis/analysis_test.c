@@ -308,6 +308,55 @@ static void test_mma_fragments(void)
 	ir_ctx_free(ctx);
 }
 
+/* Warpgroup MMA with the warpgroups split along N (wpc [4 gm, gn]): over a
+ * 128 x 256 accumulator with 16 warps (gm = gn = 2), the wgmma m64nNk16
+ * D fragment of each warpgroup's instruction (row 16 (warp % 4) + g (+8),
+ * column 8 c + 2 t + (i & 1)) placed at rows 64 (g_w % gm) + 128 mi and
+ * the columns of block g_w / gm; every element held exactly once. */
+static void test_wgmma_split_fragments(void)
+{
+	IrCtx *ctx = ir_ctx_new();
+	IrLayout p;
+	memset(&p, 0, sizeof p);
+	p.kind = LAYOUT_MMA;
+	p.rank = 2;
+	p.version_major = 3;
+	p.warps_per_cta[0] = 8;
+	p.warps_per_cta[1] = 2;
+	p.instr_shape[0] = 16;
+	p.instr_shape[1] = 8;
+	p.instr_shape[2] = 16;
+	const IrLayout *mma = ir_layout(ctx, &p);
+	int64_t sc[2] = {256, 256};
+	AnDimDist dd;
+	an_dim_dist(mma, sc, 1, &dd);
+	CHECK(dd.nregs == 32 && dd.warp_unit == 128 && dd.tile == 8 && dd.distinct_warps == 2, "split N regs %d",
+	      dd.nregs);
+	static unsigned char seen[256][256];
+	memset(seen, 0, sizeof seen);
+	int bad = 0;
+	for (int warp = 0; warp < 16; warp++)
+		for (int lane = 0; lane < 32; lane++) {
+			int g = lane / 4, t = lane % 4, wg = warp / 4;
+			for (int mi = 0; mi < 2; mi++)
+				for (int c8 = 0; c8 < 16; c8++)
+					for (int i = 0; i < 4; i++) {
+						int64_t c[2];
+						dist_coord(mma, sc, lane, warp, 2 * mi + i / 2, 2 * c8 + i % 2, c);
+						int64_t row = 128 * mi + 64 * (wg % 2) + 16 * (warp % 4) + g + 8 * (i / 2);
+						int64_t col = 128 * (wg / 2) + 8 * c8 + 2 * t + (i & 1);
+						bad += c[0] != row || c[1] != col;
+						seen[c[0]][c[1]]++;
+					}
+		}
+	int twice = 0;
+	for (int r = 0; r < 256; r++)
+		for (int col = 0; col < 256; col++)
+			twice += seen[r][col] != 1;
+	CHECK(bad == 0 && twice == 0, "%d elements off the wgmma fragments, %d not held once", bad, twice);
+	ir_ctx_free(ctx);
+}
+
 static void test_expand_dims_divisibility(void)
 {
 	/* causal mask: offs_m[:, None] >= offs_n[None, :] with offs_m =
@@ -495,6 +544,7 @@ int main(void)
 	test_blocked_helper();
 	test_reduce_store_no_conversion();
 	test_mma_fragments();
+	test_wgmma_split_fragments();
 	test_calls();
 	test_golden("vector_add");
 	test_golden("softmax_row");

@@ -75,7 +75,7 @@ OTHER_OPTIONS = ("enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl",
 # Environment variables that change what the backend emits: part of the key.
 KEY_ENV = ("CTRITON_LLVM_PIPELINE", "CTRITON_LLVM_CODEGEN",  # compile() reads them
            "CTRITON_FLATTEN_DOT_NESTS", "CTRITON_VERSION_STORES", "CTRITON_STMATRIX_CONVERT",
-           "CTRITON_TMA_STORE_MADE", "CTRITON_SMALL_LOADS", "CTRITON_HOIST_CONVERTS",
+           "CTRITON_TMA_STORE_MADE", "CTRITON_SMALL_LOADS", "CTRITON_HOIST_CONVERTS", "CTRITON_WGMMA_SPLIT",
            "CTRITON_BRANCH_STORES")
 
 

@@ -44,8 +44,10 @@
 #   occupancy DIR      tutorial 03's own source at 2048^3, 128x256x64 and
 #                      128x128x32 (bench/kernel_trace.py: events and kernel
 #                      durations), as compiled and with CTRITON_MAX_CTAS_PER_SM=2
-#   donewhen DIR       the tensor-core issue's side-by-side rows in one call
-#                      (about 8 minutes): tutorial 03 autotuned (fp16 with
+#   donewhen DIR [PART...]  the tensor-core issue's side-by-side rows
+#                      (PARTs: 03 06 08 09 attn, default all; all of them
+#                      take about 10 minutes, so two calls: "03 08 attn",
+#                      then "06 09"): tutorial 03 autotuned (fp16 with
 #                      cuBLAS at 2048/4096/8192, fp8 at 4096/8192), tutorial
 #                      06 forward, 08 and 09 (--quick), kernels/attention.py
 #   split              the GPU tests of warpgroups split along N
@@ -221,13 +223,17 @@ case "$part" in
       echo "$name rc=$?"
       grep -E "$pat|Error" "$O/dw-$name.txt" | cut -c1-190
     }
-    tut 03 200 "^03|picked" --only 03 --case 'fp16|fp8e5 (4096|8192)'
-    tut 06 100 "^06" --only 06 --quick
-    tut 08 60 "^08" --only 08 --n08 1024,4096
-    tut 09 100 "^09" --only 09 --quick
-    timeout 60 python3 bench/tc_gpu.py --only attention --quick --rounds 2 > "$O/dw-attn.txt" 2>&1
-    echo "attention rc=$?"
-    grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190
+    shift
+    parts=" ${*:-03 06 08 09 attn} "
+    case $parts in *" 03 "*) tut 03 200 "^03|picked" --only 03 --case 'fp16|fp8e5 (4096|8192)' ;; esac
+    case $parts in *" 06 "*) tut 06 150 "^06" --only 06 --quick ;; esac
+    case $parts in *" 08 "*) tut 08 60 "^08" --only 08 --n08 1024,4096 ;; esac
+    case $parts in *" 09 "*) tut 09 150 "^09" --only 09 --quick ;; esac
+    case $parts in *" attn "*)
+      timeout 60 python3 bench/tc_gpu.py --only attention --quick --rounds 2 > "$O/dw-attn.txt" 2>&1
+      echo "attention rc=$?"
+      grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190 ;;
+    esac
     ;;
   split)
     timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_wgmma_split.py \

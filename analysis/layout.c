@@ -1866,6 +1866,97 @@ static void hoist_converts(RCtx *r, IrBlock *b)
 	}
 }
 
+/* A conversion out of a register layout whose only user is an elementwise
+ * op of a chain that narrows the element type (attention's epilogue:
+ * convert(acc, mma -> blocked), acc / l[:, None], to f16, store) moves past
+ * that op: the op runs in the source layout, its other operands recomputed
+ * there (cheap chains, remat) or expanded again from their vectors
+ * (expand_again: l is a slice of the mma layout already), and the
+ * conversion follows it. Repeated, the conversion reaches the narrow
+ * result and moves half the bytes through shared memory, as Triton places
+ * it. Only ops in the conversion's own block move. */
+static IrOp *only_user_here(IrFunc *f, IrValue *v)
+{
+	if (ir_count_uses(f, v) != 1 || !v->def)
+		return NULL;
+	for (IrOp *u = v->def->next; u; u = u->next)
+		for (int i = 0; i < u->nops; i++)
+			if (u->ops[i] == v)
+				return u;
+	return NULL;
+}
+
+static bool sinkable_elem(const IrOp *op)
+{
+	unsigned fl = ir_opinfo(op->opc)->flags;
+	return (fl & IR_ELEM) && (fl & IR_PURE) && op->nres == 1 && op->nregions == 0 && op->nops >= 1 &&
+	       op->nops <= 4 && is_blk(&op->res[0]);
+}
+
+static bool chain_narrows(IrFunc *f, IrOp *op, int depth)
+{
+	int rb = ir_type_bits(ir_scalar(op->res[0].type)), ib = 0;
+	for (int i = 0; i < op->nops; i++)
+		if (is_blk(op->ops[i]) && ir_type_bits(ir_scalar(op->ops[i]->type)) > ib)
+			ib = ir_type_bits(ir_scalar(op->ops[i]->type));
+	if (op->opc == OP_CAST && rb < ib)
+		return true;
+	if (depth >= 6 || rb > ib)
+		return false;
+	IrOp *u = only_user_here(f, &op->res[0]);
+	return u && sinkable_elem(u) && chain_narrows(f, u, depth + 1);
+}
+
+static void sink_converts(RCtx *r, IrBlock *b)
+{
+	IrCtx *ctx = r->f->module->ctx;
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			sink_converts(r, op->regions[i]);
+		if (op->opc != OP_CONVERT_LAYOUT)
+			continue;
+		IrValue *src = op->ops[0], *dst = &op->res[0];
+		const IrLayout *sl = src->type->layout, *dl = dst->type->layout;
+		if (!sl || !dl || dl->kind == LAYOUT_DOT_OP || sl->kind == LAYOUT_DOT_OP ||
+		    (sl->kind != LAYOUT_MMA && sl->kind != LAYOUT_BLOCKED) || src->type->rank != dst->type->rank)
+			continue;
+		IrOp *e = only_user_here(r->f, dst);
+		if (!e || !sinkable_elem(e) || !chain_narrows(r->f, e, 0))
+			continue;
+		bool ok = true;
+		for (int i = 0; i < e->nops && ok; i++) {
+			IrValue *o = e->ops[i];
+			ok = o == dst || !is_blk(o) || remat_ok(o, 0) || expanded_source(o);
+		}
+		if (!ok)
+			continue;
+		IrValue *ops[4];
+		for (int i = 0; i < e->nops; i++) {
+			IrValue *o = e->ops[i];
+			ops[i] = o == dst ? src : !is_blk(o) ? o : remat_ok(o, 0) ? remat(ctx, b, e, o, sl)
+									  : expand_again(ctx, b, e, o, sl);
+		}
+		const IrType *nt = ir_type_with_layout(ctx, e->res[0].type, sl), *ot = e->res[0].type;
+		IrOp *ne = ir_op_new(ctx, e->opc, e->nops, ops, 1, &nt, 0, e->loc);
+		ne->nattrs = e->nattrs;
+		ne->attrs = e->attrs;
+		ir_block_insert_before(b, e, ne);
+		IrValue *nv = &ne->res[0];
+		IrOp *cv = ir_op_new(ctx, OP_CONVERT_LAYOUT, 1, &nv, 1, &ot, 0, op->loc);
+		cv->res[0].id = -1;
+		ir_block_insert_before(b, e, cv);
+		ir_replace_all_uses(r->f, &e->res[0], &cv->res[0]);
+		if (next == e)
+			next = e->next;
+		ir_op_unlink(e);
+		if (next == op)
+			next = op->next;
+		ir_op_unlink(op);
+		r->changed = true;
+	}
+}
+
 void an_remove_converts(IrFunc *f)
 {
 	RCtx r = {f, true};
@@ -1875,6 +1966,15 @@ void an_remove_converts(IrFunc *f)
 		if (!r.changed)
 			retype_loops(&r, f->body);
 	}
+	const char *sink = getenv("CTRITON_SINK_CONVERTS");
+	if (!sink || sink[0] != '0')
+		for (int iter = 0; iter < 8; iter++) {
+			r.changed = false;
+			sink_converts(&r, f->body);
+			if (!r.changed)
+				break;
+			remove_in_block(&r, f->body);
+		}
 	const char *hoist = getenv("CTRITON_HOIST_CONVERTS");
 	if (!hoist || hoist[0] != '0') {
 		r.changed = false;

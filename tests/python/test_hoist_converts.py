@@ -1,10 +1,13 @@
 """A layout conversion in a loop body of a value defined before the loop
 moves in front of the loop (remove-converts; CTRITON_HOIST_CONVERTS=0 keeps
 it in place), and a carried accumulator fed by a converted dot result
-through an elementwise product stays in the dot's layout. Checked on kernels compiled for sm_90a (no GPU needed): a row
-vector loaded once and expanded against a dot result in the loop, and
-kernels/attention.py's backward pass (its dQ loop's Di[:, None]); on the GPU
-(marked `gpu`) the first kernel's results against torch."""
+through an elementwise product stays in the dot's layout; an epilogue's
+conversion sinks past elementwise ops to a narrower result
+(CTRITON_SINK_CONVERTS=0 keeps it). Checked on kernels compiled for sm_90a
+(no GPU needed): a row vector loaded once and expanded against a dot result
+in the loop, kernels/attention.py's backward pass (its dQ loop's
+Di[:, None]) and forward epilogue, a row-normalized f16 store; on the GPU
+(marked `gpu`) the first and last kernels' results against torch."""
 import os
 import re
 import sys
@@ -147,3 +150,80 @@ def test_row_vector_conversion_gpu(hoist, monkeypatch):
     rowscale_loop[(1,)](x, y, v, o, N, BM=BM, BN=BN, num_warps=4, num_stages=3)
     ref = sum((x.float() @ y[i].float()) * v[:, None] for i in range(N))
     torch.testing.assert_close(o, ref, rtol=1e-2, atol=1e-2)
+
+
+@triton.jit
+def rownorm_epilogue(X, Y, O, L, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.dot(tl.load(X + rm[:, None] * BK + rk[None, :]), tl.load(Y + rk[:, None] * BN + rn[None, :]))
+    l = tl.sum(tl.abs(acc), 1) + 1.0
+    tl.store(L + rm, l)
+    tl.store(O + rm[:, None] * BN + rn[None, :], (acc / l[:, None]).to(tl.float16))
+
+
+RN_SIG = {"X": "*fp16", "Y": "*fp16", "O": "*fp16", "L": "*fp32", "BM": "constexpr", "BN": "constexpr",
+          "BK": "constexpr"}
+
+
+def _wide_converts(ttgir, shape):
+    return [line.split(": block<")[1].split(",")[0] for line in ttgir.splitlines()
+            if "= convert_layout " in line and f": block<{shape}x" in line and "#dot_op" not in line]
+
+
+def test_epilogue_conversion_sinks_to_the_narrow_result(monkeypatch):
+    """`(acc / l[:, None]).to(tl.float16)` (attention's epilogue): the 2-D
+    conversion to the store's layout follows the division and the cast, so
+    the f16 result goes through shared memory, not the f32 one (and l is
+    not converted to the blocked layout's slice at all)."""
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    monkeypatch.setenv("CTRITON_SINK_CONVERTS", "0")
+    k0 = _compile(rownorm_epilogue, RN_SIG, dict(BM=128, BN=128, BK=64), 8, 1)
+    monkeypatch.setenv("CTRITON_SINK_CONVERTS", "1")
+    k1 = _compile(rownorm_epilogue, RN_SIG, dict(BM=128, BN=128, BK=64), 8, 1)
+    assert _wide_converts(k0.asm["ct.ttgir"], "128x128") == ["128x128xf32"], k0.asm["ct.ttgir"]
+    assert _wide_converts(k1.asm["ct.ttgir"], "128x128") == ["128x128xf16"], k1.asm["ct.ttgir"]
+    assert k1.metadata.shared < k0.metadata.shared
+    assert k1.n_spills == 0
+
+
+def test_attention_forward_epilogue_converts_f16(monkeypatch):
+    """kernels/attention.py's forward, D128 with 8 warps: the output tile is
+    converted for its store as f16 (32 KiB), no longer as f32."""
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    from kernels.attention import attn_fwd
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "M": "*fp32", "Out": "*fp16"}
+    for t in "qkvo":
+        sig.update({f"stride_{t}z": "i32", f"stride_{t}h": "i32"})
+        sig.update({f"stride_{t}{a}": "i32" for a in {"q": "m", "k": "n", "v": "k", "o": "m"}[t]})
+        sig[f"stride_{t}{ {'q': 'k', 'k': 'k', 'v': 'n', 'o': 'n'}[t]}"] = "constexpr"
+    sig.update({"Z": "i32", "H": "i32"})
+    cx = dict(stride_qk=1, stride_kk=1, stride_vn=1, stride_on=1, N_CTX=2048, HEAD_DIM=128, BLOCK_M=128,
+              BLOCK_N=64, STAGE=1)
+    sig.update({k: "constexpr" for k in cx})
+    k = _compile(attn_fwd, sig, cx, 8, 2)
+    assert _wide_converts(k.asm["ct.ttgir"], "128x128") == ["128x128xf16"], k.asm["ct.ttgir"]
+    assert k.n_spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sink", ["0", "1"])
+def test_rownorm_epilogue_gpu(sink, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_SINK_CONVERTS", sink)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    BM, BN, BK = 128, 128, 64
+    x = torch.randn(BM, BK, device="cuda", dtype=torch.float16, generator=g)
+    y = torch.randn(BK, BN, device="cuda", dtype=torch.float16, generator=g)
+    o = torch.empty(BM, BN, device="cuda", dtype=torch.float16)
+    l = torch.empty(BM, device="cuda", dtype=torch.float32)
+    rownorm_epilogue[(1,)](x, y, o, l, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=1)
+    acc = x.float() @ y.float()
+    ref_l = acc.abs().sum(1) + 1.0
+    torch.testing.assert_close(l, ref_l, rtol=1e-3, atol=1e-2)
+    torch.testing.assert_close(o, (acc / ref_l[:, None]).half(), rtol=1e-2, atol=1e-3)

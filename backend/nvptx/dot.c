@@ -716,7 +716,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
 	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
 	LLVMValueRef wg = LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), "");
-	if (asmem) /* this warpgroup's first row: 64 (g % gm) (MN-major: its 64-column block) */
+	/* this warpgroup's first row: 64 (g % gm) (MN-major: its 64-column
+	 * block); g itself where the warpgroups all stack along M (the same
+	 * code as before the split: a kept 128x128x64 nest with one stage sits
+	 * at 255 registers, and a different address form spilled it) */
+	if (asmem && gn == 1)
+		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0), LLVMBuildMul(nv->b, wg, nv_i32(nv, amn ? K * 128 : 64 * rb), ""),
+				     "");
+	else if (asmem)
 		abase = gm == 1 ? nv_reg(nv, A, 0)
 				: LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
 					       LLVMBuildMul(nv->b, LLVMBuildURem(nv->b, wg, nv_i32(nv, gm), ""),

@@ -1934,8 +1934,14 @@ static void sink_converts(RCtx *r, IrBlock *b)
 		IrValue *ops[4];
 		for (int i = 0; i < e->nops; i++) {
 			IrValue *o = e->ops[i];
-			ops[i] = o == dst ? src : !is_blk(o) ? o : remat_ok(o, 0) ? remat(ctx, b, e, o, sl)
-									  : expand_again(ctx, b, e, o, sl);
+			if (o == dst)
+				ops[i] = src;
+			else if (!is_blk(o))
+				ops[i] = o;
+			else if (remat_ok(o, 0))
+				ops[i] = remat(ctx, b, e, o, sl);
+			else
+				ops[i] = expand_again(ctx, b, e, o, sl);
 		}
 		const IrType *nt = ir_type_with_layout(ctx, e->res[0].type, sl), *ot = e->res[0].type;
 		IrOp *ne = ir_op_new(ctx, e->opc, e->nops, ops, 1, &nt, 0, e->loc);

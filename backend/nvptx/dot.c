@@ -716,22 +716,23 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
 	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
 	LLVMValueRef wg = LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), "");
-	/* this warpgroup's first row: 64 (g % gm) (MN-major: its 64-column
-	 * block); g itself where the warpgroups all stack along M (the same
-	 * code as before the split: a kept 128x128x64 nest with one stage sits
-	 * at 255 registers, and a different address form spilled it) */
-	if (asmem && gn == 1)
-		abase = LLVMBuildAdd(nv->b, nv_reg(nv, A, 0), LLVMBuildMul(nv->b, wg, nv_i32(nv, amn ? K * 128 : 64 * rb), ""),
+	/* this warpgroup's row block g % gm (MN-major: its 64-column block):
+	 * g itself where all warpgroups stack along M (the code before the
+	 * split: a kept 128x128x64 nest with one stage sits at 255 registers,
+	 * and another address form spilled it), none where one row block */
+	LLVMValueRef arow = gn == 1 ? wg : gm == 1 ? NULL : LLVMBuildURem(nv->b, wg, nv_i32(nv, gm), "");
+	if (asmem)
+		abase = nv_reg(nv, A, 0);
+	if (asmem && arow)
+		abase = LLVMBuildAdd(nv->b, abase, LLVMBuildMul(nv->b, arow, nv_i32(nv, amn ? K * 128 : 64 * rb), ""),
 				     "");
-	else if (asmem)
-		abase = gm == 1 ? nv_reg(nv, A, 0)
-				: LLVMBuildAdd(nv->b, nv_reg(nv, A, 0),
-					       LLVMBuildMul(nv->b, LLVMBuildURem(nv->b, wg, nv_i32(nv, gm), ""),
-							    nv_i32(nv, amn ? K * 128 : 64 * rb), ""), "");
-	if (gn > 1) /* this warpgroup's column block g / gm: NW rows of B^T, or NW / 64 column blocks */
+	/* this warpgroup's column block g / gm: NW rows of B^T, or NW / 64
+	 * blocks of 64 columns */
+	if (gn > 1) {
+		LLVMValueRef bcol = gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg;
 		bbase = LLVMBuildAdd(nv->b, bbase,
-				     LLVMBuildMul(nv->b, gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg,
-						  nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), ""), "");
+				     LLVMBuildMul(nv->b, bcol, nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), ""), "");
+	}
 	/* an f16 accumulator: f16x2 registers, each two adjacent columns of a
 	 * row (elements i = 0, 1 and 2, 3 of each 8-column group), packed
 	 * before the MMAs and unpacked after a wait for them */
@@ -845,7 +846,8 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					if (amn) { /* the 64-column block of row 16 wm mi; K step: 16 rows of 128 bytes */
 						aoff = (16 * (int64_t)wm * mi / 64) * K * 128 + ki * 16 * 128;
 						args[0] = adesc;
-					} else if (asmem) { /* 128-byte K block, row 16 wm mi of the warpgroup's, K step in the row */
+					} else if (asmem) {
+						/* 128-byte K block, row 16 wm mi of the warpgroup's, K step in the row */
 						aoff = (kb / 128) * M * 128 + 16 * (int64_t)wm * mi * rb + kb % 128;
 						args[0] = adesc;
 					} else {

@@ -343,7 +343,8 @@ static void test_wgmma_split_fragments(void)
 					for (int i = 0; i < 4; i++) {
 						int64_t c[2];
 						dist_coord(mma, sc, lane, warp, 2 * mi + i / 2, 2 * c8 + i % 2, c);
-						int64_t row = 128 * mi + 64 * (wg % 2) + 16 * (warp % 4) + g + 8 * (i / 2);
+						int64_t row =
+							128 * mi + 64 * (wg % 2) + 16 * (warp % 4) + g + 8 * (i / 2);
 						int64_t col = 128 * (wg / 2) + 8 * c8 + 2 * t + (i & 1);
 						bad += c[0] != row || c[1] != col;
 						seen[c[0]][c[1]]++;

@@ -103,6 +103,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 	if ((op->opc == OP_RESHAPE || op->opc == OP_TRANS || op->opc == OP_SPLIT || op->opc == OP_JOIN ||
 	     op->opc == OP_CONVERT_LAYOUT) && an_regs_only(op, o->num_warps, o->warp_size))
 		return 0;
+	if (op->opc == OP_CONVERT_LAYOUT && an_warp_shuffle(op, o->warp_size, NULL))
+		return 0;
 	switch (op->opc) {
 	case OP_CONVERT_LAYOUT:
 		/* a warpgroup MMA operand read from shared memory is staged even

@@ -307,6 +307,14 @@ bool an_reg_permutation(const IrOp *op, int k, int num_warps, int warp_size, int
 /* Whether every result of op is such a renaming and the backend lowers it
  * so (conversions to dot operands excepted): no scratch, no barrier. */
 bool an_regs_only(const IrOp *op, int num_warps, int warp_size);
+/* Whether convert_layout op moves a vector by warp shuffles: its source
+ * gives each of its S elements to a lane of its own in every warp (one
+ * register a thread, lane e * lane_stride holding element e, the warps
+ * holding copies), so each destination register is one shfl.idx from the
+ * lane of its element; no scratch, no barrier (attention backward's m and
+ * Di, loaded once per iteration and read in a slice of the MMA layout).
+ * Opt-in while untimed: CTRITON_SHFL_CONVERT=1 (part of the cache key). */
+bool an_warp_shuffle(const IrOp *op, int warp_size, int *lane_stride);
 /* Whether a reshape from block type src to dst (same numel, row-major
  * order kept) is such a renaming. */
 bool an_reshape_renaming(const IrType *src, const IrType *dst, int num_warps, int warp_size);

@@ -190,6 +190,34 @@ bool an_regs_only(const IrOp *op, int num_warps, int warp_size)
 	return op->nres > 0;
 }
 
+bool an_warp_shuffle(const IrOp *op, int warp_size, int *lane_stride)
+{
+	const char *e = getenv("CTRITON_SHFL_CONVERT");
+	if (!e || e[0] != '1' || op->opc != OP_CONVERT_LAYOUT)
+		return false;
+	const IrType *st = op->ops[0]->type, *dt = op->res[0].type;
+	if (!ir_is_block(st) || !ir_is_block(dt) || st->rank != 1 || dt->rank != 1 || !st->layout || !dt->layout ||
+	    dt->layout->kind == LAYOUT_DOT_OP || dt->layout->kind == LAYOUT_SHARED ||
+	    st->layout->kind == LAYOUT_SHARED)
+		return false;
+	int64_t S = st->shape[0], bs[IR_MAX_RANK];
+	int map[IR_MAX_RANK];
+	const IrLayout *b = an_unslice(st->layout, 1, st->shape, bs, map);
+	AnDimDist dd, dx;
+	if (!b || !an_dim_dist(b, bs, map[0], &dd) || bs[map[0]] != S || S > dd.tpw || (S > 1 && dd.lane_unit != 1) ||
+	    (int64_t)dd.tpw * dd.lane_stride > warp_size || (dd.wpc > 1 && dd.warp_unit % S))
+		return false;
+	for (int d = 0; d < b->rank; d++) /* one register a thread */
+		if (!an_dim_dist(b, bs, d, &dx) || dx.nregs != 1)
+			return false;
+	const IrLayout *db = an_unslice(dt->layout, 1, dt->shape, bs, map); /* the destination: any distribution */
+	if (!db || !an_dim_dist(db, bs, map[0], &dx))
+		return false;
+	if (lane_stride)
+		*lane_stride = dd.lane_stride;
+	return true;
+}
+
 int an_col_window(const IrType *t, int num_warps, int warp_size, int64_t c0, int64_t w, bool *in, int cap)
 {
 	RMap m;

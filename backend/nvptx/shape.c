@@ -810,6 +810,18 @@ void nv_lower_convert(Nv *nv, IrOp *op)
 		nv_lower_identity(nv, op);
 		return;
 	}
+	int ls;
+	if (!an_regs_only(op, nv->ao.num_warps, nv->ao.warp_size) && an_warp_shuffle(op, nv->ao.warp_size, &ls)) {
+		/* each register from the lane of its element (an_warp_shuffle) */
+		NvMap m;
+		nv_map_init(nv, op->res[0].type, &m);
+		LLVMValueRef x = nv_reg(nv, op->ops[0], 0), *out = nv_regbuf(nv, m.n);
+		for (int r = 0; r < m.n; r++)
+			out[r] = nv_shfl(nv, "idx", x,
+					 LLVMBuildMul(nv->b, nv_map_coord(nv, &m, r, 0), nv_i32(nv, ls), ""));
+		nv_set(nv, &op->res[0], m.n, out);
+		return;
+	}
 	if (!lower_renaming(nv, op))
 		lower_convert_staged(nv, op);
 }

@@ -38,12 +38,13 @@ def test_attention_bwd_cpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("small_loads", ["0", "1"])
+@pytest.mark.parametrize("variant", ["default", "small_loads", "shfl"])
 @pytest.mark.parametrize("D", [64, 128])
-def test_attention_bwd_gpu(D, small_loads, monkeypatch):
+def test_attention_bwd_gpu(D, variant, monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
-    monkeypatch.setenv("CTRITON_SMALL_LOADS", small_loads)
+    monkeypatch.setenv("CTRITON_SMALL_LOADS", "1" if variant == "small_loads" else "0")
+    monkeypatch.setenv("CTRITON_SHFL_CONVERT", "1" if variant == "shfl" else "0")
     check("cuda", 2, 4, 1024, D, (128, 64))
 
 
@@ -75,3 +76,4 @@ def test_attn_bwd_sm90_pipelined():
     assert ptx.count("cp.async.cg.shared.global") >= 40
     assert "wgmma.mma_async" in ptx
     assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
+

@@ -134,6 +134,34 @@ def test_attn_bwd_dq_loop_keeps_no_invariant_conversion(monkeypatch):
     assert k1.n_spills == 0, k1.n_spills
 
 
+def test_attn_bwd_vectors_by_shuffles(monkeypatch):
+    """CTRITON_SHFL_CONVERT=1 (opt-in until timed): the dK/dV loops of
+    kernels/attention.py's backward (D64, 4 warps) read m and Di (loaded one
+    element a lane, the warps holding copies) in a slice of the MMA layout
+    through warp shuffles instead of shared memory: no scratch for those
+    conversions, 8 fewer bar.sync in the kernel (two per vector and dK/dV
+    loop), no spills."""
+    if not _have_ptxas():
+        pytest.skip("ptxas not found")
+    from kernels.attention import attn_bwd
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
+           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
+           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
+    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
+    sig.update({k: "constexpr" for k in cx})
+    ks = []
+    for v in ("0", "1"):
+        monkeypatch.setenv("CTRITON_SHFL_CONVERT", v)
+        ks.append(_compile(attn_bwd, sig, cx, 4, 5))
+    off, on = ks
+    vec = [line for line in on.asm["ct.ttgir"].splitlines()
+           if "= convert_layout " in line and ": block<16xf32, #slice<dim = 0" in line]
+    assert vec and not any("scratch_offset" in line for line in vec), vec
+    assert on.asm["ptx"].count("shfl.sync.idx") > off.asm["ptx"].count("shfl.sync.idx")
+    assert off.asm["ptx"].count("bar.sync") - on.asm["ptx"].count("bar.sync") == 8
+    assert on.n_spills == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("hoist", ["0", "1"])
 def test_row_vector_conversion_gpu(hoist, monkeypatch):

@@ -197,8 +197,7 @@ bool an_warp_shuffle(const IrOp *op, int warp_size, int *lane_stride)
 		return false;
 	const IrType *st = op->ops[0]->type, *dt = op->res[0].type;
 	if (!ir_is_block(st) || !ir_is_block(dt) || st->rank != 1 || dt->rank != 1 || !st->layout || !dt->layout ||
-	    dt->layout->kind == LAYOUT_DOT_OP || dt->layout->kind == LAYOUT_SHARED ||
-	    st->layout->kind == LAYOUT_SHARED)
+	    dt->layout->kind == LAYOUT_DOT_OP || dt->layout->kind == LAYOUT_SHARED || st->layout->kind == LAYOUT_SHARED)
 		return false;
 	int64_t S = st->shape[0], bs[IR_MAX_RANK];
 	int map[IR_MAX_RANK];

@@ -55,6 +55,11 @@
 #                      4096^3 with 64-row tiles and 8 warps (bench/tc_gpu.py
 #                      --configs) with CTRITON_WGMMA_SPLIT=1 (the default)
 #                      and =0 (mma.sync, as before)
+#   shfl DIR           the GPU tests of attention backward (with the
+#                      opt-in CTRITON_SHFL_CONVERT=1 variant), then
+#                      kernels/attention.py (bench/tc_gpu.py --only
+#                      attention --quick) and tutorial 06's backward with
+#                      the variable at 0 and 1
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -246,6 +251,24 @@ case "$part" in
         --configs "64,128,64,8,3;64,256,64,8,3;64,256,32,8,4;64,128,64,4,4" > "$O/split-$v.txt" 2>&1
       echo "wgmma_split=$v rc=$?"
       grep -E "TFLOP|Error" "$O/split-$v.txt" | cut -c1-190
+    done
+    ;;
+  shfl)
+    dir=$1
+    timeout 120 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_attention_bwd.py \
+      tests/python/test_hoist_converts.py > "$O/shfl-tests.txt" 2>&1
+    echo "shfl tests rc=$?"
+    grep -E "passed|failed" "$O/shfl-tests.txt" | tail -1
+    grep -E "^FAILED|^ERROR" "$O/shfl-tests.txt" | cut -c1-190 | head -10
+    for v in 0 1; do
+      CTRITON_SHFL_CONVERT=$v timeout 90 python3 bench/tc_gpu.py --only attention --quick --rounds 3 \
+        > "$O/shfl-attn-$v.txt" 2>&1
+      echo "shfl_convert=$v attention rc=$?"
+      grep -E "bwd|Error" "$O/shfl-attn-$v.txt" | cut -c1-190
+      CTRITON_SHFL_CONVERT=$v timeout 120 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 06 \
+        --quick --warm 1 --rounds 3 --bwd --case bwd > "$O/shfl-06-$v.txt" 2>&1
+      echo "shfl_convert=$v tutorial 06 rc=$?"
+      grep -E "^06.*bwd|Error" "$O/shfl-06-$v.txt" | cut -c1-190
     done
     ;;
   fuzz)

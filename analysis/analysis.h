@@ -307,6 +307,9 @@ bool an_reg_permutation(const IrOp *op, int k, int num_warps, int warp_size, int
 /* Whether every result of op is such a renaming and the backend lowers it
  * so (conversions to dot operands excepted): no scratch, no barrier. */
 bool an_regs_only(const IrOp *op, int num_warps, int warp_size);
+/* The only user of v when it has exactly one and that one is in v's block
+ * (after its definition), else NULL. */
+IrOp *an_only_user(IrFunc *f, IrValue *v);
 /* Whether convert_layout op moves a vector by warp shuffles: its source
  * gives each of its S elements to a lane of its own in every warp (one
  * register a thread, lane e * lane_stride holding element e, the warps

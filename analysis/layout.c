@@ -1875,17 +1875,6 @@ static void hoist_converts(RCtx *r, IrBlock *b)
  * conversion follows it. Repeated, the conversion reaches the narrow
  * result and moves half the bytes through shared memory, as Triton places
  * it. Only ops in the conversion's own block move. */
-static IrOp *only_user_here(IrFunc *f, IrValue *v)
-{
-	if (ir_count_uses(f, v) != 1 || !v->def)
-		return NULL;
-	for (IrOp *u = v->def->next; u; u = u->next)
-		for (int i = 0; i < u->nops; i++)
-			if (u->ops[i] == v)
-				return u;
-	return NULL;
-}
-
 static bool sinkable_elem(const IrOp *op)
 {
 	unsigned fl = ir_opinfo(op->opc)->flags;
@@ -1903,7 +1892,7 @@ static bool chain_narrows(IrFunc *f, IrOp *op, int depth)
 		return true;
 	if (depth >= 6 || rb > ib)
 		return false;
-	IrOp *u = only_user_here(f, &op->res[0]);
+	IrOp *u = an_only_user(f, &op->res[0]);
 	return u && sinkable_elem(u) && chain_narrows(f, u, depth + 1);
 }
 
@@ -1921,7 +1910,7 @@ static void sink_converts(RCtx *r, IrBlock *b)
 		if (!sl || !dl || dl->kind == LAYOUT_DOT_OP || sl->kind == LAYOUT_DOT_OP ||
 		    (sl->kind != LAYOUT_MMA && sl->kind != LAYOUT_BLOCKED) || src->type->rank != dst->type->rank)
 			continue;
-		IrOp *e = only_user_here(r->f, dst);
+		IrOp *e = an_only_user(r->f, dst);
 		if (!e || !sinkable_elem(e) || !chain_narrows(r->f, e, 0))
 			continue;
 		bool ok = true;

@@ -257,8 +257,7 @@ static bool same_cast(const IrOp *a, const IrOp *b)
 	       !strcmp(ir_op_str(a, "rounding", ""), ir_op_str(b, "rounding", ""));
 }
 
-/* The only user of v when it has exactly one (in v's block), else NULL. */
-static IrOp *only_user(IrFunc *f, IrValue *v)
+IrOp *an_only_user(IrFunc *f, IrValue *v)
 {
 	if (ir_count_uses(f, v) != 1 || !v->def)
 		return NULL;
@@ -300,7 +299,7 @@ static bool casts_first_block(IrFunc *f, IrBlock *b)
 		IrOp *casts[2] = {NULL, NULL};
 		bool ok = true;
 		for (int k = 0; k < op->nres && ok; k++) {
-			casts[k] = only_user(f, &op->res[k]);
+			casts[k] = an_only_user(f, &op->res[k]);
 			ok = casts[k] && casts[k]->parent == b && same_cast(casts[k], casts[0]);
 		}
 		if (!ok)

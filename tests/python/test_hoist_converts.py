@@ -48,6 +48,17 @@ def _compile(fn, sig, cx, warps, stages):
                           options={"num_warps": warps, "num_stages": stages})
 
 
+def _attn_bwd_d64():
+    """kernels/attention.py's attn_bwd at D64 (blocks of 32 / 128): its
+    signature and constexprs."""
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
+           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
+           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
+    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
+    sig.update({k: "constexpr" for k in cx})
+    return sig, cx
+
+
 def _loop_converts(ttgir):
     """(conversions inside loop bodies, conversions outside), by nesting:
     the function body's ops are indented two spaces."""
@@ -118,11 +129,7 @@ def test_attn_bwd_dq_loop_keeps_no_invariant_conversion(monkeypatch):
     if not _have_ptxas():
         pytest.skip("ptxas not found")
     from kernels.attention import attn_bwd
-    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
-           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
-           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
-    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
-    sig.update({k: "constexpr" for k in cx})
+    sig, cx = _attn_bwd_d64()
     monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "0")
     k0 = _compile(attn_bwd, sig, cx, 4, 5)
     monkeypatch.setenv("CTRITON_HOIST_CONVERTS", "1")
@@ -144,11 +151,7 @@ def test_attn_bwd_vectors_by_shuffles(monkeypatch):
     if not _have_ptxas():
         pytest.skip("ptxas not found")
     from kernels.attention import attn_bwd
-    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
-           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
-           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
-    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
-    sig.update({k: "constexpr" for k in cx})
+    sig, cx = _attn_bwd_d64()
     ks = []
     for v in ("0", "1"):
         monkeypatch.setenv("CTRITON_SHFL_CONVERT", v)

@@ -18,6 +18,7 @@ import ctriton.language as tl
 from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler import ASTSource
 
+from test_wgmma_dtypes import TORCH_DT
 from wgmma_kernels import dot_dtype_kernel
 
 PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
@@ -127,10 +128,6 @@ def test_attention_tile_of_64_rows_with_8_warps(BN, D):
         assert "mma.sync.aligned.m16n8k16" in ptx
     if PTXAS:
         assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
-
-
-TORCH_DT = {"fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",
-            "fp32": "float32", "i8": "int8"}
 
 
 def _sm90():

@@ -80,6 +80,34 @@ TORCH_DT = {"fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "
             "fp32": "float32", "i8": "int8"}
 
 
+def run_dot_dtype(torch, a_t, b_t, c_t, prec, b_col, stages, M, N, K, nw, seed):
+    """dot_dtype_kernel on the GPU over random a_t / b_t operands (B stored
+    column-major when b_col), accumulating in c_t, against torch: int8
+    exactly (int64 on the CPU: no integer matmul on CUDA), the others by
+    relative error."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def rand(shape, name):
+        if name == "i8":
+            return torch.randint(-8, 8, shape, device="cuda", generator=g, dtype=torch.int8)
+        return torch.randn(shape, device="cuda", generator=g).to(getattr(torch, TORCH_DT[name]))
+
+    a = rand((M, K), a_t)
+    bm = rand((K, N), b_t)
+    b = bm.t().contiguous() if b_col else bm  # column-major: stored [N][K]
+    cdt = {"i32": torch.int32, "fp16": torch.float16, "fp32": torch.float32}[c_t]
+    c = torch.full((M, N), -7, device="cuda", dtype=cdt)
+    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC=prec,
+                           ACC16=c_t == "fp16", num_warps=nw, num_stages=stages)
+    if c_t == "i32":
+        ref = a.cpu().to(torch.int64) @ bm.cpu().to(torch.int64)
+        assert torch.equal(c.cpu().to(torch.int64), ref)
+    else:
+        ref = a.double() @ bm.double()
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (3e-3 if a_t == "fp32" else 1e-2), err
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("stages", [1, 3])
 @pytest.mark.parametrize("b_col", [False, True])
@@ -89,28 +117,7 @@ def test_wgmma_dtype_gpu(types, b_col, stages):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("needs an sm_90 GPU")
     a_t, b_t, c_t, prec, _ = types
-    M, N, K = 128, 128, 256
-    g = torch.Generator(device="cuda").manual_seed(0)
-
-    def rand(shape, name):
-        if name == "i8":
-            return torch.randint(-8, 8, shape, device="cuda", generator=g, dtype=torch.int8)
-        x = torch.randn(shape, device="cuda", generator=g)
-        return x.to(getattr(torch, TORCH_DT[name]))
-
-    a = rand((M, K), a_t)
-    bm = rand((K, N), b_t)
-    b = bm.t().contiguous() if b_col else bm  # column-major: stored [N][K]
-    c = torch.full((M, N), -7, device="cuda", dtype=torch.int32 if c_t == "i32" else torch.float32)
-    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC=prec, ACC16=False,
-                           num_warps=4, num_stages=stages)
-    if c_t == "i32":
-        ref = a.cpu().to(torch.int64) @ bm.cpu().to(torch.int64)  # no integer matmul on CUDA
-        assert torch.equal(c.cpu().to(torch.int64), ref)
-    else:
-        ref = a.double() @ bm.double()
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < (3e-3 if a_t == "fp32" else 1e-2), err
+    run_dot_dtype(torch, a_t, b_t, c_t, prec, b_col, stages, 128, 128, 256, 4, seed=0)
 
 
 @pytest.mark.gpu

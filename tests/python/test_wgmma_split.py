@@ -18,7 +18,7 @@ import ctriton.language as tl
 from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler import ASTSource
 
-from test_wgmma_dtypes import TORCH_DT
+from test_wgmma_dtypes import run_dot_dtype
 from wgmma_kernels import dot_dtype_kernel
 
 PTXAS = os.environ.get("CTRITON_PTXAS_PATH") or (
@@ -145,28 +145,7 @@ def _sm90():
 def test_split_dot_gpu(types, b_col, stages, M, N, nw):
     torch = _sm90()
     a_t, b_t, c_t, _, _ = types
-    K = 256
-    g = torch.Generator(device="cuda").manual_seed(5)
-
-    def rand(shape, name):
-        if name == "i8":
-            return torch.randint(-8, 8, shape, device="cuda", generator=g, dtype=torch.int8)
-        return torch.randn(shape, device="cuda", generator=g).to(getattr(torch, TORCH_DT[name]))
-
-    a = rand((M, K), a_t)
-    bm = rand((K, N), b_t)
-    b = bm.t().contiguous() if b_col else bm
-    cdt = {"i32": torch.int32, "fp16": torch.float16, "fp32": torch.float32}[c_t]
-    c = torch.full((M, N), -7, device="cuda", dtype=cdt)
-    dot_dtype_kernel[(1,)](a, b, c, K, M=M, N=N, BK=64, B_COL=b_col, INT=c_t == "i32", PREC="tf32",
-                           ACC16=c_t == "fp16", num_warps=nw, num_stages=stages)
-    if c_t == "i32":
-        ref = a.cpu().to(torch.int64) @ bm.cpu().to(torch.int64)
-        assert torch.equal(c.cpu().to(torch.int64), ref)
-    else:
-        ref = a.double() @ bm.double()
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < (3e-3 if a_t == "fp32" else 1e-2), err
+    run_dot_dtype(torch, a_t, b_t, c_t, "tf32", b_col, stages, M, N, 256, nw, seed=5)
 
 
 @pytest.mark.gpu

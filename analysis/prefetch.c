@@ -26,6 +26,7 @@
 #include "analysis.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct PCtx {
@@ -1936,6 +1937,147 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions 
 	return true;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Tiles loaded once before pipelined loops (cp.async, one slot)            */
+/* ------------------------------------------------------------------------- */
+
+/* Attention's q (and the backward pass's k, v, q and do) is loaded once
+ * before the loop and read by a warpgroup MMA in every iteration. Loaded
+ * into registers and then stored into its staging buffer, it keeps the
+ * loop's first copies from starting until it has arrived (each thread
+ * stores its part, then a barrier): two global latencies before the first
+ * MMA. Copied with cp.async straight into a one-slot buffer instead, it is
+ * in flight together with the loop's first tiles, and the MMAs read the
+ * slot (a local_read in the body).
+ *
+ * Safe where every use is operand A (or every use B) of a warpgroup MMA at
+ * the top level of the body of a later loop of the same block whose
+ * cp.async wait and barrier come before that use: the copy commits its own
+ * group where the load was, older than any group of those loops'
+ * prologues, so each loop's first wait covers it (groups complete in
+ * order). CTRITON_ASYNC_INVARIANTS=0 keeps the loads (part of the key). */
+
+/* Whether a cp.async wait and then a barrier come before op `use` at the top
+ * level of body. */
+static bool waited_before(const IrBlock *body, const IrOp *use)
+{
+	bool wait = false;
+	for (const IrOp *op = body->first; op && op != use; op = op->next) {
+		if (op->opc == OP_ASYNC_WAIT)
+			wait = true;
+		else if (op->opc == OP_BARRIER && wait)
+			return true;
+	}
+	return false;
+}
+
+/* The loops after L in its block whose bodies hold every use of L's tile,
+ * each as operand A (a) or each as operand B of a warpgroup MMA after the
+ * body's wait (waited_before). *a says which operand; 0 loops: not so. */
+static int invariant_loops(IrCtx *ctx, IrFunc *f, IrOp *L, const AnGpuOptions *o, IrOp **loops, int max, bool *a)
+{
+	IrValue *v = &L->res[0];
+	int n = ir_count_uses(f, v), seen = 0, nl = 0, sa = 0, sb = 0;
+	for (IrOp *op = L->next; op && seen < n; op = op->next) {
+		if (op->opc != OP_FOR || op->nregions != 1)
+			continue;
+		int here = 0;
+		for (IrOp *d = op->regions[0]->first; d; d = d->next) {
+			int u = 0;
+			for (int i = 0; i < d->nops; i++)
+				u += d->ops[i] == v;
+			if (!u)
+				continue;
+			const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(ctx, d, o) : NULL;
+			if (u != 1 || !l || l->version_major != 3 || d->ops[2] == v ||
+			    !waited_before(op->regions[0], d))
+				return 0;
+			sa += d->ops[0] == v;
+			sb += d->ops[1] == v;
+			here++;
+		}
+		if (here && nl == max)
+			return 0;
+		if (here)
+			loops[nl++] = op;
+		seen += here;
+	}
+	if (seen != n || (sa && sb))
+		return 0;
+	*a = sa > 0;
+	return nl;
+}
+
+/* A pointer load (no tensor-map tail) of a 2-D tile of at least 16 x 16. */
+static bool tile_load(const IrOp *op)
+{
+	const IrType *t = op->nres == 1 ? op->res[0].type : NULL;
+	return op->opc == OP_LOAD && op->nops <= 3 && ir_is_block(t) && t->rank == 2 && t->shape[0] >= 16 &&
+	       t->shape[1] >= 16 && !ir_op_int(op, "tma", 0) && !ir_find_attr(op->nattrs, op->attrs, "volatile");
+}
+
+static void async_invariants(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, const AnAxis *ax, int *nbuf)
+{
+	const IrType *i32 = ir_type(ctx, TY_I32);
+	for (IrOp *op = b->first; op;) {
+		IrOp *next = op->next;
+		for (int r = 0; r < op->nregions; r++)
+			async_invariants(ctx, f, op->regions[r], o, ax, nbuf);
+		IrOp *loops[8];
+		bool isa = false, trans = false;
+		int nl = tile_load(op) ? invariant_loops(ctx, f, op, o, loops, 8, &isa) : 0;
+		if (!nl || !slot_ok_a(op, o, ax, !isa, isa, &trans)) {
+			op = next;
+			continue;
+		}
+		/* the copy and its own group where the load was */
+		IrBuilder pb;
+		ir_builder_init(&pb, ctx);
+		ir_builder_before(&pb, op);
+		pb.loc = op->loc;
+		IrValue *slot = ir_const_int(&pb, i32, 0);
+		slot->id = -1;
+		IrValue *ops[3] = {op->ops[0], slot, op->nops > 1 ? op->ops[1] : NULL};
+		IrOp *c = ir_build(&pb, OP_ASYNC_COPY, ops[2] ? 3 : 2, ops, 0, NULL, 0);
+		int buf = (*nbuf)++;
+		ir_op_set_int(ctx, c, "buffer", buf);
+		if (trans)
+			ir_op_set_int(ctx, c, "transposed", 1);
+		ir_op_set_int(ctx, c, "stages", 1);
+		ir_build(&pb, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
+		/* in each loop, a read of the slot before the first MMA reading it */
+		for (int k = 0; k < nl; k++) {
+			IrBlock *body = loops[k]->regions[0];
+			IrOp *first = body->first;
+			while (first && !reads_value(first, &op->res[0]))
+				first = first->next;
+			IrBuilder bb;
+			ir_builder_init(&bb, ctx);
+			ir_builder_before(&bb, first);
+			bb.loc = op->loc;
+			IrValue *s = ir_const_int(&bb, i32, 0);
+			s->id = -1;
+			IrOp *rd = ir_build(&bb, OP_LOCAL_READ, 1, &s, 1, &op->res[0].type, 0);
+			ir_op_set_int(ctx, rd, "buffer", buf);
+			if (trans)
+				ir_op_set_int(ctx, rd, "transposed", 1);
+			rd->res[0].id = -1;
+			for (IrOp *d = first; d; d = d->next)
+				for (int i = 0; i < d->nops; i++)
+					if (d->ops[i] == &op->res[0])
+						d->ops[i] = &rd->res[0];
+		}
+		ir_op_unlink(op);
+		op = next;
+	}
+}
+
+static bool async_invariants_on(void)
+{
+	const char *e = getenv("CTRITON_ASYNC_INVARIANTS");
+	return !(e && e[0] == '0');
+}
+
 static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S, int *nbuf)
 {
 	for (IrOp *op = b->first; op; op = op->next) {
@@ -1970,4 +2112,6 @@ void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages)
 		return;
 	int nbuf = 0;
 	walk(f->module->ctx, f, f->body, o, num_stages, &nbuf);
+	if (nbuf && o->arch >= 90 && async_invariants_on())
+		async_invariants(f->module->ctx, f, f->body, o, an_axis_info(f), &nbuf);
 }

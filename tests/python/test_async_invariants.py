@@ -1,0 +1,212 @@
+"""A tile loaded once before pipelined loops and read only as a warpgroup
+MMA operand in them (attention's q; the backward pass's k, v, q and do)
+is copied with cp.async into a one-slot buffer, in its own group, where
+the load was; each loop reads the slot after its first wait
+(analysis/prefetch.c async_invariants; CTRITON_ASYNC_INVARIANTS=0 keeps
+the load). Checked on kernels compiled for sm_90a (no GPU needed) and,
+marked `gpu`, against torch."""
+import os
+import re
+import sys
+
+import pytest
+
+import ctriton as triton
+import ctriton.language as tl
+
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
+
+
+@triton.jit
+def a_once(A, B, O, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, A_TWICE: tl.constexpr,
+           OTHER: tl.constexpr):
+    """O[:M, n-block] = A[:M, :K] @ sum_i B_i[:, n-block]: A loaded once
+    (its rows past M masked, zero), the B_i streamed."""
+    pid = tl.program_id(0)
+    rm = tl.arange(0, BM)
+    rk = tl.arange(0, K)
+    rn = pid * BN + tl.arange(0, BN)
+    a = tl.load(A + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=OTHER)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for i in range(4):
+        b = tl.load(B + i * K * N + rk[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    if A_TWICE:  # a second loop reading the same tile
+        for i in range(4, 6):
+            b = tl.load(B + i * K * N + rk[:, None] * N + rn[None, :])
+            acc += tl.dot(a, b)
+    tl.store(O + rm[:, None] * N + rn[None, :], acc, mask=rm[:, None] < M)
+
+
+@triton.jit
+def b_once(A, W, O, M, K: tl.constexpr, N: tl.constexpr, BM: tl.constexpr, STORE_W: tl.constexpr):
+    """O[m-block] = sum_i A_i[m-block] @ W: W (K x N) loaded once as B."""
+    pid = tl.program_id(0)
+    rm = pid * BM + tl.arange(0, BM)
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)
+    w = tl.load(W + rk[:, None] * N + rn[None, :])
+    acc = tl.zeros((BM, N), tl.float32)
+    for i in range(3):
+        a = tl.load(A + i * M * K + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=0.0)
+        acc += tl.dot(a, w)
+    if STORE_W:  # w also read outside the dots: it stays a load
+        tl.store(O + M * N + rk[:, None] * N + rn[None, :], w.to(tl.float32))
+    tl.store(O + rm[:, None] * N + rn[None, :], acc, mask=rm[:, None] < M)
+
+
+A_SIG = {"A": "*fp16", "B": "*fp16", "O": "*fp32", "M": "i32", "N": "i32", "K": "constexpr", "BM": "constexpr",
+         "BN": "constexpr", "A_TWICE": "constexpr", "OTHER": "constexpr"}
+B_SIG = {"A": "*fp16", "W": "*fp16", "O": "*fp32", "M": "i32", "K": "constexpr", "N": "constexpr",
+         "BM": "constexpr", "STORE_W": "constexpr"}
+
+
+def _have_ptxas():
+    import shutil
+    return bool(os.environ.get("CTRITON_PTXAS_PATH") or os.path.exists("/usr/local/cuda/bin/ptxas") or
+                shutil.which("ptxas"))
+
+
+needs_ptxas = pytest.mark.skipif(not _have_ptxas(), reason="ptxas not found")
+
+
+def _compile(fn, sig, cx, warps=4, stages=3, arch=90):
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    attrs = {n: {"divisibility": 16} for n in sig if sig[n] not in ("constexpr", "fp32") and n != "M"}
+    return triton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+def _once_copies(ttgir):
+    """The one-slot copies (before any loop) and, per buffer, how many
+    loop-body reads of it there are."""
+    copies = re.findall(r"async_copy[^\n]*\{buffer = (\d+)[^\n]*stages = 1", ttgir)
+    return {b: len(re.findall(r"local_read[^\n]*\{buffer = %s[,}]" % b, ttgir)) for b in copies}
+
+
+def _a_cx(**kw):
+    cx = dict(K=64, BM=64, BN=64, A_TWICE=False, OTHER=0.0)
+    cx.update(kw)
+    return cx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_once_copied(twice, monkeypatch):
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    k = _compile(a_once, A_SIG, _a_cx(A_TWICE=twice))
+    ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
+    # one copy, read in each loop's body
+    assert list(_once_copies(ttgir).values()) == [2 if twice else 1], ttgir
+    loop = ttgir.index(" = for ")
+    # the copy comes before the loop's own first copies, and a's rows past
+    # M are masked (zero-filled): the copy has a mask operand
+    pre = ttgir[:loop]
+    once = [ln for ln in pre.splitlines() if "async_copy" in ln and "stages = 1" in ln][0]
+    assert pre.index(once) < min(pre.index(ln) for ln in pre.splitlines() if "async_copy" in ln and "stages = 3" in ln)
+    assert once.count("%") == 3, once  # pointers, slot, mask
+    # no staging of a through registers
+    assert not re.search(r"convert_layout[^\n]*#dot_op<opidx = 0", pre)
+    assert "wgmma.mma_async" in ptx and k.n_spills == 0
+
+
+@needs_ptxas
+def test_a_once_off_and_kept(monkeypatch):
+    """CTRITON_ASYNC_INVARIANTS=0, a non-zero `other`, sm_80: the load stays."""
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "0")
+    assert _once_copies(_compile(a_once, A_SIG, _a_cx()).asm["ct.ttgir"]) == {}
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    assert _once_copies(_compile(a_once, A_SIG, _a_cx(OTHER=1.0)).asm["ct.ttgir"]) == {}
+    assert _once_copies(_compile(a_once, A_SIG, _a_cx(), arch=80).asm["ct.ttgir"]) == {}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("store_w", [False, True])
+def test_b_once(store_w, monkeypatch):
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    k = _compile(b_once, B_SIG, dict(K=64, N=128, BM=128, STORE_W=store_w), warps=8)
+    copies = _once_copies(k.asm["ct.ttgir"])
+    assert list(copies.values()) == ([] if store_w else [1]), copies
+    assert k.n_spills == 0
+
+
+def _attn_fwd(D, nw, stage):
+    import importlib
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    from compile_time import attn_fwd_sig
+    at = importlib.import_module("kernels.attention")
+    sig, cx = attn_fwd_sig()
+    cx.update(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, STAGE=stage)
+    sig.update({k: "constexpr" for k in cx})
+    return _compile(at.attn_fwd, sig, cx, warps=nw, stages=2)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
+@pytest.mark.parametrize("stage", [1, 3])
+def test_attention_forward_q(D, nw, stage, monkeypatch):
+    """q copied once; the causal form (stage 3) reads it in both of its
+    loops. Zero spills either way."""
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    k = _attn_fwd(D, nw, stage)
+    assert list(_once_copies(k.asm["ct.ttgir"]).values()) == [2 if stage == 3 else 1]
+    assert k.n_spills == 0
+
+
+@needs_ptxas
+def test_attention_backward_operands(monkeypatch):
+    """The backward pass: k and v (the dK/dV loops' A operands) and q and
+    do (the dQ loops'), each read in the masked and the unmasked loop."""
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    import importlib
+    at = importlib.import_module("kernels.attention")
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
+           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
+           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
+    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
+    sig.update({k: "constexpr" for k in cx})
+    k = _compile(at.attn_bwd, sig, cx, warps=4, stages=5)
+    assert list(_once_copies(k.asm["ct.ttgir"]).values()) == [2, 2, 2, 2]
+    assert k.n_spills == 0
+
+
+# ---------------------------------------------------------------------------
+# on the GPU, against torch
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on", ["1", "0"])
+@pytest.mark.parametrize("twice", [False, True])
+@pytest.mark.parametrize("M", [64, 37])
+def test_a_once_gpu(on, twice, M, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", on)
+    K, N, BN = 64, 256, 64
+    g = torch.Generator(device="cuda").manual_seed(M + 7 * twice)
+    a = torch.randn(M, K, device="cuda", generator=g).half()
+    b = torch.randn(6, K, N, device="cuda", generator=g).half()
+    o = torch.full((M, N), float("nan"), device="cuda")
+    a_once[(N // BN,)](a, b, o, M, N, K=K, BM=64, BN=BN, A_TWICE=twice, OTHER=0.0, num_warps=4, num_stages=3)
+    ref = a.float() @ b[:6 if twice else 4].float().sum(0)
+    torch.testing.assert_close(o, ref, atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on", ["1", "0"])
+@pytest.mark.parametrize("M", [256, 200])
+def test_b_once_gpu(on, M, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", on)
+    K, N, BM = 64, 128, 128
+    g = torch.Generator(device="cuda").manual_seed(M)
+    a = torch.randn(3, M, K, device="cuda", generator=g).half()
+    w = torch.randn(K, N, device="cuda", generator=g).half()
+    o = torch.full((M * N + K * N,), float("nan"), device="cuda")
+    b_once[(triton.cdiv(M, BM),)](a, w, o, M, K=K, N=N, BM=BM, STORE_W=False, num_warps=8, num_stages=3)
+    ref = a.float().sum(0) @ w.float()
+    torch.testing.assert_close(o[:M * N].view(M, N), ref, atol=5e-2, rtol=1e-2)

@@ -673,6 +673,15 @@ static LLVMValueRef xchg_elem_addr(Nv *nv, void *ctx, LLVMValueRef row, LLVMValu
 	return nv_smem_addr32(nv, a->off, b, 1);
 }
 
+/* Whether op runs inside a loop. */
+static bool in_loop(const IrOp *op)
+{
+	for (const IrOp *p = op->parent ? op->parent->parent_op : NULL; p; p = p->parent ? p->parent->parent_op : NULL)
+		if (p->opc == OP_FOR || p->opc == OP_WHILE)
+			return true;
+	return false;
+}
+
 static void lower_convert_staged(Nv *nv, IrOp *op)
 {
 	const IrValue *v = op->ops[0];
@@ -688,13 +697,16 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	int R = (int)ir_op_int(op, "rounds", 1);
 	/* 16-bit values from an accumulator's arrangement into a staging whose
 	 * columns run fastest: stmatrix, 16 x 16 a warp at a time (a quarter
-	 * of the shared stores). Opt-in (CTRITON_STMATRIX_CONVERT=1, part of
-	 * the cache key): correct on an H100, but about 1% faster at most
-	 * there (tutorials 03 and 08), and one kernel already at 255
-	 * registers spilled with it. The tensor stores' stmatrix (dot.c) is
-	 * the same code with the tile's addresses */
+	 * of the shared stores). By default only outside loops (an epilogue
+	 * that runs once: attention's output, a matmul's C); inside a loop (a
+	 * persistent kernel's tile loop) one kernel already at 255 registers
+	 * spilled with it, and it was at most 1% faster there on an H100.
+	 * CTRITON_STMATRIX_CONVERT=1 everywhere, =0 nowhere (part of the cache
+	 * key). The tensor stores' stmatrix (dot.c) is the same code with the
+	 * tile's addresses */
 	const char *sx = getenv("CTRITON_STMATRIX_CONVERT");
-	bool stm = sx && sx[0] == '1' && R <= 1 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
+	bool stm_here = sx && sx[0] ? sx[0] == '1' : !in_loop(op);
+	bool stm = stm_here && R <= 1 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
 		   (rt->shape[1] * es) % 16 == 0 && nv_stmatrix_ok(nv, v, &ms);
 	xchg_plan(rt, f, &ms, &md, vs, vd, stm, &x);
 	LLVMTypeRef et = isbool ? LLVMInt8TypeInContext(nv->c) : nv_llty(nv, st);

@@ -1,10 +1,11 @@
-"""stmatrix in conversions (backend/nvptx/shape.c, opt-in with
-CTRITON_STMATRIX_CONVERT=1): on sm_90 a 16-bit block in an accumulator's
-arrangement converted through shared memory (a matmul's epilogue into the
-layout of its store) is written with stmatrix.x4, 16 x 16 elements a warp
-per instruction, instead of one 32-bit store per column pair. The PTX is
-checked here (ptxas assembles it, no spills); the GPU cases compare with
-torch."""
+"""stmatrix in conversions (backend/nvptx/shape.c): on sm_90 a 16-bit
+block in an accumulator's arrangement converted through shared memory (a
+matmul's epilogue into the layout of its store) is written with
+stmatrix.x4, 16 x 16 elements a warp per instruction, instead of one
+32-bit store per column pair. By default only outside loops (an epilogue
+that runs once); CTRITON_STMATRIX_CONVERT=1 everywhere, =0 nowhere. The
+PTX is checked here (ptxas assembles it, no spills); the GPU cases compare
+with torch."""
 import os
 import re
 import shutil
@@ -67,13 +68,55 @@ def test_sm90_epilogue_conversion_takes_stmatrix(BM, BN, BK, warps, n, out, monk
     assert "stmatrix" not in k0.asm["ptx"]
 
 
+@triton.jit
+def persistent_mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """mm_kernel's tiles in a loop over tiles (its epilogue inside that loop)."""
+    tiles_n = tl.cdiv(N, BN)
+    for t in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
+        rm = (t // tiles_n) * BM + tl.arange(0, BM)
+        rn = (t % tiles_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptr + rm[:, None] * K + (k * BK + rk)[None, :],
+                        mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + rn[None, :],
+                        mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("env", [None, "1", "0"])
+def test_default_outside_loops_only(env, monkeypatch):
+    """Unset: the once-run epilogue takes stmatrix, the one in a loop over
+    tiles does not; =1 both; =0 neither."""
+    if env is None:
+        monkeypatch.delenv("CTRITON_STMATRIX_CONVERT", raising=False)
+    else:
+        monkeypatch.setenv("CTRITON_STMATRIX_CONVERT", env)
+    once = _compile(128, 128, 64, 4).asm["ptx"].count("stmatrix.sync.aligned.m8n8.x4.shared.b16")
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    attrs = {(i,): {"divisibility": 16} for i in range(6)}
+    k = triton.compile(ASTSource(persistent_mm, sig, dict(BM=128, BN=128, BK=64), attrs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+    looped = k.asm["ptx"].count("stmatrix.sync.aligned.m8n8.x4.shared.b16")
+    assert (once, looped) == {None: (16, 0), "1": (16, 16), "0": (0, 0)}[env]
+    assert k.n_spills == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("BM,BN,BK,warps", [(128, 128, 64, 4), (128, 256, 64, 8), (64, 128, 64, 4)])
 @pytest.mark.parametrize("out", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K", [(256, 512, 192), (200, 300, 100)])
-def test_gpu_epilogue_stmatrix(BM, BN, BK, warps, out, M, N, K, monkeypatch):
+@pytest.mark.parametrize("env", [None, "1"])
+def test_gpu_epilogue_stmatrix(BM, BN, BK, warps, out, M, N, K, env, monkeypatch):
     import torch
-    monkeypatch.setenv("CTRITON_STMATRIX_CONVERT", "1")
+    if env is None:
+        monkeypatch.delenv("CTRITON_STMATRIX_CONVERT", raising=False)
+    else:
+        monkeypatch.setenv("CTRITON_STMATRIX_CONVERT", env)
     torch.manual_seed(0)
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)

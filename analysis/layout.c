@@ -1874,7 +1874,11 @@ static void hoist_converts(RCtx *r, IrBlock *b)
  * (expand_again: l is a slice of the mma layout already), and the
  * conversion follows it. Repeated, the conversion reaches the narrow
  * result and moves half the bytes through shared memory, as Triton places
- * it. Only ops in the conversion's own block move. */
+ * it. An elementwise op two or more of whose operands are conversions out
+ * of one layout (or unary ops of such: log2(convert(l))) likewise runs in
+ * that layout, out of a slice too, and one conversion of its result
+ * replaces theirs (merged_convs). Only ops in the conversion's own block
+ * move. */
 static bool sinkable_elem(const IrOp *op)
 {
 	unsigned fl = ir_opinfo(op->opc)->flags;
@@ -1896,6 +1900,41 @@ static bool chain_narrows(IrFunc *f, IrOp *op, int depth)
 	return u && sinkable_elem(u) && chain_narrows(f, u, depth + 1);
 }
 
+/* v is a conversion out of layout sl. */
+static bool conv_from(const IrValue *v, const IrLayout *sl)
+{
+	const IrOp *d = v->def;
+	return d && d->opc == OP_CONVERT_LAYOUT && d->ops[0]->type->layout == sl &&
+	       d->ops[0]->type->rank == v->type->rank;
+}
+
+/* v is a unary elementwise op, read only by its user, of a conversion out
+ * of sl read only by it, no wider than its operand (log2(convert(l))). */
+static bool unary_of_conv(IrFunc *f, IrValue *v, const IrLayout *sl)
+{
+	IrOp *u = v->def;
+	return u && sinkable_elem(u) && u->nops == 1 && conv_from(u->ops[0], sl) && an_only_user(f, v) &&
+	       an_only_user(f, u->ops[0]) == u &&
+	       ir_type_bits(ir_scalar(v->type)) <= ir_type_bits(ir_scalar(u->ops[0]->type));
+}
+
+/* How many of e's operands come out of layout sl by a conversion (or a
+ * unary op of one): with two or more, e runs in sl and one conversion of
+ * its result replaces them (attention's epilogue: m_i + log2(l_i), both
+ * vectors in a slice of the mma layout, stored in a blocked one). 0 when e
+ * widens. */
+static int merged_convs(IrFunc *f, IrOp *e, const IrLayout *sl)
+{
+	int n = 0, wb = 0;
+	for (int i = 0; i < e->nops; i++) {
+		IrValue *o = e->ops[i];
+		if (is_blk(o) && ir_type_bits(ir_scalar(o->type)) > wb)
+			wb = ir_type_bits(ir_scalar(o->type));
+		n += is_blk(o) && (conv_from(o, sl) || unary_of_conv(f, o, sl));
+	}
+	return ir_type_bits(ir_scalar(e->res[0].type)) <= wb ? n : 0;
+}
+
 static void sink_converts(RCtx *r, IrBlock *b)
 {
 	IrCtx *ctx = r->f->module->ctx;
@@ -1908,15 +1947,22 @@ static void sink_converts(RCtx *r, IrBlock *b)
 		IrValue *src = op->ops[0], *dst = &op->res[0];
 		const IrLayout *sl = src->type->layout, *dl = dst->type->layout;
 		if (!sl || !dl || dl->kind == LAYOUT_DOT_OP || sl->kind == LAYOUT_DOT_OP ||
-		    (sl->kind != LAYOUT_MMA && sl->kind != LAYOUT_BLOCKED) || src->type->rank != dst->type->rank)
+		    (sl->kind != LAYOUT_MMA && sl->kind != LAYOUT_BLOCKED && sl->kind != LAYOUT_SLICE) ||
+		    src->type->rank != dst->type->rank)
 			continue;
 		IrOp *e = an_only_user(r->f, dst);
-		if (!e || !sinkable_elem(e) || !chain_narrows(r->f, e, 0))
+		if (!e || !sinkable_elem(e))
+			continue;
+		/* narrowing chains out of a register layout; merges out of a
+		 * slice of one too */
+		bool merge = sl->kind == LAYOUT_SLICE || !chain_narrows(r->f, e, 0);
+		if (merge && merged_convs(r->f, e, sl) < 2)
 			continue;
 		bool ok = true;
 		for (int i = 0; i < e->nops && ok; i++) {
 			IrValue *o = e->ops[i];
-			ok = o == dst || !is_blk(o) || remat_ok(o, 0) || expanded_source(o);
+			ok = o == dst || !is_blk(o) || remat_ok(o, 0) || expanded_source(o) ||
+			     (merge && (conv_from(o, sl) || unary_of_conv(r->f, o, sl)));
 		}
 		if (!ok)
 			continue;
@@ -1927,7 +1973,18 @@ static void sink_converts(RCtx *r, IrBlock *b)
 				ops[i] = src;
 			else if (!is_blk(o))
 				ops[i] = o;
-			else if (remat_ok(o, 0))
+			else if (merge && conv_from(o, sl))
+				ops[i] = o->def->ops[0];
+			else if (merge && unary_of_conv(r->f, o, sl)) { /* the unary op again, in sl */
+				IrOp *u = o->def;
+				IrValue *x = u->ops[0]->def->ops[0];
+				const IrType *ut = ir_type_with_layout(ctx, o->type, sl);
+				IrOp *nu = ir_op_new(ctx, u->opc, 1, &x, 1, &ut, 0, u->loc);
+				nu->nattrs = u->nattrs;
+				nu->attrs = u->attrs;
+				ir_block_insert_before(b, e, nu);
+				ops[i] = &nu->res[0];
+			} else if (remat_ok(o, 0))
 				ops[i] = remat(ctx, b, e, o, sl);
 			else
 				ops[i] = expand_again(ctx, b, e, o, sl);

@@ -220,11 +220,23 @@ def test_epilogue_conversion_sinks_to_the_narrow_result(monkeypatch):
     assert k1.n_spills == 0
 
 
-def test_attention_forward_epilogue_converts_f16(monkeypatch):
+def _vec_converts_after_loop(ttgir):
+    tail = ttgir[ttgir.rindex(" = for "):]
+    tail = tail[tail.index("\n  }"):]
+    return [ln for ln in tail.splitlines() if "= convert_layout " in ln and ": block<128xf32" in ln]
+
+
+@pytest.mark.parametrize("sink", ["0", "1"])
+def test_attention_forward_epilogue_converts_f16(sink, monkeypatch):
     """kernels/attention.py's forward, D128 with 8 warps: the output tile is
-    converted for its store as f16 (32 KiB), no longer as f32."""
+    converted for its store as f16 (32 KiB), no longer as f32; and
+    `m_i += log2(l_i)` runs in the slice of the mma layout where m and l
+    are, with one conversion of its result for the store of M instead of
+    one of m and one of l (sink_converts' merge; with
+    CTRITON_SINK_CONVERTS=0 those two and one of l for the division)."""
     if not _have_ptxas():
         pytest.skip("ptxas not found")
+    monkeypatch.setenv("CTRITON_SINK_CONVERTS", sink)
     from kernels.attention import attn_fwd
     sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "M": "*fp32", "Out": "*fp16"}
     for t in "qkvo":
@@ -236,7 +248,12 @@ def test_attention_forward_epilogue_converts_f16(monkeypatch):
               BLOCK_N=64, STAGE=1)
     sig.update({k: "constexpr" for k in cx})
     k = _compile(attn_fwd, sig, cx, 8, 2)
-    assert _wide_converts(k.asm["ct.ttgir"], "128x128") == ["128x128xf16"], k.asm["ct.ttgir"]
+    ttgir = k.asm["ct.ttgir"]
+    assert _wide_converts(ttgir, "128x128") == ["128x128xf16" if sink == "1" else "128x128xf32"], ttgir
+    n = len(_vec_converts_after_loop(ttgir))
+    assert n == 1 if sink == "1" else n >= 2, _vec_converts_after_loop(ttgir)
+    if sink == "1":
+        assert re.search(r"= log2 [^\n]*block<128xf32, #slice<dim = 1, parent = #mma", ttgir)
     assert k.n_spills == 0
 
 

@@ -2009,6 +2009,27 @@ static void sink_converts(RCtx *r, IrBlock *b)
 	}
 }
 
+/* A vector read from its slot (prefetch.c vector_async_ok) is read in any
+ * layout as cheaply: a conversion that is its only user goes, the read
+ * taking the conversion's layout. After dead code is gone (a user that
+ * died on the way would still count). */
+static void retype_vector_reads(RCtx *r, IrBlock *b)
+{
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			retype_vector_reads(r, op->regions[i]);
+		IrValue *src = op->opc == OP_CONVERT_LAYOUT ? op->ops[0] : NULL;
+		if (!src || !src->def || src->def->opc != OP_LOCAL_READ || src->type->rank != 1 ||
+		    op->res[0].type->layout->kind == LAYOUT_DOT_OP || ir_count_uses(r->f, src) != 1)
+			continue;
+		src->type = op->res[0].type;
+		ir_replace_all_uses(r->f, &op->res[0], src);
+		ir_op_unlink(op);
+		r->changed = true;
+	}
+}
+
 void an_remove_converts(IrFunc *f)
 {
 	RCtx r = {f, true};
@@ -2040,4 +2061,5 @@ void an_remove_converts(IrFunc *f)
 		r.changed = false;
 		dce_block(&r, f->body);
 	}
+	retype_vector_reads(&r, f->body);
 }

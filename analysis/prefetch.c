@@ -479,6 +479,36 @@ static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, 
 	return slot_ok_a(L, o, ax, wgb, false, trans);
 }
 
+/* The dim along which a copy of L's tile runs: the rows of a 2-D tile
+ * (its columns when transposed), a vector's only dim. */
+static int copy_dim(const IrOp *L, bool trans)
+{
+	return L->res[0].type->rank == 1 || trans ? 0 : 1;
+}
+
+/* A vector loaded in the body of a loop whose tiles go through the slots,
+ * read by elementwise ops (attention backward's m and Di, expanded
+ * against a dot result): it goes through slots of its own too, as Triton
+ * pipelines it, and each iteration reads it from shared memory in the
+ * layout its users want (no conversion through shared memory and its
+ * barriers, and the global latency is hidden num_stages - 1 iterations
+ * ahead). Runs of at least 4 bytes, other absent or zero, whole 16-byte
+ * chunks per slot. CTRITON_ASYNC_VECTORS=0 keeps them loads. */
+static bool vector_async_ok(PCtx *p, IrOp *L, const AnAxis *ax)
+{
+	const IrType *t = L->res[0].type;
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	const char *e = getenv("CTRITON_ASYNC_VECTORS");
+	if ((e && e[0] == '0') || t->rank != 1 || L->nops > 3 || (es != 2 && es != 4 && es != 8) ||
+	    (t->numel * es) % 16 || ir_find_attr(L->nattrs, L->attrs, "volatile") || dot_user(p->body, &L->res[0]))
+		return false;
+	for (int i = 0; i < L->nops; i++)
+		if (!slice_ok(p, L->ops[i]))
+			return false;
+	return an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 4 && zero_other(L->nops > 2 ? L->ops[2] : NULL);
+}
+
 /* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding
  * operand A or B of a dot that runs on tensor cores (16-bit or tf32 for
  * mma.sync). */
@@ -1325,9 +1355,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	int ntma = 0;
 	int nc = 0, ntrs[8];
 	int64_t tile_bytes = 0;
+	IrOp *vcand[8];
+	int nv = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
 		if (op->opc != OP_LOAD || op->nres != 1 || !ir_is_block(op->res[0].type))
 			continue;
+		if (op->res[0].type->rank == 1) {
+			if (nv < 8 && vector_async_ok(&p, op, ax))
+				vcand[nv++] = op;
+			continue;
+		}
 		bool multi = ir_count_uses(f, &op->res[0]) > 1;
 		if (!multi && !dot_user(body, &op->res[0]))
 			continue;
@@ -1361,6 +1398,15 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	if (!nc)
 		return false;
+	/* vectors beside the tiles of a warpgroup-MMA loop that copies with
+	 * cp.async only (vector_async_ok) */
+	for (int i = 0; i < nv && nc < 8 && !ntma && wgmma_loop(body, o); i++) {
+		ctrans[nc] = false;
+		ctile[nc] = NULL;
+		ntrs[nc] = -1;
+		cand[nc++] = vcand[i];
+		tile_bytes += vcand[i]->res[0].type->numel * (ir_type_bits(ir_scalar(vcand[i]->res[0].type)) / 8);
+	}
 	/* shared memory: fewer stages when the tiles are large */
 	int64_t budget = stage_budget(body, o, cand, nc, p.ifs);
 	while (S > 2 && tile_bytes * S > budget)
@@ -1444,7 +1490,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				continue;
 			}
 			IrValue *ptr = aeval(&a, it, L->ops[0]);
-			IrValue *mask = copy_mask(&a, it, &p.pre, ax, L, ctrans[k] ? 0 : 1, ptr, iv);
+			IrValue *mask = copy_mask(&a, it, &p.pre, ax, L, copy_dim(L, ctrans[k]), ptr, iv);
 			p.pre.loc = L->loc;
 			IrValue *ops[3] = {ptr, slot, mask};
 			IrOp *c = ir_build(&p.pre, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
@@ -1537,7 +1583,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			continue;
 		}
 		IrValue *ptr = aeval(&a, S, L->ops[0]);
-		IrValue *mask = copy_mask(&a, S, &p.top, ax, L, ctrans[k] ? 0 : 1, ptr, a.iv_ahead);
+		IrValue *mask = copy_mask(&a, S, &p.top, ax, L, copy_dim(L, ctrans[k]), ptr, a.iv_ahead);
 		p.top.loc = L->loc;
 		IrValue *ops[3] = {ptr, wslot, mask};
 		IrOp *c = ir_build(&p.top, OP_ASYNC_COPY, 3, ops, 0, NULL, 0);
@@ -1583,6 +1629,18 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		if (reads[k])
 			ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
 		ir_op_unlink(cand[k]);
+	}
+	/* a vector's read goes down to its first user: its registers are not
+	 * live across the dots before it (the slot is not written again
+	 * before the next iteration's barrier) */
+	for (int k = 0; k < nc; k++) {
+		IrOp *rd = reads[k], *u = rd && rd->res[0].type->rank == 1 ? rd->next : NULL;
+		while (u && !reads_value(u, &rd->res[0]) && !uses_inside(u, &rd->res[0]))
+			u = u->next;
+		if (u && u != rd->next) {
+			ir_op_unlink(rd);
+			ir_block_insert_before(body, u, rd);
+		}
 	}
 
 	/* the loop with the shadow arguments and the slot carried */

@@ -404,9 +404,108 @@ static bool slot_delta(const NvMap *m, int r, int tr, int64_t R, int64_t C, int 
  * (prefetch.c: a mask true on a prefix of each run, offs < n with n
  * unknown, a descriptor's bounds) a run's src-size is its count, the rest
  * zero-filled, as TMA fills what lies out of bounds. */
+/* The async_copy of a vector (prefetch.c vector_async_ok): its slot holds
+ * it as it lies in memory; each owning thread copies its runs (4 to 16
+ * bytes), a replica copies nothing (its copy would race with the owner's
+ * zero fill). */
+static void async_copy_vector(Nv *nv, IrOp *op)
+{
+	IrValue *p = op->ops[0];
+	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
+	const IrType *t = p->type;
+	int64_t eb = nv_esize(ir_scalar(t)->elem);
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	int vec = nv_access_vec(nv, p, mask, &m);
+	while (vec > 1 && (vec * eb > 16 || m.n % vec))
+		vec /= 2;
+	if (vec * eb < 4) {
+		nv_fail(nv, op, "async_copy needs runs of at least 4 bytes (got %d elements)", vec);
+		return;
+	}
+	int bytes = (int)(vec * eb);
+	bool count = mask && ir_scalar(mask->type)->kind == TY_I32, pred = mask && !count;
+	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[1], 0), nv_i32(nv, t->numel), "");
+	LLVMValueRef owner = nv_map_owner(nv, &m);
+	LLVMBasicBlockRef jb = NULL;
+	if (owner) {
+		LLVMBasicBlockRef cb = nv_new_bb(nv, "cp");
+		jb = nv_new_bb(nv, "cp.end");
+		LLVMBuildCondBr(nv->b, owner, cb, jb);
+		LLVMPositionBuilderAtEnd(nv->b, cb);
+	}
+	char text[128];
+	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", bytes);
+	for (int r = 0; r < m.n; r += vec) {
+		LLVMValueRef idx = LLVMBuildAdd(nv->b, nv_map_coord(nv, &m, r, 0), eoff, "");
+		LLVMValueRef sz = nv_i32(nv, bytes);
+		if (count) {
+			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec), z = nv_i32(nv, 0);
+			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
+			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
+			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
+		} else if (pred)
+			sz = LLVMBuildNot(nv->b, nv_reg(nv, mask, r), "");
+		LLVMValueRef args[3] = {nv_smem_addr32(nv, nv_scratch_off(op), idx, eb), nv_reg(nv, p, r), sz};
+		inline_asm(nv, text, pred ? "r,l,b,~{memory}" : "r,l,r,~{memory}", args, 3);
+	}
+	if (jb) {
+		LLVMBuildBr(nv->b, jb);
+		LLVMPositionBuilderAtEnd(nv->b, jb);
+	}
+}
+
+/* How many consecutive registers from a multiple of it a thread reads at
+ * consecutive indices of a vector in layout m, for every thread (at most
+ * 16 bytes): 4, 2 or 1. */
+static int vector_read_vec(const NvMap *m, int64_t es)
+{
+	int d = m->dimmap[0];
+	const AnDimDist *dd = &m->dd[d];
+	for (int v = 16 / (int)es > 4 ? 4 : 16 / (int)es; v > 1; v /= 2) {
+		bool ok = m->n % v == 0 && dd->lane_unit % v == 0 && dd->warp_unit % v == 0 && m->bs[d] % v == 0;
+		for (int r = 0; ok && r < m->n; r += v)
+			for (int i = 0; ok && i < v; i++)
+				ok = nv_map_offset(m, r + i, d) == nv_map_offset(m, r, d) + i &&
+				     nv_map_offset(m, r, d) % v == 0;
+		if (ok)
+			return v;
+	}
+	return 1;
+}
+
+/* local_read of a vector slot into any layout: each thread reads its
+ * elements (replicas read the same ones), vectorized where they run. */
+static void local_read_vector(Nv *nv, IrOp *op, LLVMValueRef eoff)
+{
+	const IrType *t = op->res[0].type;
+	int64_t es = nv_esize(t);
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	int vec = m.b ? vector_read_vec(&m, es) : 1;
+	LLVMTypeRef et = nv_llty(nv, ir_scalar(t)), i8 = LLVMInt8TypeInContext(nv->c);
+	LLVMTypeRef vt = vec > 1 ? LLVMVectorType(et, (unsigned)vec) : et;
+	LLVMValueRef *out = nv_regbuf(nv, m.n);
+	for (int r = 0; r < m.n; r += vec) {
+		LLVMValueRef idx = LLVMBuildAdd(nv->b, nv_map_coord(nv, &m, r, 0), eoff, "");
+		LLVMValueRef b = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, idx, nv_i32(nv, es), ""),
+					      nv_i32(nv, nv_scratch_off(op)), "");
+		LLVMValueRef a = LLVMBuildGEP2(nv->b, i8, nv->smem, &b, 1, "");
+		LLVMValueRef x = LLVMBuildLoad2(nv->b, vt, a, "");
+		LLVMSetAlignment(x, (unsigned)(vec * es));
+		for (int i = 0; i < vec; i++)
+			out[r + i] = vec > 1 ? LLVMBuildExtractElement(nv->b, x, nv_i32(nv, i), "") : x;
+	}
+	nv_set(nv, &op->res[0], m.n, out);
+}
+
 void nv_lower_async_copy(Nv *nv, IrOp *op)
 {
 	IrValue *p = op->ops[0];
+	if (p->type->rank == 1) {
+		async_copy_vector(nv, op);
+		return;
+	}
 	IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
 	const IrType *t = p->type;
 	int64_t eb = nv_esize(ir_scalar(t)->elem);
@@ -491,6 +590,10 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 		return;
 	}
 	const IrType *t = op->res[0].type;
+	if (t->rank == 1) {
+		local_read_vector(nv, op, eoff);
+		return;
+	}
 	if (t->rank == 2 && t->layout->kind == LAYOUT_DOT_OP && ir_scalar(t)->kind == TY_F32) {
 		nv_read_dot_op_elems(nv, op, eoff); /* tf32 for mma.sync */
 		return;

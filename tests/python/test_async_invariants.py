@@ -1,10 +1,18 @@
-"""A tile loaded once before pipelined loops and read only as a warpgroup
-MMA operand in them (attention's q; the backward pass's k, v, q and do)
-is copied with cp.async into a one-slot buffer, in its own group, where
-the load was; each loop reads the slot after its first wait
-(analysis/prefetch.c async_invariants; CTRITON_ASYNC_INVARIANTS=0 keeps
-the load). Checked on kernels compiled for sm_90a (no GPU needed) and,
-marked `gpu`, against torch."""
+"""Loads beside the tiles of pipelined warpgroup-MMA loops that cp.async
+takes as well (analysis/prefetch.c):
+
+- a tile loaded once before such loops and read only as a warpgroup MMA
+  operand in them (attention's q; the backward pass's k, v, q and do) is
+  copied into a one-slot buffer, in its own group, where the load was;
+  each loop reads the slot after its first wait (async_invariants;
+  CTRITON_ASYNC_INVARIANTS=0 keeps the load);
+- a vector loaded in such a loop's body and read by elementwise ops (the
+  backward pass's m and Di) goes through slots of its own, read in the
+  layout its users want (vector_async_ok; CTRITON_ASYNC_VECTORS=0 keeps
+  the load).
+
+Checked on kernels compiled for sm_90a (no GPU needed) and, marked `gpu`,
+against torch."""
 import os
 import re
 import sys
@@ -54,6 +62,25 @@ def b_once(A, W, O, M, K: tl.constexpr, N: tl.constexpr, BM: tl.constexpr, STORE
         tl.store(O + M * N + rk[:, None] * N + rn[None, :], w.to(tl.float32))
     tl.store(O + rm[:, None] * N + rn[None, :], acc, mask=rm[:, None] < M)
 
+
+@triton.jit
+def col_scaled(A, B, V, O, N, NT, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """O = sum_i (A_i @ B_i) * V_i[None, :] over NT steps, V_i masked at N
+    (the columns past N scaled by 0)."""
+    rm = tl.arange(0, BM)
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for i in range(NT):
+        a = tl.load(A + i * BM * K + rm[:, None] * K + rk[None, :])
+        b = tl.load(B + i * K * BN + rk[:, None] * BN + rn[None, :])
+        v = tl.load(V + i * BN + rn, mask=rn < N, other=0.0)
+        acc += tl.dot(a, b) * v[None, :]
+    tl.store(O + rm[:, None] * BN + rn[None, :], acc)
+
+
+CS_SIG = {"A": "*fp16", "B": "*fp16", "V": "*fp32", "O": "*fp32", "N": "i32", "NT": "i32", "K": "constexpr",
+          "BM": "constexpr", "BN": "constexpr"}
 
 A_SIG = {"A": "*fp16", "B": "*fp16", "O": "*fp32", "M": "i32", "N": "i32", "K": "constexpr", "BM": "constexpr",
          "BN": "constexpr", "A_TWICE": "constexpr", "OTHER": "constexpr"}
@@ -172,8 +199,75 @@ def test_attention_backward_operands(monkeypatch):
     assert k.n_spills == 0
 
 
+def _vector_reads(ttgir):
+    return re.findall(r"local_read [^\n]*: block<\d+xf32, #slice<dim = 0, parent = #mma<version = \[3", ttgir)
+
+
+@needs_ptxas
+def test_vector_through_slots(monkeypatch):
+    """v (masked at N) is copied into slots of its own and read in the
+    slice of the product's mma layout: no conversion of it in the body."""
+    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "1")
+    k = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64), warps=4, stages=3)
+    ttgir = k.asm["ct.ttgir"]
+    body = ttgir[ttgir.index(" = for "):]
+    assert len(_vector_reads(body)) == 1, body
+    buf = re.search(r"local_read [^\n]*\{buffer = (\d+)[^\n]*: block<64xf32", body).group(1)
+    # two copies ahead before the loop, one in it
+    assert len(re.findall(r"async_copy [^\n]*\{buffer = %s,[^\n]*stages = 3" % buf, ttgir)) == 3, ttgir
+    assert not re.search(r"convert_layout [^\n]*: block<64xf32", body)
+    assert k.n_spills == 0
+    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "0")
+    k0 = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64), warps=4, stages=3)
+    assert _vector_reads(k0.asm["ct.ttgir"]) == []
+
+
+@needs_ptxas
+def test_attention_backward_vectors(monkeypatch):
+    """The dK/dV loops read m and Di from slots, in the slice of qk^T's mma
+    layout (two reads in each of the two loops); none is converted in
+    them."""
+    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "1")
+    import importlib
+    at = importlib.import_module("kernels.attention")
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
+           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
+           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
+    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
+    sig.update({k: "constexpr" for k in cx})
+    k = _compile(at.attn_bwd, sig, cx, warps=4, stages=5)
+    ttgir = k.asm["ct.ttgir"]
+    loops = ttgir.split(" = for ")[1:3]  # the masked and the unmasked dK/dV loop
+    for body in loops:
+        body = body[:body.index("\n  }")]
+        assert len(_vector_reads(body)) == 2, body
+        assert not re.search(r"convert_layout [^\n]*: block<(16|32)xf32", body)
+    assert k.n_spills == 0
+
+
 # ---------------------------------------------------------------------------
 # on the GPU, against torch
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on", ["1", "0"])
+@pytest.mark.parametrize("N", [64, 50])
+def test_vector_through_slots_gpu(on, N, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", on)
+    K, BM, BN, NT = 64, 128, 64, 5
+    g = torch.Generator(device="cuda").manual_seed(N)
+    a = torch.randn(NT, BM, K, device="cuda", generator=g).half()
+    b = torch.randn(NT, K, BN, device="cuda", generator=g).half()
+    v = torch.randn(NT, BN, device="cuda", generator=g)
+    o = torch.full((BM, BN), float("nan"), device="cuda")
+    col_scaled[(1,)](a, b, v, o, N, NT, K=K, BM=BM, BN=BN, num_warps=4, num_stages=3)
+    vm = v.clone()
+    vm[:, N:] = 0
+    ref = sum((a[i].float() @ b[i].float()) * vm[i][None, :] for i in range(NT))
+    torch.testing.assert_close(o, ref, atol=5e-2, rtol=1e-2)
+
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("on", ["1", "0"])

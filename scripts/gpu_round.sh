@@ -60,12 +60,12 @@
 #                      kernels/attention.py (bench/tc_gpu.py --only
 #                      attention --quick) and tutorial 06's backward with
 #                      the variable at 0 and 1
-#   invariants DIR     the GPU tests of tiles copied once before pipelined
-#                      loops (test_async_invariants.py) and of attention,
-#                      then kernels/attention.py (bench/tc_gpu.py --only
-#                      attention --quick) and tutorial 06's backward
-#                      (pointers; its forward takes q by descriptor) with
-#                      CTRITON_ASYNC_INVARIANTS at 1 and 0
+#   ab DIR VAR [TEST...]  an A/B of the variable VAR on attention: the GPU
+#                      tests of attention and the TEST files, then
+#                      kernels/attention.py (bench/tc_gpu.py --only attention
+#                      --quick) and tutorial 06's backward (pointers) with
+#                      VAR at 1 and 0 (e.g. CTRITON_ASYNC_INVARIANTS
+#                      tests/python/test_async_invariants.py)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -277,22 +277,24 @@ case "$part" in
       grep -E "^06.*bwd|Error" "$O/shfl-06-$v.txt" | cut -c1-190
     done
     ;;
-  invariants)
+  ab)
     dir=$1
-    timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_async_invariants.py \
-      tests/python/test_attention_fwd.py tests/python/test_attention_bwd.py > "$O/inv-tests.txt" 2>&1
-    echo "invariants tests rc=$?"
-    grep -E "passed|failed" "$O/inv-tests.txt" | tail -1
-    grep -E "^FAILED|^ERROR" "$O/inv-tests.txt" | cut -c1-190 | head -10
+    var=$2
+    shift 2
+    timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider "$@" tests/python/test_attention_fwd.py \
+      tests/python/test_attention_bwd.py > "$O/ab-tests.txt" 2>&1
+    echo "$var tests rc=$?"
+    grep -E "passed|failed" "$O/ab-tests.txt" | tail -1
+    grep -E "^FAILED|^ERROR" "$O/ab-tests.txt" | cut -c1-190 | head -10
     for v in 1 0; do
-      CTRITON_ASYNC_INVARIANTS=$v timeout 90 python3 bench/tc_gpu.py --only attention --quick --rounds 3 \
-        > "$O/inv-attn-$v.txt" 2>&1
-      echo "async_invariants=$v attention rc=$?"
-      grep -E "TFLOP|Error" "$O/inv-attn-$v.txt" | cut -c1-190
-      CTRITON_ASYNC_INVARIANTS=$v timeout 150 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 06 \
-        --quick --warm 1 --rounds 3 --bwd --case bwd > "$O/inv-06-$v.txt" 2>&1
-      echo "async_invariants=$v tutorial 06 rc=$?"
-      grep -E "^06|Error" "$O/inv-06-$v.txt" | cut -c1-190
+      env "$var=$v" timeout 90 python3 bench/tc_gpu.py --only attention --quick --rounds 3 > "$O/ab-attn-$v.txt" 2>&1
+      echo "$var=$v attention rc=$?"
+      grep -E "TFLOP|Error" "$O/ab-attn-$v.txt" | grep -v "tma" | cut -c1-190
+      grep -E "best of each" "$O/ab-attn-$v.txt" | cut -c1-190
+      env "$var=$v" timeout 150 python3 bench/upstream_tutorials_gpu.py --tutorials "$dir" --only 06 \
+        --quick --warm 1 --rounds 3 --bwd --case bwd > "$O/ab-06-$v.txt" 2>&1
+      echo "$var=$v tutorial 06 rc=$?"
+      grep -E "^06|Error" "$O/ab-06-$v.txt" | cut -c1-190
     done
     ;;
   fuzz)

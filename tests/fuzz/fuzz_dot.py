@@ -16,7 +16,8 @@ Each seed gives one kernel with its inputs and numpy reference:
     (tl.range(pid, tiles, NPROG), with flatten=True sometimes); epilogues
     that scale, add a bias row, apply relu, and store fp16 / bf16 / fp32.
   - a *chain* (attention's shape): for each block of N keys,
-    S = Q K^T, P = S (scaled, causally masked) or an online softmax of S,
+    S = Q K^T (plus, for some seeds, a per-key bias vector loaded in the
+    loop), P = S (scaled, causally masked) or an online softmax of S,
     acc += P V, with Q loaded once and P converted to the operand dtype.
 
 Inputs are small integers for most seeds, so that every product and sum
@@ -637,6 +638,13 @@ class DotGen:
         kh, kv = values(self.rng, dt, (N, BD), exact, ints=True)
         vh, vv = values(self.rng, dt, (N, BD), exact, ints=True)
         self.inputs += [("Q", dt, qh), ("Kp", dt, kh), ("V", dt, vh)]
+        # a per-key bias loaded in the loop (a padding mask's or ALiBi's
+        # vector), drawn from its own stream so that the kernels of the
+        # other seeds stay as they were
+        kbias = random.Random(f"kbias{self.seed}").random() < 0.4
+        if kbias:
+            kbv = np.random.default_rng(self.seed + 7919).integers(-4, 5, size=(N,)).astype(np.float64)
+            self.inputs.append(("KB", "float32", kbv.astype(np.float32)))
         self.scalars += [("M", M), ("N", N)]
         self.grid = (-(-M // BM),)
         kw = f", input_precision=\"{prec}\"" if prec else ""
@@ -658,6 +666,10 @@ class DotGen:
         sc = 0.125 if exact else 0.5
         e(f"s = s * {sc}", 2)
         s_ref = (qv @ kv.T) * sc
+        if kbias:
+            e("kb = tl.load(KB + rn, mask=rn < N, other=0.0)", 2)
+            e("s = s + kb[None, :]", 2)
+            s_ref = s_ref + kbv[None, :]
         keep = np.ones((M, N), bool)
         if causal:
             keep = np.arange(M)[:, None] >= np.arange(N)[None, :]
@@ -700,7 +712,7 @@ class DotGen:
         out_dt = r.choice(["float32", dt if dt != "float32" else "float32"])
         e(f"tl.store(O + rm[:, None] * BD + rd[None, :], acc.to(tl.{out_dt}), mask=rm[:, None] < M)")
         self.outs.append(("O", out_dt, ref, exact, scale * tol, (M, BD)))
-        return ["Q", "Kp", "V", "O"]
+        return ["Q", "Kp", "V"] + (["KB"] if kbias else []) + ["O"]
 
     def kernel(self):
         x = self.r.random()

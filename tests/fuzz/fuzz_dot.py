@@ -348,8 +348,12 @@ class DotGen:
                 eps_in = 2.0 ** -10
             elif dt == "float32" and prec == "tf32x3":
                 eps_in = 2.0 ** -20
-            elif dt in FP8:  # Hopper's fp8 MMA adds its products with fewer mantissa bits
-                eps_in = 2.0 ** -11
+            elif dt in FP8:
+                # Hopper's fp8 MMA adds its products with fewer mantissa bits:
+                # on an H100, seeds 558 and 565 (random values) came to 1.2x
+                # and 1.1x of 2^-11 sum |a| |b|, and Triton 3.6's kernels of
+                # the same source to 1.3x and 1.1x (565 bit for bit the same)
+                eps_in = 2.0 ** -10
             else:
                 eps_in = 0.0
             tol = eps_in + (K + 2) * eps
@@ -471,7 +475,7 @@ class DotGen:
         scale = np.abs(a_val) @ np.abs(b_val)
         tol = 0.0
         if not exact:
-            eps_in = 2.0 ** -10 if dt == "float32" and prec == "tf32" else 2.0 ** -11 if dt in FP8 else 0.0
+            eps_in = 2.0 ** -10 if dt == "float32" and prec == "tf32" else 2.0 ** -10 if dt in FP8 else 0.0
             tol = eps_in + (K + 2) * 2.0 ** -23
         self.outs.append(("C", out_dt, ref, exact, scale * tol, c_shape))
         return ["A", "B", "C"]

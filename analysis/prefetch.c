@@ -493,7 +493,22 @@ static int copy_dim(const IrOp *L, bool trans)
  * layout its users want (no conversion through shared memory and its
  * barriers, and the global latency is hidden num_stages - 1 iterations
  * ahead). Runs of at least 4 bytes, other absent or zero, whole 16-byte
- * chunks per slot. CTRITON_ASYNC_VECTORS=0 keeps them loads. */
+ * chunks per slot, and a body that writes no memory. CTRITON_ASYNC_VECTORS=0
+ * keeps them loads. */
+/* Whether b (or a region in it) writes global memory. */
+static bool writes_memory(const IrBlock *b)
+{
+	for (const IrOp *op = b->first; op; op = op->next) {
+		if (op->opc == OP_STORE || op->opc == OP_ATOMIC_RMW || op->opc == OP_ATOMIC_CAS ||
+		    op->opc == OP_TMA_STORE || op->opc == OP_CALL)
+			return true;
+		for (int r = 0; r < op->nregions; r++)
+			if (writes_memory(op->regions[r]))
+				return true;
+	}
+	return false;
+}
+
 static bool vector_async_ok(PCtx *p, IrOp *L, const AnAxis *ax)
 {
 	const IrType *t = L->res[0].type;
@@ -506,7 +521,10 @@ static bool vector_async_ok(PCtx *p, IrOp *L, const AnAxis *ax)
 	for (int i = 0; i < L->nops; i++)
 		if (!slice_ok(p, L->ops[i]))
 			return false;
-	return an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 4 && zero_other(L->nops > 2 ? L->ops[2] : NULL);
+	/* read iterations ahead: not where the loop writes memory (a vector
+	 * could read what an earlier iteration has not written yet) */
+	return an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 4 && zero_other(L->nops > 2 ? L->ops[2] : NULL) &&
+	       !writes_memory(p->body);
 }
 
 /* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding

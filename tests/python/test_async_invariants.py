@@ -64,9 +64,10 @@ def b_once(A, W, O, M, K: tl.constexpr, N: tl.constexpr, BM: tl.constexpr, STORE
 
 
 @triton.jit
-def col_scaled(A, B, V, O, N, NT, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+def col_scaled(A, B, V, O, N, NT, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, WRITE_V: tl.constexpr):
     """O = sum_i (A_i @ B_i) * V_i[None, :] over NT steps, V_i masked at N
-    (the columns past N scaled by 0)."""
+    (the columns past N scaled by 0). WRITE_V: each step also writes
+    V_{i+1} (doubled), which a later step reads: no read ahead there."""
     rm = tl.arange(0, BM)
     rk = tl.arange(0, K)
     rn = tl.arange(0, BN)
@@ -76,11 +77,13 @@ def col_scaled(A, B, V, O, N, NT, K: tl.constexpr, BM: tl.constexpr, BN: tl.cons
         b = tl.load(B + i * K * BN + rk[:, None] * BN + rn[None, :])
         v = tl.load(V + i * BN + rn, mask=rn < N, other=0.0)
         acc += tl.dot(a, b) * v[None, :]
+        if WRITE_V:
+            tl.store(V + (i + 1) * BN + rn, 2 * v, mask=(rn < N) & (i + 1 < NT))
     tl.store(O + rm[:, None] * BN + rn[None, :], acc)
 
 
 CS_SIG = {"A": "*fp16", "B": "*fp16", "V": "*fp32", "O": "*fp32", "N": "i32", "NT": "i32", "K": "constexpr",
-          "BM": "constexpr", "BN": "constexpr"}
+          "BM": "constexpr", "BN": "constexpr", "WRITE_V": "constexpr"}
 
 A_SIG = {"A": "*fp16", "B": "*fp16", "O": "*fp32", "M": "i32", "N": "i32", "K": "constexpr", "BM": "constexpr",
          "BN": "constexpr", "A_TWICE": "constexpr", "OTHER": "constexpr"}
@@ -208,7 +211,7 @@ def test_vector_through_slots(monkeypatch):
     """v (masked at N) is copied into slots of its own and read in the
     slice of the product's mma layout: no conversion of it in the body."""
     monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "1")
-    k = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64), warps=4, stages=3)
+    k = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64, WRITE_V=False), warps=4, stages=3)
     ttgir = k.asm["ct.ttgir"]
     body = ttgir[ttgir.index(" = for "):]
     assert len(_vector_reads(body)) == 1, body
@@ -218,8 +221,12 @@ def test_vector_through_slots(monkeypatch):
     assert not re.search(r"convert_layout [^\n]*: block<64xf32", body)
     assert k.n_spills == 0
     monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "0")
-    k0 = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64), warps=4, stages=3)
+    k0 = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64, WRITE_V=False), warps=4, stages=3)
     assert _vector_reads(k0.asm["ct.ttgir"]) == []
+    # a body that writes memory keeps its vector a load
+    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "1")
+    kw = _compile(col_scaled, CS_SIG, dict(K=64, BM=128, BN=64, WRITE_V=True), warps=4, stages=3)
+    assert _vector_reads(kw.asm["ct.ttgir"]) == []
 
 
 @needs_ptxas
@@ -262,8 +269,8 @@ def test_vector_through_slots_gpu(on, N, monkeypatch):
     b = torch.randn(NT, K, BN, device="cuda", generator=g).half()
     v = torch.randn(NT, BN, device="cuda", generator=g)
     o = torch.full((BM, BN), float("nan"), device="cuda")
-    col_scaled[(1,)](a, b, v, o, N, NT, K=K, BM=BM, BN=BN, num_warps=4, num_stages=3)
     vm = v.clone()
+    col_scaled[(1,)](a, b, v, o, N, NT, K=K, BM=BM, BN=BN, WRITE_V=False, num_warps=4, num_stages=3)
     vm[:, N:] = 0
     ref = sum((a[i].float() @ b[i].float()) * vm[i][None, :] for i in range(NT))
     torch.testing.assert_close(o, ref, atol=5e-2, rtol=1e-2)

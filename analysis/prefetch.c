@@ -2084,6 +2084,17 @@ static int invariant_loops(IrCtx *ctx, IrFunc *f, IrOp *L, const AnGpuOptions *o
 	return nl;
 }
 
+/* A builder placed before op `before` and the slot index 0 made there. */
+static IrValue *slot0_before(IrCtx *ctx, IrBuilder *b, IrOp *before, IrLoc loc)
+{
+	ir_builder_init(b, ctx);
+	ir_builder_before(b, before);
+	b->loc = loc;
+	IrValue *s = ir_const_int(b, ir_type(ctx, TY_I32), 0);
+	s->id = -1;
+	return s;
+}
+
 /* A pointer load (no tensor-map tail) of a 2-D tile of at least 16 x 16. */
 static bool tile_load(const IrOp *op)
 {
@@ -2094,7 +2105,6 @@ static bool tile_load(const IrOp *op)
 
 static void async_invariants(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, const AnAxis *ax, int *nbuf)
 {
-	const IrType *i32 = ir_type(ctx, TY_I32);
 	for (IrOp *op = b->first; op;) {
 		IrOp *next = op->next;
 		for (int r = 0; r < op->nregions; r++)
@@ -2108,12 +2118,7 @@ static void async_invariants(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptio
 		}
 		/* the copy and its own group where the load was */
 		IrBuilder pb;
-		ir_builder_init(&pb, ctx);
-		ir_builder_before(&pb, op);
-		pb.loc = op->loc;
-		IrValue *slot = ir_const_int(&pb, i32, 0);
-		slot->id = -1;
-		IrValue *ops[3] = {op->ops[0], slot, op->nops > 1 ? op->ops[1] : NULL};
+		IrValue *ops[3] = {op->ops[0], slot0_before(ctx, &pb, op, op->loc), op->nops > 1 ? op->ops[1] : NULL};
 		IrOp *c = ir_build(&pb, OP_ASYNC_COPY, ops[2] ? 3 : 2, ops, 0, NULL, 0);
 		int buf = (*nbuf)++;
 		ir_op_set_int(ctx, c, "buffer", buf);
@@ -2128,11 +2133,7 @@ static void async_invariants(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptio
 			while (first && !reads_value(first, &op->res[0]))
 				first = first->next;
 			IrBuilder bb;
-			ir_builder_init(&bb, ctx);
-			ir_builder_before(&bb, first);
-			bb.loc = op->loc;
-			IrValue *s = ir_const_int(&bb, i32, 0);
-			s->id = -1;
+			IrValue *s = slot0_before(ctx, &bb, first, op->loc);
 			IrOp *rd = ir_build(&bb, OP_LOCAL_READ, 1, &s, 1, &op->res[0].type, 0);
 			ir_op_set_int(ctx, rd, "buffer", buf);
 			if (trans)

@@ -404,6 +404,23 @@ static bool slot_delta(const NvMap *m, int r, int tr, int64_t R, int64_t C, int 
  * (prefetch.c: a mask true on a prefix of each run, offs < n with n
  * unknown, a descriptor's bounds) a run's src-size is its count, the rest
  * zero-filled, as TMA fills what lies out of bounds. */
+/* The third operand of a cp.async of register r's run of vec elements of
+ * eb bytes: the run's bytes; with a count mask (an i32 per element: how
+ * many from it on are copied) that count clamped to [0, vec] in bytes (a
+ * count past the run, or wrapped, moves the run); with a boolean mask its
+ * negation, the ignore-src predicate. */
+static LLVMValueRef copy_size(Nv *nv, IrValue *mask, int r, int vec, int64_t eb)
+{
+	if (!mask)
+		return nv_i32(nv, (int)(vec * eb));
+	if (ir_scalar(mask->type)->kind != TY_I32)
+		return LLVMBuildNot(nv->b, nv_reg(nv, mask, r), "");
+	LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec), z = nv_i32(nv, 0);
+	n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
+	n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
+	return LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
+}
+
 /* The async_copy of a vector (prefetch.c vector_async_ok): its slot holds
  * it as it lies in memory; each owning thread copies its runs (4 to 16
  * bytes), a replica copies nothing (its copy would race with the owner's
@@ -438,14 +455,7 @@ static void async_copy_vector(Nv *nv, IrOp *op)
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", bytes);
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef idx = LLVMBuildAdd(nv->b, nv_map_coord(nv, &m, r, 0), eoff, "");
-		LLVMValueRef sz = nv_i32(nv, bytes);
-		if (count) {
-			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec), z = nv_i32(nv, 0);
-			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
-			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
-			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
-		} else if (pred)
-			sz = LLVMBuildNot(nv->b, nv_reg(nv, mask, r), "");
+		LLVMValueRef sz = copy_size(nv, mask, r, vec, eb);
 		LLVMValueRef args[3] = {nv_smem_addr32(nv, nv_scratch_off(op), idx, eb), nv_reg(nv, p, r), sz};
 		inline_asm(nv, text, pred ? "r,l,b,~{memory}" : "r,l,r,~{memory}", args, 3);
 	}
@@ -551,17 +561,8 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 			if (r == 0)
 				d32_0 = d32;
 		}
-		LLVMValueRef src = nv_reg(nv, p, r);
-		LLVMValueRef sz = nv_i32(nv, bytes);
-		if (count) {
-			/* clamped to [0, vec]: a count past the run (or wrapped) moves the run */
-			LLVMValueRef n = nv_reg(nv, mask, r), v = nv_i32(nv, vec), z = nv_i32(nv, 0);
-			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, v, ""), n, v, "");
-			n = LLVMBuildSelect(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, n, z, ""), z, n, "");
-			sz = LLVMBuildMul(nv->b, n, nv_i32(nv, (int)eb), "");
-		} else if (pred)
-			sz = LLVMBuildNot(nv->b, nv_reg(nv, mask, r), "");
-		LLVMValueRef args[3] = {d32, src, sz};
+		LLVMValueRef sz = copy_size(nv, mask, r, vec, eb);
+		LLVMValueRef args[3] = {d32, nv_reg(nv, p, r), sz};
 		inline_asm(nv, text, pred ? "r,l,b,~{memory}" : "r,l,r,~{memory}", args, 3);
 	}
 }

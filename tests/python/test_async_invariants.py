@@ -185,11 +185,9 @@ def test_attention_forward_q(D, nw, stage, monkeypatch):
     assert k.n_spills == 0
 
 
-@needs_ptxas
-def test_attention_backward_operands(monkeypatch):
-    """The backward pass: k and v (the dK/dV loops' A operands) and q and
-    do (the dQ loops'), each read in the masked and the unmasked loop."""
-    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+def _attn_bwd_d64():
+    """kernels/attention.py's attn_bwd at D64 (blocks of 32 / 128), 4 warps,
+    5 stages, for sm_90a."""
     import importlib
     at = importlib.import_module("kernels.attention")
     sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
@@ -197,7 +195,15 @@ def test_attention_backward_operands(monkeypatch):
            "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
     cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
     sig.update({k: "constexpr" for k in cx})
-    k = _compile(at.attn_bwd, sig, cx, warps=4, stages=5)
+    return _compile(at.attn_bwd, sig, cx, warps=4, stages=5)
+
+
+@needs_ptxas
+def test_attention_backward_operands(monkeypatch):
+    """The backward pass: k and v (the dK/dV loops' A operands) and q and
+    do (the dQ loops'), each read in the masked and the unmasked loop."""
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    k = _attn_bwd_d64()
     assert list(_once_copies(k.asm["ct.ttgir"]).values()) == [2, 2, 2, 2]
     assert k.n_spills == 0
 
@@ -235,14 +241,7 @@ def test_attention_backward_vectors(monkeypatch):
     layout (two reads in each of the two loops); none is converted in
     them."""
     monkeypatch.setenv("CTRITON_ASYNC_VECTORS", "1")
-    import importlib
-    at = importlib.import_module("kernels.attention")
-    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16", "DQ": "*fp16",
-           "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32", "stride_z": "i32", "stride_h": "i32",
-           "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"}
-    cx = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, HEAD_DIM=64)
-    sig.update({k: "constexpr" for k in cx})
-    k = _compile(at.attn_bwd, sig, cx, warps=4, stages=5)
+    k = _attn_bwd_d64()
     ttgir = k.asm["ct.ttgir"]
     loops = ttgir.split(" = for ")[1:3]  # the masked and the unmasked dK/dV loop
     for body in loops:

@@ -448,7 +448,16 @@ bool an_acc_init_select(const IrOp *d)
  * 16-byte runs down the columns, or 32-bit elements one by one: then the
  * slot holds the tile transposed ([N][K], "K-major", what wgmma reads
  * untransposed; the only way for B of other than 16-bit elements). And
- * 16-byte chunks for every thread, other absent or zero. */
+ * chunk_bytes() for every thread, other absent or zero. */
+/* The bytes every thread copies at least: 4 (a run cp.async takes; a tile
+ * under 16 bytes a thread, 16 x 32 f16 with 4 warps say, copies in 8- or
+ * 4-byte runs), 16 with CTRITON_SMALL_COPIES=0 (before). */
+static int chunk_bytes(void)
+{
+	const char *e = getenv("CTRITON_SMALL_COPIES");
+	return e && e[0] == '0' ? 16 : 4;
+}
+
 static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool wga, bool *trans)
 {
 	const IrType *t = L->res[0].type;
@@ -469,7 +478,7 @@ static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb
 			return false;
 		*trans = true;
 	}
-	if (t->numel * es < 16 * (int64_t)o->num_warps * o->warp_size)
+	if (t->numel * es < (int64_t)chunk_bytes() * o->num_warps * o->warp_size)
 		return false;
 	return zero_other(L->nops > 2 ? L->ops[2] : NULL);
 }

@@ -139,6 +139,22 @@ LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name)
 	return LLVMAppendBasicBlockInContext(nv->c, nv->fn, name);
 }
 
+LLVMBasicBlockRef nv_open_when(Nv *nv, LLVMValueRef cond, const char *name)
+{
+	char end[64];
+	snprintf(end, sizeof end, "%s.end", name);
+	LLVMBasicBlockRef tb = nv_new_bb(nv, name), jb = nv_new_bb(nv, end);
+	LLVMBuildCondBr(nv->b, cond, tb, jb);
+	LLVMPositionBuilderAtEnd(nv->b, tb);
+	return jb;
+}
+
+void nv_close_when(Nv *nv, LLVMBasicBlockRef jb)
+{
+	LLVMBuildBr(nv->b, jb);
+	LLVMPositionBuilderAtEnd(nv->b, jb);
+}
+
 /* One PTX statement without operands, ordered with memory (a "memory"
  * clobber, side effects). */
 void nv_asm_void(Nv *nv, const char *text)

@@ -338,19 +338,11 @@ void nv_lower_store(Nv *nv, IrOp *op)
 			asm_store(nv, val, bytes, nv_reg(nv, p, r), pred, &h, NULL);
 			continue;
 		}
-		LLVMBasicBlockRef jb = NULL;
-		if (pred) {
-			LLVMBasicBlockRef sb = nv_new_bb(nv, "st");
-			jb = nv_new_bb(nv, "st.end");
-			LLVMBuildCondBr(nv->b, pred, sb, jb);
-			LLVMPositionBuilderAtEnd(nv->b, sb);
-		}
+		LLVMBasicBlockRef jb = pred ? nv_open_when(nv, pred, "st") : NULL;
 		LLVMValueRef s = LLVMBuildStore(nv->b, val, nv_reg(nv, p, r));
 		LLVMSetAlignment(s, (unsigned)bytes);
-		if (pred) {
-			LLVMBuildBr(nv->b, jb);
-			LLVMPositionBuilderAtEnd(nv->b, jb);
-		}
+		if (jb)
+			nv_close_when(nv, jb);
 	}
 }
 
@@ -444,13 +436,7 @@ static void async_copy_vector(Nv *nv, IrOp *op)
 	bool count = mask && ir_scalar(mask->type)->kind == TY_I32, pred = mask && !count;
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[1], 0), nv_i32(nv, t->numel), "");
 	LLVMValueRef owner = nv_map_owner(nv, &m);
-	LLVMBasicBlockRef jb = NULL;
-	if (owner) {
-		LLVMBasicBlockRef cb = nv_new_bb(nv, "cp");
-		jb = nv_new_bb(nv, "cp.end");
-		LLVMBuildCondBr(nv->b, owner, cb, jb);
-		LLVMPositionBuilderAtEnd(nv->b, cb);
-	}
+	LLVMBasicBlockRef jb = owner ? nv_open_when(nv, owner, "cp") : NULL;
 	char text[128];
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", bytes);
 	for (int r = 0; r < m.n; r += vec) {
@@ -459,10 +445,8 @@ static void async_copy_vector(Nv *nv, IrOp *op)
 		LLVMValueRef args[3] = {nv_smem_addr32(nv, nv_scratch_off(op), idx, eb), nv_reg(nv, p, r), sz};
 		inline_asm(nv, text, pred ? "r,l,b,~{memory}" : "r,l,r,~{memory}", args, 3);
 	}
-	if (jb) {
-		LLVMBuildBr(nv->b, jb);
-		LLVMPositionBuilderAtEnd(nv->b, jb);
-	}
+	if (jb)
+		nv_close_when(nv, jb);
 }
 
 /* How many consecutive registers from a multiple of it a thread reads at

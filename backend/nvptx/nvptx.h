@@ -128,6 +128,10 @@ LLVMValueRef nv_reg(Nv *nv, const IrValue *v, int r); /* register r of v (scalar
 LLVMValueRef *nv_regbuf(Nv *nv, int n);
 LLVMValueRef nv_and_pred(Nv *nv, LLVMValueRef a, LLVMValueRef b); /* NULL: true */
 LLVMBasicBlockRef nv_new_bb(Nv *nv, const char *name);
+/* Code from here on runs where cond holds, up to nv_close_when(jb) with the
+ * block nv_open_when returns (name: the conditional block's). */
+LLVMBasicBlockRef nv_open_when(Nv *nv, LLVMValueRef cond, const char *name);
+void nv_close_when(Nv *nv, LLVMBasicBlockRef jb);
 void nv_barrier(Nv *nv);
 void nv_asm_void(Nv *nv, const char *text); /* one PTX statement, no operands, memory clobber */
 LLVMValueRef nv_shfl(Nv *nv, const char *mode, LLVMValueRef v, LLVMValueRef b); /* "bfly" / "idx", whole warp */

@@ -613,22 +613,6 @@ static void xchg_side(Nv *nv, const Xchg *x, const NvMap *m, XBits xb, int vec, 
 		xs->reg[r] = drop_round(xchg_byte(x, m, 0, 0, r), x->drop) & ~xs->thr;
 }
 
-/* Opens a block run when cond holds; returns the block to continue in
- * (nv's builder is left in the conditional one). */
-static LLVMBasicBlockRef open_when(Nv *nv, LLVMValueRef cond)
-{
-	LLVMBasicBlockRef tb = nv_new_bb(nv, "cvt.round"), jb = nv_new_bb(nv, "cvt.round.end");
-	LLVMBuildCondBr(nv->b, cond, tb, jb);
-	LLVMPositionBuilderAtEnd(nv->b, tb);
-	return jb;
-}
-
-static void close_when(Nv *nv, LLVMBasicBlockRef jb)
-{
-	LLVMBuildBr(nv->b, jb);
-	LLVMPositionBuilderAtEnd(nv->b, jb);
-}
-
 static void store_group(Nv *nv, const IrValue *v, int r, int vs, int es, bool isbool, LLVMTypeRef et, LLVMValueRef p)
 {
 	if (vs == 1) {
@@ -758,24 +742,31 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 				nv_barrier(nv);
 			/* the stores of round q: of the registers whose own round
 			 * bits are q's, where the thread's are q's too */
-			LLVMBasicBlockRef jb = ss.thr ? open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, ss.tq, nv_i32(nv, q & ss.thr), "")) : NULL;
+			LLVMBasicBlockRef jb =
+				ss.thr ? nv_open_when(
+						 nv, LLVMBuildICmp(nv->b, LLVMIntEQ, ss.tq, nv_i32(nv, q & ss.thr), ""),
+						 "cvt.round")
+				       : NULL;
 			for (int r = 0; r < ms.n; r += vs)
 				if (ss.reg[r] == (q & ~ss.thr))
 					store_group(nv, v, r, vs, es, isbool, et, wa[r]);
 			if (jb)
-				close_when(nv, jb);
+				nv_close_when(nv, jb);
 			nv_barrier(nv);
 			LLVMBasicBlockRef from = LLVMGetInsertBlock(nv->b);
 			LLVMValueRef *before = nv_regbuf(nv, md.n);
 			memcpy(before, out, sizeof *before * (size_t)md.n);
-			jb = sd.thr ? open_when(nv, LLVMBuildICmp(nv->b, LLVMIntEQ, sd.tq, nv_i32(nv, q & sd.thr), "")) : NULL;
+			jb = sd.thr ? nv_open_when(nv,
+						   LLVMBuildICmp(nv->b, LLVMIntEQ, sd.tq, nv_i32(nv, q & sd.thr), ""),
+						   "cvt.round")
+				    : NULL;
 			for (int r = 0; r < md.n; r += vd)
 				if (sd.reg[r] == (q & ~sd.thr))
 					load_group(nv, r, vd, es, isbool, et, ra[r], out);
 			if (jb) {
 				/* a phi of each register loaded here with what it held */
 				LLVMBasicBlockRef end = LLVMGetInsertBlock(nv->b);
-				close_when(nv, jb);
+				nv_close_when(nv, jb);
 				for (int r = 0; r < md.n; r++) {
 					if (out[r] == before[r])
 						continue;

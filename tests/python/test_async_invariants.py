@@ -254,14 +254,20 @@ def test_attention_backward_vectors(monkeypatch):
 # ---------------------------------------------------------------------------
 # on the GPU, against torch
 
+def _gpu_torch(monkeypatch, var, on):
+    """torch, with a GPU (else the test is skipped), and the variable set."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv(var, on)
+    return torch
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("on", ["1", "0"])
 @pytest.mark.parametrize("N", [64, 50])
 def test_vector_through_slots_gpu(on, N, monkeypatch):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no GPU")
-    monkeypatch.setenv("CTRITON_ASYNC_VECTORS", on)
+    torch = _gpu_torch(monkeypatch, "CTRITON_ASYNC_VECTORS", on)
     K, BM, BN, NT = 64, 128, 64, 5
     g = torch.Generator(device="cuda").manual_seed(N)
     a = torch.randn(NT, BM, K, device="cuda", generator=g).half()
@@ -280,10 +286,7 @@ def test_vector_through_slots_gpu(on, N, monkeypatch):
 @pytest.mark.parametrize("twice", [False, True])
 @pytest.mark.parametrize("M", [64, 37])
 def test_a_once_gpu(on, twice, M, monkeypatch):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no GPU")
-    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", on)
+    torch = _gpu_torch(monkeypatch, "CTRITON_ASYNC_INVARIANTS", on)
     K, N, BN = 64, 256, 64
     g = torch.Generator(device="cuda").manual_seed(M + 7 * twice)
     a = torch.randn(M, K, device="cuda", generator=g).half()
@@ -298,10 +301,7 @@ def test_a_once_gpu(on, twice, M, monkeypatch):
 @pytest.mark.parametrize("on", ["1", "0"])
 @pytest.mark.parametrize("M", [256, 200])
 def test_b_once_gpu(on, M, monkeypatch):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no GPU")
-    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", on)
+    torch = _gpu_torch(monkeypatch, "CTRITON_ASYNC_INVARIANTS", on)
     K, N, BM = 64, 128, 128
     g = torch.Generator(device="cuda").manual_seed(M)
     a = torch.randn(3, M, K, device="cuda", generator=g).half()

@@ -23,11 +23,10 @@ needs_ptxas = pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 
 
 @triton.jit
-def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-              OUT: tl.constexpr):
-    """C = A @ B (row-major, M x K by K x N), C in OUT, masked at M and N."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+def mm_tile(a_ptr, b_ptr, c_ptr, rm, rn, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            OUT: tl.constexpr):
+    """C's tile at rows rm, columns rn = A @ B (row-major, M x K by K x N),
+    in OUT, masked at M and N."""
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
@@ -37,6 +36,15 @@ def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
                     mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(OUT), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+              OUT: tl.constexpr):
+    """C = A @ B, one tile a program."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mm_tile(a_ptr, b_ptr, c_ptr, rm, rn, M, N, K, BM, BN, BK, OUT)
 
 
 def _compile(BM, BN, BK, warps, out=tl.float16, stages=3):
@@ -75,15 +83,7 @@ def persistent_mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
     for t in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
         rm = (t // tiles_n) * BM + tl.arange(0, BM)
         rn = (t % tiles_n) * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BK)):
-            a = tl.load(a_ptr + rm[:, None] * K + (k * BK + rk)[None, :],
-                        mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.0)
-            b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + rn[None, :],
-                        mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-            acc = tl.dot(a, b, acc)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+        mm_tile(a_ptr, b_ptr, c_ptr, rm, rn, M, N, K, BM, BN, BK, tl.float16)
 
 
 @needs_ptxas

@@ -455,10 +455,11 @@ static bool wgmma_types(const IrOp *dot)
  * warpgroup's instruction covers 64 rows and instr_n contiguous columns of
  * its block, B read from shared memory by descriptor at the block's start.
  * The warpgroups stack along M while the rows go round (gm as large as M
- * allows); the rest split N into blocks of whole 64-column atoms (a tile of
- * 64 rows with 8 warps: two blocks of N / 2). N is 16, 32 or a multiple of
- * 64 (a B tile read transposed is 32-, 64- or 128-byte swizzled, the last
- * in whole 64-column atoms). NULL where no split fits. */
+ * allows); the rest split N into blocks of whole 64-column atoms or of 8,
+ * 16 or 32 columns inside one (a tile of 64 rows with 8 warps: two blocks
+ * of N / 2). N is 16, 32 or a multiple of 64 (a B tile read transposed is
+ * 32-, 64- or 128-byte swizzled, the last in whole 64-column atoms). NULL
+ * where no split fits (a block of 96 columns would cross an atom). */
 
 static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K, const AnGpuOptions *o)
 {
@@ -471,7 +472,11 @@ static const IrLayout *wgmma_layout(IrCtx *ctx, int64_t M, int64_t N, int64_t K,
 	while (gm > 1 && M % (64 * (int64_t)gm) && !(e && e[0] == '0'))
 		gm /= 2;
 	int gn = groups / gm;
-	if (M % (64 * (int64_t)gm) || (gn > 1 && (N % gn || (N / gn) % 64)))
+	/* a block is whole 64-column atoms, or lies inside one: 8, 16 or 32
+	 * columns (a row-major B's block then starts inside a swizzle atom,
+	 * which the MMA reads by address like any other start) */
+	int64_t nw = gn > 1 && N % gn == 0 ? N / gn : 0;
+	if (M % (64 * (int64_t)gm) || (gn > 1 && (!nw || (nw % 64 && (nw % 8 || 64 % nw)))))
 		return NULL;
 	IrLayout l;
 	memset(&l, 0, sizeof l);

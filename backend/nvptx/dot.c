@@ -727,11 +727,23 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		abase = LLVMBuildAdd(nv->b, abase, LLVMBuildMul(nv->b, arow, nv_i32(nv, amn ? K * 128 : 64 * rb), ""),
 				     "");
 	/* this warpgroup's column block g / gm: NW rows of B^T, or NW / 64
-	 * blocks of 64 columns */
+	 * blocks of 64 columns; a block of fewer columns starts inside its
+	 * atom (c0 % 64 two-byte columns into the atom's rows: the swizzle is
+	 * a function of the address, so the MMA reads it like a whole one) */
 	if (gn > 1) {
-		LLVMValueRef bcol = gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg;
-		bbase = LLVMBuildAdd(nv->b, bbase,
-				     LLVMBuildMul(nv->b, bcol, nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), ""), "");
+		LLVMValueRef bcol = gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg, boff;
+		if (bkm || NW % 64 == 0) {
+			boff = LLVMBuildMul(nv->b, bcol, nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), "");
+		} else {
+			LLVMValueRef c0 = LLVMBuildMul(nv->b, bcol, nv_i32(nv, NW), "");
+			boff = LLVMBuildAdd(
+				nv->b,
+				LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, c0, nv_i32(nv, 6), ""), nv_i32(nv, K * 128),
+					     ""),
+				LLVMBuildShl(nv->b, LLVMBuildAnd(nv->b, c0, nv_i32(nv, 63), ""), nv_i32(nv, 1), ""),
+				"");
+		}
+		bbase = LLVMBuildAdd(nv->b, bbase, boff, "");
 	}
 	/* an f16 accumulator: f16x2 registers, each two adjacent columns of a
 	 * row (elements i = 0, 1 and 2, 3 of each 8-column group), packed

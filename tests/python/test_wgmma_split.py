@@ -44,7 +44,11 @@ def compile_dot(a, b, c, b_col, stages, M, N, nw, BK=64):
                           options={"num_warps": nw, "num_stages": stages})
 
 
-SHAPES = [(64, 128, 8), (64, 256, 8), (128, 256, 16)]  # M, N, warps: split in two
+# M, N, warps: split in two; 64 x 64, 64 x 32 and 64 x 16 with 8 warps give
+# blocks of 32, 16 and 8 columns that start inside a swizzle atom of B;
+# 64 x 128 with 16 warps four blocks of 32, two in each atom
+SHAPES = [(64, 128, 8), (64, 256, 8), (128, 256, 16), (64, 64, 8), (64, 32, 8), (64, 16, 8),
+          (64, 128, 16)]
 
 
 @pytest.mark.parametrize("M,N,nw", SHAPES)
@@ -68,10 +72,22 @@ def test_split_layout_and_instruction(types, b_col, stages, M, N, nw):
 
 
 def test_fallback_where_no_split_fits():
-    """64 x 64 with 8 warps: blocks of 32 columns would start inside a
-    128-byte swizzle atom of a row-major B; the dot stays on mma.sync."""
-    k = compile_dot("fp16", "fp16", "fp32", False, 3, 64, 64, 8)
+    """64 x 16 with 16 warps: four blocks of 4 columns, under the 8 of the
+    narrowest instruction; the dot stays on mma.sync."""
+    k = compile_dot("fp16", "fp16", "fp32", False, 3, 64, 16, 16)
     assert "wgmma" not in k.asm["ptx"] and "mma.sync.aligned.m16n8k16" in k.asm["ptx"]
+
+
+def test_block_inside_an_atom_offset():
+    """64 x 64 with 8 warps (Triton's [4, 2] with 32-column instructions):
+    the second warpgroup's B starts 64 bytes into the 128-byte rows of a
+    row-major B (bits of the warp id: (warp << 4) & 64), and a column-major
+    B 32 rows of 128 bytes on."""
+    ptx = compile_dot("fp16", "fp16", "fp32", False, 3, 64, 64, 8).asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16" in ptx
+    assert re.search(r"and\.b32\s+%r\d+, %r\d+, 64;", ptx)
+    ptx = compile_dot("fp16", "fp16", "fp32", True, 3, 64, 64, 8).asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16" in ptx
 
 
 def test_stacked_layout_unchanged():
@@ -114,18 +130,17 @@ def compile_attn(BM, BN, D, nw):
                           options={"num_warps": nw, "num_stages": 2})
 
 
-@pytest.mark.parametrize("BN,D", [(128, 64), (128, 128), (64, 128)])
+@pytest.mark.parametrize("BN,D", [(128, 64), (128, 128), (64, 128), (64, 64), (32, 64)])
 def test_attention_tile_of_64_rows_with_8_warps(BN, D):
-    """A 64-row tile with 8 warps: S = Q K^T split along BN and P V along D
-    where half of it is whole 64-column atoms, else on mma.sync. At BN = D
-    = 128 this was 255 registers and 412 bytes spilled on mma.sync."""
+    """A 64-row tile with 8 warps: S = Q K^T split along BN and P V along D,
+    each warpgroup half of the columns (blocks of 16 or 32 columns inside a
+    swizzle atom too). At BN = D = 128 this was 255 registers and 412 bytes
+    spilled on mma.sync."""
     k = compile_attn(64, BN, D, 8)
     ptx = k.asm["ptx"]
     for n in (BN, D):
-        if n // 2 >= 64:
-            assert f"wgmma.mma_async.sync.aligned.m64n{n // 2}k16" in ptx
-    if min(BN, D) // 2 < 64:
-        assert "mma.sync.aligned.m16n8k16" in ptx
+        assert f"wgmma.mma_async.sync.aligned.m64n{n // 2}k16" in ptx
+    assert "mma.sync" not in ptx
     if PTXAS:
         assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"
 
@@ -149,7 +164,7 @@ def test_split_dot_gpu(types, b_col, stages, M, N, nw):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("BN,D", [(128, 64), (128, 128), (64, 128)])
+@pytest.mark.parametrize("BN,D", [(128, 64), (128, 128), (64, 128), (64, 64), (32, 64)])
 def test_attention_split_gpu(BN, D):
     torch = _sm90()
     N_CTX, BM = 512, 64
@@ -187,7 +202,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT"])
-@pytest.mark.parametrize("BM,BN,BK,nw", [(64, 128, 64, 8), (64, 256, 32, 8), (128, 256, 64, 16)])
+@pytest.mark.parametrize("BM,BN,BK,nw", [(64, 128, 64, 8), (64, 256, 32, 8), (128, 256, 64, 16),
+                                         (64, 64, 64, 8), (64, 32, 32, 8)])
 def test_split_matmul_tails_gpu(layout, BM, BN, BK, nw):
     """Masked K loop (the tutorial's form) with M, N, K tails, A or B
     column-major, a leaky-relu epilogue in the accumulator's layout."""

@@ -171,8 +171,9 @@ bool an_acc_init_select(const IrOp *d);
 bool an_mma_v2_types(const IrOp *dot);
 bool an_wgmma_smem_operand(const IrOp *op);
 /* Whether such a B tile is stored transposed ([N][K]) and read K-major: a
- * cp.async slot filled down the columns, or any staged B whose elements are
- * not 16 bits wide (the tensor cores read only those transposed). */
+ * cp.async slot filled down the columns, any staged B whose elements are
+ * not 16 bits wide (the tensor cores read only those transposed), or a
+ * staged 16-bit B whose registers run along K. */
 bool an_wgmma_kmajor_b(const IrOp *op);
 /* A 16-bit A read from a slot that holds it transposed ([K][M], M contiguous):
  * the warpgroup MMA reads it MN-major (imm-trans-a). */

@@ -413,7 +413,16 @@ bool an_wgmma_kmajor_b(const IrOp *op)
 	if (op->opc == OP_LOCAL_READ)
 		return ir_op_int(op, "transposed", 0) != 0;
 	IrTypeKind k = ir_scalar(op->res[0].type)->kind;
-	return k != TY_F16 && k != TY_BF16; /* only 16-bit B may be read transposed */
+	if (k != TY_F16 && k != TY_BF16) /* only 16-bit B may be read transposed */
+		return true;
+	/* a 16-bit B whose registers run along K (tl.trans of a row-major
+	 * tile: attention's K^T) is staged K-major too, in vectors along K, as
+	 * Triton keeps the loaded tile and reads its transpose; MN-major it
+	 * would be written element by element */
+	const IrType *src = op->ops[0]->type;
+	const IrLayout *sl = ir_is_block(src) ? src->layout : NULL;
+	return sl && sl->kind == LAYOUT_BLOCKED && src->rank == 2 && sl->order[0] == 0 && sl->size_per_thread[0] >= 2 &&
+	       (src->shape[1] % 8) == 0;
 }
 
 bool an_wgmma_mnmajor_a(const IrOp *op)

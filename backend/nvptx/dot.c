@@ -179,10 +179,12 @@ void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int6
 			return;
 		}
 	}
-	int vec = 1;
-	if (!tr && m.brank == 2 && m.dimmap[1] == 1 && m.order[0] == 1 && m.dd[1].estride == 1)
-		vec = m.dd[1].spt < 16 / es ? m.dd[1].spt : 16 / es;
-	while (vec > 1 && m.nd[1] % vec)
+	/* vectors along the tile's rows: dim 1, or dim 0 written transposed
+	 * (a K-contiguous B into its [N][K] slot) */
+	int vec = 1, vd = tr ? 0 : 1;
+	if (m.brank == 2 && m.dimmap[vd] == vd && m.order[0] == vd && m.dd[vd].estride == 1)
+		vec = m.dd[vd].spt < 16 / es ? m.dd[vd].spt : 16 / es;
+	while (vec > 1 && m.nd[vd] % vec)
 		vec /= 2;
 	/* a vector lies wholly inside or outside the window */
 	for (bool mixed = true; in && vec > 1 && mixed;) {

@@ -1896,8 +1896,10 @@ static IrOp *drop_dead_carried(IrFunc *f, IrOp *loop)
 
 /* Registers a thread holds for a loaded tile: its elements, packed four
  * bytes to a register where axis info lets the load move vectors, one a
- * register otherwise (a byte tile with an unaligned leading dim). */
-static int64_t tile_regs(const AnAxis *ax, const IrOp *L, int threads)
+ * register otherwise (a byte tile with an unaligned leading dim); *addr:
+ * the 64-bit addresses of its loads, one a vector (held across the loop
+ * wherever the tile loads, prefetched or not). */
+static int64_t tile_regs(const AnAxis *ax, const IrOp *L, int threads, int64_t *addr)
 {
 	const IrType *t = L->res[0].type;
 	int64_t e = t->numel / threads, es = ir_type_bits(ir_scalar(t)) / 8;
@@ -1908,14 +1910,18 @@ static int64_t tile_regs(const AnAxis *ax, const IrOp *L, int threads)
 	}
 	if (e < 1)
 		e = 1;
+	*addr = 2 * ((e + vec - 1) / vec);
 	return vec * es >= 4 ? (e * es + 3) / 4 : e;
 }
 
 /* The register prefetch holds two copies of its tiles (this iteration's
- * and the next one's) beside the accumulators: tiles are left to load in
- * their iteration, largest first, until that fits 192 registers (seed 53
- * of tests/fuzz/fuzz_dot.py: fp8 tiles of 128x128 and 128x64 over an
- * unaligned stride, a byte a register, spilled 1.2 KB prefetched). */
+ * and the next one's) beside the accumulators and every tile's addresses:
+ * tiles are left to load in their iteration, largest first, until that
+ * fits 192 registers (seed 53 of tests/fuzz/fuzz_dot.py: fp8 tiles of
+ * 128x128 and 128x64 over an unaligned stride, a byte a register, spilled
+ * 1.2 KB prefetched; seed 178: int8 tiles of 64x64 and 64x128, 48 byte
+ * loads a thread, 96 registers of addresses, spilled 124 bytes with
+ * both prefetched). */
 static int fit_register_budget(IrFunc *f, IrBlock *body, IrOp **cand, int nc, const AnGpuOptions *o)
 {
 	int threads = o->num_warps * o->warp_size;
@@ -1926,9 +1932,11 @@ static int fit_register_budget(IrFunc *f, IrBlock *body, IrOp **cand, int nc, co
 		if (op->opc == OP_DOT && ir_is_block(op->res[0].type))
 			acc += op->res[0].type->numel * (ir_type_bits(ir_scalar(op->res[0].type)) / 8) / 4 / threads;
 	AnAxis *ax = an_axis_info(f);
-	int64_t regs[8], total = acc;
-	for (int k = 0; k < nc; k++)
-		total += 2 * (regs[k] = tile_regs(ax, cand[k], threads));
+	int64_t regs[8], total = acc, addr;
+	for (int k = 0; k < nc; k++) {
+		total += 2 * (regs[k] = tile_regs(ax, cand[k], threads, &addr));
+		total += addr;
+	}
 	while (nc > 0 && total > 192) {
 		int big = 0;
 		for (int k = 1; k < nc; k++)

@@ -205,23 +205,35 @@ def test_column_major_a_gpu(dtype, bm, bn, bk, nw):
     torch.testing.assert_close(c, ref, atol=5e-2, rtol=1e-2)
 
 
-def test_register_prefetch_within_budget():
-    """fp8 tiles over unaligned strides (no cp.async: one byte a register),
-    128x128 A and 128x64 B with 8 warps: both prefetched would hold 2 x 96
-    registers beside the accumulator's 32 (1.5 KB spilled). The larger
-    tile stays a load in its iteration, the other is carried one ahead."""
-    sig = {"a_ptr": "*fp8e5", "b_ptr": "*fp8e5", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+def _budget_kernel(dt, BM, BN, BK, **kw):
+    sig = {"a_ptr": "*" + dt, "b_ptr": "*" + dt, "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr", "stride_bn": "i32",
            "stride_cm": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    cx = dict(stride_ak=1, stride_bk=1, BM=128, BN=64, BK=128)
+    cx = dict(stride_ak=1, stride_bk=1, BM=BM, BN=BN, BK=BK)
     attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_cm")}
     k = triton.compile(ASTSource(mm_kernel, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 8, "num_stages": 3})
     g = k.asm["ct.ttgir"]
     loop = g[g.index(" = for "):]
-    header, body = loop.split("\n", 1)
-    assert "block<128x64xf8e5m2" in header and "block<128x128xf8e5m2" not in header
-    assert re.search(r"= load [^\n]*: block<128x128xf8e5m2", body)
-    before = g[:g.index(" = for ")]
-    assert re.search(r"= load [^\n]*: block<128x64xf8e5m2", before)
-    assert not re.search(r"= load [^\n]*: block<128x128xf8e5m2", before)
+    return k, g[:g.index(" = for ")], loop.split("\n", 1)[0]
+
+
+def test_register_prefetch_within_budget():
+    """Tiles over unaligned strides (no cp.async: one byte a register, one
+    64-bit address a byte). The register prefetch holds two copies of a
+    tile it carries, every tile's addresses beside them and the
+    accumulator, within 192 registers. fp8 128x128 A and 128x64 B with 8
+    warps: 192 registers of addresses alone; both prefetched spilled 1.5 KB,
+    B alone 812 bytes, so both stay loads in their iteration. int8 64x64 A
+    and 64x128 B: 96 registers of addresses, 32 of accumulator; A (16
+    registers) is carried one ahead, B (32) stays a load (both carried:
+    255 registers and 124 bytes spilled)."""
+    k, before, header = _budget_kernel("fp8e5", 128, 64, 128)
+    assert "xf8e5m2" not in header, header
+    assert not re.search(r"= load [^\n]*: block<128x(64|128)xf8e5m2", before)
+    k, before, header = _budget_kernel("i8", 64, 128, 64)
+    assert "block<64x64xi8" in header and "block<64x128xi8" not in header, header
+    assert re.search(r"= load [^\n]*: block<64x64xi8", before)
+    assert not re.search(r"= load [^\n]*: block<64x128xi8", before)
+    if PTXAS:
+        assert k.n_spills == 0, f"{k.n_spills} bytes spilled ({k.n_regs} registers)"

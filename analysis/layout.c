@@ -916,6 +916,13 @@ static void wants_block(LCtx *c, IrBlock *b)
 								       an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
 				if (an_same_registers(ta, td))
 					set_want(c, op->ops[0], mma);
+			} else if (mma && is_blk(op->ops[0]) && mma_source(c, op->ops[0], 0) == mma) {
+				/* with the warps split along N, P still comes from an
+				 * accumulator in this layout: computed there, it crosses
+				 * shared memory once, as A (16-bit), instead of S (f32)
+				 * going to a blocked layout for its row reductions and
+				 * again to A (a 32-row attention tile with 4 warps) */
+				set_want(c, op->ops[0], mma);
 			}
 			break;
 		}

@@ -1157,6 +1157,20 @@ static bool reads_value(const IrOp *op, const IrValue *v)
 	return false;
 }
 
+/* Whether the tile read rd (a 2-D local_read) is an operand of a dot on
+ * mma.sync, its first user at the top level of the body. */
+static bool mma_sync_read(IrCtx *ctx, const IrOp *rd, const AnGpuOptions *o)
+{
+	if (rd->res[0].type->rank != 2)
+		return false;
+	for (const IrOp *u = rd->next; u; u = u->next)
+		if (reads_value(u, &rd->res[0])) {
+			const IrLayout *l = u->opc == OP_DOT ? an_dot_mma_layout(ctx, u, o) : NULL;
+			return l && l->version_major == 2;
+		}
+	return false;
+}
+
 /* The dots of body that read buffer buf's tile (through the local_reads
  * of the buffer: their only users must be dots), first and last; false
  * when a read of the slot has another user. */
@@ -1659,9 +1673,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	/* a vector's read goes down to its first user: its registers are not
 	 * live across the dots before it (the slot is not written again
-	 * before the next iteration's barrier) */
+	 * before the next iteration's barrier); so does a tile read by
+	 * mma.sync (fragments in registers: attention's V, 64 registers a
+	 * thread at 32 x 128 with 4 warps, across the softmax) */
 	for (int k = 0; k < nc; k++) {
-		IrOp *rd = reads[k], *u = rd && rd->res[0].type->rank == 1 ? rd->next : NULL;
+		IrOp *rd = reads[k], *u = rd && (rd->res[0].type->rank == 1 || mma_sync_read(ctx, rd, o)) ? rd->next : NULL;
 		while (u && !reads_value(u, &rd->res[0]) && !uses_inside(u, &rd->res[0]))
 			u = u->next;
 		if (u && u != rd->next) {
@@ -2043,7 +2059,11 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions 
  * in flight together with the loop's first tiles, and the MMAs read the
  * slot (a local_read in the body).
  *
- * Safe where every use is operand A (or every use B) of a warpgroup MMA at
+ * The same for a tile read by mma.sync whose fragments would hold 64 or
+ * more registers a thread (big_fragments): read by ldmatrix from the slot
+ * in every iteration instead of held in registers across the loop.
+ *
+ * Safe where every use is operand A (or every use B) of such an MMA at
  * the top level of the body of a later loop of the same block whose
  * cp.async wait and barrier come before that use: the copy commits its own
  * group where the load was, older than any group of those loops'
@@ -2064,6 +2084,19 @@ static bool waited_before(const IrBlock *body, const IrOp *use)
 	return false;
 }
 
+/* Whether dot d's operand A (a) or B, read by mma.sync (layout l) from
+ * registers, would hold 64 or more registers a thread: the warps that
+ * split the other dimension each hold a copy (a 32 x 128 q with 4 warps
+ * along N: 64). Held across the loop they spill; read from the slot in
+ * every iteration (ldmatrix), as Triton reads its operands, they do not. */
+static bool big_fragments(const IrOp *d, const IrLayout *l, bool a)
+{
+	const IrType *t = d->ops[a ? 0 : 1]->type;
+	int64_t es = ir_type_bits(ir_scalar(t)) / 8, M = t->shape[0], C = t->shape[1];
+	int64_t per = a ? M / l->warps_per_cta[0] * C : M * (C / l->warps_per_cta[1]);
+	return l->version_major == 2 && per * es / 4 / 32 >= 64;
+}
+
 /* The loops after L in its block whose bodies hold every use of L's tile,
  * each as operand A (a) or each as operand B of a warpgroup MMA after the
  * body's wait (waited_before). *a says which operand; 0 loops: not so. */
@@ -2082,8 +2115,8 @@ static int invariant_loops(IrCtx *ctx, IrFunc *f, IrOp *L, const AnGpuOptions *o
 			if (!u)
 				continue;
 			const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(ctx, d, o) : NULL;
-			if (u != 1 || !l || l->version_major != 3 || d->ops[2] == v ||
-			    !waited_before(op->regions[0], d))
+			if (u != 1 || !l || (l->version_major != 3 && !big_fragments(d, l, d->ops[0] == v)) ||
+			    d->ops[2] == v || !waited_before(op->regions[0], d))
 				return 0;
 			sa += d->ops[0] == v;
 			sb += d->ops[1] == v;
@@ -2206,6 +2239,6 @@ void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages)
 		return;
 	int nbuf = 0;
 	walk(f->module->ctx, f, f->body, o, num_stages, &nbuf);
-	if (nbuf && o->arch >= 90 && async_invariants_on())
+	if (nbuf && o->arch >= 80 && async_invariants_on())
 		async_invariants(f->module->ctx, f, f->body, o, an_axis_info(f), &nbuf);
 }

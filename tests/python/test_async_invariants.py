@@ -151,6 +151,44 @@ def test_a_once_off_and_kept(monkeypatch):
     assert _once_copies(_compile(a_once, A_SIG, _a_cx(), arch=80).asm["ct.ttgir"]) == {}
 
 
+@pytest.mark.parametrize("arch", [80, 90])
+def test_a_once_big_fragments_on_mma_sync(arch, monkeypatch):
+    """32 rows with 4 warps run on mma.sync with the warps along N: each
+    warp would hold all of a (32 x 128 f16: 64 registers a thread) across
+    the loop. It goes through a one-slot buffer instead and the loop reads
+    it by ldmatrix in every iteration, as Triton does (a generated attention
+    chain of this shape spilled 596 bytes, Triton 156 registers, none)."""
+    monkeypatch.setenv("CTRITON_ASYNC_INVARIANTS", "1")
+    k = _compile(a_once, A_SIG, _a_cx(K=128, BM=32, BN=128), arch=arch)
+    ttgir = k.asm["ct.ttgir"]
+    assert "#mma<version = [2, 0], wpc = [1, 4]" in ttgir
+    assert list(_once_copies(ttgir).values()) == [1], ttgir
+    body = ttgir[ttgir.index(" = for "):]
+    assert re.search(r"local_read[^\n]*stages|local_read[^\n]*#dot_op<opidx = 0", body)
+    # 64 x 64 with 4 warps (32 registers of fragments) keeps the load
+    kept = _once_copies(_compile(a_once, A_SIG, _a_cx(), arch=arch).asm["ct.ttgir"])
+    assert list(kept.values()) == ([] if arch == 80 else [1]), kept
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_mma_sync_tile_read_at_its_dot(arch):
+    """A slot read by mma.sync is read right before its dot: attention's V
+    tile (32 x 128, 4 warps: 64 registers of fragments) is not held across
+    Q K^T and the softmax."""
+    from test_kmajor_staging import chain
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    sig = {"Q": "*bf16", "Kp": "*bf16", "V": "*bf16", "O": "*fp32", "M": "i32", "N": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BD": "constexpr"}
+    attrs = {n: {"divisibility": 16} for n in ("Q", "Kp", "V", "O")}
+    k = triton.compile(ASTSource(chain, sig, dict(BM=32, BN=128, BD=128), attrs), target=GPUTarget("cuda", arch, 32),
+                       options={"num_warps": 4, "num_stages": 3})
+    body = k.asm["ct.ttgir"].split(" = for ", 1)[1]
+    dots = [m.start() for m in re.finditer(r"= dot ", body)]
+    reads = [m.start() for m in re.finditer(r"= local_read [^\n]*#dot_op<opidx = 1", body)]
+    assert len(dots) == 2 and reads and max(reads) > dots[0], (dots, reads)
+
+
 @needs_ptxas
 @pytest.mark.parametrize("store_w", [False, True])
 def test_b_once(store_w, monkeypatch):
@@ -294,6 +332,23 @@ def test_a_once_gpu(on, twice, M, monkeypatch):
     o = torch.full((M, N), float("nan"), device="cuda")
     a_once[(N // BN,)](a, b, o, M, N, K=K, BM=64, BN=BN, A_TWICE=twice, OTHER=0.0, num_warps=4, num_stages=3)
     ref = a.float() @ b[:6 if twice else 4].float().sum(0)
+    torch.testing.assert_close(o, ref, atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on", ["1", "0"])
+@pytest.mark.parametrize("M", [32, 21])
+def test_a_once_mma_sync_gpu(on, M, monkeypatch):
+    """The one-slot a read by mma.sync in every iteration (32 rows, 4 warps
+    along N)."""
+    torch = _gpu_torch(monkeypatch, "CTRITON_ASYNC_INVARIANTS", on)
+    K, N, BN = 128, 256, 128
+    g = torch.Generator(device="cuda").manual_seed(M)
+    a = torch.randn(M, K, device="cuda", generator=g).half()
+    b = torch.randn(4, K, N, device="cuda", generator=g).half()
+    o = torch.full((M, N), float("nan"), device="cuda")
+    a_once[(N // BN,)](a, b, o, M, N, K=K, BM=32, BN=BN, A_TWICE=False, OTHER=0.0, num_warps=4, num_stages=3)
+    ref = a.float() @ b.float().sum(0)
     torch.testing.assert_close(o, ref, atol=5e-2, rtol=1e-2)
 
 

@@ -1677,7 +1677,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * mma.sync (fragments in registers: attention's V, 64 registers a
 	 * thread at 32 x 128 with 4 warps, across the softmax) */
 	for (int k = 0; k < nc; k++) {
-		IrOp *rd = reads[k], *u = rd && (rd->res[0].type->rank == 1 || mma_sync_read(ctx, rd, o)) ? rd->next : NULL;
+		IrOp *rd = reads[k],
+		     *u = rd && (rd->res[0].type->rank == 1 || mma_sync_read(ctx, rd, o)) ? rd->next : NULL;
 		while (u && !reads_value(u, &rd->res[0]) && !uses_inside(u, &rd->res[0]))
 			u = u->next;
 		if (u && u != rd->next) {

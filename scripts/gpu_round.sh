@@ -254,7 +254,7 @@ case "$part" in
     grep -E "^FAILED|^ERROR" "$O/split-tests.txt" | cut -c1-190 | head -10
     for v in 1 0; do
       CTRITON_WGMMA_SPLIT=$v timeout 150 python3 bench/tc_gpu.py --only matmul --sizes 4096 --rounds 3 \
-        --configs "64,128,64,8,3;64,256,64,8,3;64,256,32,8,4;64,128,64,4,4" > "$O/split-$v.txt" 2>&1
+        --configs "64,128,64,8,3;64,256,64,8,3;64,256,32,8,4;64,128,64,4,4;64,64,64,8,3;64,64,32,8,4" > "$O/split-$v.txt" 2>&1
       echo "wgmma_split=$v rc=$?"
       grep -E "TFLOP|Error" "$O/split-$v.txt" | cut -c1-190
     done

@@ -57,8 +57,8 @@ def test_dot_tensor_cores(form, arch):
     k = ctriton.compile(ASTSource(dot_kernel, sig, cx), target=GPUTarget("cuda", arch, 32),
                         options={"num_warps": nw})
     ttgir, ptx = k.asm["ct.ttgir"], k.asm["ptx"]
-    # sm_90: warpgroup MMA when every warpgroup gets whole 64-row instructions
-    wg = arch == 90 and nw % 4 == 0 and 64 % (16 * nw) == 0
+    # sm_90: warpgroup MMA with whole warpgroups (8 warps: two of 64 x 32)
+    wg = arch == 90 and nw % 4 == 0
     assert "= dot " in ttgir and f"#mma<version = [{3 if wg else 2}, 0]" in ttgir
     assert "#dot_op<opidx = 0" in ttgir and "#dot_op<opidx = 1" in ttgir
     for line in ttgir.splitlines():
@@ -68,9 +68,12 @@ def test_dot_tensor_cores(form, arch):
         body = ttgir[ttgir.index(" = for "):ttgir.index("yield")]
         assert "block<64x64xf32, #blocked" not in body
     ab = "bf16" if dt == "bf16" else "f16"
-    if wg:  # loaded A and B both read from shared memory by descriptor
+    if wg:  # loaded A and B both read from shared memory by descriptor;
+        # a transposed B (registers along K) K-major, else read transposed
         import re
-        assert re.search(rf"wgmma.mma_async.sync.aligned.m64n64k16.f32.{ab}.{ab} {{[^}}]*}}, %rd\d+, %rd\d+, p, 1, 1, 0, 1;", ptx)
+        n, tb = 64 // (nw // 4), 0 if trans else 1
+        assert re.search(rf"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{[^}}]*}}, %rd\d+, %rd\d+, p, 1, 1, 0, "
+                         rf"{tb};", ptx)
         assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
         assert "fence.proxy.async.shared::cta" in ptx
         assert "mma.sync" not in ptx and "ldmatrix" not in ptx

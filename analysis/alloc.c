@@ -157,6 +157,8 @@ int64_t an_scratch_bytes(const IrOp *op, const AnGpuOptions *o)
 		const IrType *a = op->ops[0]->type, *b = op->ops[1]->type;
 		if (op->res[0].type->layout && op->res[0].type->layout->kind == LAYOUT_MMA)
 			return 0; /* tensor cores: operands arrive in registers */
+		if (op->ops[0]->def && an_fma_slot(op->ops[0]->def) && op->ops[1]->def && an_fma_slot(op->ops[1]->def))
+			return 0; /* both read from their slots */
 		return align16(numel(a) * elem_bytes(a)) + numel(b) * elem_bytes(b);
 	}
 	case OP_ATOMIC_RMW:

@@ -175,6 +175,10 @@ bool an_wgmma_smem_operand(const IrOp *op);
  * not 16 bits wide (the tensor cores read only those transposed), or a
  * staged 16-bit B whose registers run along K. */
 bool an_wgmma_kmajor_b(const IrOp *op);
+/* A copy into, or a read of, a row-major slot ({plain}: an operand of a
+ * dot off the tensor cores, which reads the slot itself; the read's value
+ * is the slot's element offset). */
+bool an_fma_slot(const IrOp *op);
 /* A 16-bit A read from a slot that holds it transposed ([K][M], M contiguous):
  * the warpgroup MMA reads it MN-major (imm-trans-a). */
 bool an_wgmma_mnmajor_a(const IrOp *op);

@@ -406,6 +406,11 @@ bool an_wgmma_smem_operand(const IrOp *op)
 	return k != TY_F16 && k != TY_BF16 ? true : !an_same_registers(op->ops[0]->type, t);
 }
 
+bool an_fma_slot(const IrOp *op)
+{
+	return (op->opc == OP_LOCAL_READ || op->opc == OP_ASYNC_COPY) && ir_op_int(op, "plain", 0) != 0;
+}
+
 bool an_wgmma_kmajor_b(const IrOp *op)
 {
 	if (!an_wgmma_smem_operand(op) || op->res[0].type->layout->opidx != 1)

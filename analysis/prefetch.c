@@ -536,16 +536,35 @@ static bool vector_async_ok(PCtx *p, IrOp *L, const AnAxis *ax)
 	       !writes_memory(p->body);
 }
 
+/* CTRITON_FMA_SLOTS=0: tiles of FMA dots stay loads (part of the key). */
+static bool fma_slots_on(void)
+{
+	const char *e = getenv("CTRITON_FMA_SLOTS");
+	return !(e && e[0] == '0');
+}
+
 /* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding
  * operand A or B of a dot that runs on tensor cores (16-bit or tf32 for
  * mma.sync). */
-static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
+static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans, bool *plain)
 {
 	const IrType *t = L->res[0].type;
 	IrOp *d = dot_user(p->body, &L->res[0]);
 	const IrLayout *l = d ? an_dot_mma_layout(p->ctx, d, o) : NULL;
-	if (!l || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+	*plain = false;
+	if (!d || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
 		return false;
+	if (!l) {
+		/* a 2-D dot off the tensor cores (FMA: ieee f32, say) reads its
+		 * operand straight from a row-major slot (an_fma_slot), as it
+		 * reads its staging buffer: rows contiguous, 16- or 32-bit */
+		IrTypeKind k = ir_scalar(t)->kind;
+		if (!fma_slots_on() || d->res[0].type->rank != 2 || (k != TY_F32 && k != TY_F16 && k != TY_BF16) ||
+		    (d->ops[0] == &L->res[0] && d->ops[1] == &L->res[0]))
+			return false;
+		*plain = slot_ok(L, o, ax, false, trans) && !*trans;
+		return *plain;
+	}
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
 	bool isa = d->ops[0] == &L->res[0] && d->ops[1] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
@@ -1391,7 +1410,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.ifs = ir_op_int(loop, "fused_nest", 0); /* a flattened nest's tile switch */
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
-	bool ctrans[8];
+	bool ctrans[8], cplain[8];
 	const IrType *ctile[8]; /* a tensor-memory-access copy: its slot's tile, else NULL */
 	int ntma = 0;
 	int nc = 0, ntrs[8];
@@ -1409,7 +1428,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		bool multi = ir_count_uses(f, &op->res[0]) > 1;
 		if (!multi && !dot_user(body, &op->res[0]))
 			continue;
-		bool ok = true, tr = false;
+		bool ok = true, tr = false, plain = false;
 		for (int i = 0; ok && i < op->nops && i < 3; i++) /* a tensor-map tail: tma_ok */
 			ok = slice_ok(&p, op->ops[i]);
 		if (ok && multi && nc < 8)
@@ -1420,7 +1439,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ntrs[nc] = -1;
 		if (nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* the register prefetch takes the loop */
-		if (!multi && !async_ok(&p, op, o, ax, &tr)) {
+		if (!multi && !async_ok(&p, op, o, ax, &tr, &plain)) {
 			/* a tile cp.async cannot copy (rows not 4-byte aligned, say):
 			 * it stays a load, which the register prefetch then takes one
 			 * iteration ahead, while the others go through the slots (as
@@ -1429,8 +1448,9 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			continue;
 		}
 		ctrans[nc] = tr;
+		cplain[nc] = plain;
 		ctile[nc] = NULL;
-		if (tma_ok(&p, op, o, tr, &ctile[nc]))
+		if (!plain && tma_ok(&p, op, o, tr, &ctile[nc]))
 			ntma++;
 		else
 			ctile[nc] = NULL;
@@ -1443,6 +1463,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * cp.async only (vector_async_ok) */
 	for (int i = 0; i < nv && nc < 8 && !ntma && wgmma_loop(body, o); i++) {
 		ctrans[nc] = false;
+		cplain[nc] = false;
 		ctile[nc] = NULL;
 		ntrs[nc] = -1;
 		cand[nc++] = vcand[i];
@@ -1538,6 +1559,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_op_set_int(ctx, c, "buffer", buf0 + k);
 			if (ctrans[k])
 				ir_op_set_int(ctx, c, "transposed", 1);
+			if (cplain[k])
+				ir_op_set_int(ctx, c, "plain", 1);
 			ir_op_set_int(ctx, c, "stages", S);
 		}
 		if (ntma < nc)
@@ -1631,6 +1654,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_op_set_int(ctx, c, "buffer", buf0 + k);
 		if (ctrans[k])
 			ir_op_set_int(ctx, c, "transposed", 1);
+		if (cplain[k])
+			ir_op_set_int(ctx, c, "plain", 1);
 		ir_op_set_int(ctx, c, "stages", S);
 	}
 	if (ntma < nc)
@@ -1661,6 +1686,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ir_op_set_int(ctx, r, "buffer", buf0 + k);
 		if (ctrans[k])
 			ir_op_set_int(ctx, r, "transposed", 1);
+		if (cplain[k])
+			ir_op_set_int(ctx, r, "plain", 1);
 		r->res[0].id = -1;
 		reads[k] = r;
 	}

@@ -1127,9 +1127,21 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 	int rk = ct->rank;
 	int64_t M = at->shape[rk - 2], K = at->shape[rk - 1], N = bt->shape[rk - 1];
 	int64_t offa = nv_scratch_off(op), offb = offa + nv_align16(at->numel * nv_esize(at));
-	nv_write_block(nv, op->ops[0], offa);
-	nv_write_block(nv, op->ops[1], offb);
-	nv_barrier(nv);
+	/* an operand read from a row-major slot (an_fma_slot) is read there, at
+	 * the slot's element offset ea / eob: the loop's wait and barrier made
+	 * it visible; the others go through the scratch */
+	const IrOp *sa = op->ops[0]->def, *sb = op->ops[1]->def;
+	LLVMValueRef ea = NULL, eob = NULL;
+	if (sa && an_fma_slot(sa))
+		offa = nv_scratch_off(sa), ea = nv_reg(nv, op->ops[0], 0);
+	else
+		nv_write_block(nv, op->ops[0], offa);
+	if (sb && an_fma_slot(sb))
+		offb = nv_scratch_off(sb), eob = nv_reg(nv, op->ops[1], 0);
+	else
+		nv_write_block(nv, op->ops[1], offb);
+	if (!ea || !eob)
+		nv_barrier(nv);
 	NvMap m;
 	nv_map_init(nv, ct, &m);
 	const IrType *wt = ct;
@@ -1155,12 +1167,14 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 			if (bi)
 				row = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, M), ""), row, "");
 			rowlin[ia[r]] = LLVMBuildMul(nv->b, row, nv_i32(nv, K), "");
+			if (ea)
+				rowlin[ia[r]] = LLVMBuildAdd(nv->b, rowlin[ia[r]], ea, "");
 		}
 		if (!collin[ic[r]]) {
 			LLVMValueRef col = nv_map_coord(nv, &m, r, rk - 1);
 			if (bi)
 				col = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, bi, nv_i32(nv, K * N), ""), col, "");
-			collin[ic[r]] = col;
+			collin[ic[r]] = eob ? LLVMBuildAdd(nv->b, col, eob, "") : col;
 		}
 	}
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);

@@ -508,6 +508,7 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	nv_map_init(nv, t, &m);
 	/* transposed: the slot holds the tile as [C][R] (runs down the columns) */
 	int tr = (int)ir_op_int(op, "transposed", 0), cd = tr ? 0 : 1;
+	bool plain = an_fma_slot(op);
 	int vec = nv_access_vec(nv, p, mask, &m);
 	if (m.brank != 2 || m.dimmap[cd] != cd || m.order[0] != cd)
 		vec = 1;
@@ -535,7 +536,13 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 		 * base register and immediates instead of a swizzle per run) */
 		int64_t delta;
 		LLVMValueRef d32;
-		if (d32_0 && slot_delta(&m, r, tr, R, C, (int)eb, &delta)) {
+		if (plain) { /* row-major, as an FMA dot reads it */
+			LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+			LLVMValueRef idx = LLVMBuildAdd(
+				nv->b, LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, r0, nv_i32(nv, C), ""), c0, ""), eoff,
+				"");
+			d32 = nv_smem_addr32(nv, nv_scratch_off(op), idx, eb);
+		} else if (d32_0 && slot_delta(&m, r, tr, R, C, (int)eb, &delta)) {
 			d32 = LLVMBuildAdd(nv->b, d32_0, nv_i32(nv, delta * eb), "");
 		} else {
 			LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
@@ -572,6 +579,10 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
 	if (nv_smem_operand(op)) { /* a warpgroup MMA reads the slot itself */
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
+		return;
+	}
+	if (an_fma_slot(op)) { /* so does an FMA dot: the slot's element offset */
+		nv_set1(nv, &op->res[0], eoff);
 		return;
 	}
 	const IrType *t = op->res[0].type;

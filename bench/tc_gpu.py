@@ -163,6 +163,28 @@ def matmul_tf32_cases(mods, quick):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def matmul_ieee_cases(mods, sizes=None):
+    """f32 with input_precision="ieee" (the FMA path on both sides), beside
+    torch.matmul in f32 (tf32 off)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for S in sizes or [2048]:
+        A = torch.randn(S, S, device="cuda")
+        B = torch.randn(S, S, device="cuda")
+        ref = A.double() @ B.double()
+        for bm, bn, bk, nw, ns in [(64, 64, 32, 4, 3), (128, 64, 32, 8, 3), (128, 128, 16, 8, 3), (32, 64, 32, 4, 4)]:
+            def make(m):
+                C = torch.full((S, S), float("nan"), device="cuda")
+                grid = (triton_cdiv(S, bm), triton_cdiv(S, bn))
+                return (lambda: m.matmul_ieee[grid](A, B, C, S, S, S, A.stride(0), B.stride(0), C.stride(0),
+                                                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=nw,
+                                                     num_stages=ns)), C
+            times, bad = run_sides(mods, make, ref.float(), f"ieee {S} {bm}x{bn}x{bk}")
+            Ct = torch.empty(S, S, device="cuda")
+            times["torch"] = bench(lambda: torch.matmul(A, B, out=Ct))
+            report(f"matmul ieee f32 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def matmul_fp8_cases(mods, quick):
     """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out."""
     if not hasattr(torch, "float8_e5m2"):
@@ -292,7 +314,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -304,14 +326,17 @@ def main():
     ROUNDS = max(1, a.rounds)
     impls = ["ctriton"] + (["triton"] if triton else [])
     print("devices:", torch.cuda.get_device_name(), "triton", getattr(triton, "__version__", None), flush=True)
-    if a.only != "attention":
+    if a.only == "ieee":
+        mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
+        matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
+    elif a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         cfgs = [tuple(int(x) for x in c.split(",")) for c in a.configs.split(";")] if a.configs else None
         matmul_cases(mm, a.quick, [int(x) for x in a.sizes.split(",")] if a.sizes else None, cfgs)
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only != "matmul":
+    if a.only not in ("matmul", "ieee"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

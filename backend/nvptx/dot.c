@@ -1177,62 +1177,111 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 			collin[ic[r]] = eob ? LLVMBuildAdd(nv->b, col, eob, "") : col;
 		}
 	}
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b);
-	LLVMBasicBlockRef hb = nv_new_bb(nv, "dot.k"), eb = nv_new_bb(nv, "dot.end");
-	LLVMBuildBr(nv->b, hb);
-	LLVMPositionBuilderAtEnd(nv->b, hb);
-	LLVMValueRef kv = LLVMBuildPhi(nv->b, i32, "");
-	LLVMValueRef *phis = nv_regbuf(nv, m.n), *nxt = nv_regbuf(nv, m.n);
-	for (int r = 0; r < m.n; r++)
-		phis[r] = LLVMBuildPhi(nv->b, cty, "");
 	/* U steps of K per trip: a row of A gives its U elements in one vector
 	 * load (rows are K-contiguous, and 16-byte aligned here), where it took
-	 * U loads; the FMAs keep K's order */
+	 * U loads; the FMAs keep K's order. B's row k gives a thread's columns
+	 * in vectors of vb where they run consecutively (a blocked layout's
+	 * size_per_thread along N). K up to 64 is unrolled whole (the loads of
+	 * later steps scheduled among earlier FMAs, as Triton's code is);
+	 * longer K is a loop of trips. */
 	int U = K % 4 == 0 && at->numel > 0 ? 4 : 1;
-	LLVMValueRef *av = nv_regbuf(nv, na * U), *bv = nv_regbuf(nv, nc);
-	LLVMTypeRef aty = nv_llty(nv, at);
-	for (int i = 0; i < na; i++) {
-		if (!rowlin[i])
-			continue;
-		LLVMValueRef idx = LLVMBuildAdd(nv->b, rowlin[i], kv, "");
-		if (U == 1 || ir_scalar(at)->kind == TY_I1) {
-			for (int u = 0; u < U; u++)
-				av[i * U + u] = nv_cast(nv, op, at, wt,
-							nv_smem_load(nv, at, offa, LLVMBuildAdd(nv->b, idx, nv_i32(nv, u), "")));
-			continue;
-		}
-		LLVMTypeRef vty = LLVMVectorType(aty, (unsigned)U);
-		LLVMValueRef ld = LLVMBuildLoad2(nv->b, vty, nv_smem_addr(nv, offa, idx, nv_esize(at)), "");
-		LLVMSetAlignment(ld, (unsigned)(U * nv_esize(at)));
-		for (int u = 0; u < U; u++)
-			av[i * U + u] = nv_cast(nv, op, at, wt, LLVMBuildExtractElement(nv->b, ld, nv_i32(nv, u), ""));
+	int vb = 1;
+	if (rk == 2 && m.dd[d1].estride == 1 && ir_scalar(bt)->kind != TY_I1) {
+		const AnDimDist *dd = &m.dd[d1];
+		int lim = 16 / (int)nv_esize(bt);
+		for (vb = dd->spt < lim ? dd->spt : lim; vb > 1; vb /= 2)
+			if (dd->spt % vb == 0 && dd->lane_unit % vb == 0 && dd->warp_unit % vb == 0 &&
+			    m.bs[d1] % vb == 0 && N % vb == 0 && nc % vb == 0)
+				break;
+		if (vb < 1)
+			vb = 1;
 	}
-	LLVMValueRef *acc = nv_regbuf(nv, m.n);
-	memcpy(acc, phis, sizeof(LLVMValueRef) * (size_t)m.n);
-	for (int u = 0; u < U; u++) {
-		LLVMValueRef kN = LLVMBuildMul(nv->b, LLVMBuildAdd(nv->b, kv, nv_i32(nv, u), ""), nv_i32(nv, N), "");
-		for (int i = 0; i < nc; i++)
-			if (collin[i])
-				bv[i] = nv_cast(nv, op, bt, wt,
-						nv_smem_load(nv, bt, offb, LLVMBuildAdd(nv->b, kN, collin[i], "")));
+	for (int i = 0; i < nc && vb > 1; i += vb) /* every column of a vector present */
+		for (int e = 0; e < vb; e++)
+			if (!collin[i + e])
+				vb = 1;
+	bool unroll = K <= 64;
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b), hb = NULL, eb = NULL;
+	LLVMValueRef kv = NULL, *phis = NULL, *acc = nv_regbuf(nv, m.n);
+	if (unroll) {
 		for (int r = 0; r < m.n; r++) {
-			LLVMValueRef a = av[ia[r] * U + u], b = bv[ic[r]];
-			if (fl)
-				acc[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, acc[r]}, 3);
-			else
-				acc[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), acc[r], "");
+			LLVMValueRef c0 = nv_reg(nv, op->ops[2], r);
+			acc[r] = wt == ct ? c0 : nv_cast(nv, op, ct, wt, c0);
+		}
+	} else {
+		hb = nv_new_bb(nv, "dot.k"), eb = nv_new_bb(nv, "dot.end");
+		LLVMBuildBr(nv->b, hb);
+		LLVMPositionBuilderAtEnd(nv->b, hb);
+		kv = LLVMBuildPhi(nv->b, i32, "");
+		phis = nv_regbuf(nv, m.n);
+		for (int r = 0; r < m.n; r++)
+			acc[r] = phis[r] = LLVMBuildPhi(nv->b, cty, "");
+	}
+	LLVMValueRef *av = nv_regbuf(nv, na * U), *bv = nv_regbuf(nv, nc);
+	LLVMTypeRef aty = nv_llty(nv, at), bty = nv_llty(nv, bt);
+	for (int k0 = 0; k0 < (unroll ? K : U); k0 += U) {
+		LLVMValueRef kk = unroll ? nv_i32(nv, k0) : kv;
+		for (int i = 0; i < na; i++) {
+			if (!rowlin[i])
+				continue;
+			LLVMValueRef idx = LLVMBuildAdd(nv->b, rowlin[i], kk, "");
+			if (U == 1 || ir_scalar(at)->kind == TY_I1) {
+				for (int u = 0; u < U; u++)
+					av[i * U + u] =
+						nv_cast(nv, op, at, wt,
+							nv_smem_load(nv, at, offa,
+								     LLVMBuildAdd(nv->b, idx, nv_i32(nv, u), "")));
+				continue;
+			}
+			LLVMTypeRef vty = LLVMVectorType(aty, (unsigned)U);
+			LLVMValueRef ld = LLVMBuildLoad2(nv->b, vty, nv_smem_addr(nv, offa, idx, nv_esize(at)), "");
+			LLVMSetAlignment(ld, (unsigned)(U * nv_esize(at)));
+			for (int u = 0; u < U; u++)
+				av[i * U + u] =
+					nv_cast(nv, op, at, wt, LLVMBuildExtractElement(nv->b, ld, nv_i32(nv, u), ""));
+		}
+		for (int u = 0; u < U; u++) {
+			LLVMValueRef kN =
+				LLVMBuildMul(nv->b, LLVMBuildAdd(nv->b, kk, nv_i32(nv, u), ""), nv_i32(nv, N), "");
+			for (int i = 0; i < nc; i += vb) {
+				if (!collin[i])
+					continue;
+				LLVMValueRef idx = LLVMBuildAdd(nv->b, kN, collin[i], "");
+				if (vb == 1) {
+					bv[i] = nv_cast(nv, op, bt, wt, nv_smem_load(nv, bt, offb, idx));
+					continue;
+				}
+				LLVMTypeRef vty = LLVMVectorType(bty, (unsigned)vb);
+				LLVMValueRef ld =
+					LLVMBuildLoad2(nv->b, vty, nv_smem_addr(nv, offb, idx, nv_esize(bt)), "");
+				LLVMSetAlignment(ld, (unsigned)(vb * nv_esize(bt)));
+				for (int e = 0; e < vb; e++)
+					bv[i + e] = nv_cast(nv, op, bt, wt,
+							    LLVMBuildExtractElement(nv->b, ld, nv_i32(nv, e), ""));
+			}
+			for (int r = 0; r < m.n; r++) {
+				LLVMValueRef a = av[ia[r] * U + u], b = bv[ic[r]];
+				if (fl)
+					acc[r] = nv_intrinsic(nv, "llvm.fma", &cty, 1, (LLVMValueRef[]){a, b, acc[r]},
+							      3);
+				else
+					acc[r] = LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, a, b, ""), acc[r], "");
+			}
 		}
 	}
+	LLVMValueRef *nxt = nv_regbuf(nv, m.n);
 	memcpy(nxt, acc, sizeof(LLVMValueRef) * (size_t)m.n);
-	LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, U), "");
-	LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
-	LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
-	for (int r = 0; r < m.n; r++) {
-		LLVMValueRef c0 = nv_reg(nv, op->ops[2], r);
-		LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? c0 : nv_cast(nv, op, ct, wt, c0), nxt[r]},
-				(LLVMBasicBlockRef[]){pre, hb}, 2);
+	if (!unroll) {
+		LLVMValueRef k1 = LLVMBuildAdd(nv->b, kv, nv_i32(nv, U), "");
+		LLVMBuildCondBr(nv->b, LLVMBuildICmp(nv->b, LLVMIntSLT, k1, nv_i32(nv, K), ""), hb, eb);
+		LLVMAddIncoming(kv, (LLVMValueRef[]){nv_i32(nv, 0), k1}, (LLVMBasicBlockRef[]){pre, hb}, 2);
+		for (int r = 0; r < m.n; r++) {
+			LLVMValueRef c0 = nv_reg(nv, op->ops[2], r);
+			LLVMAddIncoming(phis[r], (LLVMValueRef[]){wt == ct ? c0 : nv_cast(nv, op, ct, wt, c0), nxt[r]},
+					(LLVMBasicBlockRef[]){pre, hb}, 2);
+		}
+		LLVMPositionBuilderAtEnd(nv->b, eb);
 	}
-	LLVMPositionBuilderAtEnd(nv->b, eb);
 	if (wt != ct)
 		for (int r = 0; r < m.n; r++)
 			nxt[r] = nv_cast(nv, op, wt, ct, nxt[r]);

@@ -14,35 +14,21 @@ import shutil
 import pytest
 
 import ctriton as triton
-import ctriton.language as tl
+
+from test_small_copies import small_mm
 
 PTXAS = bool(os.environ.get("CTRITON_PTXAS_PATH") or os.path.exists("/usr/local/cuda/bin/ptxas") or
              shutil.which("ptxas"))
 needs_ptxas = pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 
 
-@triton.jit
-def ieee_mm(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C = A @ B in f32 (ieee), row-major, masked at M, N and the K tail."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        kk = k * BK + rk
-        a = tl.load(A + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(B + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
-    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
 def _compile(arch, BM=64, BN=64, BK=32, warps=4, stages=3):
     from ctriton.backends.compiler import GPUTarget
     from ctriton.compiler import ASTSource
     sig = {"A": "*fp32", "B": "*fp32", "C": "*fp32", "M": "i32", "N": "i32", "K": "i32", "BM": "constexpr",
-           "BN": "constexpr", "BK": "constexpr"}
+           "BN": "constexpr", "BK": "constexpr", "PREC": "constexpr"}
     attrs = {n: {"divisibility": 16} for n in ("A", "B", "C", "N", "K")}
-    return triton.compile(ASTSource(ieee_mm, sig, dict(BM=BM, BN=BN, BK=BK), attrs),
+    return triton.compile(ASTSource(small_mm, sig, dict(BM=BM, BN=BN, BK=BK, PREC="ieee"), attrs),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": warps, "num_stages": stages})
 
 
@@ -85,7 +71,7 @@ def test_ieee_mm_gpu(on, BM, BN, BK, warps, stages, monkeypatch):
     a = torch.randn(M, K, device="cuda", generator=g)
     b = torch.randn(K, N, device="cuda", generator=g)
     c = torch.full((M, N), float("nan"), device="cuda")
-    ieee_mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_warps=warps,
-                                                      num_stages=stages)
+    small_mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, PREC="ieee",
+                                                       num_warps=warps, num_stages=stages)
     ref = (a.double() @ b.double()).float()
     torch.testing.assert_close(c, ref, atol=1e-4, rtol=1e-5)

@@ -18,8 +18,9 @@ needs_ptxas = pytest.mark.skipif(not PTXAS, reason="ptxas not found")
 
 
 @triton.jit
-def small_mm(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C = A @ B (row-major), masked at M, N and the K tail."""
+def small_mm(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):
+    """C = A @ B (row-major), masked at M, N and the K tail; f32 inputs with
+    input_precision PREC (test_fma_slots.py: "ieee")."""
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -28,19 +29,19 @@ def small_mm(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.conste
         kk = k * BK + rk
         a = tl.load(A + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(B + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, input_precision=PREC)
     tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 SIG = {"A": "*fp16", "B": "*fp16", "C": "*fp32", "M": "i32", "N": "i32", "K": "i32", "BM": "constexpr",
-       "BN": "constexpr", "BK": "constexpr"}
+       "BN": "constexpr", "BK": "constexpr", "PREC": "constexpr"}
 
 
 def _compile(arch, BM, BN, BK, warps):
     from ctriton.backends.compiler import GPUTarget
     from ctriton.compiler import ASTSource
     attrs = {n: {"divisibility": 16} for n in ("A", "B", "C", "N", "K")}
-    return triton.compile(ASTSource(small_mm, SIG, dict(BM=BM, BN=BN, BK=BK), attrs),
+    return triton.compile(ASTSource(small_mm, SIG, dict(BM=BM, BN=BN, BK=BK, PREC="tf32"), attrs),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": warps, "num_stages": 3})
 
 
@@ -79,6 +80,6 @@ def test_small_tiles_gpu(on, BM, BN, BK, warps, M, N, K, monkeypatch):
     a = torch.randn(M, K, device="cuda", generator=g).half()
     b = torch.randn(K, N, device="cuda", generator=g).half()
     c = torch.full((M, N), float("nan"), device="cuda")
-    small_mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_warps=warps,
-                                                       num_stages=3)
+    small_mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, PREC="tf32",
+                                                       num_warps=warps, num_stages=3)
     torch.testing.assert_close(c, a.float() @ b.float(), atol=2e-2, rtol=1e-2)

@@ -1182,8 +1182,11 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 	 * U loads; the FMAs keep K's order. B's row k gives a thread's columns
 	 * in vectors of vb where they run consecutively (a blocked layout's
 	 * size_per_thread along N). K up to 64 is unrolled whole (the loads of
-	 * later steps scheduled among earlier FMAs, as Triton's code is);
-	 * longer K is a loop of trips. */
+	 * later steps scheduled among earlier FMAs, as Triton's code is) where
+	 * the accumulator is at most 64 registers and no other dot shares the
+	 * block (ptxas hoists an unrolled dot's loads: two chained dots of 128
+	 * x 32 spilled 348 bytes, one accumulator of 256 registers 41 KB more);
+	 * otherwise a loop of trips. */
 	int U = K % 4 == 0 && at->numel > 0 ? 4 : 1;
 	int vb = 1;
 	if (rk == 2 && m.dd[d1].estride == 1 && ir_scalar(bt)->kind != TY_I1) {
@@ -1200,7 +1203,9 @@ static void lower_dot_fma(Nv *nv, IrOp *op)
 		for (int e = 0; e < vb; e++)
 			if (!collin[i + e])
 				vb = 1;
-	bool unroll = K <= 64;
+	bool unroll = K <= 64 && m.n <= 64;
+	for (const IrOp *o = op->parent ? op->parent->first : NULL; o && unroll; o = o->next)
+		unroll = o == op || o->opc != OP_DOT;
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(nv->b), hb = NULL, eb = NULL;
 	LLVMValueRef kv = NULL, *phis = NULL, *acc = nv_regbuf(nv, m.n);
 	if (unroll) {

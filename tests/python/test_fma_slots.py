@@ -75,3 +75,17 @@ def test_ieee_mm_gpu(on, BM, BN, BK, warps, stages, monkeypatch):
                                                        num_warps=warps, num_stages=stages)
     ref = (a.double() @ b.double()).float()
     torch.testing.assert_close(c, ref, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("BK,unrolled", [(32, True), (128, False)])
+def test_fma_k_unrolled_up_to_64(BK, unrolled):
+    """The FMA dot's K up to 64 is straight-line code (32 K steps x 32
+    accumulator registers: 1024 FMAs); longer K is a loop of 4-step trips
+    (128 FMAs in its body). B's row is read in vectors along the thread's
+    columns."""
+    ptx = _compile(90, 64, 64, BK, 4).asm["ptx"]
+    n = len(re.findall(r"\bfma\.rn\.f32", ptx))
+    assert n == (BK * 32 if unrolled else 4 * 32), n
+    # A's rows and B's row segments in 16-byte vectors: no scalar shared load
+    assert re.search(r"ld\.shared\.v4\.(f32|b32)", ptx)
+    assert not re.search(r"ld\.shared\.(f32|b32)\b", ptx)

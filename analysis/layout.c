@@ -527,6 +527,78 @@ bool an_mma_v2_types(const IrOp *dot)
 	return false;
 }
 
+/* Whether dot d's result reaches another dot of its block through the ops
+ * after it, or one of its operands comes from another dot through the ops
+ * before it (depth-bounded slices in the block). */
+static bool dot_reaches(const IrValue *v, const IrOp *self, int depth)
+{
+	if (depth > 12 || !v->def)
+		return false;
+	const IrBlock *b = self->parent;
+	for (const IrOp *u = v->def->next; u; u = u->next) {
+		if (u->parent != b)
+			break;
+		bool reads = false;
+		for (int i = 0; i < u->nops && !reads; i++)
+			reads = u->ops[i] == v;
+		if (!reads)
+			continue;
+		if (u->opc == OP_DOT && u != self && u->ops[2] != v)
+			return true;
+		if (u->opc != OP_DOT && u->nres == 1 && ir_is_block(u->res[0].type) && u->res[0].type->rank == 2 &&
+		    dot_reaches(&u->res[0], self, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* The dot of self's block that v comes from through the ops before it. */
+static const IrOp *dot_from(const IrValue *v, const IrOp *self, int depth)
+{
+	const IrOp *d = v->def;
+	if (depth > 12 || !d || d->parent != self->parent || !ir_is_block(v->type))
+		return NULL;
+	if (d->opc == OP_DOT)
+		return d != self ? d : NULL;
+	if (d->opc == OP_LOAD || d->nregions)
+		return NULL;
+	for (int i = 0; i < d->nops; i++) {
+		const IrOp *x = ir_is_block(d->ops[i]->type) && d->ops[i]->type->rank == 2
+					? dot_from(d->ops[i], self, depth + 1)
+					: NULL;
+		if (x)
+			return x;
+	}
+	return NULL;
+}
+
+/* Of a chain of dots (one's result reaches the next's operand), the first:
+ * its shape places the warps of them all, as in Triton; NULL when dot is
+ * in no chain. */
+static const IrOp *chain_root(const IrOp *dot)
+{
+	if (!dot->parent)
+		return NULL;
+	const IrOp *r = dot;
+	for (int i = 0; i < 8; i++) {
+		const IrOp *p = dot_from(r->ops[0], r, 0);
+		if (!p)
+			p = dot_from(r->ops[1], r, 0);
+		if (!p)
+			break;
+		r = p;
+	}
+	return r != dot || dot_reaches(&dot->res[0], dot, 0) ? r : NULL;
+}
+
+/* CTRITON_CHAIN_ROWS=0: chained dots on mma.sync split their warps as any
+ * other dot does (near-square warp tiles; part of the key). */
+static bool chain_rows_on(void)
+{
+	const char *e = getenv("CTRITON_CHAIN_ROWS");
+	return !(e && e[0] == '0');
+}
+
 const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOptions *o)
 {
 	if (o->arch < 80 || dot->opc != OP_DOT)
@@ -554,6 +626,19 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 	 * the tiles (a 16 x 16 dot with 4 warps) repeat the work of the first
 	 * ones (the layout's warps wrap around) */
 	int wm = 1, wn = 1;
+	const IrOp *root = chain_rows_on() ? chain_root(dot) : NULL;
+	if (root && root->res[0].type->shape[0] >= root->res[0].type->shape[1]) {
+		/* a chain of dots whose first is at least as tall as wide
+		 * (attention's S = Q K^T, then P V): the warps stack along M, as
+		 * Triton places them, so that the row reductions between the two
+		 * stay inside a warp and S's accumulator becomes P's A fragments
+		 * in registers */
+		while (wm < o->num_warps && M / (16 * (int64_t)wm) >= 2)
+			wm *= 2;
+		wn = o->num_warps / wm;
+		while (wn > 1 && N / (8 * (int64_t)wn) < 1)
+			wn /= 2;
+	}
 	while (wm * wn < o->num_warps) {
 		int64_t rm = M / (16 * (int64_t)wm), rn = N / (8 * (int64_t)wn);
 		if (rm >= 2 && rm >= rn)

@@ -458,14 +458,23 @@ static int chunk_bytes(void)
 	return e && e[0] == '0' ? 16 : 4;
 }
 
-static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool wga, bool *trans)
+static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool wga, bool mma, bool *trans)
 {
 	const IrType *t = L->res[0].type;
 	int es = ir_type_bits(ir_scalar(t)) / 8;
 	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
-	bool rows = an_access_vec(ax, L->ops[0], mk, 1, true) * es >= 4;
+	int rowb = an_access_vec(ax, L->ops[0], mk, 1, true) * es,
+	    cols = an_access_vec(ax, L->ops[0], mk, 0, true) * es;
+	bool rows = rowb >= 4;
 	*trans = false;
-	if (!rows && wga && es == 2 && an_access_vec(ax, L->ops[0], mk, 0, true) * es >= 16) {
+	if (mma && rowb < 16 && cols >= 16) {
+		/* an operand of mma.sync stored along K where a row-major tile
+		 * runs along M or N (a B^T, or K^T, given as [N][K]): 16-byte runs
+		 * down the columns into a slot that holds it transposed, which
+		 * ldmatrix reads the other way round (16-bit), or element by
+		 * element (tf32) */
+		*trans = true;
+	} else if (!rows && wga && es == 2 && cols >= 16) {
 		/* a 16-bit A stored column-major (M contiguous): 16-byte runs down
 		 * the columns into a slot that holds it transposed ([K][M]), which
 		 * the warpgroup MMA reads MN-major, as a row-major B */
@@ -474,7 +483,7 @@ static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb
 		/* a 32-bit B (tf32) not 16-byte contiguous down its columns, N-major
 		 * say: copied element by element (4-byte cp.async) into the
 		 * transposed slot, as Triton does */
-		if (!wgb || (an_access_vec(ax, L->ops[0], mk, 0, true) * es < 16 && es != 4))
+		if (!wgb || (cols < 16 && es != 4))
 			return false;
 		*trans = true;
 	}
@@ -485,7 +494,7 @@ static bool slot_ok_a(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb
 
 static bool slot_ok(IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool wgb, bool *trans)
 {
-	return slot_ok_a(L, o, ax, wgb, false, trans);
+	return slot_ok_a(L, o, ax, wgb, false, false, trans);
 }
 
 /* The dim along which a copy of L's tile runs: the rows of a 2-D tile
@@ -543,6 +552,26 @@ static bool fma_slots_on(void)
 	return !(e && e[0] == '0');
 }
 
+/* CTRITON_MMA_SYNC_TRANS=0: a tile that mma.sync reads the other way round
+ * (stored along K, or through a 2-D trans), and one that only a 2-D trans
+ * feeding a warpgroup MMA reads, stay loads, staged through registers as
+ * before (part of the key). */
+static bool mma_sync_trans_on(void)
+{
+	const char *e = getenv("CTRITON_MMA_SYNC_TRANS");
+	return !(e && e[0] == '0');
+}
+
+/* Operand A or B (not both) of a dot on mma.sync that can read it from a
+ * slot held either way round: 16-bit (ldmatrix) or tf32 (element reads). */
+static bool mma_sync_operand(PCtx *p, const IrOp *d, const IrValue *v, const AnGpuOptions *o)
+{
+	const IrLayout *l = d->opc == OP_DOT ? an_dot_mma_layout(p->ctx, d, o) : NULL;
+	IrTypeKind k = ir_scalar(v->type)->kind;
+	return l && l->version_major == 2 && (d->ops[0] == v) != (d->ops[1] == v) &&
+	       (k == TY_F16 || k == TY_BF16 || k == TY_F32) && mma_sync_trans_on();
+}
+
 /* A load the cp.async path can take: a 2-D tile of at least 16 x 16 feeding
  * operand A or B of a dot that runs on tensor cores (16-bit or tf32 for
  * mma.sync). */
@@ -570,7 +599,7 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	IrTypeKind k = ir_scalar(t)->kind;
 	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */
-	return slot_ok_a(L, o, ax, wg && isb, wg && isa, trans);
+	return slot_ok_a(L, o, ax, wg && isb, wg && isa, !wg && (isa || isb) && mma_sync_trans_on(), trans);
 }
 
 /* A tile used more than once: every use is operand B of a warpgroup MMA,
@@ -617,30 +646,73 @@ static bool async_ok_multi(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis
 {
 	const IrType *t = L->res[0].type;
 	IrValue *v = &L->res[0];
-	int es = ir_type_bits(ir_scalar(t)) / 8, n = ir_count_uses(p->f, v), seen = 0;
+	int es = ir_type_bits(ir_scalar(t)) / 8, n = ir_count_uses(p->f, v), seen = 0, wg = 0, mma = 0;
 	*ntr = 0;
 	if (async_ok_multi_a(p, L, o, ax, trans))
 		return true;
-	if (es != 2 || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
+	if (t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16)
 		return false;
 	for (IrOp *op = p->body->first; op; op = op->next)
 		for (int i = 0; i < op->nops; i++) {
 			if (op->ops[i] != v)
 				continue;
 			seen++;
-			if (op->opc == OP_DOT && wgmma_b(p, op, v, o))
+			if (op->opc == OP_DOT && wgmma_b(p, op, v, o)) {
+				wg++;
 				continue;
+			}
 			const IrAttr *ord = op->opc == OP_TRANS ? ir_op_attr(op, "order") : NULL;
 			IrOp *d = ord && ord->n == 2 && ord->ints[0] == 1 && ir_count_uses(p->f, &op->res[0]) == 1
 					  ? dot_user(p->body, &op->res[0])
 					  : NULL;
-			if (!d || !wgmma_b(p, d, &op->res[0], o) || *ntr == 4)
+			if (!d || *ntr == 4)
+				return false;
+			if (wgmma_b(p, d, &op->res[0], o))
+				wg++;
+			else if (mma_sync_operand(p, d, &op->res[0], o))
+				mma++;
+			else
 				return false;
 			tr[(*ntr)++] = op;
 		}
-	if (seen != n)
-		return false; /* a use in a nested region */
-	return slot_ok(L, o, ax, true, trans);
+	if (seen != n || (wg && mma))
+		return false; /* a use in a nested region; both kinds of MMA */
+	/* read through its trans by mma.sync: ldmatrix the other way round */
+	if (mma)
+		return slot_ok_a(L, o, ax, false, false, true, trans);
+	return es == 2 && slot_ok(L, o, ax, true, trans);
+}
+
+/* Whether a thread copies L's tile in at most 16 runs: more (4-byte runs
+ * of a 256 x 32 f32 tile with 4 warps: 64 addresses a thread) cost more
+ * registers than the register prefetch they replace (a generated tf32
+ * kernel spilled 432 bytes against 168). */
+static bool few_runs(IrOp *L, const AnGpuOptions *o, const AnAxis *ax)
+{
+	const IrType *t = L->res[0].type;
+	int64_t es = ir_type_bits(ir_scalar(t)) / 8;
+	IrValue *mk = L->nops > 1 ? L->ops[1] : NULL;
+	int64_t run = an_access_vec(ax, L->ops[0], mk, 1, true) * es,
+		col = an_access_vec(ax, L->ops[0], mk, 0, true) * es;
+	if (col > run)
+		run = col;
+	if (run > 16)
+		run = 16;
+	return run > 0 && t->numel * es / run <= 16 * (int64_t)o->num_warps * o->warp_size;
+}
+
+/* A load whose only use is a 2-D trans that only a dot of the body reads
+ * (attention's tl.trans(k)): it goes through a slot as a tile used more
+ * than once does, read the other way round (async_ok_multi). */
+static bool trans_to_dot(PCtx *p, IrOp *L)
+{
+	IrValue *v = &L->res[0];
+	if (ir_count_uses(p->f, v) != 1 || !mma_sync_trans_on())
+		return false;
+	for (IrOp *op = p->body->first; op; op = op->next)
+		if (op->opc == OP_TRANS && op->ops[0] == v)
+			return ir_count_uses(p->f, &op->res[0]) == 1 && dot_user(p->body, &op->res[0]) != NULL;
+	return false;
 }
 
 /* Pure work in the copy group after a {wgmma_pending} barrier (addresses,
@@ -1410,7 +1482,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.ifs = ir_op_int(loop, "fused_nest", 0); /* a flattened nest's tile switch */
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
-	bool ctrans[8], cplain[8];
+	bool ctrans[8], cplain[8], ctto[8];
 	const IrType *ctile[8]; /* a tensor-memory-access copy: its slot's tile, else NULL */
 	int ntma = 0;
 	int nc = 0, ntrs[8];
@@ -1425,7 +1497,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				vcand[nv++] = op;
 			continue;
 		}
-		bool multi = ir_count_uses(f, &op->res[0]) > 1;
+		bool tto = trans_to_dot(&p, op) && few_runs(op, o, ax),
+		     multi = ir_count_uses(f, &op->res[0]) > 1 || tto;
 		if (!multi && !dot_user(body, &op->res[0]))
 			continue;
 		bool ok = true, tr = false, plain = false;
@@ -1449,6 +1522,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		}
 		ctrans[nc] = tr;
 		cplain[nc] = plain;
+		ctto[nc] = tto;
 		ctile[nc] = NULL;
 		if (!plain && tma_ok(&p, op, o, tr, &ctile[nc]))
 			ntma++;
@@ -1464,15 +1538,38 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	for (int i = 0; i < nv && nc < 8 && !ntma && wgmma_loop(body, o); i++) {
 		ctrans[nc] = false;
 		cplain[nc] = false;
+		ctto[nc] = false;
 		ctile[nc] = NULL;
 		ntrs[nc] = -1;
 		cand[nc++] = vcand[i];
 		tile_bytes += vcand[i]->res[0].type->numel * (ir_type_bits(ir_scalar(vcand[i]->res[0].type)) / 8);
 	}
-	/* shared memory: fewer stages when the tiles are large */
+	/* shared memory: fewer stages when the tiles are large; then, before
+	 * giving up, the tiles read through a trans stay loads (as before they
+	 * went through the slots) */
 	int64_t budget = stage_budget(body, o, cand, nc, p.ifs);
+	int S0 = S;
 	while (S > 2 && tile_bytes * S > budget)
 		S--;
+	for (int k = nc - 1; k >= 0 && tile_bytes * S > budget; k--)
+		if (ctto[k] && nc > 1) {
+			S = S0;
+			tile_bytes -= cand[k]->res[0].type->numel * (ir_type_bits(ir_scalar(cand[k]->res[0].type)) / 8);
+			ntma -= ctile[k] != NULL;
+			for (int j = k; j + 1 < nc; j++) {
+				cand[j] = cand[j + 1];
+				ctrans[j] = ctrans[j + 1];
+				cplain[j] = cplain[j + 1];
+				ctto[j] = ctto[j + 1];
+				ctile[j] = ctile[j + 1];
+				ntrs[j] = ntrs[j + 1];
+				memcpy(trs[j], trs[j + 1], sizeof trs[j]);
+			}
+			nc--;
+			(*nleft)++;
+			while (S > 2 && tile_bytes * S > budget)
+				S--;
+		}
 	if (tile_bytes * S > budget)
 		return false;
 
@@ -2087,7 +2184,7 @@ static bool pipeline_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions 
  * in flight together with the loop's first tiles, and the MMAs read the
  * slot (a local_read in the body).
  *
- * The same for a tile read by mma.sync whose fragments would hold 64 or
+ * The same for a tile read by mma.sync whose fragments would hold 32 or
  * more registers a thread (big_fragments): read by ldmatrix from the slot
  * in every iteration instead of held in registers across the loop.
  *
@@ -2113,16 +2210,18 @@ static bool waited_before(const IrBlock *body, const IrOp *use)
 }
 
 /* Whether dot d's operand A (a) or B, read by mma.sync (layout l) from
- * registers, would hold 64 or more registers a thread: the warps that
+ * registers, would hold 32 or more registers a thread: the warps that
  * split the other dimension each hold a copy (a 32 x 128 q with 4 warps
  * along N: 64). Held across the loop they spill; read from the slot in
- * every iteration (ldmatrix), as Triton reads its operands, they do not. */
+ * every iteration (ldmatrix), as Triton reads its operands, they do not.
+ * From 32 (64 before): an attention forward of 32 x 64 tiles with head 64
+ * on sm_90 (q: 32 registers) went from 161 registers to 96, Triton 80. */
 static bool big_fragments(const IrOp *d, const IrLayout *l, bool a)
 {
 	const IrType *t = d->ops[a ? 0 : 1]->type;
 	int64_t es = ir_type_bits(ir_scalar(t)) / 8, M = t->shape[0], C = t->shape[1];
 	int64_t per = a ? M / l->warps_per_cta[0] * C : M * (C / l->warps_per_cta[1]);
-	return l->version_major == 2 && per * es / 4 / 32 >= 64;
+	return l->version_major == 2 && per * es / 4 / 32 >= 32;
 }
 
 /* The loops after L in its block whose bodies hold every use of L's tile,
@@ -2190,7 +2289,7 @@ static void async_invariants(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptio
 		IrOp *loops[8];
 		bool isa = false, trans = false;
 		int nl = tile_load(op) ? invariant_loops(ctx, f, op, o, loops, 8, &isa) : 0;
-		if (!nl || !slot_ok_a(op, o, ax, !isa, isa, &trans)) {
+		if (!nl || !slot_ok_a(op, o, ax, !isa, isa, false, &trans)) {
 			op = next;
 			continue;
 		}

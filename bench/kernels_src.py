@@ -81,6 +81,33 @@ def matmul_ieee(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 
 @triton.jit
+def attn_trans(Q, K, V, O, sm_scale, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """Attention forward (not causal) over [Z*H][N_CTX][HEAD_DIM] heads, in
+    the form many hand-written kernels take: K loaded row-major and
+    transposed with tl.trans, an online softmax in exp2."""
+    off = tl.program_id(1).to(tl.int64) * N_CTX * HEAD_DIM
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + off + rm[:, None] * HEAD_DIM + rd[None, :])
+    m_i = tl.zeros((BLOCK_M,), tl.float32) - float("inf")
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    for start in range(0, N_CTX, BLOCK_N):
+        k = tl.load(K + off + (start + rn)[:, None] * HEAD_DIM + rd[None, :])
+        qk = tl.dot(q, tl.trans(k)) * qk_scale
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + off + (start + rn)[:, None] * HEAD_DIM + rd[None, :])
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_ij
+    tl.store(O + off + rm[:, None] * HEAD_DIM + rd[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty))
+
+
+@triton.jit
 def layernorm(X, Y, W, B, stride, N, eps, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)

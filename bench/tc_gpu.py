@@ -7,6 +7,8 @@ kernel source compiled by both, in one process) vs torch.
   - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
   - fused attention backward (causal): kernels/attention.py's
     attention_backward, checked against torch autograd of SDPA;
+  - attention forward with K^T by tl.trans (--only trans: kernels_src.py's
+    `attn_trans`), 128-, 64- and 32-row tiles;
   - fused attention forward: kernels/attention.py's `attn_fwd` (pointers)
     and `attn_fwd_tma` (descriptors made in the kernel; warp-specialized
     where the row says ws), Z4 H32 N4096 (--quick: Z2 H16 N2048), HEAD_DIM
@@ -197,6 +199,27 @@ def matmul_fp8_cases(mods, quick):
             _matmul_case(mods, a, b, ref, cfg, "fp8e5", out_dtype=torch.float16, with_torch=False)
 
 
+def attention_trans_cases(mods, quick):
+    """kernels_src.py's attn_trans (K^T by tl.trans of a row-major tile),
+    Z4 H32 N4096 (--quick: Z2 H16 N2048), not causal, beside SDPA."""
+    Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
+    for D, cfgs in ((64, [(128, 64, 4, 2), (128, 64, 4, 3), (64, 64, 4, 3), (32, 64, 4, 3)]),
+                    (128, [(128, 64, 8, 2), (64, 64, 4, 2), (32, 64, 4, 2)])):
+        q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        sm = D ** -0.5
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=sm)
+        for BM, BN, nw, ns in cfgs:
+            def make(m):
+                o = torch.full_like(q, float("nan"))
+                grid = (triton_cdiv(N, BM), Z * H)
+                return (lambda: m.attn_trans[grid](q, k, v, o, sm, N, BLOCK_M=BM, BLOCK_N=BN, HEAD_DIM=D,
+                                                   num_warps=nw, num_stages=ns)), o
+            times, bad = run_sides(mods, make, ref, f"attn_trans D{D} {BM}x{BN}")
+            times["torch"] = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=sm))
+            report(f"attention trans(k) D{D} Z{Z}H{H}N{N} {BM}x{BN} w{nw} s{ns}", times, 4 * Z * H * N * N * D,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def attention_problems(quick):
     """(Z, H, N, D, causal, q, k, v, sm_scale, SDPA's output) of the forward rows."""
     Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
@@ -314,7 +337,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -329,6 +352,8 @@ def main():
     if a.only == "ieee":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
+    elif a.only == "trans":
+        attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         cfgs = [tuple(int(x) for x in c.split(",")) for c in a.configs.split(";")] if a.configs else None
@@ -336,7 +361,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee"):
+    if a.only not in ("matmul", "ieee", "trans"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

@@ -308,7 +308,7 @@ static void read_dot_op(Nv *nv, IrOp *op)
 	if (nv_smem_operand(op))
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), NULL);
 	else
-		nv_read_dot_op_at(nv, op, NULL);
+		nv_read_dot_op_at(nv, op, NULL, false);
 }
 
 /* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
@@ -320,8 +320,11 @@ LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R
 }
 
 /* Reads op's dot_op result with ldmatrix from the swizzled tile at
- * scratch_offset + eoff elements. */
-void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
+ * scratch_offset + eoff elements. tr: the tile is held transposed ([C][R]:
+ * a slot whose copies ran down the columns, or a row-major slot of the tile
+ * that a 2-D trans reads), so A is read with .trans and B without, as
+ * Triton reads a K-major B from shared memory on mma.sync. */
+void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 {
 	int64_t off = nv_scratch_off(op);
 	const IrType *t = op->res[0].type;
@@ -346,7 +349,20 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dm->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k8, nv_i32(nv, 16 * ki), "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, 4, false, nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
+				if (tr) { /* [K][M]: lane l addresses K row l % 8 (+8), M block (+8) */
+					LLVMValueRef kr = LLVMBuildAdd(
+						B, LLVMBuildAdd(B, l8, LLVMBuildShl(B, q1, nv_i32(nv, 3), ""), ""),
+						nv_i32(nv, 16 * ki), "");
+					LLVMValueRef mc = LLVMBuildAdd(
+						B, LLVMBuildAdd(B, wrow, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), ""),
+						nv_i32(nv, mi * dm->tile), "");
+					ldmatrix(nv, 4, true,
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, kr, mc, C, R, 2, eoff), 2),
+						 x);
+				} else
+					ldmatrix(nv, 4, false,
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2),
+						 x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -367,7 +383,20 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
 				if (cnt == 4)
 					col = LLVMBuildAdd(B, col, npair, "");
 				LLVMValueRef x[4];
-				ldmatrix(nv, cnt, true, nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2), x);
+				if (tr) { /* [N][K]: lane l addresses N row l % 8 (of the pair's tile), K +8 */
+					LLVMValueRef nr = LLVMBuildAdd(B, LLVMBuildAdd(B, wcol, l8, ""),
+								       nv_i32(nv, ni * dn->tile), "");
+					if (cnt == 4)
+						nr = LLVMBuildAdd(B, nr, npair, "");
+					LLVMValueRef kc = LLVMBuildAdd(B, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""),
+								       nv_i32(nv, 16 * ki), "");
+					ldmatrix(nv, cnt, false,
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 2, eoff), 2),
+						 x);
+				} else
+					ldmatrix(nv, cnt, true,
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2),
+						 x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -382,7 +411,7 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff)
  * copies wrote it): a tf32 operand of mma.sync, which ldmatrix does not
  * take. A warp's reads of an A fragment cover 8 rows x 16 bytes, one
  * 16-byte chunk a row, spread over the banks by the swizzle. */
-void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff)
+void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 {
 	int64_t off = nv_scratch_off(op);
 	const IrType *t = op->res[0].type;
@@ -393,7 +422,9 @@ void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff)
 	LLVMValueRef *regs = nv_regbuf(nv, m.n);
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);
-		regs[r] = nv_smem_load(nv, t, off, nv_slot_index(nv, row, col, R, C, es, eoff));
+		regs[r] = nv_smem_load(nv, t, off,
+				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff)
+					  : nv_slot_index(nv, row, col, R, C, es, eoff));
 	}
 	nv_set(nv, &op->res[0], m.n, regs);
 }

@@ -586,19 +586,20 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 		return;
 	}
 	const IrType *t = op->res[0].type;
+	bool tr = ir_op_int(op, "transposed", 0) != 0; /* the slot holds the tile as [C][R] */
 	if (t->rank == 1) {
 		local_read_vector(nv, op, eoff);
 		return;
 	}
 	if (t->rank == 2 && t->layout->kind == LAYOUT_DOT_OP && ir_scalar(t)->kind == TY_F32) {
-		nv_read_dot_op_elems(nv, op, eoff); /* tf32 for mma.sync */
+		nv_read_dot_op_elems(nv, op, eoff, tr); /* tf32 for mma.sync */
 		return;
 	}
 	if (!nv_ldmatrix_ok(op)) {
 		nv_fail(nv, op, "local_read needs a 16-bit or 32-bit 2-D dot operand layout");
 		return;
 	}
-	nv_read_dot_op_at(nv, op, eoff);
+	nv_read_dot_op_at(nv, op, eoff, tr);
 }
 
 /* ------------------------------------------------------------------------- */

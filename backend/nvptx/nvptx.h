@@ -196,8 +196,8 @@ void nv_write_stmatrix(Nv *nv, const IrValue *v, const NvMap *m, NvAddrFn addr, 
 bool nv_stmatrix_ok(const Nv *nv, const IrValue *v, const NvMap *m);
 void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols);
-void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff);
-void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff); /* 32-bit: element by element */
+void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr);    /* tr: held as [C][R] */
+void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr); /* 32-bit: element by element */
 void nv_lower_dot(Nv *nv, IrOp *op);
 
 /* mem.c: loads, stores, cp.async, local_read */

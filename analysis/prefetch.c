@@ -1124,10 +1124,11 @@ static bool map_param_load(const IrFunc *f, const IrOp *op)
 
 int an_ws_plan(IrFunc *f, const AnGpuOptions *o, int num_stages)
 {
-	if (o->arch < 90 || num_stages < 2 || !f->is_kernel || (o->num_warps != 4 && o->num_warps != 8))
+	if (o->arch < 90 || !f->is_kernel || (o->num_warps != 4 && o->num_warps != 8))
 		return 0;
 	for (const IrOp *op = f->body->first; op; op = op->next) {
-		if (op->opc != OP_FOR || !ir_op_int(op, "warp_specialize", 0))
+		if (op->opc != OP_FOR || !ir_op_int(op, "warp_specialize", 0) ||
+		    ir_op_int(op, "num_stages", num_stages) < 2)
 			continue;
 		int ndots = 0, nmaps = 0;
 		bool m128 = true;
@@ -2341,8 +2342,12 @@ static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S
 			IrOp *prev = op->prev;
 			IrBlock *parent = op->parent;
 			int left = 0;
-			bool as = S >= 2 && async_loop(ctx, f, op, o, S, nbuf, &left);
-			if (as || pipeline_loop(ctx, f, op, o)) {
+			/* tl.range(..., num_stages=N) overrides the kernel's for its
+			 * loop (N = 1: not pipelined), as in Triton */
+			int64_t Sl = ir_op_int(op, "num_stages", S);
+			int s = Sl < 1 ? 1 : Sl > 8 ? 8 : (int)Sl;
+			bool as = s >= 2 && async_loop(ctx, f, op, o, s, nbuf, &left);
+			if (as || (s >= 2 && pipeline_loop(ctx, f, op, o))) {
 				op = prev ? prev->next : parent->first; /* the new loop; its body is done */
 				while (op && op->opc != OP_FOR)
 					op = op->next;
@@ -2362,7 +2367,7 @@ static void walk(IrCtx *ctx, IrFunc *f, IrBlock *b, const AnGpuOptions *o, int S
 
 void an_prefetch_dot_loads(IrFunc *f, const AnGpuOptions *o, int num_stages)
 {
-	if (o->arch < 80 || num_stages < 2)
+	if (o->arch < 80)
 		return;
 	int nbuf = 0;
 	walk(f->module->ctx, f, f->body, o, num_stages, &nbuf);

@@ -527,15 +527,15 @@ bool an_mma_v2_types(const IrOp *dot)
 	return false;
 }
 
-/* Whether dot d's result reaches another dot of its block through the ops
- * after it, or one of its operands comes from another dot through the ops
- * before it (depth-bounded slices in the block). */
-static bool dot_reaches(const IrValue *v, const IrOp *self, int depth)
+/* Whether v (a dot's result) reaches another dot of self's block through
+ * the ops after it (depth- and work-bounded: *work counts the ops looked at,
+ * as an_dot_mma_layout runs for every dot each time a pass asks). */
+static bool dot_reaches(const IrValue *v, const IrOp *self, int depth, int *work)
 {
-	if (depth > 12 || !v->def)
+	if (depth > 8 || !v->def)
 		return false;
 	const IrBlock *b = self->parent;
-	for (const IrOp *u = v->def->next; u; u = u->next) {
+	for (const IrOp *u = v->def->next; u && *work > 0; u = u->next, (*work)--) {
 		if (u->parent != b)
 			break;
 		bool reads = false;
@@ -546,17 +546,17 @@ static bool dot_reaches(const IrValue *v, const IrOp *self, int depth)
 		if (u->opc == OP_DOT && u != self && u->ops[2] != v)
 			return true;
 		if (u->opc != OP_DOT && u->nres == 1 && ir_is_block(u->res[0].type) && u->res[0].type->rank == 2 &&
-		    dot_reaches(&u->res[0], self, depth + 1))
+		    dot_reaches(&u->res[0], self, depth + 1, work))
 			return true;
 	}
 	return false;
 }
 
 /* The dot of self's block that v comes from through the ops before it. */
-static const IrOp *dot_from(const IrValue *v, const IrOp *self, int depth)
+static const IrOp *dot_from(const IrValue *v, const IrOp *self, int depth, int *work)
 {
 	const IrOp *d = v->def;
-	if (depth > 12 || !d || d->parent != self->parent || !ir_is_block(v->type))
+	if (depth > 8 || !d || d->parent != self->parent || !ir_is_block(v->type) || --(*work) < 0)
 		return NULL;
 	if (d->opc == OP_DOT)
 		return d != self ? d : NULL;
@@ -564,7 +564,7 @@ static const IrOp *dot_from(const IrValue *v, const IrOp *self, int depth)
 		return NULL;
 	for (int i = 0; i < d->nops; i++) {
 		const IrOp *x = ir_is_block(d->ops[i]->type) && d->ops[i]->type->rank == 2
-					? dot_from(d->ops[i], self, depth + 1)
+					? dot_from(d->ops[i], self, depth + 1, work)
 					: NULL;
 		if (x)
 			return x;
@@ -579,16 +579,17 @@ static const IrOp *chain_root(const IrOp *dot)
 {
 	if (!dot->parent)
 		return NULL;
+	int work = 2048;
 	const IrOp *r = dot;
 	for (int i = 0; i < 8; i++) {
-		const IrOp *p = dot_from(r->ops[0], r, 0);
+		const IrOp *p = dot_from(r->ops[0], r, 0, &work);
 		if (!p)
-			p = dot_from(r->ops[1], r, 0);
+			p = dot_from(r->ops[1], r, 0, &work);
 		if (!p)
 			break;
 		r = p;
 	}
-	return r != dot || dot_reaches(&dot->res[0], dot, 0) ? r : NULL;
+	return r != dot || dot_reaches(&dot->res[0], dot, 0, &work) ? r : NULL;
 }
 
 /* CTRITON_CHAIN_ROWS=0: chained dots on mma.sync split their warps as any

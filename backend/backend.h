@@ -56,6 +56,7 @@ typedef struct BeGpuTarget {
 	int arch;        /* compute capability * 10 + minor: 80, 90 */
 	int ptx_version; /* e.g. 80 for PTX ISA 8.0; 0: default for arch */
 	int warp_size;   /* 32 */
+	int ptx_arch;    /* the PTX target's (the device's); 0: arch */
 } BeGpuTarget;
 
 /* The stages of the NVPTX backend, run in this order by the compile pipeline

@@ -104,8 +104,10 @@ typedef enum JitBackend {
 
 typedef struct JitTarget {
 	JitBackend backend;
-	int arch;      /* cuda: 80, 90; cpu: 0 */
+	int arch;      /* cuda: 80, 90 (the code's: passes, layouts, instructions); cpu: 0 */
 	int warp_size; /* cuda: 32; cpu: 1 */
+	int ptx_arch;  /* cuda: the device's, for the PTX target and ptxas (an arch=
+			* option below it: sm_80 code that runs on sm_90); 0: arch */
 } JitTarget;
 
 /* Stages timed by the driver (wall milliseconds in JitKernel.ms); each pass

@@ -378,7 +378,10 @@ static IrError *run_allocate_shared(JitPipe *p)
 
 static BeGpuTarget gpu_target(const JitPipe *p)
 {
-	return (BeGpuTarget){.arch = p->target.arch, .ptx_version = 0, .warp_size = p->target.warp_size};
+	return (BeGpuTarget){.arch = p->target.arch,
+			     .ptx_version = 0,
+			     .warp_size = p->target.warp_size,
+			     .ptx_arch = p->target.ptx_arch};
 }
 
 static IrError *run_nvptx_lower(JitPipe *p)
@@ -404,7 +407,7 @@ static IrError *run_ptx_emit(JitPipe *p)
 static IrError *run_ptxas(JitPipe *p)
 {
 	char msg[4096];
-	if (jit_ptxas(p->out, p->target.arch, msg, sizeof msg) < 0)
+	if (jit_ptxas(p->out, p->target.ptx_arch ? p->target.ptx_arch : p->target.arch, msg, sizeof msg) < 0)
 		return ir_error(p->m->ctx, IR_ERR_BACKEND, (IrLoc){0}, "%s", msg);
 	return NULL;
 }

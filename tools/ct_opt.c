@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 		o.num_warps = (int)nw->i; /* the module's own */
 	if (num_stages >= 0)
 		o.num_stages = num_stages;
-	JitTarget t = {backend, backend == JIT_BACKEND_CUDA ? arch : 0, backend == JIT_BACKEND_CUDA ? 32 : 1};
+	JitTarget t = {backend, backend == JIT_BACKEND_CUDA ? arch : 0, backend == JIT_BACKEND_CUDA ? 32 : 1, 0};
 	JitKernel k;
 	JitPipe *p = jit_pipe_new(m, &o, &t, &k);
 	jit_pipe_verify_each(p, verify_each);

@@ -379,7 +379,10 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	nv.m = LLVMModuleCreateWithNameInContext("ctriton", nv.c);
 	LLVMSetTarget(nv.m, "nvptx64-nvidia-cuda");
 	char cpu[16], feat[16];
-	snprintf(cpu, sizeof cpu, "sm_%d%s", arch, arch == 90 ? "a" : ""); /* 90a: wgmma */
+	/* the PTX target: the device's where the code is an older arch's (Triton's
+	 * arch= option: sm_80 code assembled for the sm_90 it runs on) */
+	int parch = target && target->ptx_arch > arch ? target->ptx_arch : arch;
+	snprintf(cpu, sizeof cpu, "sm_%d%s", parch, parch == 90 ? "a" : ""); /* 90a: wgmma */
 	snprintf(feat, sizeof feat, "+ptx%d", ptxv);
 	LLVMTargetRef tgt;
 	char *msg = NULL;

@@ -97,10 +97,10 @@ static int read_extern_libs(PyObject *o, BeOptions *opt, PyObject *keep, const c
 PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 {
 	const char *ttir, *filename, *dump_after = NULL;
-	int backend, arch, warp, stop_ttir;
+	int backend, arch, warp, stop_ttir, ptx_arch = 0;
 	PyObject *o;
-	if (!PyArg_ParseTuple(args, "ssiiiO!p|z", &ttir, &filename, &backend, &arch, &warp, &PyDict_Type, &o,
-			      &stop_ttir, &dump_after))
+	if (!PyArg_ParseTuple(args, "ssiiiO!p|zi", &ttir, &filename, &backend, &arch, &warp, &PyDict_Type, &o,
+			      &stop_ttir, &dump_after, &ptx_arch))
 		return NULL;
 	BeOptions opt = {
 		.num_warps = (int)opt_int(o, "num_warps", 4),
@@ -118,7 +118,7 @@ PyObject *py_compile_ttir(PyObject *self, PyObject *args)
 		Py_XDECREF(keep);
 		return NULL;
 	}
-	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp};
+	JitTarget t = {.backend = backend, .arch = arch, .warp_size = warp, .ptx_arch = ptx_arch};
 	JitKernel k;
 	char *err;
 	Py_BEGIN_ALLOW_THREADS

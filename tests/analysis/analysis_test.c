@@ -52,7 +52,7 @@ static const char *gpu_passes(IrModule *m, int num_warps, int arch, int64_t *sha
 	BeOptions o;
 	be_options_default(&o);
 	o.num_warps = num_warps;
-	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32, 0};
 	JitKernel k;
 	char *err = jit_compile_module(m, &o, &t, JIT_STOP_TTGIR, NULL, &k);
 	*shared = k.shared;

@@ -33,7 +33,7 @@ static JitCudaKernel build(const char *name, int arch)
 	tk->build(m);
 	BeOptions o;
 	be_options_default(&o);
-	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32, 0};
 	JitKernel r;
 	char *msg = jit_compile_module(m, &o, &t, 0, NULL, &r);
 	if (msg) {

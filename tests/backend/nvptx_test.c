@@ -53,7 +53,7 @@ static int run_ptxas(const char *ptx, int arch, const char *name)
 /* The pass table's pipeline up to PTX (the test runs ptxas itself). */
 static IrError *compile_module(IrModule *m, const BeOptions *o, int arch, JitKernel *out)
 {
-	JitTarget t = {JIT_BACKEND_CUDA, arch, 32};
+	JitTarget t = {JIT_BACKEND_CUDA, arch, 32, 0};
 	char *msg = jit_compile_module(m, o, &t, JIT_NO_PTXAS, NULL, out);
 	if (!msg)
 		return NULL;
@@ -235,7 +235,7 @@ static void test_convert_rounds(void)
 		BeOptions o;
 		be_options_default(&o);
 		o.num_warps = 8;
-		JitTarget t = {JIT_BACKEND_CUDA, 90, 32};
+		JitTarget t = {JIT_BACKEND_CUDA, 90, 32, 0};
 		JitKernel k;
 		JitPipe *p = jit_pipe_new(m, &o, &t, &k);
 		static const char *const passes[] = {"insert-barriers", "allocate-shared", "nvptx-lower", "llvm-opt",

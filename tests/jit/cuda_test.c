@@ -96,7 +96,7 @@ int main(void)
 	tk_vector_add(m);
 	BeOptions o;
 	be_options_default(&o);
-	JitTarget t = {JIT_BACKEND_CUDA, 80, 32};
+	JitTarget t = {JIT_BACKEND_CUDA, 80, 32, 0};
 	JitKernel r;
 	char *e = jit_compile_module(m, &o, &t, JIT_NO_PTXAS, NULL, &r);
 	CHECK(e == NULL, "compile: %s", e ? e : "");

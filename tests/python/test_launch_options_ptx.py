@@ -57,6 +57,34 @@ def test_override_target_parsing():
         _override_target(t, "gfx942")
 
 
+@triton.jit
+def small_dot(a, b, c):
+    r = tl.arange(0, 64)
+    x = tl.load(a + r[:, None] * 64 + r[None, :])
+    y = tl.load(b + r[:, None] * 64 + r[None, :])
+    tl.store(c + r[:, None] * 64 + r[None, :], tl.dot(x, y))
+
+
+def test_arch_option_below_the_target():
+    """options={"arch": "sm80"} for an sm_90 target, as Triton takes it: the
+    code is sm_80's (mma.sync, `cuda:80`), assembled for sm_90a (the PTX
+    target and ptxas), so that it loads on the device; the option is part
+    of the key."""
+    sig = {"a": "*fp16", "b": "*fp16", "c": "*fp32"}
+    k90 = triton.compile(ASTSource(small_dot, sig, {}, {}), target=GPUTarget("cuda", 90, 32))
+    k80 = triton.compile(ASTSource(small_dot, sig, {}, {}), target=GPUTarget("cuda", 90, 32),
+                         options={"arch": "sm80"})
+    assert "wgmma.mma_async" in k90.asm["ptx"] and "mma.sync" not in k90.asm["ptx"]
+    assert "mma.sync" in k80.asm["ptx"] and "wgmma" not in k80.asm["ptx"]
+    assert re.search(r'target = "cuda:(\d+)"', k80.asm["ttgir"]).group(1) == "80"
+    assert re.search(r"\.target (\S+)", k80.asm["ptx"]).group(1) == "sm_90a"
+    # sm_80 asked of an sm_80 target: assembled for sm_80
+    k = triton.compile(ASTSource(small_dot, sig, {}, {}), target=GPUTarget("cuda", 80, 32), options={"arch": "sm80"})
+    assert re.search(r"\.target (\S+)", k.asm["ptx"]).group(1) == "sm_80"
+    with pytest.raises(ValueError, match="CUDA architecture"):
+        triton.compile(ASTSource(small_dot, sig, {}, {}), target=GPUTarget("cuda", 90, 32), options={"arch": "hopper"})
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("how", ["option", "knob"])
 def test_arch_override_on_the_gpu(how, monkeypatch):
@@ -75,7 +103,15 @@ def test_arch_override_on_the_gpu(how, monkeypatch):
     else:
         h = simple.warmup(data, out, arch="sm80", grid=(1,))
     assert re.search(r"cuda:(\d+)", h.asm["ttgir"]).group(1) == "80"
-    assert ".target sm_80" in h.asm["ptx"]
+    # as in Triton, sm_80 code is assembled for the device it runs on
+    major, minor = torch.cuda.get_device_capability()
+    dev = major * 10 + minor
+    assert re.search(r"\.target sm_(\d+)", h.asm["ptx"]).group(1) == str(max(dev, 80))
+    if how == "knob":
+        simple[(1,)](data, out)
+    else:
+        simple[(1,)](data, out, arch="sm80")
+    torch.testing.assert_close(out, data * 1.5 + 1.0)
 
 
 def test_arch_older_than_ptxas_knows():

@@ -574,6 +574,15 @@ def _report(name, kind, times, t_start):
         sys.stderr.flush()
 
 
+def _arch_number(arch):
+    """80 for "sm80", "sm_80", "sm_90a", 80 or "80"."""
+    import re
+    m = re.fullmatch(r"(?:sm_?)?(\d+)a?", str(arch).strip())
+    if not m:
+        raise OptionError(f"arch {arch!r}: expected a CUDA architecture such as 'sm90'")
+    return int(m.group(1))
+
+
 def _target_of(target):
     if target is None:
         target = driver.active.get_current_target()
@@ -597,6 +606,16 @@ def compile(src, target=None, options=None, dump_after=None):
         src = IRSource(src)
     target, arch = _target_of(target)
     opts = parse_options(options, target.backend)
+    # Triton's arch= option (or TRITON_OVERRIDE_ARCH): the code is that
+    # arch's (passes, layouts, instructions) and, when older than the
+    # target's, assembled for the target, where it runs (sm_80 code on sm_90)
+    ptx_arch = 0
+    if target.backend == "cuda" and opts.get("arch"):
+        code = _arch_number(opts["arch"])
+        if code < arch:
+            ptx_arch = arch
+        if code != arch:
+            target, arch = type(target)(target.backend, code, target.warp_size), code
     if target.backend == "cuda" and (opts.get("num_ctas") or 1) > 1 and arch < 90:
         # Triton's check, with its words (tests match them)
         raise OptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is sm_{arch} "
@@ -605,7 +624,7 @@ def compile(src, target=None, options=None, dump_after=None):
     # (the CPU backend has its own math and reads none of them)
     libs = _extern_libs_key(opts.get("extern_libs")) if target.backend == "cuda" else None
     key = _C.key_digest((CACHE_FORMAT, compiler_build_hash(), src.hash(), target.key(), opts,
-                         *(_C.getenv(k) or "" for k in KEY_ENV), libs))
+                         *(_C.getenv(k) or "" for k in KEY_ENV), libs, *((ptx_arch,) if ptx_arch else ())))
     launch_sig = src.launch_signature() if isinstance(src, ASTSource) else None
     root = knobs.cache.dir
     backend = _C.BACKEND_CUDA if target.backend == "cuda" else _C.BACKEND_CPU
@@ -665,7 +684,7 @@ def compile(src, target=None, options=None, dump_after=None):
     t1 = time.perf_counter()
     times["frontend"] = (t1 - t) * 1e3
     # 2-4. parse, verify, backend (+ ptxas)
-    extra = (dump_after,) if dump_after else ()
+    extra = (dump_after or None, ptx_arch) if ptx_arch else (dump_after,) if dump_after else ()
     r = _C.compile_ttir(ttir, getattr(src, "path", src.name), backend, arch, target.warp_size,
                         opts, False, *extra)
     t = time.perf_counter()

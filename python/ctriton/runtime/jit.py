@@ -553,7 +553,8 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         target = active.get_current_target(device)
         arch = opts.pop("arch", None) or knobs.runtime.override_arch
         if arch and target.backend == "cuda":
-            target = _override_target(target, arch)
+            _override_target(target, arch)  # checks its form
+            opts["arch"] = arch  # the code's arch; the PTX is assembled for the device's
         k = compile(src, target=target, options=opts)
         if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:
             knobs.runtime.jit_post_compile_hook(**hook_args, already_compiled=True)

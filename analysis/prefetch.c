@@ -1546,8 +1546,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		tile_bytes += vcand[i]->res[0].type->numel * (ir_type_bits(ir_scalar(vcand[i]->res[0].type)) / 8);
 	}
 	/* shared memory: fewer stages when the tiles are large; then, before
-	 * giving up, the tiles read through a trans stay loads (as before they
-	 * went through the slots) */
+	 * giving up, the tiles read only through a trans stay loads (what they
+	 * were before such tiles could take slots) */
 	int64_t budget = stage_budget(body, o, cand, nc, p.ifs);
 	int S0 = S;
 	while (S > 2 && tile_bytes * S > budget)
@@ -1568,6 +1568,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			}
 			nc--;
 			(*nleft)++;
+			budget = stage_budget(body, o, cand, nc, p.ifs);
 			while (S > 2 && tile_bytes * S > budget)
 				S--;
 		}

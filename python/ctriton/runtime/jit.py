@@ -370,12 +370,10 @@ def _parameters(fn):
 def _override_target(target, arch):
     """The CUDA target for an `arch=` launch option or TRITON_OVERRIDE_ARCH:
     "sm80", "sm_90a", "90" (the compute capability x 10)."""
-    import re
     from ..backends.compiler import GPUTarget
-    m = re.fullmatch(r"(?:sm_?)?(\d+)a?", str(arch).strip())
-    if not m:
-        raise ValueError(f"arch {arch!r}: expected a CUDA architecture such as 'sm90'")
-    return GPUTarget(target.backend, int(m.group(1)), target.warp_size)
+    from ..compiler.compiler import _arch_number
+    return GPUTarget(target.backend, _arch_number(arch), target.warp_size)
+
 
 class JitFunctionInfo:
     """What a jit hook is told about the function: module, name, JITFunction."""
@@ -553,7 +551,6 @@ class JITFunction(_C.KernelRuntime, KernelInterface):
         target = active.get_current_target(device)
         arch = opts.pop("arch", None) or knobs.runtime.override_arch
         if arch and target.backend == "cuda":
-            _override_target(target, arch)  # checks its form
             opts["arch"] = arch  # the code's arch; the PTX is assembled for the device's
         k = compile(src, target=target, options=opts)
         if hook_args is not None and knobs.runtime.jit_post_compile_hook is not None:

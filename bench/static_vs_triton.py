@@ -182,6 +182,15 @@ def main():
         triton_child()
         return 0
     lo, hi = map(int, a.seeds.split(":"))
+    if not tool("cuobjdump"):
+        # no CUDA toolkit's cuobjdump here: the one Triton ships, beside
+        # --triton-python's, so that both sides' SASS loops are measured
+        # (without it ctriton's longest loop reads 0)
+        for d in glob.glob(os.path.join(os.path.dirname(a.triton_python), "..", "lib", "python3*", "site-packages",
+                                        "triton", "backends", "nvidia", "bin")):
+            os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + d
+        if not tool("cuobjdump"):
+            print("static_vs_triton: no cuobjdump: the loop rows compare nothing", file=sys.stderr)
     child = subprocess.Popen([a.triton_python, os.path.abspath(__file__), "--triton-child"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, bufsize=1)
     rows = []

@@ -393,7 +393,7 @@ bool an_is_wgmma(const IrType *t)
 
 bool an_wgmma_smem_operand(const IrOp *op)
 {
-	if (op->opc != OP_CONVERT_LAYOUT && op->opc != OP_LOCAL_READ)
+	if ((op->opc != OP_CONVERT_LAYOUT && op->opc != OP_LOCAL_READ) || ir_op_int(op, "regs", 0))
 		return false;
 	const IrType *t = op->res[0].type;
 	const IrLayout *l = ir_is_block(t) ? t->layout : NULL;
@@ -878,6 +878,49 @@ static const IrLayout *mma_source(LCtx *c, const IrValue *v, int depth)
 	return src ? mma_source(c, src, depth + 1) : NULL;
 }
 
+/* A tile read back into registers (prefetch.c regs_ok) whose one use,
+ * through single-use elementwise ops of it alone (casts), is a 16-bit
+ * operand A of a warpgroup MMA (which takes A from
+ * registers) or of mma.sync: the read goes straight into that operand's
+ * layout (pairs along K, vectors of the slot's rows), the ops between run
+ * there, and the MMA reads their registers, as Triton reads such an
+ * operand (fp32 activations cast to fp16 were staged through shared
+ * memory, three barriers an iteration, 0.89x of Triton on an H100). */
+static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
+{
+	for (int depth = 0; depth < 8; depth++) {
+		if (ir_count_uses(c->f, v) != 1 || !v->def)
+			return NULL;
+		IrOp *u = v->def->next;
+		for (; u; u = u->next) {
+			bool uses = false;
+			for (int i = 0; i < u->nops; i++)
+				uses |= u->ops[i] == v;
+			if (uses)
+				break;
+		}
+		if (!u)
+			return NULL;
+		if (u->opc == OP_DOT) {
+			const IrLayout *mma = an_dot_mma_layout(c->ctx, u, c->o);
+			IrTypeKind k = ir_scalar(v->type)->kind;
+			if (u->ops[0] != v || u->ops[1] == v || !mma ||
+			    (mma->version_major != 3 && mma->version_major != 2) || (k != TY_F16 && k != TY_BF16))
+				return NULL;
+			return an_dot_op_layout(c->ctx, mma, 0, v->type);
+		}
+		unsigned fl = ir_opinfo(u->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || u->nres != 1 || u->nregions || !is_blk(&u->res[0]) ||
+		    u->res[0].type->rank != v->type->rank)
+			return NULL;
+		for (int i = 0; i < u->nops; i++)
+			if (u->ops[i] != v && is_blk(u->ops[i]))
+				return NULL; /* a splat in that layout: not yet */
+		v = &u->res[0];
+	}
+	return NULL;
+}
+
 static void wants_block(LCtx *c, IrBlock *b)
 {
 	for (IrOp *op = b->last; op; op = op->prev) {
@@ -1295,7 +1338,14 @@ static void assign_op(LCtx *c, IrOp *op)
 		return;
 	}
 	case OP_LOCAL_READ: {
-		/* read straight into the dot operand layout (ldmatrix) */
+		/* read straight into the dot operand layout (ldmatrix); a tile
+		 * read back into registers (prefetch.c regs_ok) in the layout its
+		 * users want (regs_read_layout) */
+		if (ir_op_int(op, "regs", 0)) {
+			const IrLayout *rl = regs_read_layout(c, res);
+			set_layout(c, res, rl ? rl : want_of(c, res));
+			return;
+		}
 		const IrLayout *l = NULL;
 		for (IrOp *u = op->next; u && !l; u = u->next) {
 			if (u->opc != OP_DOT)

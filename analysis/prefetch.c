@@ -715,6 +715,93 @@ static bool trans_to_dot(PCtx *p, IrOp *L)
 	return false;
 }
 
+/* CTRITON_ASYNC_REGS=0: tiles that a dot reads only through other ops
+ * stay loads (part of the key). */
+static bool async_regs_on(void)
+{
+	const char *e = getenv("CTRITON_ASYNC_REGS");
+	return !(e && e[0] == '0');
+}
+
+/* Whether v reaches operand A or B of a dot of the body through pure ops
+ * of the body (a cast, a scaling, a select, a trans, a tf32x3 split), at
+ * most 8 deep; *work bounds the search. */
+static bool reaches_dot(IrBlock *body, const IrValue *v, int depth, int *work)
+{
+	if (depth > 8)
+		return false;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (--*work < 0)
+			return false;
+		for (int i = 0; i < op->nops; i++) {
+			if (op->ops[i] != v)
+				continue;
+			if (op->opc == OP_DOT) {
+				if (i < 2)
+					return true;
+				continue;
+			}
+			unsigned fl = ir_opinfo(op->opc)->flags;
+			if (op->nres == 1 && !op->nregions && (fl & IR_PURE) && op->opc != OP_LOAD &&
+			    ir_is_block(op->res[0].type) && reaches_dot(body, &op->res[0], depth + 1, work))
+				return true;
+			break;
+		}
+	}
+	return false;
+}
+
+/* A 2-D tile that a dot of the body reads only after other ops (a cast
+ * to the dot's type, a dequantization, a scaling, the split of a tf32x3
+ * dot), or whose masked-off elements are not zero: it goes through slots
+ * of its own, as Triton pipelines every load a dot depends on. The copies
+ * run along the rows (along the columns for 32-bit elements stored
+ * column-major), masked-off runs zero-filled; each iteration reads the
+ * tile back into registers in the layout its users want (prefetch's
+ * `regs` read) and puts `other` where the mask is off. Instead of a load
+ * waited for in its own iteration (or, for a dot's operand with a
+ * non-zero `other`, a register prefetch one iteration ahead), its global
+ * latency is hidden num_stages - 1 iterations ahead and no register holds
+ * a tile in flight. */
+static bool regs_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, bool *trans)
+{
+	const IrType *t = L->res[0].type;
+	int es = ir_type_bits(ir_scalar(t)) / 8;
+	IrValue *v = &L->res[0], *mk = L->nops > 1 ? L->ops[1] : NULL, *other = L->nops > 2 ? L->ops[2] : NULL;
+	*trans = false;
+	if (!async_regs_on() || t->rank != 2 || t->shape[0] < 16 || t->shape[1] < 16 ||
+	    (es != 1 && es != 2 && es != 4) || ir_find_attr(L->nattrs, L->attrs, "volatile") || L->nops > 3)
+		return false;
+	/* a dot reading the tile itself takes it from the slots (async_ok)
+	 * unless the masked-off elements are not zero: the select in between
+	 * then is what the dot reads */
+	int work = 4096;
+	if (dot_user(p->body, v) ? zero_other(other) || !mk : !reaches_dot(p->body, v, 0, &work))
+		return false;
+	/* the select puts `other` where the mask is off: both blocks of the tile's shape */
+	if (!zero_other(other) &&
+	    (!mk || !ir_is_block(mk->type) || !ir_is_block(other->type) || mk->type->rank != 2 ||
+	     other->type->rank != 2 || mk->type->shape[0] != t->shape[0] || mk->type->shape[1] != t->shape[1] ||
+	     other->type->shape[0] != t->shape[0] || other->type->shape[1] != t->shape[1]))
+		return false;
+	for (IrOp *op = p->body->first; op; op = op->next)
+		for (int r = 0; r < op->nregions; r++)
+			for (IrOp *x = op->regions[r]->first; x; x = x->next)
+				for (int i = 0; i < x->nops; i++)
+					if (x->ops[i] == v)
+						return false; /* read in a nested region */
+	int rowb = an_access_vec(ax, L->ops[0], mk, 1, true) * es,
+	    cols = an_access_vec(ax, L->ops[0], mk, 0, true) * es;
+	if (rowb < 4) {
+		if (es != 4 || cols < 4)
+			return false;
+		*trans = true; /* 32-bit elements down the columns */
+	}
+	if (t->numel * es < (int64_t)chunk_bytes() * o->num_warps * o->warp_size)
+		return false;
+	return few_runs(L, o, ax);
+}
+
 /* Pure work in the copy group after a {wgmma_pending} barrier (addresses,
  * masks, a flattened nest's next-tile offsets under an `if`) goes above
  * the last dot before it (above the barrier where it reads what the dot
@@ -1451,11 +1538,47 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
  * bytes once the copies are drained, also in a persistent kernel's tile
  * loop, where each tile drains its cp.async copies and sets up and
  * invalidates its mbarriers (alloc.c), so it needs none. */
-static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, int nc, bool fused)
+/* The staging of the operands that tensor-core dots of the body read from
+ * registers (not straight from a slot), each value once: where tiles are
+ * read back into registers (regs_ok), their dots read what other ops
+ * made of them from staging beside the slots (a tf32x3 dot's four
+ * halves). An over-estimate: the allocation reuses staging of dots that
+ * are done. */
+static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, int nc)
+{
+	const IrValue *seen[32];
+	int ns = 0;
+	int64_t sum = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_DOT || !an_dot_mma_layout(f->module->ctx, op, o))
+			continue;
+		for (int i = 0; i < 2; i++) {
+			const IrValue *v = op->ops[i];
+			bool slot = false, dup = false;
+			for (int k = 0; k < nc; k++)
+				slot |= v->def == cand[k] && !cregs[k];
+			for (int j = 0; j < ns; j++)
+				dup |= seen[j] == v;
+			if (slot || dup || !ir_is_block(v->type))
+				continue;
+			if (ns < 32)
+				seen[ns++] = v;
+			sum += v->type->numel * (ir_type_bits(ir_scalar(v->type)) / 8);
+		}
+	}
+	return sum;
+}
+
+static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, int nc, bool fused)
 {
 	/* layouts come after this pass: the scratch is an estimate, so at
 	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
 	int64_t inner = max_scratch(body, o, cand, nc, false, fused);
+	bool regs = false;
+	for (int k = 0; k < nc; k++)
+		regs |= cregs[k];
+	if (regs)
+		inner += staging_bytes(body->func, body, o, cand, cregs, nc);
 	/* and some for alignment and mbarriers (a flattened nest's slots and
 	 * epilogue buffer are all it has: Triton's 4 stages of 128x256x64 f16
 	 * tiles beside a 32 KiB epilogue buffer fit) */
@@ -1483,7 +1606,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	p.ifs = ir_op_int(loop, "fused_nest", 0); /* a flattened nest's tile switch */
 
 	IrOp *cand[8], *reads[8], *trs[8][4];
-	bool ctrans[8], cplain[8], ctto[8];
+	IrValue *repl[8];
+	bool ctrans[8], cplain[8], ctto[8], cregs[8];
 	const IrType *ctile[8]; /* a tensor-memory-access copy: its slot's tile, else NULL */
 	int ntma = 0;
 	int nc = 0, ntrs[8];
@@ -1500,32 +1624,42 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		}
 		bool tto = trans_to_dot(&p, op) && few_runs(op, o, ax),
 		     multi = ir_count_uses(f, &op->res[0]) > 1 || tto;
-		if (!multi && !dot_user(body, &op->res[0]))
-			continue;
-		bool ok = true, tr = false, plain = false;
-		for (int i = 0; ok && i < op->nops && i < 3; i++) /* a tensor-map tail: tma_ok */
-			ok = slice_ok(&p, op->ops[i]);
+		bool sl = true, tr = false, plain = false, rg = false;
+		for (int i = 0; sl && i < op->nops && i < 3; i++) /* a tensor-map tail: tma_ok */
+			sl = slice_ok(&p, op->ops[i]);
+		bool ok = sl && (multi || dot_user(body, &op->res[0]));
 		if (ok && multi && nc < 8)
 			ok = async_ok_multi(&p, op, o, ax, &tr, trs[nc], &ntrs[nc]);
-		if (!ok)
-			continue;
-		if (!multi)
+		if (!ok) {
+			/* read by a dot only through other ops: read back into
+			 * registers (regs_ok) */
+			if (!sl || nc == 8 || !regs_ok(&p, op, o, ax, &tr))
+				continue;
+			rg = true;
+		}
+		if (!multi || rg)
 			ntrs[nc] = -1;
 		if (nc == 8 || ir_find_attr(op->nattrs, op->attrs, "volatile"))
 			return false; /* the register prefetch takes the loop */
-		if (!multi && !async_ok(&p, op, o, ax, &tr, &plain)) {
+		if (!multi && !rg && !async_ok(&p, op, o, ax, &tr, &plain)) {
 			/* a tile cp.async cannot copy (rows not 4-byte aligned, say):
 			 * it stays a load, which the register prefetch then takes one
 			 * iteration ahead, while the others go through the slots (as
-			 * Triton pipelines each load on its own) */
-			(*nleft)++;
-			continue;
+			 * Triton pipelines each load on its own); a non-zero `other`
+			 * goes through a slot read back into registers (regs_ok) */
+			plain = false;
+			if (!sl || !regs_ok(&p, op, o, ax, &tr)) {
+				(*nleft)++;
+				continue;
+			}
+			rg = true;
 		}
 		ctrans[nc] = tr;
 		cplain[nc] = plain;
-		ctto[nc] = tto;
+		ctto[nc] = tto && !rg;
+		cregs[nc] = rg;
 		ctile[nc] = NULL;
-		if (!plain && tma_ok(&p, op, o, tr, &ctile[nc]))
+		if (!plain && !rg && tma_ok(&p, op, o, tr, &ctile[nc]))
 			ntma++;
 		else
 			ctile[nc] = NULL;
@@ -1540,6 +1674,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		ctrans[nc] = false;
 		cplain[nc] = false;
 		ctto[nc] = false;
+		cregs[nc] = false;
 		ctile[nc] = NULL;
 		ntrs[nc] = -1;
 		cand[nc++] = vcand[i];
@@ -1547,13 +1682,16 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	}
 	/* shared memory: fewer stages when the tiles are large; then, before
 	 * giving up, the tiles read only through a trans stay loads (what they
-	 * were before such tiles could take slots) */
-	int64_t budget = stage_budget(body, o, cand, nc, p.ifs);
+	 * were before such tiles could take slots), then those read back into
+	 * registers */
+	int64_t budget = stage_budget(body, o, cand, cregs, nc, p.ifs);
 	int S0 = S;
 	while (S > 2 && tile_bytes * S > budget)
 		S--;
-	for (int k = nc - 1; k >= 0 && tile_bytes * S > budget; k--)
-		if (ctto[k] && nc > 1) {
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = nc - 1; k >= 0 && tile_bytes * S > budget; k--) {
+			if (!(pass ? cregs[k] : ctto[k]) || nc < 2)
+				continue;
 			S = S0;
 			tile_bytes -= cand[k]->res[0].type->numel * (ir_type_bits(ir_scalar(cand[k]->res[0].type)) / 8);
 			ntma -= ctile[k] != NULL;
@@ -1562,13 +1700,14 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				ctrans[j] = ctrans[j + 1];
 				cplain[j] = cplain[j + 1];
 				ctto[j] = ctto[j + 1];
+				cregs[j] = cregs[j + 1];
 				ctile[j] = ctile[j + 1];
 				ntrs[j] = ntrs[j + 1];
 				memcpy(trs[j], trs[j + 1], sizeof trs[j]);
 			}
 			nc--;
 			(*nleft)++;
-			budget = stage_budget(body, o, cand, nc, p.ifs);
+			budget = stage_budget(body, o, cand, cregs, nc, p.ifs);
 			while (S > 2 && tile_bytes * S > budget)
 				S--;
 		}
@@ -1787,24 +1926,38 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_op_set_int(ctx, r, "transposed", 1);
 		if (cplain[k])
 			ir_op_set_int(ctx, r, "plain", 1);
+		if (cregs[k])
+			ir_op_set_int(ctx, r, "regs", 1);
 		r->res[0].id = -1;
 		reads[k] = r;
+		repl[k] = &r->res[0];
+		/* the copies zero-filled what the mask leaves out: `other` there,
+		 * where the load was (its mask and other are this iteration's) */
+		if (cregs[k] && L->nops > 2 && !zero_other(L->ops[2])) {
+			IrBuilder sb;
+			ir_builder_init(&sb, ctx);
+			ir_builder_before(&sb, L);
+			sb.loc = L->loc;
+			repl[k] = ir_select(&sb, L->ops[1], &r->res[0], L->ops[2]);
+			repl[k]->id = -1;
+		}
 	}
 	/* only now drop the loads: the builder inserts before the body's first
 	 * op, which may be one of them */
 	for (int k = 0; k < nc; k++) {
 		if (reads[k])
-			ir_replace_all_uses(f, &cand[k]->res[0], &reads[k]->res[0]);
+			ir_replace_all_uses(f, &cand[k]->res[0], repl[k]);
 		ir_op_unlink(cand[k]);
 	}
 	/* a vector's read goes down to its first user: its registers are not
 	 * live across the dots before it (the slot is not written again
 	 * before the next iteration's barrier); so does a tile read by
 	 * mma.sync (fragments in registers: attention's V, 64 registers a
-	 * thread at 32 x 128 with 4 warps, across the softmax) */
+	 * thread at 32 x 128 with 4 warps, across the softmax), and a tile
+	 * read back into registers (regs_ok) */
 	for (int k = 0; k < nc; k++) {
 		IrOp *rd = reads[k],
-		     *u = rd && (rd->res[0].type->rank == 1 || mma_sync_read(ctx, rd, o)) ? rd->next : NULL;
+		     *u = rd && (rd->res[0].type->rank == 1 || cregs[k] || mma_sync_read(ctx, rd, o)) ? rd->next : NULL;
 		while (u && !reads_value(u, &rd->res[0]) && !uses_inside(u, &rd->res[0]))
 			u = u->next;
 		if (u && u != rd->next) {

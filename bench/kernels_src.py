@@ -81,6 +81,45 @@ def matmul_ieee(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 
 @triton.jit
+def mm_operand_ops(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, scale,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FORM: tl.constexpr):
+    """C = A @ B where the dot reads its operands through other ops: FORM 0
+    an int8 B dequantized (times scale) to fp16, 1 fp32 A cast to fp16, 3
+    masked loads whose `other` is not zero (1.0 and 2.0), 4 fp32 with
+    input_precision tf32x3. Row-major, masked K tail, fp16 C."""
+    rm = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
+    rn = (tl.program_id(1) * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a_ptrs = A + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = B + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        ka = rk[None, :] < K - k * BK
+        kb = rk[:, None] < K - k * BK
+        if FORM == 0:
+            a = tl.load(a_ptrs, mask=ka, other=0.0)
+            b = (tl.load(b_ptrs, mask=kb, other=0).to(tl.float32) * scale).to(tl.float16)
+            acc = tl.dot(a, b, acc)
+        elif FORM == 1:
+            a = tl.load(a_ptrs, mask=ka, other=0.0).to(tl.float16)
+            b = tl.load(b_ptrs, mask=kb, other=0.0)
+            acc = tl.dot(a, b, acc)
+        elif FORM == 3:
+            a = tl.load(a_ptrs, mask=ka, other=1.0)
+            b = tl.load(b_ptrs, mask=kb, other=2.0)
+            acc = tl.dot(a, b, acc)
+        else:
+            a = tl.load(a_ptrs, mask=ka, other=0.0)
+            b = tl.load(b_ptrs, mask=kb, other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="tf32x3")
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    cm = tl.program_id(0) * BM + tl.arange(0, BM)
+    cn = tl.program_id(1) * BN + tl.arange(0, BN)
+    tl.store(C + cm[:, None] * stride_cm + cn[None, :], acc.to(tl.float16), mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@triton.jit
 def attn_trans(Q, K, V, O, sm_scale, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
     """Attention forward (not causal) over [Z*H][N_CTX][HEAD_DIM] heads, in
     the form many hand-written kernels take: K loaded row-major and

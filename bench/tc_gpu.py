@@ -9,6 +9,9 @@ kernel source compiled by both, in one process) vs torch.
     attention_backward, checked against torch autograd of SDPA;
   - attention forward with K^T by tl.trans (--only trans: kernels_src.py's
     `attn_trans`), 128-, 64- and 32-row tiles;
+  - dots that read their operands through other ops (--only operands:
+    kernels_src.py's `mm_operand_ops`: int8 B dequantized, fp32 A cast,
+    other != 0, tf32x3);
   - fused attention forward: kernels/attention.py's `attn_fwd` (pointers)
     and `attn_fwd_tma` (descriptors made in the kernel; warp-specialized
     where the row says ws), Z4 H32 N4096 (--quick: Z2 H16 N2048), HEAD_DIM
@@ -220,6 +223,40 @@ def attention_trans_cases(mods, quick):
                    ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def operand_ops_cases(mods, quick):
+    """kernels_src.py's mm_operand_ops: dots that read their operands through
+    other ops (int8 B dequantized, fp32 A cast to fp16, other != 0, tf32x3),
+    S^3 (S 4096, --quick 2048), two tile configurations each."""
+    S = 2048 if quick else 4096
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for form, name in ((0, "int8 B dequantized"), (1, "fp32 A cast"), (3, "other 1.0 / 2.0"), (4, "tf32x3")):
+        a = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
+        b = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
+        scale = 0.01
+        if form == 0:
+            a = a.half()
+            b = (b * 40).round().clamp(-127, 127).to(torch.int8)
+            ref = a.float() @ (b.float() * scale).half().float()
+        elif form == 1:
+            b = b.half()
+            ref = a.half().float() @ b.float()
+        elif form == 3:
+            a, b = a.half(), b.half()
+            ref = a.float() @ b.float()  # K a multiple of BK: other never read
+        else:
+            ref = a.double() @ b.double()
+        cfgs = [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3)] if form != 4 else [(64, 64, 32, 4, 3), (128, 128, 32, 8, 2)]
+        for BM, BN, BK, nw, ns in cfgs:
+            def make(m):
+                c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
+                grid = (triton_cdiv(S, BM), triton_cdiv(S, BN))
+                return (lambda: m.mm_operand_ops[grid](a, b, c, S, S, S, S, S, S, scale, BM=BM, BN=BN, BK=BK,
+                                                       FORM=form, num_warps=nw, num_stages=ns)), c
+            times, bad = run_sides(mods, make, ref.to(torch.float32), f"operand ops {form}")
+            report(f"matmul {name} {S}^3 {BM}x{BN}x{BK} w{nw} s{ns}", times, 2 * S ** 3,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def attention_problems(quick):
     """(Z, H, N, D, causal, q, k, v, sm_scale, SDPA's output) of the forward rows."""
     Z, H, N = (2, 16, 2048) if quick else (4, 32, 4096)
@@ -337,7 +374,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -354,6 +391,8 @@ def main():
         matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
     elif a.only == "trans":
         attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+    elif a.only == "operands":
+        operand_ops_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         cfgs = [tuple(int(x) for x in c.split(",")) for c in a.configs.split(";")] if a.configs else None
@@ -361,7 +400,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee", "trans"):
+    if a.only not in ("matmul", "ieee", "trans", "operands"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

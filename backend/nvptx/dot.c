@@ -225,6 +225,39 @@ void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int6
 	free(done);
 }
 
+/* The inverse of nv_write_swizzled for a tile read back into registers
+ * (prefetch.c regs_ok): op's result, in any layout, from the swizzled tile
+ * at scratch_offset + eoff elements (held as [C][R] when tr), runs of
+ * registers that are consecutive along the tile's rows within one 16-byte
+ * chunk read as one vector. */
+void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
+{
+	const IrType *t = op->res[0].type;
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	int64_t R = t->shape[0], C = t->shape[1];
+	int es = (int)nv_esize(t), vd = tr ? 0 : 1;
+	int vec = 1;
+	if (m.brank == 2 && m.dimmap[vd] == vd && m.order[0] == vd && m.dd[vd].estride == 1)
+		vec = m.dd[vd].spt < 16 / es ? m.dd[vd].spt : 16 / es;
+	while (vec > 1 && (m.nd[vd] % vec || m.dd[vd].spt % vec || m.dd[vd].lane_unit % vec ||
+			   m.dd[vd].warp_unit % vec || m.dd[vd].tile % vec))
+		vec /= 2;
+	LLVMTypeRef et = nv_llty(nv, t), vt = vec > 1 ? LLVMVectorType(et, (unsigned)vec) : et;
+	LLVMValueRef *out = nv_regbuf(nv, m.n);
+	int64_t off = nv_scratch_off(op);
+	for (int r = 0; r < m.n; r += vec) {
+		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		LLVMValueRef idx = tr ? swizzled_index(nv, c0, r0, C, R, es) : swizzled_index(nv, r0, c0, R, C, es);
+		LLVMValueRef x =
+			LLVMBuildLoad2(nv->b, vt, nv_smem_addr(nv, off, LLVMBuildAdd(nv->b, idx, eoff, ""), es), "");
+		LLVMSetAlignment(x, (unsigned)(es * vec));
+		for (int e = 0; e < vec; e++)
+			out[r + e] = vec > 1 ? LLVMBuildExtractElement(nv->b, x, nv_i32(nv, e), "") : x;
+	}
+	nv_set(nv, &op->res[0], m.n, out);
+}
+
 /* One ldmatrix (x4 or x2, .trans for B) at the 32-bit shared address of this lane. */
 static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef *out)
 {

@@ -577,6 +577,10 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 void nv_lower_local_read(Nv *nv, IrOp *op)
 {
 	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
+	if (ir_op_int(op, "regs", 0)) { /* a tile other ops read (prefetch.c regs_ok) */
+		nv_read_swizzled(nv, op, eoff, ir_op_int(op, "transposed", 0) != 0);
+		return;
+	}
 	if (nv_smem_operand(op)) { /* a warpgroup MMA reads the slot itself */
 		nv_set_smem_operand(nv, op, nv_scratch_off(op), eoff);
 		return;

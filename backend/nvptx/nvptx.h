@@ -181,6 +181,7 @@ void nv_wgmma_settle_live(Nv *nv); /* waits for the live MMA, sets its result */
 bool nv_absorbed_select(const IrOp *op); /* an acc-init select a warpgroup MMA reads as scale-d */
 void nv_wgmma_wait_regs(Nv *nv, LLVMValueRef *regs, int n); /* wait_group 0, regs tied through */
 bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op); /* op may run while wg_dot is in flight */
+void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr);
 bool nv_smem_operand(const IrOp *op);  /* B of a warpgroup MMA: kept in shared memory */
 void nv_set_smem_operand(Nv *nv, IrOp *op, int64_t off, LLVMValueRef eoff);
 void nv_fence_async_shared(Nv *nv);    /* generic-proxy writes -> tensor-core reads */

@@ -723,9 +723,11 @@ static bool async_regs_on(void)
 	return !(e && e[0] == '0');
 }
 
-/* Whether v reaches operand A or B of a dot of the body through pure ops
- * of the body (a cast, a scaling, a select, a trans, a tf32x3 split), at
- * most 8 deep; *work bounds the search. */
+/* Whether v reaches operand A or B of a dot of the body through pure
+ * elementwise ops of the body (a cast, a scaling, a select, a tf32x3
+ * split), at most 8 deep; *work bounds the search. Not through a trans: a
+ * tile read back into registers and then transposed took more registers
+ * than the load (a tf32 A given as [K][M]: 146 to 242; Triton 128). */
 static bool reaches_dot(IrBlock *body, const IrValue *v, int depth, int *work)
 {
 	if (depth > 8)
@@ -742,7 +744,7 @@ static bool reaches_dot(IrBlock *body, const IrValue *v, int depth, int *work)
 				continue;
 			}
 			unsigned fl = ir_opinfo(op->opc)->flags;
-			if (op->nres == 1 && !op->nregions && (fl & IR_PURE) && op->opc != OP_LOAD &&
+			if (op->nres == 1 && !op->nregions && (fl & IR_PURE) && (fl & IR_ELEM) && op->opc != OP_LOAD &&
 			    ir_is_block(op->res[0].type) && reaches_dot(body, &op->res[0], depth + 1, work))
 				return true;
 			break;

@@ -921,6 +921,87 @@ static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 	return NULL;
 }
 
+/* The values derived from v through pure elementwise ops of its block
+ * (into set, at most 64); false where one is used by another kind of op
+ * than those and dots, or outside the block's straight line. */
+static bool forward_slice(LCtx *c, IrValue *v, IrValue **set, int *n)
+{
+	for (int j = 0; j < *n; j++)
+		if (set[j] == v)
+			return true;
+	if (*n == 64 || !v->def)
+		return false;
+	set[(*n)++] = v;
+	int seen = 0;
+	for (IrOp *u = v->def->next; u; u = u->next) {
+		int uses = 0;
+		for (int i = 0; i < u->nops; i++)
+			uses += u->ops[i] == v;
+		if (!uses)
+			continue;
+		seen += uses;
+		if (u->opc == OP_DOT)
+			continue;
+		unsigned fl = ir_opinfo(u->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || u->nres != 1 || u->nregions || !is_blk(&u->res[0]) ||
+		    !forward_slice(c, &u->res[0], set, n))
+			return false;
+	}
+	return seen == ir_count_uses(c->f, v);
+}
+
+/* A 32-bit tile read back into registers whose values, through elementwise
+ * ops of them and of constants (a tf32x3 split: the high part by bit
+ * masking, the low by a subtraction), are read only as operand A of
+ * tensor-core dots on one MMA layout, or by ops of the slice: the read
+ * goes into that operand's layout (one element a register), the split
+ * runs there, and the MMAs read the registers (a warpgroup MMA takes a
+ * tf32 A from registers), as Triton reads them; before, each half was
+ * staged through shared memory with its own barriers. */
+static const IrLayout *regs_read_layout32(LCtx *c, IrValue *v)
+{
+	IrValue *set[64];
+	int n = 0;
+	if (ir_type_bits(ir_scalar(v->type)) != 32 || !forward_slice(c, v, set, &n))
+		return NULL;
+	const IrLayout *l = NULL;
+	for (int j = 0; j < n; j++) {
+		IrValue *x = set[j];
+		for (IrOp *u = x->def->next; u; u = u->next) {
+			bool uses = false;
+			for (int i = 0; i < u->nops; i++)
+				uses |= u->ops[i] == x;
+			if (!uses)
+				continue;
+			if (u->opc == OP_DOT) {
+				const IrLayout *mma = an_dot_mma_layout(c->ctx, u, c->o);
+				if (u->ops[0] != x || u->ops[1] == x || u->ops[2] == x || !mma ||
+				    (mma->version_major != 3 && mma->version_major != 2) ||
+				    ir_scalar(x->type)->kind != TY_F32)
+					return NULL;
+				const IrLayout *dl = an_dot_op_layout(c->ctx, mma, 0, x->type);
+				if (l && l != dl)
+					return NULL;
+				l = dl;
+				continue;
+			}
+			/* 32- or 1-bit values (a compare), other operands in the
+			 * slice or cheap (a splat of a constant) */
+			int bits = ir_type_bits(ir_scalar(u->res[0].type));
+			if (bits != 32 && bits != 1)
+				return NULL;
+			for (int i = 0; i < u->nops; i++) {
+				bool in = false;
+				for (int k = 0; k < n; k++)
+					in |= set[k] == u->ops[i];
+				if (!in && is_blk(u->ops[i]) && !remat_ok(u->ops[i], 0))
+					return NULL;
+			}
+		}
+	}
+	return l;
+}
+
 static void wants_block(LCtx *c, IrBlock *b)
 {
 	for (IrOp *op = b->last; op; op = op->prev) {
@@ -1343,6 +1424,8 @@ static void assign_op(LCtx *c, IrOp *op)
 		 * users want (regs_read_layout) */
 		if (ir_op_int(op, "regs", 0)) {
 			const IrLayout *rl = regs_read_layout(c, res);
+			if (!rl)
+				rl = regs_read_layout32(c, res);
 			set_layout(c, res, rl ? rl : want_of(c, res));
 			return;
 		}
@@ -1650,8 +1733,13 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 			r->changed = true;
 			continue;
 		}
-		/* dot operands are only ever produced by a conversion */
-		if (dst->type->layout->kind == LAYOUT_DOT_OP)
+		/* dot operands are only ever produced by a conversion, but for a
+		 * constant of 32-bit elements in a tf32 operand's layout (one
+		 * element a register), which a tile read back into that layout
+		 * meets in the tf32x3 split (regs_read_layout32) */
+		if (dst->type->layout->kind == LAYOUT_DOT_OP &&
+		    !(is_cheap_source(d) && d->opc != OP_MAKE_RANGE && dst->type->layout->k_width == 1 &&
+		      ir_type_bits(ir_scalar(dst->type)) == 32))
 			continue;
 		if (is_cheap_source(d) || (remat_addr_ok(src) && d && d->nops <= 8)) {
 			/* recompute the producer chain in the wanted layout right here */

@@ -749,8 +749,9 @@ static void tie_pairs(Nv *nv, int pending, LLVMValueRef *pk, int n)
  * for each K step, the accumulator registers d[4c + 2h + e] = (2mi + h,
  * 2(nb * instr_n / 8 + c) + e). Operand forms:
  * 16-bit types may read A from registers and B transposed (MN-major);
- * tf32, fp8 and int8 read both K-major from shared memory (int8 takes no
- * scale or transpose immediates). One fence before, one commit after; the
+ * tf32 may read A from registers too (one element a register, as
+ * mma.sync's m16n8k8 fragments); tf32, fp8 and int8 read B K-major from
+ * shared memory (int8 takes no scale or transpose immediates). One fence before, one commit after; the
  * wait comes with the first op that needs the result (nv_wgmma_wait). */
 static void lower_dot_wgmma(Nv *nv, IrOp *op)
 {
@@ -832,7 +833,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	 * (ptxas would fence before each MMA) */
 	static const int ah[4] = {0, 1, 0, 1}, aq[4] = {0, 0, 2, 2};
 	LLVMValueRef *apk = NULL;
-	if (!asmem) {
+	if (!asmem && b16) {
 		apk = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nm * nk * 4));
 		for (int mi = 0; mi < nm; mi++)
 			for (int ki = 0; ki < nk; ki++)
@@ -840,6 +841,17 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 					apk[(mi * nk + ki) * 4 + i] =
 						pack2(nv, reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i]),
 						      reg2(nv, A, &ma, 2 * mi + ah[i], 4 * ki + aq[i] + 1));
+	} else if (!asmem && es == 4) { /* tf32: an element a register, a[h + 2q] = (2mi + h, 2ki + q), as mma.sync's */
+		apk = ir_alloc(nv->ctx, sizeof(LLVMValueRef) * (size_t)(nm * nk * 4));
+		for (int mi = 0; mi < nm; mi++)
+			for (int ki = 0; ki < nk; ki++)
+				for (int i = 0; i < 4; i++) {
+					LLVMValueRef x = reg2(nv, A, &ma, 2 * mi + ah[i], 2 * ki + aq[i] / 2);
+					apk[(mi * nk + ki) * 4 + i] = pack_n(nv, &x, 1);
+				}
+	} else if (!asmem) {
+		nv_fail(nv, op, "a warpgroup MMA reads an A of %d-byte elements from shared memory only", es);
+		return;
 	}
 	/* constant accumulators (a zero init) get their registers before the
 	 * fence too: through an empty statement, or LLVM would materialize them

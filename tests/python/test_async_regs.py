@@ -130,9 +130,22 @@ def test_cast_operand_no_spills():
     assert k.metadata.n_spills == 0
 
 
-def test_tf32x3_takes_slots():
-    k = _compile(90, 4, BM=64, BN=64, BK=32)
-    assert _regs_reads(k.asm["ct.ttgir"])
+@pytest.mark.parametrize("arch", [80, 90])
+def test_tf32x3_takes_slots(arch):
+    # A is read into the tf32 operand's layout, split there (its constants
+    # rematerialised in it) and read by the MMAs from registers: only B's
+    # two halves are staged; 128x128x32 with 8 warps spilled 128 bytes on
+    # sm_90 as loads, none now
+    k = _compile(arch, 4, BM=128, BN=128, BK=32, warps=8, stages=2)
+    ttgir = k.asm["ct.ttgir"]
+    reads = _regs_reads(ttgir)
+    assert len(reads) == 2 and "dot_op<opidx = 0" in reads[0], reads
+    staged = re.findall(r"= convert_layout [^\n]*dot_op<opidx = (\d)", ttgir)
+    assert staged == ["1", "1"], staged
+    if arch == 90:
+        assert k.metadata.n_spills == 0
+        wg = [ln for ln in k.asm["ptx"].splitlines() if "wgmma.mma_async" in ln]
+        assert wg and all(".tf32.tf32" in ln and re.search(r"\}, \{%r", ln) for ln in wg), wg[:1]
 
 
 def _inputs(form, M, N, K, seed):

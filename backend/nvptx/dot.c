@@ -233,6 +233,11 @@ void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int6
 void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 {
 	const IrType *t = op->res[0].type;
+	const IrLayout *tl = t->layout;
+	if (!tl || tl->kind == LAYOUT_SHARED || (tl->kind == LAYOUT_DOT_OP && tl->opidx == 1 && an_is_wgmma(t))) {
+		nv_fail(nv, op, "a tile read back into registers needs a layout that holds registers");
+		return;
+	}
 	NvMap m;
 	nv_map_init(nv, t, &m);
 	int64_t R = t->shape[0], C = t->shape[1];

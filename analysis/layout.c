@@ -1698,6 +1698,16 @@ static IrValue *remat(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const Ir
 	return &cl->res[0];
 }
 
+/* Whether an op after `from` in b reads v as a dot's operand. */
+static bool feeds_dot(const IrBlock *b, const IrOp *from, const IrValue *v)
+{
+	(void)b;
+	for (const IrOp *u = from->next; u; u = u->next)
+		if (u->opc == OP_DOT && (u->ops[0] == v || u->ops[1] == v || u->ops[2] == v))
+			return true;
+	return false;
+}
+
 static void remove_in_block(RCtx *r, IrBlock *b)
 {
 	IrCtx *ctx = r->f->module->ctx;
@@ -1734,12 +1744,15 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 			continue;
 		}
 		/* dot operands are only ever produced by a conversion, but for a
-		 * constant of 32-bit elements in a tf32 operand's layout (one
-		 * element a register), which a tile read back into that layout
-		 * meets in the tf32x3 split (regs_read_layout32) */
+		 * constant of 32-bit elements in a tf32 operand's layout that
+		 * holds registers (one element a register; not a warpgroup MMA's
+		 * B, read from shared memory) that no dot reads itself: what a
+		 * tile read back into that layout meets in the tf32x3 split
+		 * (regs_read_layout32) */
 		if (dst->type->layout->kind == LAYOUT_DOT_OP &&
 		    !(is_cheap_source(d) && d->opc != OP_MAKE_RANGE && dst->type->layout->k_width == 1 &&
-		      ir_type_bits(ir_scalar(dst->type)) == 32))
+		      ir_type_bits(ir_scalar(dst->type)) == 32 &&
+		      !(dst->type->layout->opidx == 1 && an_is_wgmma(dst->type)) && !feeds_dot(b, op, dst)))
 			continue;
 		if (is_cheap_source(d) || (remat_addr_ok(src) && d && d->nops <= 8)) {
 			/* recompute the producer chain in the wanted layout right here */

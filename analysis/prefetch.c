@@ -1532,13 +1532,6 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 	return m;
 }
 
-/* The shared memory a loop's multi-buffered tiles may take: the device's
- * limit less what the loop's own scratch users need (they live alongside
- * the slots) and a little for alignment and mbarriers. What follows the
- * loop (an epilogue's layout conversion or tensor store) reuses the slots'
- * bytes once the copies are drained, also in a persistent kernel's tile
- * loop, where each tile drains its cp.async copies and sets up and
- * invalidates its mbarriers (alloc.c), so it needs none. */
 /* The staging of the operands that tensor-core dots of the body read from
  * registers (not straight from a slot), each value once: where tiles are
  * read back into registers (regs_ok), their dots read what other ops
@@ -1570,6 +1563,13 @@ static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, Ir
 	return sum;
 }
 
+/* The shared memory a loop's multi-buffered tiles may take: the device's
+ * limit less what the loop's own scratch users need (they live alongside
+ * the slots) and a little for alignment and mbarriers. What follows the
+ * loop (an epilogue's layout conversion or tensor store) reuses the slots'
+ * bytes once the copies are drained, also in a persistent kernel's tile
+ * loop, where each tile drains its cp.async copies and sets up and
+ * invalidates its mbarriers (alloc.c), so it needs none. */
 static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, int nc, bool fused)
 {
 	/* layouts come after this pass: the scratch is an estimate, so at

@@ -207,3 +207,43 @@ def test_gpu(form, arch, cfg):
     mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](ta, tb, c, M, N, K, K, N, N, scale, BM=BM, BN=BN, BK=BK,
                                                  FORM=form, num_warps=warps, num_stages=stages, **opts)
     np.testing.assert_allclose(c.cpu().numpy(), _reference(form, a, b, K, BK, scale), **_tol(form))
+
+
+@triton.jit
+def const_operand(X, C, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, WHICH: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    if WHICH == 0:  # a constant A
+        c = tl.dot(tl.full((BM, BK), 1.5, tl.float32), tl.load(X + rk[:, None] * BN + rn[None, :]))
+    else:  # a constant B
+        c = tl.dot(tl.load(X + rm[:, None] * BK + rk[None, :]), tl.full((BK, BN), 1.5, tl.float32))
+    tl.store(C + rm[:, None] * BN + rn[None, :], c)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("which", [0, 1])
+def test_constant_tf32_operand_staged(arch, which):
+    # the split's constants are rematerialised in the tf32 operand's layout,
+    # but a constant a dot reads itself is still converted to its operand
+    # (a warpgroup MMA reads B from shared memory)
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    sig = {"X": "*fp32", "C": "*fp32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "WHICH": "constexpr"}
+    k = triton.compile(ASTSource(const_operand, sig, dict(BM=64, BN=64, BK=32, WHICH=which), {}),
+                       target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
+    staged = re.findall(r"= convert_layout [^\n]*dot_op<opidx = (\d)", k.asm["ct.ttgir"])
+    assert sorted(staged) == ["0", "1"], staged
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", [0, 1])
+def test_constant_tf32_operand_gpu(which):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    x = torch.randint(-4, 5, (64, 64), device="cuda").float()
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    const_operand[(1,)](x[:32] if which == 0 else x[:, :32].contiguous(), c, BM=64, BN=64, BK=32, WHICH=which)
+    ref = 1.5 * (torch.ones(64, 32, device="cuda") @ x[:32] if which == 0 else x[:, :32] @ torch.ones(32, 64, device="cuda"))
+    torch.testing.assert_close(c, ref)

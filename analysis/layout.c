@@ -1698,10 +1698,9 @@ static IrValue *remat(IrCtx *ctx, IrBlock *b, IrOp *before, IrValue *v, const Ir
 	return &cl->res[0];
 }
 
-/* Whether an op after `from` in b reads v as a dot's operand. */
-static bool feeds_dot(const IrBlock *b, const IrOp *from, const IrValue *v)
+/* Whether an op after `from` in its block reads v as a dot's operand. */
+static bool feeds_dot(const IrOp *from, const IrValue *v)
 {
-	(void)b;
 	for (const IrOp *u = from->next; u; u = u->next)
 		if (u->opc == OP_DOT && (u->ops[0] == v || u->ops[1] == v || u->ops[2] == v))
 			return true;
@@ -1752,7 +1751,7 @@ static void remove_in_block(RCtx *r, IrBlock *b)
 		if (dst->type->layout->kind == LAYOUT_DOT_OP &&
 		    !(is_cheap_source(d) && d->opc != OP_MAKE_RANGE && dst->type->layout->k_width == 1 &&
 		      ir_type_bits(ir_scalar(dst->type)) == 32 &&
-		      !(dst->type->layout->opidx == 1 && an_is_wgmma(dst->type)) && !feeds_dot(b, op, dst)))
+		      !(dst->type->layout->opidx == 1 && an_is_wgmma(dst->type)) && !feeds_dot(op, dst)))
 			continue;
 		if (is_cheap_source(d) || (remat_addr_ok(src) && d && d->nops <= 8)) {
 			/* recompute the producer chain in the wanted layout right here */

@@ -195,8 +195,14 @@ static bool staged_to_dot_op(const IrOp *op)
 bool an_staged_pair(const IrOp *op)
 {
 	const IrOp *n = op ? op->next : NULL;
-	return staged_to_dot_op(op) && staged_to_dot_op(n) && n->ops[0] != &op->res[0] &&
-	       n->res[0].type->layout->opidx != op->res[0].type->layout->opidx;
+	if (staged_to_dot_op(op) && staged_to_dot_op(n) && n->ops[0] != &op->res[0] &&
+	    n->res[0].type->layout->opidx != op->res[0].type->layout->opidx)
+		return true;
+	/* two B tiles of warpgroup MMAs (a tf32x3 dot's halves, analysis/rslice.c
+	 * puts them side by side) */
+	return op && n && op->opc == OP_CONVERT_LAYOUT && n->opc == OP_CONVERT_LAYOUT && an_wgmma_smem_operand(op) &&
+	       an_wgmma_smem_operand(n) && op->res[0].type->layout->opidx == 1 && n->res[0].type->layout->opidx == 1 &&
+	       n->ops[0] != &op->res[0];
 }
 
 /* ------------------------------------------------------------------------- */

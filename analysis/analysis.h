@@ -22,6 +22,9 @@
  *   coalesce.c                   the layout of each global load and store
  *   locality.c an_thread_locality loop-accumulated reductions reduce in-thread
  *                                per iteration, across threads once after
+ *   rslice.c  an_slice_register_dots  a warpgroup MMA with A computed in
+ *                                registers: one MMA group per K step, in
+ *                                flight while the next step's A is read
  *             an_remove_converts drops identity conversions, folds chains,
  *                                rematerialises cheap producers in place
  *   gscratch.c an_allocate_global_scratch  a global scratch slot per tensor
@@ -293,6 +296,10 @@ IrOp *an_store_if(IrBuilder *b, const IrOp *st, IrValue *cond, IrBuilder *then, 
  * partials and one cross-thread reduction after it finishes the job. On
  * TTGIR (x in a blocked layout with a cross-thread part along the axis). */
 void an_thread_locality(IrFunc *f);
+/* Register-A slices (rslice.c): a warpgroup MMA whose A a loop computes in
+ * registers from a slot (a cast tile) split into one MMA per K step, so
+ * that the MMAs stay in flight while the next step's A is read (sm_90). */
+void an_slice_register_dots(IrFunc *f, const AnGpuOptions *o);
 /* The blocked layout of the view [..., A / ept, ..., ept] of block type t
  * (blocked) in which the new last dim holds the ept elements each thread
  * owns along axis and every thread keeps its registers (shape3: the view's

@@ -306,6 +306,15 @@ static IrError *run_thread_locality(JitPipe *p)
 	return NULL;
 }
 
+static IrError *run_slice_register_dots(JitPipe *p)
+{
+	int n;
+	IrFunc **fs = gpu_funcs(p, &n);
+	for (int i = 0; i < n; i++)
+		an_slice_register_dots(fs[i], &p->ao);
+	return NULL;
+}
+
 /* The kernel's tensor maps get their global scratch slots (the callees
  * make none: the frontend builds maps in the kernel only). */
 static IrError *run_allocate_global(JitPipe *p)
@@ -494,10 +503,15 @@ const JitPass jit_passes[] = {
 	 JIT_T_TTGIR, run_thread_locality,
 	 "a reduction accumulated into a loop-carried value reduces each thread's own elements per iteration; "
 	 "the loop carries those partials, reduced across threads once after it"},
+	{"slice-register-dots", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, 0,
+	 EDIT | JIT_F_BARRIERS | JIT_F_SHARED, JIT_T_TTGIR, run_slice_register_dots,
+	 "a warpgroup MMA whose A the loop computes in registers from a slot: one MMA group per K step, "
+	 "S - 1 groups left in flight, so the next step's A is read and cast while the tensor cores run"},
 	{"allocate-global", JIT_S_TTGIR, CUDA, true, false, V, 0, 0, JIT_T_TTGIR, run_allocate_global,
 	 "a slot of the program's global scratch for each tensor map the kernel makes for its tensor copies"},
 	{"insert-barriers", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_BARRIERS, 0, JIT_T_TTGIR,
-	 run_insert_barriers, "the tensor stores of a flattened nest deferred where their own staging fits "
+	 run_insert_barriers,
+	 "the tensor stores of a flattened nest deferred where their own staging fits "
 	 "(an_plan_tma_stores); a barrier op before each scratch user that may overwrite what another still reads"},
 	{"allocate-shared", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_LAYOUTS, JIT_F_SHARED, 0, JIT_T_TTGIR,
 	 run_allocate_shared, "scratch_offset for every scratch user by liveness; the total within the arch's limit"},

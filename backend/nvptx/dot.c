@@ -240,7 +240,8 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	}
 	NvMap m;
 	nv_map_init(nv, t, &m);
-	int64_t R = t->shape[0], C = t->shape[1];
+	/* a K step ({k0, kfull}): columns k0 .. of the slot's kfull */
+	int64_t R = t->shape[0], C = ir_op_int(op, "kfull", t->shape[1]), k0 = ir_op_int(op, "k0", 0);
 	int es = (int)nv_esize(t), vd = tr ? 0 : 1;
 	int vec = 1;
 	if (m.brank == 2 && m.dimmap[vd] == vd && m.order[0] == vd && m.dd[vd].estride == 1)
@@ -253,6 +254,8 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	int64_t off = nv_scratch_off(op);
 	for (int r = 0; r < m.n; r += vec) {
 		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
+		if (k0)
+			c0 = LLVMBuildAdd(nv->b, c0, nv_i32(nv, k0), "");
 		LLVMValueRef idx = tr ? swizzled_index(nv, c0, r0, C, R, es) : swizzled_index(nv, r0, c0, R, C, es);
 		LLVMValueRef x =
 			LLVMBuildLoad2(nv->b, vt, nv_smem_addr(nv, off, LLVMBuildAdd(nv->b, idx, eoff, ""), es), "");
@@ -328,7 +331,7 @@ void nv_fence_async_shared(Nv *nv)
 void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 {
 	nv_write_swizzled(nv, op->ops[0], nv_scratch_off(op), an_wgmma_kmajor_b(op));
-	IrOp *n = an_staged_pair(op) && nv_ldmatrix_ok(op->next) ? op->next : NULL;
+	IrOp *n = an_staged_pair(op) && (nv_ldmatrix_ok(op->next) || nv_smem_operand(op->next)) ? op->next : NULL;
 	if (n) { /* the other operand's tile too (disjoint scratch), then one barrier */
 		nv_write_swizzled(nv, n->ops[0], nv_scratch_off(n), an_wgmma_kmajor_b(n));
 		nv->staged = n;
@@ -781,12 +784,19 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	/* B as [N][K] (a transposed slot, or any staged non-16-bit B): K-major */
 	const IrOp *bd = op->ops[1]->def;
 	bool bkm = bd && an_wgmma_kmajor_b(bd);
+	/* B one K step of its slot ({k0, kfull}, analysis/rslice.c): the slot
+	 * holds Kb rows, this dot's start at K step kofs */
+	int64_t Kb = bd ? ir_op_int(bd, "kfull", K) : K, kofs = bd ? ir_op_int(bd, "k0", 0) / kstep : 0;
+	if (Kb != K && asmem) {
+		nv_fail(nv, op, "a K step of B with A in shared memory");
+		return;
+	}
 	/* A as [K][M] (a 16-bit A stored column-major, its slot transposed):
 	 * MN-major, laid out as a row-major B: 64-column blocks of K rows of
 	 * 128 bytes */
 	bool amn = asmem && A->def && an_wgmma_mnmajor_a(A->def);
 	LLVMValueRef bbase = nv_reg(nv, op->ops[1], 0), abase = NULL;
-	int64_t rb = K * es < 128 ? K * es : 128; /* bytes of a K-major row */
+	int64_t rb = Kb * es < 128 ? Kb * es : 128; /* bytes of a K-major row */
 	LLVMValueRef wg = LLVMBuildLShr(nv->b, nv->warp, nv_i32(nv, 2), "");
 	/* this warpgroup's row block g % gm (MN-major: its 64-column block):
 	 * g itself where all warpgroups stack along M (the code before the
@@ -805,12 +815,12 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	if (gn > 1) {
 		LLVMValueRef bcol = gm > 1 ? LLVMBuildUDiv(nv->b, wg, nv_i32(nv, gm), "") : wg, boff;
 		if (bkm || NW % 64 == 0) {
-			boff = LLVMBuildMul(nv->b, bcol, nv_i32(nv, bkm ? NW * rb : NW / 64 * K * 128), "");
+			boff = LLVMBuildMul(nv->b, bcol, nv_i32(nv, bkm ? NW * rb : NW / 64 * Kb * 128), "");
 		} else {
 			LLVMValueRef c0 = LLVMBuildMul(nv->b, bcol, nv_i32(nv, NW), "");
 			boff = LLVMBuildAdd(
 				nv->b,
-				LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, c0, nv_i32(nv, 6), ""), nv_i32(nv, K * 128),
+				LLVMBuildMul(nv->b, LLVMBuildLShr(nv->b, c0, nv_i32(nv, 6), ""), nv_i32(nv, Kb * 128),
 					     ""),
 				LLVMBuildShl(nv->b, LLVMBuildAnd(nv->b, c0, nv_i32(nv, 63), ""), nv_i32(nv, 1), ""),
 				"");
@@ -830,9 +840,13 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 		keep_d = LLVMBuildZExt(nv->b, LLVMBuildNot(nv->b, cond, ""), LLVMInt32TypeInContext(nv->c), "");
 		C = C->def->ops[2];
 	}
+	/* the accumulator of the K step before, still in flight (a chain of
+	 * {rs_pending} steps): its registers, which this MMA accumulates into
+	 * after it */
+	bool chain = nv->wg_dot && C == &nv->wg_dot->res[0];
 	LLVMValueRef *acc = nv_regbuf(nv, mc.n);
 	for (int r = 0; r < mc.n; r++)
-		acc[r] = nv_reg(nv, C, r);
+		acc[r] = chain ? nv->wg_acc[r] : nv_reg(nv, C, r);
 	/* A from registers: every fragment packed before the fence, so that no
 	 * instruction between the MMAs of the group writes their operands
 	 * (ptxas would fence before each MMA) */
@@ -907,7 +921,7 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	else
 		snprintf(tail, sizeof tail, "%s", isint ? "" : ", 1, 1");
 	LLVMValueRef adesc = asmem ? desc_base(nv, abase, amn ? desc_b_bits(K, 64) : desc_kmajor_bits(rb)) : NULL;
-	LLVMValueRef bdesc = desc_base(nv, bbase, bkm ? desc_kmajor_bits(rb) : desc_b_bits(K, N));
+	LLVMValueRef bdesc = desc_base(nv, bbase, bkm ? desc_kmajor_bits(rb) : desc_b_bits(Kb, N));
 	int u = 0;
 	for (int i = 0; i < nacc; i++)
 		u += sprintf(cons + u, isint || h16 ? "=r," : "=f,");
@@ -949,10 +963,12 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 						for (int i = 0; i < 4; i++)
 							args[i] = apk[(mi * nk + ki) * 4 + i];
 					}
+					int64_t kbb = (ki + kofs) * 32; /* B's K step in its slot */
 					if (bkm) /* rows n of b's block, like A */
-						boff = (kb / 128) * N * 128 + (int64_t)b * in * rb + kb % 128;
+						boff = (kbb / 128) * N * 128 + (int64_t)b * in * rb + kbb % 128;
 					else /* 64-column blocks of K rows; K step: 16 rows of up to 128 bytes */
-						boff = (int64_t)(b * in / 64) * K * 128 + ki * 16 * (N < 64 ? N * 2 : 128);
+						boff = (int64_t)(b * in / 64) * Kb * 128 +
+						       (ki + kofs) * 16 * (N < 64 ? N * 2 : 128);
 					args[na] = bdesc;
 					wgmma_text(text, tl, head, tail, nacc, asmem, aoff >> 4, boff >> 4);
 					/* scale-d 0: D = A B, the partial sum's start */
@@ -999,6 +1015,14 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	/* in flight: the copies of the next tiles (address arithmetic, cp.async)
 	 * may be issued before the wait */
 	wgmma_commit(nv);
+	/* a K step of a chain: the step before is this one's accumulator only;
+	 * at most rs_pending groups stay in flight (analysis/rslice.c), so
+	 * that the registers of A the next iteration writes are free */
+	if (chain)
+		nv->wg_dot = NULL;
+	int64_t rsp = ir_op_int(op, "rs_pending", -1);
+	if (rsp >= 0)
+		wait_tied(nv, (int)rsp, acc, mc.n);
 	if (nv->wg_dot) { /* an independent dot in flight (nv_wgmma_keeps_flying) */
 		nv->wg_old[nv->nwg_old] = nv->wg_dot;
 		nv->wg_old_acc[nv->nwg_old] = nv->wg_acc;
@@ -1039,6 +1063,14 @@ bool nv_wgmma_keeps_flying(const Nv *nv, const IrOp *op)
 {
 	if (op->opc == OP_ASYNC_COMMIT || (op->opc == OP_ASYNC_COPY && ir_op_int(op, "ordered", 0)))
 		return true; /* writes a slot the dots in flight do not read */
+	/* a chain's K steps (analysis/rslice.c): the next step's reads of its
+	 * slots (the MMAs write no shared memory) and its MMA, which
+	 * accumulates into the registers of the one in flight */
+	if (op->opc == OP_LOCAL_READ && ir_op_int(op, "kfull", 0))
+		return true;
+	if (op->opc == OP_DOT && ir_op_int(op, "rs_pending", -1) >= 0 && nv->nwg_old == 0 &&
+	    op->ops[2] == &nv->wg_dot->res[0] && op->ops[0] != &nv->wg_dot->res[0] && op->ops[1] != &nv->wg_dot->res[0])
+		return true;
 	if (op->opc == OP_DOT)
 		return wgmma_joins_flight(nv, op);
 	if (!(ir_opinfo(op->opc)->flags & IR_PURE) || op->nregions || an_scratch_bytes(op, &nv->ao) > 0)

@@ -576,7 +576,14 @@ void nv_lower_async_wait(Nv *nv, IrOp *op)
 
 void nv_lower_local_read(Nv *nv, IrOp *op)
 {
-	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, op->res[0].type->numel), "");
+	/* a K step of the slot ({k0, kfull}, analysis/rslice.c): columns of an
+	 * A read into registers, rows of a B the MMA reads; the slot holds all
+	 * kfull of them */
+	const IrType *rt = op->res[0].type;
+	int64_t kfull = ir_op_int(op, "kfull", 0), numel = rt->numel;
+	if (kfull)
+		numel = numel / rt->shape[ir_op_int(op, "regs", 0) ? 1 : 0] * kfull;
+	LLVMValueRef eoff = LLVMBuildMul(nv->b, nv_reg(nv, op->ops[0], 0), nv_i32(nv, numel), "");
 	if (ir_op_int(op, "regs", 0)) { /* a tile other ops read (prefetch.c regs_ok) */
 		nv_read_swizzled(nv, op, eoff, ir_op_int(op, "transposed", 0) != 0);
 		return;

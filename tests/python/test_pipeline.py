@@ -65,7 +65,7 @@ def test_pass_table_rows():
     cuda = _pipeline_rows("cuda")
     assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "hoist-addresses",
                     "flatten-loops", "split-dots", "prefetch", "tma-stores", "version-stores", "axis-info",
-                    "assign-layouts", "remove-converts", "thread-locality", "allocate-global", "insert-barriers", "allocate-shared",
+                    "assign-layouts", "remove-converts", "thread-locality", "slice-register-dots", "allocate-global", "insert-barriers", "allocate-shared",
                     "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
     assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce",

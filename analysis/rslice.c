@@ -34,17 +34,21 @@
  * Taken when the loop body holds that one dot (its accumulator carried,
  * f32 or i32), no region, cp.async copies only after the dot, and every op
  * of f is elementwise with one use, its other operands splats or constants.
- * CTRITON_RS_SLICES=0 leaves the dots whole (part of the cache key).
+ * CTRITON_RS_SLICES=1 turns the pass on (part of the cache key): opt-in
+ * until it has run on a GPU.
  */
 #include "analysis.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Opt-in until timed on a GPU: checked statically only (the SASS keeps
+ * every A register until the wait that retires its MMA; descriptor
+ * offsets and shared reads as those of the whole dot) */
 static bool rs_slices_on(void)
 {
 	const char *e = getenv("CTRITON_RS_SLICES");
-	return !(e && e[0] == '0');
+	return e && e[0] == '1';
 }
 
 #define MAX_CHAIN 8

@@ -3,7 +3,10 @@
 # command(s) to run on it in lines
 #     // RUN: ct-opt ARGS             expected output in NAME.out
 #     // RUN(TAG): ct-opt ARGS        expected output in NAME.TAG.out
-# and the output must match byte for byte.
+# and the output must match byte for byte. Lines
+#     // ENV: VAR=VALUE ...
+# (before the RUN lines) set variables for the file's ct-opt commands (an
+# opt-in pass's switch).
 # usage: run_goldens.sh CT_OPT [DIR] [--update]   (--update rewrites the .out files)
 set -u
 ctopt=$1
@@ -16,8 +19,12 @@ trap 'rm -rf "$tmp"' EXIT
 for f in "$dir"/*.ttir "$dir"/*.ttgir; do
 	[ -e "$f" ] || continue
 	base=${f%.*}
+	envs=
 	while IFS= read -r line; do
 		case "$line" in
+		"// ENV: "*)
+			envs="$envs ${line#// ENV: }"
+			continue ;;
 		"// RUN: ct-opt "*) tag= args=${line#// RUN: ct-opt } ;;
 		"// RUN("*"): ct-opt "*)
 			tag=${line#// RUN(}
@@ -28,7 +35,7 @@ for f in "$dir"/*.ttir "$dir"/*.ttgir; do
 		want=$base${tag:+.$tag}.out
 		n=$((n + 1))
 		# shellcheck disable=SC2086
-		if ! "$ctopt" $args "$f" >"$tmp/got" 2>"$tmp/err"; then
+		if ! env $envs "$ctopt" $args "$f" >"$tmp/got" 2>"$tmp/err"; then
 			echo "FAIL: ct-opt $args $f:"
 			cat "$tmp/err"
 			fail=$((fail + 1))

@@ -5,7 +5,8 @@ next step's A is read and cast (analysis/rslice.c, pass
 slice-register-dots; backend/nvptx/dot.c), and A's tile takes one slot
 fewer than num_stages. Before, the whole dot was waited for at the end of
 each iteration, its A registers being written again by the next one.
-CTRITON_RS_SLICES=0 keeps the dot whole (part of the key).
+Opt-in until it has run on a GPU: CTRITON_RS_SLICES=1 (part of the key);
+these tests set it.
 
 Checked on kernels compiled for sm_90a and sm_80 (no GPU needed): the
 IR's steps, the PTX's groups and waits, zero spills, the shared memory;
@@ -20,6 +21,11 @@ import pytest
 import ctriton as triton
 import ctriton.language as tl
 from cpu_util import cpu_driver, requires_cpu  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def _rs_on(monkeypatch):
+    monkeypatch.setenv("CTRITON_RS_SLICES", "1")
 
 # FORM: 0 fp32 A cast to fp16 (B fp16), 1 int8 A cast to fp16 (B fp16),
 # 2 fp32 A cast to bf16 (B bf16), 3 fp32 A scaled, tf32 (B fp32: K-major in
@@ -123,8 +129,12 @@ def test_slots_as_triton(cfg, shared):
     assert _compile(90, 0, *cfg).metadata.shared == shared
 
 
-def test_off_keeps_one_dot(monkeypatch):
-    monkeypatch.setenv("CTRITON_RS_SLICES", "0")
+@pytest.mark.parametrize("value", ["0", None])
+def test_off_keeps_one_dot(monkeypatch, value):
+    if value is None:  # opt-in: off by default
+        monkeypatch.delenv("CTRITON_RS_SLICES")
+    else:
+        monkeypatch.setenv("CTRITON_RS_SLICES", value)
     k = _compile(90)
     ttgir = k.asm["ct.ttgir"]
     assert "kfull" not in ttgir and "rs_pending" not in ttgir

@@ -149,11 +149,7 @@ static IrValue *lmap_get(const LMap *m, const IrValue *k)
 
 static void copy_op_attrs(IrCtx *ctx, IrOp *c, const IrOp *d)
 {
-	if (d->nattrs) {
-		c->nattrs = d->nattrs;
-		c->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)d->nattrs);
-		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
-	}
+	ir_op_copy_attrs(ctx, c, d);
 	for (int i = 0; i < c->nres; i++)
 		c->res[i].id = -1;
 }

@@ -107,23 +107,13 @@ static int a_chain(IrFunc *f, IrValue *a, IrOp **chain, IrOp **read)
 	return n;
 }
 
-static void copy_attrs(IrCtx *ctx, IrOp *c, const IrOp *d)
-{
-	if (d->nattrs) {
-		c->nattrs = d->nattrs;
-		c->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)d->nattrs);
-		memcpy(c->attrs, d->attrs, sizeof(IrAttr) * (size_t)d->nattrs);
-	}
-	for (int i = 0; i < c->nres; i++)
-		c->res[i].id = -1;
-}
-
 /* A copy of op before `at` with the operands ops and the result type rty. */
 static IrOp *clone_before(IrFunc *f, IrOp *at, const IrOp *op, IrValue *const *ops, const IrType *rty)
 {
 	IrCtx *ctx = f->module->ctx;
 	IrOp *c = ir_op_new(ctx, op->opc, op->nops, ops, 1, &rty, 0, op->loc);
-	copy_attrs(ctx, c, op);
+	ir_op_copy_attrs(ctx, c, op);
+	c->res[0].id = -1;
 	ir_block_insert_before(at->parent, at, c);
 	return c;
 }

@@ -854,6 +854,16 @@ void ir_op_set_sym(IrCtx *ctx, IrOp *op, const char *name, const char *sym)
 	ir_set_attr(ctx, &op->nattrs, &op->attrs, &a);
 }
 
+void ir_op_copy_attrs(IrCtx *ctx, IrOp *dst, const IrOp *src)
+{
+	dst->nattrs = src->nattrs;
+	dst->attrs = NULL;
+	if (src->nattrs) {
+		dst->attrs = ir_alloc(ctx, sizeof(IrAttr) * (size_t)src->nattrs);
+		memcpy(dst->attrs, src->attrs, sizeof(IrAttr) * (size_t)src->nattrs);
+	}
+}
+
 void ir_op_remove_attr(IrOp *op, const char *name)
 {
 	const IrAttr *a = ir_find_attr(op->nattrs, op->attrs, name);

@@ -379,6 +379,8 @@ void ir_op_set_ints(IrCtx *ctx, IrOp *op, const char *name, int n, const int64_t
 void ir_op_set_sym(IrCtx *ctx, IrOp *op, const char *name, const char *sym);
 /* Removes op's attribute name, if it has one. */
 void ir_op_remove_attr(IrOp *op, const char *name);
+/* dst's attributes become a copy of src's (a clone's). */
+void ir_op_copy_attrs(IrCtx *ctx, IrOp *dst, const IrOp *src);
 const IrAttr *ir_find_attr(int nattrs, const IrAttr *attrs, const char *name);
 const IrAttr *ir_op_attr(const IrOp *op, const char *name);
 int64_t ir_op_int(const IrOp *op, const char *name, int64_t dflt);   /* int or bool */

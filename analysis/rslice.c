@@ -34,21 +34,20 @@
  * Taken when the loop body holds that one dot (its accumulator carried,
  * f32 or i32), no region, cp.async copies only after the dot, and every op
  * of f is elementwise with one use, its other operands splats or constants.
- * CTRITON_RS_SLICES=1 turns the pass on (part of the cache key): opt-in
- * until it has run on a GPU.
+ * On by default; CTRITON_RS_SLICES=0 turns it off (part of the cache key).
+ * On the H200, fp32 A cast to fp16 at 128x128x64 with 4 warps went from
+ * 0.78x to 0.87x of Triton, tf32x3 at 64x64x32 from 0.92x to 1.04x.
  */
 #include "analysis.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Opt-in until timed on a GPU: checked statically only (the SASS keeps
- * every A register until the wait that retires its MMA; descriptor
- * offsets and shared reads as those of the whole dot) */
+/* CTRITON_RS_SLICES=0: the whole dot, waited for in its iteration */
 static bool rs_slices_on(void)
 {
 	const char *e = getenv("CTRITON_RS_SLICES");
-	return e && e[0] == '1';
+	return !(e && e[0] == '0');
 }
 
 #define MAX_CHAIN 8

@@ -1,5 +1,7 @@
 """One kernel of an upstream tutorial (03 matmul as bench/kernels_src.py
-has it, 08 grouped GEMM, 09 persistent matmul), compiled by ctriton or Triton, launched inside a profiler range so
+has it, 08 grouped GEMM, 09 persistent matmul), or kernels_src.py's
+mm_operand_ops (`operands`: a dot reading its operands through other ops,
+--form as bench/tc_gpu.py's --only operands numbers them), compiled by ctriton or Triton, launched inside a profiler range so
 that Nsight Compute can read it:
 
     ncu --profile-from-start off --clock-control none --set full -o REP \\
@@ -25,9 +27,11 @@ def main():
     ap.add_argument("--tutorials", required=True)
     ap.add_argument("--impl", choices=("ctriton", "triton"), required=True)
     ap.add_argument("--case", default="09-persistent",
-                    choices=("03", "09-persistent", "09-naive", "09-descriptor", "09-tma-persistent", "08-grouped"))
+                    choices=("03", "operands", "09-persistent", "09-naive", "09-descriptor", "09-tma-persistent", "08-grouped"))
     ap.add_argument("--pin", default="128,256,64,8,3", help="03 and 09: BLOCK_M,N,K,warps,stages")
-    ap.add_argument("--S", type=int, default=2048, help="03: M = N = K")
+    ap.add_argument("--S", type=int, default=2048, help="03 and operands: M = N = K")
+    ap.add_argument("--form", type=int, default=1, help="operands: 0 int8 B dequantized, 1 fp32 A cast, "
+                    "3 the cast with other 1.0 / 2.0, 4 tf32x3")
     ap.add_argument("--K", type=int, default=4096)
     ap.add_argument("--pin08", type=int, help="08: the configuration number of the tutorial's list (default: autotuned)")
     ap.add_argument("--n08", type=int, help="08: four N x N x N problems (default: the tutorial's 1024, 512, 256, 128)")
@@ -46,6 +50,25 @@ def main():
                                      C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                                      num_warps=nw, num_stages=ns), C)[1]
         ref = A @ B
+    elif a.case == "operands":
+        from tc_gpu import load_file
+        m = load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_src.py"), a.impl, "ks")
+        bm, bn, bk, nw, ns = (int(x) for x in a.pin.split(","))
+        S, f = a.S, a.form
+        A = torch.randn((S, S), device="cuda", dtype=torch.float32)
+        B = torch.randn((S, S), device="cuda", dtype=torch.float32)
+        if f == 0:
+            A, B = A.half(), (B * 40).round().clamp(-127, 127).to(torch.int8)
+            ref = A.float() @ (B.float() * 0.01).half().float()
+        elif f in (1, 3):
+            B = B.half()
+            ref = A.half().float() @ B.float()
+        else:
+            ref = A @ B
+        C = torch.empty((S, S), device="cuda", dtype=torch.float16)
+        grid = ((S + bm - 1) // bm, (S + bn - 1) // bn)
+        fn = lambda: (m.mm_operand_ops[grid](A, B, C, S, S, S, S, S, S, 0.01, BM=bm, BN=bn, BK=bk, FORM=f,  # noqa: E731
+                                             num_warps=nw, num_stages=ns), C)[1]
     elif a.case.startswith("09"):
         m = load(os.path.join(a.tutorials, "09-persistent-matmul.py"), a.impl)
         pin09({a.impl: m}, tuple(int(x) for x in a.pin.split(",")))

@@ -24,7 +24,8 @@
 #   profile DIR [CASE...]  Nsight Compute (--set full, clocks left alone) on
 #                      one launch of each CASE (bench/profile_tutorial.py:
 #                      03 (tutorial 03 at 2048^3), 09-persistent, 09-naive, 09-descriptor,
-#                      09-tma-persistent, 08-grouped;
+#                      09-tma-persistent, 08-grouped, operands (kernels_src.py's
+#                      mm_operand_ops: PROF_ARGS "--form F --pin ... --S N"));
 #                      default 09-persistent) for ctriton and for Triton
 #                      (PROF_IMPLS: also ctriton-nest, dot nests kept;
 #                      PROF_ARGS: more arguments, e.g. "--pin08 4 --n08 4096"):

@@ -5,8 +5,7 @@ next step's A is read and cast (analysis/rslice.c, pass
 slice-register-dots; backend/nvptx/dot.c), and A's tile takes one slot
 fewer than num_stages. Before, the whole dot was waited for at the end of
 each iteration, its A registers being written again by the next one.
-Opt-in until it has run on a GPU: CTRITON_RS_SLICES=1 (part of the key);
-these tests set it.
+On by default; CTRITON_RS_SLICES=0 turns it off (part of the key).
 
 Checked on kernels compiled for sm_90a and sm_80 (no GPU needed): the
 IR's steps, the PTX's groups and waits, zero spills, the shared memory;
@@ -24,8 +23,8 @@ from cpu_util import cpu_driver, requires_cpu  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
-def _rs_on(monkeypatch):
-    monkeypatch.setenv("CTRITON_RS_SLICES", "1")
+def _rs_default(monkeypatch):
+    monkeypatch.delenv("CTRITON_RS_SLICES", raising=False)  # the default: on
 
 # FORM: 0 fp32 A cast to fp16 (B fp16), 1 int8 A cast to fp16 (B fp16),
 # 2 fp32 A cast to bf16 (B bf16), 3 fp32 A scaled, tf32 (B fp32: K-major in
@@ -129,12 +128,17 @@ def test_slots_as_triton(cfg, shared):
     assert _compile(90, 0, *cfg).metadata.shared == shared
 
 
-@pytest.mark.parametrize("value", ["0", None])
-def test_off_keeps_one_dot(monkeypatch, value):
-    if value is None:  # opt-in: off by default
-        monkeypatch.delenv("CTRITON_RS_SLICES")
-    else:
+@pytest.mark.parametrize("value", [None, "1"])
+def test_on_by_default(monkeypatch, value):
+    if value is not None:
         monkeypatch.setenv("CTRITON_RS_SLICES", value)
+    ttgir = _compile(90).asm["ct.ttgir"]
+    assert "kfull" in ttgir and "rs_pending" in ttgir
+    assert len(re.findall(r"= dot ", ttgir)) == 4  # BK 64: four K steps of 16
+
+
+def test_off_keeps_one_dot(monkeypatch):
+    monkeypatch.setenv("CTRITON_RS_SLICES", "0")
     k = _compile(90)
     ttgir = k.asm["ct.ttgir"]
     assert "kfull" not in ttgir and "rs_pending" not in ttgir

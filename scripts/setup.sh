@@ -55,6 +55,27 @@ fi
 if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null 2>&1; then
   echo "setup: warning: ptxas not found (/usr/local/cuda/bin or PATH): PTX is not assembled" >&2
 fi
+# 3b. A CUDA disassembler for the tests that read SASS (asm["sass"]: registers
+# a warpgroup MMA reads until its wait, atomics' instructions): cuobjdump and
+# the nvdisasm it runs, from NVIDIA's wheels where the toolkit has neither.
+has_nvdisasm() {
+  [ -x /usr/local/cuda/bin/nvdisasm ] || command -v nvdisasm >/dev/null 2>&1 ||
+    python3 - <<'PY' 2>/dev/null
+import os, sys
+import nvidia
+sys.exit(0 if any(os.path.exists(os.path.join(p, "cu13", "bin", "nvdisasm")) for p in nvidia.__path__) else 1)
+PY
+}
+if ! has_nvdisasm; then
+  if [ "$(python3 -c 'import sys; print(sys.prefix)')" != /usr ]; then
+    echo "setup: pip installing nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm (SASS checks)" >&2
+    python3 -m pip install -q "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" >"$log" 2>&1 ||
+      echo "setup: warning: no CUDA disassembler could be installed: the SASS checks are skipped" >&2
+  else
+    echo "setup: warning: no CUDA disassembler (nvdisasm): the SASS checks are skipped" >&2
+  fi
+fi
+
 # 4. The extension, and ctriton on the python3's path.
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

@@ -1017,7 +1017,12 @@ static void lower_dot_wgmma(Nv *nv, IrOp *op)
 	wgmma_commit(nv);
 	/* a K step of a chain: the step before is this one's accumulator only;
 	 * at most rs_pending groups stay in flight (analysis/rslice.c), so
-	 * that the registers of A the next iteration writes are free */
+	 * that the registers of A the next iteration writes are free. The
+	 * wait comes right after the commit: put off until the next step's
+	 * MMA (that step's A read and cast under S groups in flight), ptxas
+	 * gave a register of an A still in flight to other values at the top
+	 * of the loop (tf32 at 64x64x32, tests/python/test_rs_slices.py's SASS
+	 * check), and at 128x128x64 with 4 warps it spilled */
 	if (chain)
 		nv->wg_dot = NULL;
 	int64_t rsp = ir_op_int(op, "rs_pending", -1);

@@ -14,6 +14,9 @@ nvdisasm, from $CTRITON_CUOBJDUMP_PATH / $TRITON_CUOBJDUMP_PATH /
 $CTRITON_NVDISASM_PATH / $TRITON_NVDISASM_PATH, $CUDA_HOME/bin,
 $CUDA_PATH/bin, /usr/local/cuda/bin, the ``nvidia-cuda-cuobjdump`` /
 ``nvidia-cuda-nvdisasm`` pip packages, beside the ptxas in use, PATH.
+cuobjdump -sass runs nvdisasm: the nvdisasm found the same way goes first on
+its PATH (CUDA 13's wheels put them in separate packages), and where
+cuobjdump still fails, nvdisasm reads the cubin itself.
 """
 import importlib.util
 import os
@@ -94,27 +97,29 @@ def disassembler_path():
     return found[1] if found else None
 
 
-def _find_disassembler():
-    """(tool name, path) of the disassembler, or None."""
-    for tool in _DISASMS:
+def _find_disassembler(only=None):
+    """(tool name, path) of the disassembler (of tool `only` when given), or
+    None."""
+    tools = _DISASMS if only is None else (only,)
+    for tool in tools:
         for var in (f"CTRITON_{tool.upper()}_PATH", f"TRITON_{tool.upper()}_PATH"):
             if _executable(os.environ.get(var)):
                 return tool, os.environ[var]
     dirs = [os.path.join(os.environ[v], "bin") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     dirs.append("/usr/local/cuda/bin")
     for d in dirs:
-        for tool in _DISASMS:
+        for tool in tools:
             if _executable(os.path.join(d, tool)):
                 return tool, os.path.join(d, tool)
-    for tool in _DISASMS:
+    for tool in tools:
         p = _pkg_tool(_PKG_DISASM[tool])
         if p:
             return tool, p
     ptxas = ptxas_path()
-    for tool in _DISASMS:
+    for tool in tools:
         if ptxas and _executable(os.path.join(os.path.dirname(ptxas), tool)):
             return tool, os.path.join(os.path.dirname(ptxas), tool)
-    for tool in _DISASMS:
+    for tool in tools:
         p = shutil.which(tool)
         if p:
             return tool, p
@@ -138,8 +143,19 @@ def sass(cubin):
         with os.fdopen(fd, "wb") as f:
             f.write(cubin)
         kind, tool = found
-        argv = [tool, "-sass", path] if kind == "cuobjdump" else [tool, path]
-        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if kind == "cuobjdump":
+            # cuobjdump runs nvdisasm for -sass (CUDA 13's pip wheels ship
+            # them apart): its folder and nvdisasm's go first on its PATH
+            nv = _find_disassembler("nvdisasm")
+            env = dict(os.environ)
+            env["PATH"] = os.pathsep.join([os.path.dirname(tool)] + ([os.path.dirname(nv[1])] if nv else []) +
+                                          [env.get("PATH", "")])
+            r = subprocess.run([tool, "-sass", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            if r.returncode != 0 and nv:  # nvdisasm on its own reads the cubin too
+                tool = nv[1]
+                r = subprocess.run([tool, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        else:
+            r = subprocess.run([tool, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     finally:
         os.remove(path)
     if r.returncode != 0:

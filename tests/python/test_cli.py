@@ -275,6 +275,40 @@ def test_pkg_ptxas_is_used_by_compiles(tmp_path, monkeypatch, pkg_ptxas_restored
     assert "-arch sm_90a" in log.read_text()
 
 
+# -- the disassembler behind asm["sass"] ------------------------------------------
+
+def _script(path, body):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_sass_puts_nvdisasm_on_cuobjdumps_path(tmp_path, monkeypatch):
+    # cuobjdump -sass runs nvdisasm, which CUDA 13's pip wheels (and some
+    # toolkits) keep elsewhere: the nvdisasm found goes on cuobjdump's PATH
+    cuo = _script(tmp_path / "a" / "cuobjdump",
+                  'command -v nvdisasm >/dev/null || { echo "no nvdisasm" >&2; exit 1; }\necho "sass of $2"\n')
+    nvd = _script(tmp_path / "b" / "nvdisasm", 'echo "nvdisasm of $1"\n')
+    monkeypatch.setenv("CTRITON_CUOBJDUMP_PATH", cuo)
+    monkeypatch.setenv("CTRITON_NVDISASM_PATH", nvd)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert _toolkit.sass(b"\0").startswith("sass of ")
+
+
+def test_sass_falls_back_to_nvdisasm(tmp_path, monkeypatch):
+    cuo = _script(tmp_path / "a" / "cuobjdump", 'echo "cuobjdump fatal" >&2\nexit 1\n')
+    nvd = _script(tmp_path / "b" / "nvdisasm", 'echo "nvdisasm of $1"\n')
+    monkeypatch.setenv("CTRITON_CUOBJDUMP_PATH", cuo)
+    monkeypatch.setenv("CTRITON_NVDISASM_PATH", nvd)
+    assert _toolkit.sass(b"\0").startswith("nvdisasm of ")
+    # with no nvdisasm anywhere, cuobjdump's own error is reported
+    monkeypatch.setattr(_toolkit, "_find_disassembler",
+                        lambda only=None: None if only == "nvdisasm" else ("cuobjdump", cuo))
+    with pytest.raises(RuntimeError, match="cuobjdump fatal"):
+        _toolkit.sass(b"\0")
+
+
 def test_libdevice_order(tmp_path, monkeypatch):
     a = tmp_path / "a.bc"
     b = tmp_path / "b.bc"

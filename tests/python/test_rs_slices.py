@@ -137,6 +137,15 @@ def test_on_by_default(monkeypatch, value):
     assert len(re.findall(r"= dot ", ttgir)) == 4  # BK 64: four K steps of 16
 
 
+def test_wide_accumulator_keeps_one_dot():
+    # 128x256 with 4 warps: the accumulator takes 256 registers a thread,
+    # no room for K steps of A in flight (sliced, ptxas spilled twice as much)
+    ttgir = _compile(90, 0, 128, 256, 64, 4, 3).asm["ct.ttgir"]
+    assert "rs_pending" not in ttgir and len(re.findall(r"= dot ", ttgir)) == 1
+    # the same tile with 8 warps (128 registers a thread) is sliced
+    assert "rs_pending" in _compile(90, 0, 128, 256, 64, 8, 3).asm["ct.ttgir"]
+
+
 def test_off_keeps_one_dot(monkeypatch):
     monkeypatch.setenv("CTRITON_RS_SLICES", "0")
     k = _compile(90)

@@ -537,7 +537,8 @@ static bool membar_block(IrBlock *b, bool dirty, const AnGpuOptions *o)
 	IrCtx *ctx = b->func->module->ctx;
 	for (IrOp *op = b->first; op; op = op->next) {
 		if (op->opc == OP_BARRIER) {
-			dirty = false;
+			if (!ir_op_int(op, "wait_only", 0)) /* an MMA wait alone orders no thread */
+				dirty = false;
 			continue;
 		}
 		/* the producer of a warp-specialized kernel: its copies and the

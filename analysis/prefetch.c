@@ -907,7 +907,23 @@ static bool passes(const IrValue *v, const IrValue *x, IrOp **via)
  * read it) and yielded through an `if` after it, which may read it (the
  * epilogue). (An f16 accumulator is waited for where it is made:
  * backend/nvptx/dot.c.) */
-static bool chained_accs(IrBlock *body, bool fused)
+/* Whether v is, or will be once the loop is pipelined, a read of a slot:
+ * a local_read, or (cand given, before the rewrite) a load among the nc
+ * copied ones (not read back into registers), possibly through a trans. */
+static bool slot_operand(const IrValue *v, IrOp *const *cand, const bool *cregs, int nc)
+{
+	const IrOp *d = v->def;
+	if (!cand)
+		return d && d->opc == OP_LOCAL_READ;
+	if (d && d->opc == OP_TRANS)
+		d = d->ops[0]->def;
+	for (int k = 0; d && k < nc; k++)
+		if (cand[k] == d)
+			return !cregs[k];
+	return false;
+}
+
+static bool chained_accs_of(IrBlock *body, bool fused, IrOp *const *cand, const bool *cregs, int nc)
 {
 	IrOp *y = ir_block_terminator(body);
 	for (IrOp *op = body->first; op; op = op->next) {
@@ -918,7 +934,7 @@ static bool chained_accs(IrBlock *body, bool fused)
 		/* an MMA in flight past the yield reads its tiles there: they must
 		 * be pipelined slots, not shared scratch the next iteration reuses */
 		for (int i = 0; i < 2; i++)
-			if (!op->ops[i]->def || op->ops[i]->def->opc != OP_LOCAL_READ)
+			if (!slot_operand(op->ops[i], cand, cregs, nc))
 				return false;
 		IrValue *c = op->ops[2];
 		if (fused && an_acc_init_select(c->def)) {
@@ -939,6 +955,11 @@ static bool chained_accs(IrBlock *body, bool fused)
 			return false;
 	}
 	return true;
+}
+
+static bool chained_accs(IrBlock *body, bool fused)
+{
+	return chained_accs_of(body, fused, NULL, NULL, 0);
 }
 
 /* The form of attention's loop: the last dot's result (P @ V into the
@@ -1582,6 +1603,52 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, c
 	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - (fused ? 1024 : 4096);
 }
 
+/* CTRITON_LAG_SLOT=1: a warpgroup-MMA loop whose dots only chain their
+ * accumulators gets one slot more than its num_stages when that costs no
+ * block a multiprocessor (lag_slots). Off by default; part of the key. */
+static bool lag_slot_on(void)
+{
+	const char *e = getenv("CTRITON_LAG_SLOT");
+	return e && e[0] == '1';
+}
+
+/* How many blocks of `bytes` of shared memory (and the 1 KiB the driver
+ * keeps for each) one multiprocessor holds. */
+static int64_t blocks_by_shared(const AnGpuOptions *o, int64_t bytes)
+{
+	return (an_shared_limit(o->arch) + 1024) / (bytes + 1024);
+}
+
+/* The slots of a cp.async loop whose warpgroup MMAs stay in flight across
+ * the back edge (chained accumulators): S (num_stages), or S + 1.
+ *
+ * With S slots the copies of iteration i (tile i + S - 1) refill the slot
+ * that iteration i - 1's MMAs read. Those MMAs may still run, so each
+ * warpgroup waits until only its newest group is left and then meets the
+ * others at a barrier before copying: two barriers an iteration, the
+ * second holding every warpgroup to the slowest one's MMA.
+ *
+ * With S + 1 slots the copies refill the slot of iteration i - 2 instead.
+ * Every warpgroup waited for its MMAs of i - 2 in iteration i - 1 (the
+ * same wait, until one group is left) before the barrier at the top of
+ * iteration i, so that barrier already orders the copies: the wait stays,
+ * the second barrier goes, and the copies run as far ahead as before.
+ * Taken only when the extra slot fits and leaves as many blocks on a
+ * multiprocessor as the shared memory allowed before (tutorial 03's
+ * 128x256x64 tiles with 3 stages: 144 KiB -> 192 KiB, one block either
+ * way), for loops without tensor copies or a fused nest's tile switch. */
+static int lag_slots(IrBlock *body, const AnGpuOptions *o, int S, IrOp *const *cand, const bool *cregs, int nc,
+		     int64_t tile_bytes, int64_t budget, bool fused, int ntma)
+{
+	if (!lag_slot_on() || fused || ntma || S < 2 || (o->num_warps != 4 && o->num_warps != 8) ||
+	    !wgmma_loop(body, o) || !chained_accs_of(body, false, cand, cregs, nc))
+		return S;
+	if (tile_bytes * (S + 1) > budget ||
+	    blocks_by_shared(o, tile_bytes * (S + 1)) < blocks_by_shared(o, tile_bytes * S))
+		return S;
+	return S + 1;
+}
+
 static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o, int S, int *nbuf, int *nleft)
 {
 	IrBlock *body = loop->regions[0];
@@ -1705,6 +1772,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		}
 	if (tile_bytes * S > budget)
 		return false;
+	/* the slots: S, or one more (lag_slots) */
+	int N = lag_slots(body, o, S, cand, cregs, nc, tile_bytes, budget, p.ifs, ntma);
 
 	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);
 	ACtx a;
@@ -1791,7 +1860,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 				ir_op_set_int(ctx, c, "transposed", 1);
 			if (cplain[k])
 				ir_op_set_int(ctx, c, "plain", 1);
-			ir_op_set_int(ctx, c, "stages", S);
+			ir_op_set_int(ctx, c, "stages", N);
 		}
 		if (ntma < nc)
 			ir_build(&p.pre, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
@@ -1843,8 +1912,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	IrValue *zero = ir_const_int(&p.top, i32, 0);
 	IrValue *one = ir_const_int(&p.top, i32, 1);
 	IrValue *ph_next = phases ? ir_binary(&p.top, OP_XOR, phases, ir_binary(&p.top, OP_SHL, one, rslot)) : NULL;
-	IrValue *nS = ir_const_int(&p.top, i32, S);
-	/* the slot of tile k + D: (rslot + D) mod S */
+	IrValue *nS = ir_const_int(&p.top, i32, N);
+	/* the slot of tile k + D: (rslot + D) mod N */
 	IrValue *ahead = ir_binary(&p.top, OP_ADD, rslot, ir_const_int(&p.top, i32, D));
 	IrValue *wrap = ir_cmp(&p.top, "ge", ahead, nS);
 	IrValue *wslot = ir_select(&p.top, wrap, ir_binary(&p.top, OP_SUB, ahead, nS), ahead);
@@ -1886,7 +1955,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			ir_op_set_int(ctx, c, "transposed", 1);
 		if (cplain[k])
 			ir_op_set_int(ctx, c, "plain", 1);
-		ir_op_set_int(ctx, c, "stages", S);
+		ir_op_set_int(ctx, c, "stages", N);
 	}
 	if (ntma < nc)
 		ir_build(&p.top, OP_ASYNC_COMMIT, 0, NULL, 0, NULL, 0);
@@ -1996,6 +2065,11 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			bb.loc = loop->loc;
 			IrOp *bar = ir_build(&bb, OP_BARRIER, 0, NULL, 0, NULL, 0);
 			ir_op_set_int(ctx, bar, "wgmma_pending", 1);
+			/* one slot more: the copies refill the slot of two
+			 * iterations back, which the top barrier orders; the
+			 * wait stays, without a barrier (lag_slots) */
+			if (N > S)
+				ir_op_set_int(ctx, bar, "wait_only", 1);
 			ir_op_set_int(ctx, nl, "wgmma_inflight", fly);
 			copies_first = bar->prev;
 			wbar = bar;
@@ -2350,7 +2424,7 @@ static bool waited_before(const IrBlock *body, const IrOp *use)
 	for (const IrOp *op = body->first; op && op != use; op = op->next) {
 		if (op->opc == OP_ASYNC_WAIT)
 			wait = true;
-		else if (op->opc == OP_BARRIER && wait)
+		else if (op->opc == OP_BARRIER && wait && !ir_op_int(op, "wait_only", 0))
 			return true;
 	}
 	return false;

@@ -1075,7 +1075,11 @@ static void put_op(Buf *b, const IrOp *op, int level, const IrOp *owner)
 		put_type(b, op->ops[0]->type);
 		break;
 	case OP_BARRIER:
-		put(b, "gpu.barrier");
+		if (ir_op_int(op, "wait_only", 0)) /* a warpgroup-MMA wait alone */
+			putf(b, "ttng.warp_group_dot_wait {pendings = %d : i32}",
+			     (int)ir_op_int(op, "wgmma_pending", 0));
+		else
+			put(b, "gpu.barrier");
 		break;
 	case OP_CALL:
 		putf(b, "tt.call @%s(", ir_op_str(op, "callee", ""));

@@ -592,6 +592,8 @@ void nv_lower_op(Nv *nv, IrOp *op)
 	case OP_PRINT: lower_print(nv, op); return;
 	case OP_ASSERT: lower_assert(nv, op); return;
 	case OP_BARRIER:
+		if (ir_op_int(op, "wait_only", 0)) /* the MMA wait (nv_lower_block) without the barrier */
+			return;
 		if (ir_op_int(op, "all", 0)) /* every warp, the producer's too */
 			nv_intrinsic(nv, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, (LLVMValueRef[]){nv_i32(nv, 0)}, 1);
 		else

@@ -1619,6 +1619,15 @@ static int64_t blocks_by_shared(const AnGpuOptions *o, int64_t bytes)
 	return (an_shared_limit(o->arch) + 1024) / (bytes + 1024);
 }
 
+/* Whether op lies in the body of a loop. */
+static bool inside_loop(const IrOp *op)
+{
+	for (const IrBlock *b = op->parent; b && b->parent_op; b = b->parent_op->parent)
+		if (b->parent_op->opc == OP_FOR || b->parent_op->opc == OP_WHILE)
+			return true;
+	return false;
+}
+
 /* The slots of a cp.async loop whose warpgroup MMAs stay in flight across
  * the back edge (chained accumulators): S (num_stages), or S + 1.
  *
@@ -1636,11 +1645,14 @@ static int64_t blocks_by_shared(const AnGpuOptions *o, int64_t bytes)
  * Taken only when the extra slot fits and leaves as many blocks on a
  * multiprocessor as the shared memory allowed before (tutorial 03's
  * 128x256x64 tiles with 3 stages: 144 KiB -> 192 KiB, one block either
- * way), for loops without tensor copies or a fused nest's tile switch. */
-static int lag_slots(IrBlock *body, const AnGpuOptions *o, int S, IrOp *const *cand, const bool *cregs, int nc,
+ * way), for loops without tensor copies, not a flattened nest nor inside
+ * another loop (a persistent kernel's nest: its epilogue reuses the
+ * slots). */
+static int lag_slots(IrOp *loop, const AnGpuOptions *o, int S, IrOp *const *cand, const bool *cregs, int nc,
 		     int64_t tile_bytes, int64_t budget, bool fused, int ntma)
 {
-	if (!lag_slot_on() || fused || ntma || S < 2 || (o->num_warps != 4 && o->num_warps != 8) ||
+	IrBlock *body = loop->regions[0];
+	if (!lag_slot_on() || fused || ntma || S < 2 || (o->num_warps != 4 && o->num_warps != 8) || inside_loop(loop) ||
 	    !wgmma_loop(body, o) || !chained_accs_of(body, false, cand, cregs, nc))
 		return S;
 	if (tile_bytes * (S + 1) > budget ||
@@ -1773,7 +1785,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	if (tile_bytes * S > budget)
 		return false;
 	/* the slots: S, or one more (lag_slots) */
-	int N = lag_slots(body, o, S, cand, cregs, nc, tile_bytes, budget, p.ifs, ntma);
+	int N = lag_slots(loop, o, S, cand, cregs, nc, tile_bytes, budget, p.ifs, ntma);
 
 	size_t msz = sizeof(IrValue *) * ((size_t)p.n + 1);
 	ACtx a;

@@ -67,6 +67,11 @@
 #                      --quick) and tutorial 06's backward (pointers) with
 #                      VAR at 1 and 0 (e.g. CTRITON_ASYNC_INVARIANTS
 #                      tests/python/test_async_invariants.py)
+#   lag DIR            the opt-in lag slot (CTRITON_LAG_SLOT): its GPU tests,
+#                      then tutorial 03's kernel at 128x256x64 w8 s3 at
+#                      2048^3, 4096^3 and 8192^3 (bench/tc_gpu.py) with the
+#                      variable at 0 and 1, then the done-when rows of
+#                      tutorial 03 with it at 1 (about 8 minutes)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -246,6 +251,21 @@ case "$part" in
       echo "attention rc=$?"
       grep -E "TFLOP|Error" "$O/dw-attn.txt" | cut -c1-190 ;;
     esac
+    ;;
+  lag)
+    dir=$1
+    timeout 90 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_lag_slot.py \
+      > "$O/lag-tests.txt" 2>&1
+    echo "lag tests rc=$?"
+    grep -E "passed|failed" "$O/lag-tests.txt" | tail -1
+    grep -E "^FAILED|^ERROR" "$O/lag-tests.txt" | cut -c1-190 | head -10
+    for v in 0 1; do
+      CTRITON_LAG_SLOT=$v timeout 110 python3 bench/tc_gpu.py --only matmul --sizes 2048,4096,8192 --rounds 3 \
+        --configs "128,256,64,8,3" > "$O/lag-$v.txt" 2>&1
+      echo "lag_slot=$v rc=$?"
+      grep -E "TFLOP|Error" "$O/lag-$v.txt" | cut -c1-190
+    done
+    CTRITON_LAG_SLOT=1 OUT="$O" bash "$0" donewhen "$dir" 03
     ;;
   split)
     timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_wgmma_split.py \

@@ -165,3 +165,36 @@ def test_gpu(cfg, lag, dtype, monkeypatch):
                           num_warps=warps, num_stages=stages)
         ref = (a.float() @ b.float()).numpy()
         np.testing.assert_allclose(c.float().cpu().numpy(), ref, rtol=2e-2, atol=2e-2 * np.sqrt(K))
+
+
+def _have_disassembler():
+    from ctriton import _toolkit
+    return _toolkit.disassembler_path() is not None
+
+
+def _sass_loop_barriers(sass):
+    """BAR.SYNC in the SASS loop that holds the warpgroup MMAs: between the
+    target of a backward branch and that branch."""
+    ins = []
+    for ln in sass.splitlines():
+        m = re.match(r"\s*/\*([0-9a-f]+)\*/\s+(.*?);", ln)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2)))
+    for addr, text in ins:
+        b = re.search(r"\bBRA\s+(0x[0-9a-f]+)", text)
+        if not b or int(b.group(1), 16) >= addr:
+            continue
+        body = [t for a, t in ins if int(b.group(1), 16) <= a <= addr]
+        if any("HGMMA" in t for t in body):
+            return sum("BAR.SYNC" in t for t in body)
+    return None
+
+
+@pytest.mark.skipif(not _have_disassembler(), reason="no cuobjdump / nvdisasm")
+def test_sass_one_barrier_a_step(monkeypatch):
+    """What ptxas made of it: the K loop's SASS keeps one BAR.SYNC of two."""
+    monkeypatch.setenv("CTRITON_LAG_SLOT", "0")
+    n0 = _sass_loop_barriers(_compile(90, 128, 256, 64, 8, 3).asm["sass"])
+    monkeypatch.setenv("CTRITON_LAG_SLOT", "1")
+    n1 = _sass_loop_barriers(_compile(90, 128, 256, 64, 8, 3).asm["sass"])
+    assert (n0, n1) == (2, 1)

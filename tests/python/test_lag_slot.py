@@ -22,6 +22,7 @@ import pytest
 
 import ctriton as triton
 import ctriton.language as tl
+from ptx_util import ptx_loops
 
 
 @triton.jit
@@ -69,19 +70,8 @@ def _compile(arch, BM, BN, BK, warps, stages, dtype="fp16"):
 
 
 def _loop_ptx(ptx):
-    """The PTX of the loop whose body holds the warpgroup MMAs: from the
-    label its backward branch goes to, to that branch."""
-    lines = ptx.splitlines()
-    for i, ln in enumerate(lines):
-        m = re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ln)
-        if not m:
-            continue
-        for j in range(i):
-            if lines[j].startswith(m.group(1) + ":"):
-                body = "\n".join(lines[j:i + 1])
-                if "wgmma.mma_async" in body:
-                    return body
-    return ""
+    """The PTX of the loop whose body holds the warpgroup MMAs."""
+    return next((lp for lp in ptx_loops(ptx) if "wgmma.mma_async" in lp), "")
 
 
 def _barriers(text):

@@ -900,13 +900,6 @@ static bool passes(const IrValue *v, const IrValue *x, IrOp **via)
 	return true;
 }
 
-/* Whether every dot's accumulator is a loop argument used by that dot
- * alone and its result only yielded back into the same argument; in a
- * flattened nest (fused), also through a select of zeros on a uniform
- * condition that feeds only the dot (a fresh tile, the MMA told not to
- * read it) and yielded through an `if` after it, which may read it (the
- * epilogue). (An f16 accumulator is waited for where it is made:
- * backend/nvptx/dot.c.) */
 /* Whether v is, or will be once the loop is pipelined, a read of a slot:
  * a local_read, or (cand given, before the rewrite) a load among the nc
  * copied ones (not read back into registers), possibly through a trans. */
@@ -923,6 +916,14 @@ static bool slot_operand(const IrValue *v, IrOp *const *cand, const bool *cregs,
 	return false;
 }
 
+/* Whether every dot's accumulator is a loop argument used by that dot
+ * alone and its result only yielded back into the same argument; in a
+ * flattened nest (fused), also through a select of zeros on a uniform
+ * condition that feeds only the dot (a fresh tile, the MMA told not to
+ * read it) and yielded through an `if` after it, which may read it (the
+ * epilogue). (An f16 accumulator is waited for where it is made:
+ * backend/nvptx/dot.c.) Before the rewrite (cand given), the dots'
+ * operands are the loads the pipeline will copy (slot_operand). */
 static bool chained_accs_of(IrBlock *body, bool fused, IrOp *const *cand, const bool *cregs, int nc)
 {
 	IrOp *y = ir_block_terminator(body);

@@ -146,6 +146,7 @@ void nv_write_block(Nv *nv, const IrValue *v, int64_t off); /* row-major at off 
 static inline int64_t nv_align16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
 /* elem.c: elementwise ops, casts, math */
+bool nv_in_loop(const IrOp *op);
 bool nv_is_unsigned(const IrType *t);
 LLVMValueRef nv_cast(Nv *nv, IrOp *op, const IrType *from, const IrType *to, LLVMValueRef x);
 void nv_lower_elementwise(Nv *nv, IrOp *op);

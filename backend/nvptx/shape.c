@@ -657,15 +657,6 @@ static LLVMValueRef xchg_elem_addr(Nv *nv, void *ctx, LLVMValueRef row, LLVMValu
 	return nv_smem_addr32(nv, a->off, b, 1);
 }
 
-/* Whether op runs inside a loop. */
-static bool in_loop(const IrOp *op)
-{
-	for (const IrOp *p = op->parent ? op->parent->parent_op : NULL; p; p = p->parent ? p->parent->parent_op : NULL)
-		if (p->opc == OP_FOR || p->opc == OP_WHILE)
-			return true;
-	return false;
-}
-
 static void lower_convert_staged(Nv *nv, IrOp *op)
 {
 	const IrValue *v = op->ops[0];
@@ -689,7 +680,7 @@ static void lower_convert_staged(Nv *nv, IrOp *op)
 	 * key). The tensor stores' stmatrix (dot.c) is the same code with the
 	 * tile's addresses */
 	const char *sx = getenv("CTRITON_STMATRIX_CONVERT");
-	bool stm_here = sx && sx[0] ? sx[0] == '1' : !in_loop(op);
+	bool stm_here = sx && sx[0] ? sx[0] == '1' : !nv_in_loop(op);
 	bool stm = stm_here && R <= 1 && es == 2 && !isbool && rt->rank == 2 && f == 1 &&
 		   (rt->shape[1] * es) % 16 == 0 && nv_stmatrix_ok(nv, v, &ms);
 	xchg_plan(rt, f, &ms, &md, vs, vd, stm, &x);

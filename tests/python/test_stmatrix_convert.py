@@ -106,6 +106,38 @@ def test_default_outside_loops_only(env, monkeypatch):
     assert k.n_spills == 0
 
 
+def _cvt_counts(ptx, out):
+    """(pair conversions, single conversions) from f32 to out in the PTX."""
+    t = "f16" if out == tl.float16 else "bf16"
+    return (len(re.findall(rf"\bcvt\.rn\.{t}x2\.f32\b", ptx)), len(re.findall(rf"\bcvt\.rn\.{t}\.f32\b", ptx)))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("BM,BN,BK,warps", [(128, 256, 64, 8), (128, 128, 32, 4)])
+@pytest.mark.parametrize("out", [tl.float16, tl.bfloat16])
+def test_epilogue_converts_by_pairs(BM, BN, BK, warps, out, monkeypatch):
+    """The once-run epilogue's f32 -> 16-bit conversion is one cvt.rn.*x2 a
+    register pair (BM x BN / 2 / threads of them), none element by element,
+    and so no moves between the conversion and stmatrix in the SASS. The
+    same conversion in a loop over tiles stays element-wise."""
+    monkeypatch.delenv("CTRITON_STMATRIX_CONVERT", raising=False)
+    k = _compile(BM, BN, BK, warps, out)
+    assert _cvt_counts(k.asm["ptx"], out) == (BM * BN // 2 // (32 * warps), 0)
+    assert k.n_spills == 0
+    from ctriton import _toolkit
+    sass = k.asm["sass"] if _toolkit.disassembler_path() else ""
+    if sass:
+        tail = sass[sass.rindex("HGMMA"):]
+        assert tail.count("STSM") == BM * BN // (32 * warps) // 8
+        assert not re.search(r"\bI?MOV(\.U32)?\b", tail), re.findall(r"[^;\n]*MOV[^;\n]*", tail)[:4]
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    attrs = {(i,): {"divisibility": 16} for i in range(6)}
+    kl = triton.compile(ASTSource(persistent_mm, sig, dict(BM=BM, BN=BN, BK=BK), attrs),
+                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 3})
+    assert _cvt_counts(kl.asm["ptx"], tl.float16) == (0, BM * BN // (32 * warps))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("BM,BN,BK,warps", [(128, 128, 64, 4), (128, 256, 64, 8), (64, 128, 64, 4)])
 @pytest.mark.parametrize("out", ["fp16", "bf16"])

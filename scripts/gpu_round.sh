@@ -70,7 +70,9 @@
 #   lag DIR            the opt-in lag slot (CTRITON_LAG_SLOT): its GPU tests,
 #                      then tutorial 03's kernel at 128x256x64 w8 s3 at
 #                      2048^3, 4096^3 and 8192^3 (bench/tc_gpu.py) with the
-#                      variable at 0 and 1, then the done-when rows of
+#                      variable at 0 and 1 (and at 0 with the largest
+#                      carveout, CTRITON_PREFER_SHARED=1, at 2048^3,
+#                      which the slot's shared memory takes anyway), then the done-when rows of
 #                      tutorial 03 with it at 1 (about 8 minutes)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
@@ -254,8 +256,8 @@ case "$part" in
     ;;
   lag)
     dir=$1
-    timeout 90 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_lag_slot.py \
-      > "$O/lag-tests.txt" 2>&1
+    timeout 120 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_lag_slot.py \
+      tests/python/test_stmatrix_convert.py > "$O/lag-tests.txt" 2>&1
     echo "lag tests rc=$?"
     grep -E "passed|failed" "$O/lag-tests.txt" | tail -1
     grep -E "^FAILED|^ERROR" "$O/lag-tests.txt" | cut -c1-190 | head -10
@@ -265,6 +267,12 @@ case "$part" in
       echo "lag_slot=$v rc=$?"
       grep -E "TFLOP|Error" "$O/lag-$v.txt" | cut -c1-190
     done
+    # the lag slot's 192 KiB take the largest carveout, as Triton asks for:
+    # the same carveout without the slot separates the two
+    CTRITON_LAG_SLOT=0 CTRITON_PREFER_SHARED=1 timeout 60 python3 bench/tc_gpu.py --only matmul --sizes 2048 \
+      --rounds 3 --configs "128,256,64,8,3" > "$O/lag-0-prefer.txt" 2>&1
+    echo "lag_slot=0 prefer_shared=1 rc=$?"
+    grep -E "TFLOP|Error" "$O/lag-0-prefer.txt" | cut -c1-190
     CTRITON_LAG_SLOT=1 OUT="$O" bash "$0" donewhen "$dir" 03
     ;;
   split)

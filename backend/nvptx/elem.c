@@ -311,7 +311,9 @@ static void pair_truncations(Nv *nv, LLVMValueRef *out, int n)
 	LLVMTypeRef f32 = LLVMFloatTypeInContext(nv->c);
 	for (int r = 0; r + 1 < n; r += 2) {
 		LLVMValueRef x = out[r], y = out[r + 1];
-		if (x == y || !LLVMIsAInstruction(x) || !LLVMIsAInstruction(y) ||
+		/* only this op's own truncations, used by nothing yet */
+		if (x == y || !LLVMIsAInstruction(x) || !LLVMIsAInstruction(y) || LLVMGetFirstUse(x) ||
+		    LLVMGetFirstUse(y) ||
 		    LLVMGetInstructionOpcode(x) != LLVMFPTrunc || LLVMGetInstructionOpcode(y) != LLVMFPTrunc ||
 		    LLVMTypeOf(LLVMGetOperand(x, 0)) != f32 || LLVMTypeOf(LLVMGetOperand(y, 0)) != f32)
 			continue;
@@ -354,7 +356,9 @@ void nv_lower_elementwise(Nv *nv, IrOp *op)
 			args[i] = nv_reg(nv, op->ops[i], r);
 		out[r] = elem(nv, op, args);
 	}
-	if (op->opc == OP_CAST && k == 1 && !nv_in_loop(op) && paired_regs(&op->res[0]))
+	if (op->opc == OP_CAST && k == 1 && ir_scalar(op->ops[0]->type)->kind == TY_F32 &&
+	    (ir_scalar(op->res[0].type)->kind == TY_F16 || ir_scalar(op->res[0].type)->kind == TY_BF16) &&
+	    !nv_in_loop(op) && paired_regs(&op->res[0]))
 		pair_truncations(nv, out, n);
 	nv_set(nv, &op->res[0], n, out);
 }

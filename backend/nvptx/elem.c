@@ -313,9 +313,9 @@ static void pair_truncations(Nv *nv, LLVMValueRef *out, int n)
 		LLVMValueRef x = out[r], y = out[r + 1];
 		/* only this op's own truncations, used by nothing yet */
 		if (x == y || !LLVMIsAInstruction(x) || !LLVMIsAInstruction(y) || LLVMGetFirstUse(x) ||
-		    LLVMGetFirstUse(y) ||
-		    LLVMGetInstructionOpcode(x) != LLVMFPTrunc || LLVMGetInstructionOpcode(y) != LLVMFPTrunc ||
-		    LLVMTypeOf(LLVMGetOperand(x, 0)) != f32 || LLVMTypeOf(LLVMGetOperand(y, 0)) != f32)
+		    LLVMGetFirstUse(y) || LLVMGetInstructionOpcode(x) != LLVMFPTrunc ||
+		    LLVMGetInstructionOpcode(y) != LLVMFPTrunc || LLVMTypeOf(LLVMGetOperand(x, 0)) != f32 ||
+		    LLVMTypeOf(LLVMGetOperand(y, 0)) != f32)
 			continue;
 		LLVMTypeRef et = LLVMTypeOf(x);
 		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(f32, 2));

@@ -1604,13 +1604,14 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, c
 	return an_shared_limit(o->arch) - (inner > 16384 ? inner : 16384) - (fused ? 1024 : 4096);
 }
 
-/* CTRITON_LAG_SLOT=1: a warpgroup-MMA loop whose dots only chain their
- * accumulators gets one slot more than its num_stages when that costs no
- * block a multiprocessor (lag_slots). Off by default; part of the key. */
+/* A warpgroup-MMA loop whose dots only chain their accumulators gets one
+ * slot more than its num_stages when that costs no block a multiprocessor
+ * (lag_slots). On by default, CTRITON_LAG_SLOT=0 turns it off; part of the
+ * key. */
 static bool lag_slot_on(void)
 {
 	const char *e = getenv("CTRITON_LAG_SLOT");
-	return e && e[0] == '1';
+	return !(e && e[0] == '0');
 }
 
 /* How many blocks of `bytes` of shared memory (and the 1 KiB the driver

@@ -67,7 +67,7 @@
 #                      --quick) and tutorial 06's backward (pointers) with
 #                      VAR at 1 and 0 (e.g. CTRITON_ASYNC_INVARIANTS
 #                      tests/python/test_async_invariants.py)
-#   lag DIR            the opt-in lag slot (CTRITON_LAG_SLOT): its GPU tests,
+#   lag DIR            the lag slot (CTRITON_LAG_SLOT, on by default): its GPU tests,
 #                      then tutorial 03's kernel at 128x256x64 w8 s3 at
 #                      2048^3, 4096^3 and 8192^3 (bench/tc_gpu.py) with the
 #                      variable at 0 and 1 (and at 0 with the largest

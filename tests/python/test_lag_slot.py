@@ -1,6 +1,6 @@
 """One slot more for a warpgroup-MMA loop whose accumulators chain
-(analysis/prefetch.c lag_slots; CTRITON_LAG_SLOT=1, off by default, part of
-the cache key).
+(analysis/prefetch.c lag_slots; on by default, CTRITON_LAG_SLOT=0 turns it
+off; part of the cache key).
 
 With num_stages S slots, an iteration's copies refill the slot that the
 previous iteration's MMAs read; those may still run, so every warpgroup
@@ -118,8 +118,12 @@ def test_declined_where_a_block_would_go(cfg, monkeypatch):
     assert _barriers(_loop_ptx(k1.asm["ptx"])) == 2
 
 
-def test_off_by_default(monkeypatch):
+def test_on_by_default(monkeypatch):
     monkeypatch.delenv("CTRITON_LAG_SLOT", raising=False)
+    k = _compile(90, 128, 256, 64, 8, 3)
+    assert k.metadata.shared == 4 * 49152
+    assert _barriers(_loop_ptx(k.asm["ptx"])) == 1
+    monkeypatch.setenv("CTRITON_LAG_SLOT", "0")
     k = _compile(90, 128, 256, 64, 8, 3)
     assert k.metadata.shared == 3 * 49152
     assert _barriers(_loop_ptx(k.asm["ptx"])) == 2

@@ -351,6 +351,7 @@ def test_max_ctas_per_sm_pads_shared_memory(fake_cuda, tmp_path):
         from test_regperm import subtile_matmul as mm  # a plain K-loop matmul
 
         out = []
+        os.environ["CTRITON_LAG_SLOT"] = "0"  # the stages' own slots, no lag slot
         # one kernel each (a kernel is loaded once, with the variable as it is then)
         for cap, stages in (("", 2), ("2", 3), ("1", 4), ("8", 5)):
             os.environ["CTRITON_MAX_CTAS_PER_SM"] = cap

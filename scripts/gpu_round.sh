@@ -67,13 +67,13 @@
 #                      --quick) and tutorial 06's backward (pointers) with
 #                      VAR at 1 and 0 (e.g. CTRITON_ASYNC_INVARIANTS
 #                      tests/python/test_async_invariants.py)
-#   lag DIR            the lag slot (CTRITON_LAG_SLOT, on by default): its GPU tests,
-#                      then tutorial 03's kernel at 128x256x64 w8 s3 at
-#                      2048^3, 4096^3 and 8192^3 (bench/tc_gpu.py) with the
-#                      variable at 0 and 1 (and at 0 with the largest
-#                      carveout, CTRITON_PREFER_SHARED=1, at 2048^3,
-#                      which the slot's shared memory takes anyway), then the done-when rows of
-#                      tutorial 03 with it at 1 (about 8 minutes)
+#   lag DIR            the lag slot (CTRITON_LAG_SLOT, on by default): its GPU
+#                      tests and the stmatrix ones, then tutorial 03's kernel
+#                      at 128x256x64 w8 s3 at 2048^3, 4096^3 and 8192^3
+#                      (bench/flush_modes.py: after do_bench's L2 clearing
+#                      and after a spin) with the variable at 1, 0, 1, 0,
+#                      then the done-when rows of tutorial 03 (about 6
+#                      minutes)
 #   fuzz [A:B]         tests/fuzz/fuzz_dot.py --device cuda over seeds A:B
 #                      (default 0:600): tensor-core kernels run on the GPU
 #                      against numpy; failing kernels saved under $O/fuzz-dot
@@ -261,19 +261,18 @@ case "$part" in
     echo "lag tests rc=$?"
     grep -E "passed|failed" "$O/lag-tests.txt" | tail -1
     grep -E "^FAILED|^ERROR" "$O/lag-tests.txt" | cut -c1-190 | head -10
-    for v in 0 1; do
-      CTRITON_LAG_SLOT=$v timeout 110 python3 bench/tc_gpu.py --only matmul --sizes 2048,4096,8192 --rounds 3 \
-        --configs "128,256,64,8,3" > "$O/lag-$v.txt" 2>&1
-      echo "lag_slot=$v rc=$?"
-      grep -E "TFLOP|Error" "$O/lag-$v.txt" | cut -c1-190
+    # each size with the slot on and off, twice, alternated (the clocks drift
+    # over a call); flush_modes.py times each side after do_bench's L2
+    # clearing (zero) and after a spin kernel that lets the L2 drain (sleep)
+    for S in 2048 4096 8192; do
+      for v in 1 0 1 0; do
+        CTRITON_LAG_SLOT=$v timeout 60 python3 bench/flush_modes.py --size "$S" --modes zero,sleep \
+          --launches 60 >> "$O/lag-flush-$S-$v.txt" 2>&1
+        echo "$S lag_slot=$v rc=$?"
+        grep -E "^(zero|sleep)|Error|wrong" "$O/lag-flush-$S-$v.txt" | tail -2 | cut -c1-190
+      done
     done
-    # the lag slot's 192 KiB take the largest carveout, as Triton asks for:
-    # the same carveout without the slot separates the two
-    CTRITON_LAG_SLOT=0 CTRITON_PREFER_SHARED=1 timeout 60 python3 bench/tc_gpu.py --only matmul --sizes 2048 \
-      --rounds 3 --configs "128,256,64,8,3" > "$O/lag-0-prefer.txt" 2>&1
-    echo "lag_slot=0 prefer_shared=1 rc=$?"
-    grep -E "TFLOP|Error" "$O/lag-0-prefer.txt" | cut -c1-190
-    CTRITON_LAG_SLOT=1 OUT="$O" bash "$0" donewhen "$dir" 03
+    OUT="$O" bash "$0" donewhen "$dir" 03
     ;;
   split)
     timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/python/test_wgmma_split.py \

@@ -147,6 +147,23 @@ def attn_trans(Q, K, V, O, sm_scale, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
 
 
 @triton.jit
+def mm_mul_sum(A, B, C, M, N, K, stride_am, stride_bk, stride_cm,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # a matmul written as a broadcast product summed along K (upstream
+    # test_dot_mulbroadcasted's form); both compilers rewrite it into tl.dot
+    # with input precision ieee
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * stride_am + (k + rk)[None, :])
+        b = tl.load(B + (k + rk)[:, None] * stride_bk + rn[None, :])
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc.to(C.dtype.element_ty))
+
+
+@triton.jit
 def layernorm(X, Y, W, B, stride, N, eps, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)

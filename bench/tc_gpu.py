@@ -11,7 +11,8 @@ kernel source compiled by both, in one process) vs torch.
     `attn_trans`), 128-, 64- and 32-row tiles;
   - dots that read their operands through other ops (--only operands:
     kernels_src.py's `mm_operand_ops`: int8 B dequantized, fp32 A cast,
-    other != 0, tf32x3);
+    other != 0, tf32x3; and a matmul written as sum(a[:, :, None] *
+    b[None, :, :], 1), mm_mul_sum, also alone with --only mulsum);
   - fused attention forward: kernels/attention.py's `attn_fwd` (pointers)
     and `attn_fwd_tma` (descriptors made in the kernel; warp-specialized
     where the row says ws), Z4 H32 N4096 (--quick: Z2 H16 N2048), HEAD_DIM
@@ -367,6 +368,29 @@ def attention_bwd_cases(mods, quick):
                ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
+def mul_sum_cases(mods, quick):
+    """kernels_src.py's mm_mul_sum: sum(a[:, :, None] * b[None, :, :], 1)
+    accumulated over K, f32 (both compilers make it an ieee tl.dot), S^3 (S
+    2048, --quick 1024), beside torch.matmul. (Triton cannot compile the f16
+    form: its rewrite makes an f16 dot with an f32 zero.)"""
+    S = 1024 if quick else 2048
+    g = torch.Generator(device="cuda").manual_seed(1)
+    for dt in (torch.float32,):
+        a = torch.randn(S, S, device="cuda", generator=g).to(dt)
+        b = torch.randn(S, S, device="cuda", generator=g).to(dt)
+        ref = a.float() @ b.float()
+        for BM, BN, BK, nw, ns in [(128, 32, 32, 4, 3), (64, 64, 16, 4, 3)]:
+            def make(m):
+                c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float32)
+                grid = (triton_cdiv(S, BM), triton_cdiv(S, BN))
+                return (lambda: m.mm_mul_sum[grid](a, b, c, S, S, S, S, S, S, BM=BM, BN=BN, BK=BK,
+                                                   num_warps=nw, num_stages=ns)), c
+            times, bad = run_sides(mods, make, ref, f"mul sum {dt}")
+            times["torch"] = bench(lambda: a @ b)
+            report(f"matmul as mul+sum {str(dt)[6:]} {S}^3 {BM}x{BN}x{BK} w{nw} s{ns}", times, 2 * S ** 3,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -375,7 +399,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -392,8 +416,12 @@ def main():
         matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
     elif a.only == "trans":
         attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+    elif a.only == "mulsum":
+        mul_sum_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "operands":
-        operand_ops_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+        ks = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
+        operand_ops_cases(ks, a.quick)
+        mul_sum_cases(ks, a.quick)
     elif a.only != "attention":
         mm = {k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}
         cfgs = [tuple(int(x) for x in c.split(",")) for c in a.configs.split(";")] if a.configs else None
@@ -401,7 +429,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee", "trans", "operands"):
+    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

@@ -509,6 +509,11 @@ IrError *ir_cse_scalars(IrModule *m);
  * other use and x is available at the dot (Triton's combine: `acc +=
  * tl.dot(a, b)` accumulates in place, in the accumulator's layout). */
 IrError *ir_combine_dot_add(IrModule *m);
+/* Rewrites sum(broadcast(x[:, :, None]) * broadcast(y[None, :, :]), axis=1)
+ * into dot(x, y, 0) with input_precision "ieee" (Triton's combine), for f32
+ * blocks with M, K and N of at least 16: the elementwise form holds M x K x N
+ * products, the dot none. NULL on success. */
+IrError *ir_combine_mul_reduce(IrModule *m);
 /* reduce_lanes.c: a reduce along the last axis in a for body whose result only accumulates
  * into a loop-carried value (acc = acc op reduce(x), op the combiner: add,
  * mul, min, max, and, or, xor; the last axis at least 2 * lanes long): the

@@ -279,6 +279,91 @@ IrError *ir_cse_scalars(IrModule *m)
 	return cse_module(m, true);
 }
 
+/* ---- sum(x[:, :, None] * y[None, :, :], axis=1) -> dot(x, y, 0) ---------------- */
+
+/* Whether a reduce's combiner is the sum of its two arguments (one float add,
+ * yielded). */
+static bool combiner_is_fadd(const IrOp *red)
+{
+	if (red->nops != 1 || red->nres != 1 || red->nregions != 1)
+		return false;
+	const IrBlock *r = red->regions[0];
+	const IrOp *add = r->first;
+	if (r->nargs != 2 || !add || add->opc != OP_ADD || add->nres != 1 || !ir_is_float(add->res[0].type))
+		return false;
+	const IrOp *y = add->next;
+	if (!y || y->opc != OP_YIELD || y->next || y->nops != 1 || y->ops[0] != &add->res[0])
+		return false;
+	return (add->ops[0] == r->args[0] && add->ops[1] == r->args[1]) ||
+	       (add->ops[0] == r->args[1] && add->ops[1] == r->args[0]);
+}
+
+/* The rank-2 x of v = broadcast(expand_dims(x, axis)), or NULL. */
+static IrValue *broadcast_of_expanded(const IrValue *v, int axis)
+{
+	const IrOp *b = v->def;
+	if (!b || b->opc != OP_BROADCAST)
+		return NULL;
+	const IrOp *e = b->ops[0]->def;
+	if (!e || e->opc != OP_EXPAND_DIMS || ir_op_int(e, "axis", -1) != axis)
+		return NULL;
+	IrValue *x = e->ops[0];
+	return ir_is_block(x->type) && x->type->rank == 2 ? x : NULL;
+}
+
+static void mul_reduce_block(IrFunc *f, IrBlock *b, int *n)
+{
+	for (IrOp *op = b->first, *next; op; op = next) {
+		next = op->next;
+		for (int r = 0; r < op->nregions; r++)
+			mul_reduce_block(f, op->regions[r], n);
+		if (op->opc != OP_REDUCE || ir_op_int(op, "axis", -1) != 1 || !combiner_is_fadd(op))
+			continue;
+		const IrType *t = op->ops[0]->type;
+		IrOp *mul = op->ops[0]->def;
+		if (!ir_is_block(t) || t->rank != 3 || !mul || mul->opc != OP_MUL)
+			continue;
+		/* f32 products summed in f32: an ieee dot (FMAs). Triton takes f16
+		 * too, but cannot compile the f16 dot it makes (its zero is an f32
+		 * constant); left elementwise here */
+		if (ir_scalar(t)->kind != TY_F32)
+			continue;
+		IrValue *x = NULL, *y = NULL;
+		for (int i = 0; i < 2 && !x; i++) {
+			x = broadcast_of_expanded(mul->ops[i], 2);
+			y = broadcast_of_expanded(mul->ops[1 - i], 0);
+			if (!y)
+				x = NULL;
+		}
+		/* x: MxK, y: KxN; M and N of at least 16, as Triton asks, and K too
+		 * (the dot lowerings' smallest operand) */
+		if (!x || x->type->shape[0] != t->shape[0] || x->type->shape[1] != t->shape[1] ||
+		    y->type->shape[0] != t->shape[1] || y->type->shape[1] != t->shape[2] || t->shape[0] < 16 ||
+		    t->shape[1] < 16 || t->shape[2] < 16)
+			continue;
+		IrBuilder bld;
+		ir_builder_init(&bld, f->module->ctx);
+		ir_builder_before(&bld, op);
+		IrValue *zero = ir_const_float(&bld, op->res[0].type, 0.0);
+		IrValue *ops[3] = {x, y, zero};
+		IrValue *d = ir_build1(&bld, OP_DOT, op->res[0].type, 3, ops);
+		ir_op_set_str(f->module->ctx, d->def, "input_precision", "ieee");
+		zero->def->loc = d->def->loc = op->loc;
+		ir_replace_all_uses(f, &op->res[0], d);
+		ir_op_unlink(op);
+		(*n)++;
+	}
+}
+
+IrError *ir_combine_mul_reduce(IrModule *m)
+{
+	for (int i = 0; i < m->nfuncs; i++) {
+		int n = 0;
+		mul_reduce_block(m->funcs[i], m->funcs[i]->body, &n);
+	}
+	return NULL;
+}
+
 /* ---- x + dot(a, b, 0) -> dot(a, b, x) ------------------------------------------- */
 
 /* A constant zero block (or a splat of a scalar zero constant). */

@@ -127,6 +127,11 @@ static IrFunc **gpu_funcs(JitPipe *p, int *n)
 	return fs;
 }
 
+static IrError *run_combine_mul_reduce(JitPipe *p)
+{
+	return ir_combine_mul_reduce(p->m);
+}
+
 static IrError *run_combine_dot_add(JitPipe *p)
 {
 	return ir_combine_dot_add(p->m);
@@ -462,6 +467,9 @@ const JitPass jit_passes[] = {
 	 "types, shapes, dominance, terminators; finds the kernel; checks the options against the target"},
 	{"unroll-loops", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_unroll_loops,
 	 "a for loop with loop_unroll_factor U: U copies of its body per iteration, then a remainder loop"},
+	{"combine-mul-reduce", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_combine_mul_reduce,
+	 "rewrites sum(x[:, :, None] * y[None, :, :], axis=1) of f32 blocks into dot(x, y, 0), input_precision ieee "
+	 "(M, K, N >= 16)"},
 	{"combine-dot-add", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_combine_dot_add,
 	 "folds acc + dot(a, b, 0) into dot(a, b, acc) when the dot has no other use: the sum accumulates in the dot"},
 	{"cse-scalars", JIT_S_TTIR, BOTH, true, false, V, 0, EDIT, JIT_T_TTIR, run_cse_scalars,

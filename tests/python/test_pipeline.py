@@ -63,12 +63,12 @@ def test_pass_table_rows():
     names = [p["name"] for p in rows]
     assert len(set(names)) == len(names)
     cuda = _pipeline_rows("cuda")
-    assert cuda == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce", "hoist-addresses",
+    assert cuda == ["verify", "unroll-loops", "combine-mul-reduce", "combine-dot-add", "cse-scalars", "dce", "hoist-addresses",
                     "flatten-loops", "split-dots", "prefetch", "tma-stores", "version-stores", "axis-info",
                     "assign-layouts", "remove-converts", "thread-locality", "slice-register-dots", "allocate-global", "insert-barriers", "allocate-shared",
                     "nvptx-lower",
                     "llvm-opt", "ptx-emit", "ptxas"]
-    assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-dot-add", "cse-scalars", "dce",
+    assert _pipeline_rows("cpu") == ["verify", "unroll-loops", "combine-mul-reduce", "combine-dot-add", "cse-scalars", "dce",
                                     "hoist-addresses", "flatten-loops", "reduce-lanes", "version-stores",
                                     "cpu-codegen"]
     # every required fact is provided by an earlier row of the target's pipeline

@@ -4,7 +4,7 @@ Stages (the C driver, jit/compile.c and the pass table of jit/pipeline.c,
 runs 2-3 in one call):
   1. frontend   ASTSource -> TTIR text (_C.ast_to_ttir); a .ttir file is read
   2. parse
-  3. passes     verify, unroll-loops, combine-dot-add, cse-scalars, dce (ttir);
+  3. passes     verify, unroll-loops, combine-mul-reduce, combine-dot-add, cse-scalars, dce (ttir);
                 hoist-addresses, flatten-loops (ttgir); cuda: prefetch
                 ... allocate-shared (ttgir), nvptx-lower, llvm-opt (llir),
                 ptx-emit (ptx), ptxas (cubin); cpu: reduce-lanes (ttgir),

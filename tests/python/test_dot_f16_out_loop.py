@@ -56,7 +56,7 @@ def test_on_cpu(K):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("K,stages", [
-    pytest.param(160, 3, marks=pytest.mark.xfail(reason="second K step repeats the first (see the docstring)")),
+    pytest.param(160, 3, marks=pytest.mark.xfail(strict=True, reason="second K step repeats the first (see the docstring)")),
     (160, 1),
 ])
 def test_on_gpu(K, stages):

@@ -10,8 +10,11 @@ pointer add, and num_stages 3, the second iteration computes with the first
 iteration's tiles again (a least-squares fit of the output over the per-
 chunk products gives X0 Y0 twice and no X1 Y1; the other steps are right).
 Runtime K, one stage, an f32 dot chained into the accumulator, or the
-offsets added to the pointer one by one are right. The PTX reads as correct;
-the cause is not found yet. On the CPU backend the same kernels are right
+offsets added to the pointer one by one are right. The PTX reads as correct,
+and the result depends on ptxas's optimization level: right with -O0 and
+-O1, wrong with -O2, -O3 (the default), Triton's ptxas 12.8 and the driver's
+own compile; LLVM at O0 and every ctriton pass switch leave it wrong. The
+cause is not found yet. On the CPU backend the same kernels are right
 (checked here)."""
 import numpy as np
 import pytest

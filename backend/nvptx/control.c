@@ -143,16 +143,66 @@ static void add_incoming(Nv *nv, LLVMValueRef *phis, int n, const IrValue *v, LL
 	}
 }
 
+/* Whether v is a constant zero block (a fresh dot's accumulator). */
+static bool zero_const(const IrValue *v)
+{
+	const IrOp *d = v->def;
+	if (d && d->opc == OP_SPLAT)
+		d = d->ops[0]->def;
+	if (!d || d->opc != OP_CONSTANT)
+		return false;
+	const IrAttr *a = ir_op_attr(d, "value");
+	return a && ((a->kind == ATTR_INT && a->i == 0) || (a->kind == ATTR_FLOAT && a->f == 0.0));
+}
+
+/* Whether b (not the loops inside it) holds a warpgroup dot on a zero
+ * accumulator with at most 32 columns a warpgroup. ptxas (12.8 to 13.0, at
+ * -O2 and above) fully unrolls such a loop of known trip count and drops the
+ * second iteration's MMAs where the result goes through f16, reusing the
+ * first iteration's (tests/python/test_dot_f16_out_loop.py); the loop keeps
+ * its back edge instead (.pragma "nounroll"). */
+static bool fresh_narrow_wgmma(const IrBlock *b)
+{
+	for (const IrOp *o = b->first; o; o = o->next) {
+		if (o->opc == OP_DOT && an_is_wgmma(o->res[0].type) && zero_const(o->ops[2])) {
+			const IrType *t = o->res[0].type;
+			int gn = t->layout->warps_per_cta[1];
+			if (t->shape[1] / (gn > 0 ? gn : 1) <= 32)
+				return true;
+		}
+		if (o->opc == OP_FOR || o->opc == OP_WHILE)
+			continue;
+		for (int r = 0; r < o->nregions; r++)
+			if (fresh_narrow_wgmma(o->regions[r]))
+				return true;
+	}
+	return false;
+}
+
 /* The loop attributes of op (for / while) on its back edge br, as LLVM loop
- * metadata: disable_licm -> llvm.licm.disable (nothing is hoisted out). */
+ * metadata: disable_licm -> llvm.licm.disable (nothing is hoisted out); a
+ * loop that fresh_narrow_wgmma finds -> llvm.loop.unroll.disable (printed
+ * as .pragma "nounroll" for ptxas). */
 static void loop_metadata(Nv *nv, const IrOp *op, LLVMValueRef br)
 {
-	if (!ir_op_int(op, "disable_licm", 0))
+	bool licm = ir_op_int(op, "disable_licm", 0) != 0;
+	bool nounroll = false;
+	for (int r = 0; r < op->nregions && !nounroll; r++)
+		nounroll = fresh_narrow_wgmma(op->regions[r]);
+	if (!licm && !nounroll)
 		return;
 	LLVMMetadataRef self = LLVMTemporaryMDNode(nv->c, NULL, 0);
-	LLVMMetadataRef name = LLVMMDStringInContext2(nv->c, "llvm.licm.disable", 17);
-	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(nv->c, &name, 1)};
-	LLVMMetadataRef id = LLVMMDNodeInContext2(nv->c, ops, 2);
+	LLVMMetadataRef ops[3] = {self};
+	int n = 1;
+	if (licm) {
+		LLVMMetadataRef name = LLVMMDStringInContext2(nv->c, "llvm.licm.disable", 17);
+		ops[n++] = LLVMMDNodeInContext2(nv->c, &name, 1);
+	}
+	if (nounroll) {
+		LLVMMetadataRef name = LLVMMDStringInContext2(nv->c, "llvm.loop.unroll.disable", 24);
+		ops[n++] = LLVMMDNodeInContext2(nv->c, &name, 1);
+	}
+	LLVMMetadataRef id = LLVMMDNodeInContext2(nv->c, ops, (size_t)n);
 	LLVMMetadataReplaceAllUsesWith(self, id); /* the loop id names itself */
 	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(nv->c, "llvm.loop", 9), LLVMMetadataAsValue(nv->c, id));
 }

@@ -1,26 +1,25 @@
 """A dot that does not chain its accumulator, whose result goes through f16,
 in a K loop: `acc = tl.dot(x, y, out_dtype=tl.float16) + acc`, or
-`acc += tl.dot(x, y).to(tl.float16).to(tl.float32)`. Its f16 operands take
-the register prefetch and are staged through shared memory for the
-warpgroup MMA.
+`acc += tl.dot(x, y).to(tl.float16).to(tl.float32)`, with 32 or fewer
+columns a warpgroup.
 
-Known failure on the GPU (strict xfails, found 2026-12-07 on an H100): with
-a trip count known when compiled (K a constexpr, 5 steps of 32), each tile's
-offsets summed before one pointer add, num_stages 2 to 4 and 32 columns a
-warpgroup (128x32 with 4 warps for the f16 result; 64x32 with 4 warps and
-128x32 with 8 for the f32 result cast), the second iteration computes with
-the first iteration's tiles again: a least-squares fit of the output over
-the per-chunk products gives X0 Y0 twice and no X1 Y1; the other steps are
-right. Right: K a runtime value, one stage, 64 columns a warpgroup, the
-offsets added to the pointer one by one, the same dot scaled and added in
-f32, an f16 accumulator chained through the loop. The result depends on
-ptxas's optimization level: right with -O0 and -O1, wrong with -O2, -O3
-(the default), Triton's ptxas 12.8 and the driver's own compile of the PTX;
-LLVM at O0 and every ctriton pass switch leave it wrong, and so do zeroed
-(instead of undefined) accumulator registers for the first K step and an
-f32 accumulator rounded to f16 after the MMAs. The PTX reads as correct;
-the cause is open. On the CPU backend the same kernels are right (checked
-here)."""
+With a trip count known when compiled, ptxas (12.8 to 13.0, at -O2 and
+above, and the driver's own compile) fully unrolled the loop and dropped the
+second iteration's warpgroup MMAs, reusing the first iteration's results
+(its SASS: a placeholder `HGMMA.64x8x16.F16 RZ, gdesc[URZ]` where the four
+MMAs were; on the GPU a least-squares fit of the output over the per-chunk
+products gave X0 Y0 twice and no X1 Y1). ptxas -O0 / -O1, which do not
+unroll, were right, and so were 64 columns a warpgroup, a runtime K, one
+stage, or the dot's result used in f32 only. Such a loop now keeps its
+back edge: `llvm.loop.unroll.disable`, printed as `.pragma "nounroll"`
+(backend/nvptx/control.c, fresh_narrow_wgmma).
+
+Checked without a GPU: the pragma, and every MMA in the SASS (no
+placeholder) where a disassembler is found, over the shapes that lost one;
+a 64-column loop left to unroll. On the CPU backend against numpy; marked
+`gpu`, on the device against torch."""
+import re
+
 import numpy as np
 import pytest
 
@@ -66,17 +65,40 @@ def test_on_cpu(cast, BM):
     np.testing.assert_allclose(z, x.astype(np.float32) @ y.astype(np.float32), atol=2e-3, rtol=0)
 
 
-XF = pytest.mark.xfail(strict=True, reason="second K step repeats the first (see the docstring)")
+def compile90(cast, BM, BN, warps, stages):
+    from ctriton.backends.compiler import GPUTarget
+    from ctriton.compiler import ASTSource
+    cx = dict(M=M, N=N, K=K, BM=BM, BN=BN, BK=BK, CAST=cast)
+    sig = {"Z": "*fp32", "X": "*fp16", "Y": "*fp16"}
+    sig.update({c: "constexpr" for c in cx})
+    attrs = {p: {"divisibility": 16} for p in ("Z", "X", "Y")}  # as a launch specializes them
+    return triton.compile(ASTSource(f16_loop, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
+                          options=dict(num_warps=warps, num_stages=stages))
+
+
+NARROW = [(False, 128, 32, 4, 3), (False, 128, 16, 4, 2), (True, 64, 32, 4, 3), (True, 128, 32, 8, 3)]
+
+
+@pytest.mark.parametrize("cast,BM,BN,warps,stages", NARROW)
+def test_narrow_loop_not_unrolled(cast, BM, BN, warps, stages):
+    k = compile90(cast, BM, BN, warps, stages)
+    assert '.pragma "nounroll";' in k.asm["ptx"]
+    from ctriton import _toolkit
+    if _toolkit.disassembler_path() is None:
+        pytest.skip("no cuobjdump / nvdisasm")
+    sass = k.asm["sass"]
+    assert "gdesc[URZ]" not in sass  # no placeholder where MMAs were dropped
+    assert re.search(r"HGMMA\.\S+ R\d+, gdesc\[UR\d+\]", sass)
+
+
+def test_wide_loop_unrolls():
+    # 64 columns a warpgroup: ptxas keeps every MMA; the loop is left to it
+    assert '.pragma "nounroll"' not in compile90(False, 128, 64, 4, 3).asm["ptx"]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cast,BM,BN,warps,stages", [
-    pytest.param(False, 128, 32, 4, 3, marks=XF),
-    pytest.param(True, 64, 32, 4, 3, marks=XF),
-    (False, 128, 32, 4, 1),
-    (False, 128, 64, 4, 3),
-    (True, 128, 32, 4, 3),
-])
+@pytest.mark.parametrize("cast,BM,BN,warps,stages", NARROW + [(False, 128, 32, 4, 1), (False, 128, 64, 4, 3),
+                                                             (True, 128, 32, 4, 3)])
 def test_on_gpu(cast, BM, BN, warps, stages):
     import torch
     x, y = (torch.from_numpy(a).cuda() for a in inputs(np.random.RandomState(5)))

@@ -266,6 +266,15 @@ def run_ptxas(case, backend):
     assert cubin and cubin[:4] == b"\x7fELF", "ptxas produced no cubin"
     # ptxas kept the warpgroup MMAs asynchronous as the backend issued them
     assert not k.metadata.wgmma_advisory, f"ptxas advisory {k.metadata.wgmma_advisory} on the MMAs"
+    # ... and every one of them: no placeholder where it dropped an unrolled
+    # iteration's MMAs (tests/python/test_dot_f16_out_loop.py)
+    if "wgmma.mma_async" in k.asm["ptx"] and _have_disassembler():
+        assert "gdesc[URZ]" not in k.asm["sass"], "ptxas dropped warpgroup MMAs (an HGMMA placeholder)"
+
+
+def _have_disassembler():
+    from ctriton import _toolkit
+    return _toolkit.disassembler_path() is not None
 
 
 def run_ptx_form(case, backend):

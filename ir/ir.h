@@ -509,6 +509,9 @@ IrError *ir_cse_scalars(IrModule *m);
  * other use and x is available at the dot (Triton's combine: `acc +=
  * tl.dot(a, b)` accumulates in place, in the accumulator's layout). */
 IrError *ir_combine_dot_add(IrModule *m);
+/* Whether v is a constant zero (int or float; a block constant or a splat
+ * of a scalar one): a fresh accumulator. */
+bool ir_is_zero_const(const IrValue *v);
 /* Rewrites sum(broadcast(x[:, :, None]) * broadcast(y[None, :, :]), axis=1)
  * into dot(x, y, 0) with input_precision "ieee" (Triton's combine), for f32
  * blocks with M, K and N of at least 16: the elementwise form holds M x K x N

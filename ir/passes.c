@@ -366,8 +366,7 @@ IrError *ir_combine_mul_reduce(IrModule *m)
 
 /* ---- x + dot(a, b, 0) -> dot(a, b, x) ------------------------------------------- */
 
-/* A constant zero block (or a splat of a scalar zero constant). */
-static bool zero_block(const IrValue *v)
+bool ir_is_zero_const(const IrValue *v)
 {
 	const IrOp *d = v->def;
 	if (d && d->opc == OP_SPLAT)
@@ -405,7 +404,7 @@ static void combine_block(IrFunc *f, IrBlock *b, int *n)
 		for (int i = 0; i < 2; i++) {
 			IrValue *d = op->ops[i], *x = op->ops[1 - i];
 			IrOp *dot = d->def;
-			if (!dot || dot->opc != OP_DOT || dot->parent != b || !zero_block(dot->ops[2]) ||
+			if (!dot || dot->opc != OP_DOT || dot->parent != b || !ir_is_zero_const(dot->ops[2]) ||
 			    x->type != d->type || ir_count_uses(f, d) != 1 || !defined_before(x, dot))
 				continue;
 			ir_op_set_operand(dot, 2, x);

@@ -143,18 +143,6 @@ static void add_incoming(Nv *nv, LLVMValueRef *phis, int n, const IrValue *v, LL
 	}
 }
 
-/* Whether v is a constant zero block (a fresh dot's accumulator). */
-static bool zero_const(const IrValue *v)
-{
-	const IrOp *d = v->def;
-	if (d && d->opc == OP_SPLAT)
-		d = d->ops[0]->def;
-	if (!d || d->opc != OP_CONSTANT)
-		return false;
-	const IrAttr *a = ir_op_attr(d, "value");
-	return a && ((a->kind == ATTR_INT && a->i == 0) || (a->kind == ATTR_FLOAT && a->f == 0.0));
-}
-
 /* Whether b (not the loops inside it) holds a warpgroup dot on a zero
  * accumulator with at most 32 columns a warpgroup. ptxas (12.8 to 13.0, at
  * -O2 and above) fully unrolls such a loop of known trip count and drops the
@@ -164,7 +152,7 @@ static bool zero_const(const IrValue *v)
 static bool fresh_narrow_wgmma(const IrBlock *b)
 {
 	for (const IrOp *o = b->first; o; o = o->next) {
-		if (o->opc == OP_DOT && an_is_wgmma(o->res[0].type) && zero_const(o->ops[2])) {
+		if (o->opc == OP_DOT && an_is_wgmma(o->res[0].type) && ir_is_zero_const(o->ops[2])) {
 			const IrType *t = o->res[0].type;
 			int gn = t->layout->warps_per_cta[1];
 			if (t->shape[1] / (gn > 0 ? gn : 1) <= 32)

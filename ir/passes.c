@@ -311,12 +311,12 @@ static IrValue *broadcast_of_expanded(const IrValue *v, int axis)
 	return ir_is_block(x->type) && x->type->rank == 2 ? x : NULL;
 }
 
-static void mul_reduce_block(IrFunc *f, IrBlock *b, int *n)
+static void mul_reduce_block(IrFunc *f, IrBlock *b)
 {
 	for (IrOp *op = b->first, *next; op; op = next) {
 		next = op->next;
 		for (int r = 0; r < op->nregions; r++)
-			mul_reduce_block(f, op->regions[r], n);
+			mul_reduce_block(f, op->regions[r]);
 		if (op->opc != OP_REDUCE || ir_op_int(op, "axis", -1) != 1 || !combiner_is_fadd(op))
 			continue;
 		const IrType *t = op->ops[0]->type;
@@ -351,16 +351,13 @@ static void mul_reduce_block(IrFunc *f, IrBlock *b, int *n)
 		zero->def->loc = d->def->loc = op->loc;
 		ir_replace_all_uses(f, &op->res[0], d);
 		ir_op_unlink(op);
-		(*n)++;
 	}
 }
 
 IrError *ir_combine_mul_reduce(IrModule *m)
 {
-	for (int i = 0; i < m->nfuncs; i++) {
-		int n = 0;
-		mul_reduce_block(m->funcs[i], m->funcs[i]->body, &n);
-	}
+	for (int i = 0; i < m->nfuncs; i++)
+		mul_reduce_block(m->funcs[i], m->funcs[i]->body);
 	return NULL;
 }
 

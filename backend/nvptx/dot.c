@@ -25,13 +25,27 @@
  * row addresses of one ldmatrix phase (8 rows, one chunk each) then fall on
  * 8 distinct 16-byte bank groups, and with the tile 1 KiB aligned this is
  * the 128-, 64- or 32-byte swizzled layout the warpgroup MMA reads by
- * descriptor (see desc_base). */
-static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es)
+ * descriptor (see desc_base).
+ *
+ * A tile only read back into registers (prefetch.c regs_ok) may take
+ * another key (nv_regs_swizzle): (key(r) << (mode & 3)) % nc, with mode &
+ * 4 the column block's index xored into it. An fp32 A read two
+ * elements a lane, 4 lanes a row, puts rows r and r ^ 1 on the same two
+ * chunks with mode 0 (two-way bank conflicts in every half-warp), on
+ * disjoint ones with mode 1; a row of 8 fp32 a lane, 8 lanes a row, reads
+ * the same chunks of two column blocks unless mode & 4. */
+static int64_t swz_key(int64_t row, int64_t blk, int64_t nc, int mode)
+{
+	int64_t key = nc >= 8 ? row & 7 : nc <= 1 ? 0 : (row / (8 / nc)) % nc;
+	return nc > 1 ? ((key << (mode & 3)) ^ (mode & 4 ? blk : 0)) & (nc - 1) : 0;
+}
+
+LLVMValueRef nv_swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es, int mode)
 {
 	LLVMBuilderRef B = nv->b;
 	int64_t w = 128 / es, ce = 16 / es; /* elements per 128-byte row, per chunk */
 	int sh = ce == 16 ? 4 : ce == 8 ? 3 : ce == 4 ? 2 : ce == 2 ? 1 : 0;
-	LLVMValueRef blk = NULL;
+	LLVMValueRef blk = NULL, col0 = col;
 	if (C > w) {
 		blk = LLVMBuildMul(B, LLVMBuildUDiv(B, col, nv_i32(nv, w), ""), nv_i32(nv, R * w), "");
 		col = LLVMBuildURem(B, col, nv_i32(nv, w), "");
@@ -41,11 +55,35 @@ static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, i
 	LLVMValueRef key = nc >= 8 ? LLVMBuildAnd(B, row, nv_i32(nv, 7), "")
 		: nc <= 1 ? nv_i32(nv, 0)
 			  : LLVMBuildURem(B, LLVMBuildUDiv(B, row, nv_i32(nv, 8 / nc), ""), nv_i32(nv, nc), "");
+	if (mode && nc > 1) {
+		key = LLVMBuildShl(B, key, nv_i32(nv, mode & 3), "");
+		if ((mode & 4) && blk)
+			key = LLVMBuildXor(B, key, LLVMBuildUDiv(B, col0, nv_i32(nv, w), ""), "");
+		key = LLVMBuildAnd(B, key, nv_i32(nv, nc - 1), "");
+	}
 	LLVMValueRef chunk = LLVMBuildXor(B, LLVMBuildLShr(B, col, nv_i32(nv, sh), ""), key, "");
 	LLVMValueRef c = LLVMBuildOr(B, LLVMBuildShl(B, chunk, nv_i32(nv, sh), ""),
 				     LLVMBuildAnd(B, col, nv_i32(nv, ce - 1), ""), "");
 	LLVMValueRef i = LLVMBuildAdd(B, LLVMBuildMul(B, row, nv_i32(nv, C), ""), c, "");
 	return blk ? LLVMBuildAdd(B, blk, i, "") : i;
+}
+
+static LLVMValueRef swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es)
+{
+	return nv_swizzled_index(nv, row, col, R, C, es, 0);
+}
+
+/* nv_swizzled_index on constants: the element index of (row, col). */
+int64_t nv_swizzled_index_int(int64_t row, int64_t col, int64_t R, int64_t C, int es, int mode)
+{
+	int64_t w = 128 / es, ce = 16 / es, blk = 0;
+	if (C > w) {
+		blk = col / w;
+		col %= w;
+		C = w;
+	}
+	int64_t chunk = (col / ce) ^ swz_key(row, blk, C / ce, mode);
+	return blk * R * w + row * C + chunk * ce + col % ce;
 }
 
 bool nv_ldmatrix_ok(const IrOp *op)
@@ -225,11 +263,121 @@ void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int6
 	free(done);
 }
 
+/* The registers a thread of map m reads as one vector from a tile read
+ * back into registers: a run consecutive along the tile's rows (columns
+ * when tr) within one 16-byte chunk. */
+static int read_vec(const NvMap *m, int es, bool tr)
+{
+	int vd = tr ? 0 : 1, vec = 1;
+	if (m->brank == 2 && m->dimmap[vd] == vd && m->order[0] == vd && m->dd[vd].estride == 1)
+		vec = m->dd[vd].spt < 16 / es ? m->dd[vd].spt : 16 / es;
+	while (vec > 1 && (m->nd[vd] % vec || m->dd[vd].spt % vec || m->dd[vd].lane_unit % vec ||
+			   m->dd[vd].warp_unit % vec || m->dd[vd].tile % vec))
+		vec /= 2;
+	return vec;
+}
+
+/* Coordinate vdim of register r of map m in lane `lane` of warp 0. */
+static int64_t lane_coord(const NvMap *m, int r, int vdim, int lane)
+{
+	int d = m->dimmap[vdim];
+	int64_t S = m->bs[d];
+	if (S == 1)
+		return 0;
+	const AnDimDist *dd = &m->dd[d];
+	int64_t l = (lane / dd->lane_stride) % dd->tpw;
+	return (l * dd->lane_unit + nv_map_offset(m, r, d)) & (S - 1);
+}
+
+/* Shared-memory wavefronts that warp 0 takes for op's read (a local_read
+ * of a tile read back into registers, nv_read_swizzled) with swizzle
+ * `mode`: each access of W bytes a lane is served 128 bytes at a time
+ * (32, 16 or 8 lanes a phase); a phase takes as many wavefronts as the
+ * most distinct 4-byte words that fall on one bank. */
+static int64_t read_wavefronts(const IrOp *op, int mode)
+{
+	const IrType *t = op->res[0].type;
+	NvMap m;
+	nv_map_init(NULL, t, &m);
+	if (m.brank != 2 || t->rank != 2)
+		return 0;
+	bool tr = ir_op_int(op, "transposed", 0) != 0;
+	int es = (int)(ir_type_bits(ir_scalar(t)) / 8);
+	int64_t R = t->shape[0], C = ir_op_int(op, "kfull", t->shape[1]), k0 = ir_op_int(op, "k0", 0);
+	int vec = read_vec(&m, es, tr), W = vec * es;
+	int per = W >= 16 ? 8 : W == 8 ? 16 : 32, words = W >= 4 ? W / 4 : 1;
+	int64_t total = 0;
+	for (int r = 0; r < m.n && r < 64 * vec; r += vec) {
+		for (int p0 = 0; p0 < 32; p0 += per) {
+			int64_t word[32 * 4];
+			int nw = 0;
+			for (int lane = p0; lane < p0 + per; lane++) {
+				int64_t row = lane_coord(&m, r, 0, lane), col = lane_coord(&m, r, 1, lane) + k0;
+				int64_t idx = tr ? nv_swizzled_index_int(col, row, C, R, es, mode)
+						 : nv_swizzled_index_int(row, col, R, C, es, mode);
+				for (int w = 0; w < words; w++) {
+					int64_t x = idx * es / 4 + w;
+					bool seen = false;
+					for (int i = 0; i < nw && !seen; i++)
+						seen = word[i] == x;
+					if (!seen)
+						word[nw++] = x;
+				}
+			}
+			int most = 1;
+			for (int b = 0; b < 32; b++) {
+				int n = 0;
+				for (int i = 0; i < nw; i++)
+					n += (int)(word[i] % 32) == b;
+				if (n > most)
+					most = n;
+			}
+			total += most;
+		}
+	}
+	return total;
+}
+
+typedef struct {
+	int64_t buffer;
+	const IrOp *read;
+} RegsReadFind;
+
+static void find_regs_read(IrOp *op, void *user)
+{
+	RegsReadFind *f = user;
+	if (!f->read && op->opc == OP_LOCAL_READ && ir_op_int(op, "regs", 0) &&
+	    ir_op_int(op, "buffer", -1) == f->buffer)
+		f->read = op;
+}
+
+int nv_regs_swizzle(Nv *nv, int64_t buffer)
+{
+	/* CTRITON_REGS_SWIZZLE=0: mode 0 everywhere (part of the cache key) */
+	const char *e = getenv("CTRITON_REGS_SWIZZLE");
+	if (buffer < 0 || (e && !strcmp(e, "0")))
+		return 0;
+	RegsReadFind f = {buffer, NULL};
+	ir_walk_func(nv->f, find_regs_read, &f);
+	if (!f.read)
+		return 0;
+	int best = 0;
+	int64_t bw = read_wavefronts(f.read, 0);
+	for (int mode = 1; mode < 8; mode++) {
+		int64_t w = read_wavefronts(f.read, mode);
+		if (w < bw) {
+			bw = w;
+			best = mode;
+		}
+	}
+	return best;
+}
+
 /* The inverse of nv_write_swizzled for a tile read back into registers
  * (prefetch.c regs_ok): op's result, in any layout, from the swizzled tile
- * at scratch_offset + eoff elements (held as [C][R] when tr), runs of
- * registers that are consecutive along the tile's rows within one 16-byte
- * chunk read as one vector. */
+ * at scratch_offset + eoff elements (held as [C][R] when tr, its key
+ * chosen by nv_regs_swizzle), runs of registers that are consecutive along
+ * the tile's rows within one 16-byte chunk read as one vector. */
 void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 {
 	const IrType *t = op->res[0].type;
@@ -242,13 +390,8 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	nv_map_init(nv, t, &m);
 	/* a K step ({k0, kfull}): columns k0 .. of the slot's kfull */
 	int64_t R = t->shape[0], C = ir_op_int(op, "kfull", t->shape[1]), k0 = ir_op_int(op, "k0", 0);
-	int es = (int)nv_esize(t), vd = tr ? 0 : 1;
-	int vec = 1;
-	if (m.brank == 2 && m.dimmap[vd] == vd && m.order[0] == vd && m.dd[vd].estride == 1)
-		vec = m.dd[vd].spt < 16 / es ? m.dd[vd].spt : 16 / es;
-	while (vec > 1 && (m.nd[vd] % vec || m.dd[vd].spt % vec || m.dd[vd].lane_unit % vec ||
-			   m.dd[vd].warp_unit % vec || m.dd[vd].tile % vec))
-		vec /= 2;
+	int es = (int)nv_esize(t), vec = read_vec(&m, es, tr);
+	int mode = nv_regs_swizzle(nv, ir_op_int(op, "buffer", -1));
 	LLVMTypeRef et = nv_llty(nv, t), vt = vec > 1 ? LLVMVectorType(et, (unsigned)vec) : et;
 	LLVMValueRef *out = nv_regbuf(nv, m.n);
 	int64_t off = nv_scratch_off(op);
@@ -256,7 +399,8 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 		LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
 		if (k0)
 			c0 = LLVMBuildAdd(nv->b, c0, nv_i32(nv, k0), "");
-		LLVMValueRef idx = tr ? swizzled_index(nv, c0, r0, C, R, es) : swizzled_index(nv, r0, c0, R, C, es);
+		LLVMValueRef idx = tr ? nv_swizzled_index(nv, c0, r0, C, R, es, mode)
+				      : nv_swizzled_index(nv, r0, c0, R, C, es, mode);
 		LLVMValueRef x =
 			LLVMBuildLoad2(nv->b, vt, nv_smem_addr(nv, off, LLVMBuildAdd(nv->b, idx, eoff, ""), es), "");
 		LLVMSetAlignment(x, (unsigned)(es * vec));
@@ -353,10 +497,10 @@ static void read_dot_op(Nv *nv, IrOp *op)
 }
 
 /* The swizzled index of (row, col), plus eoff elements (a slot) when given. */
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
-			   LLVMValueRef eoff)
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es, LLVMValueRef eoff,
+			   int mode)
 {
-	LLVMValueRef i = swizzled_index(nv, row, col, R, C, es);
+	LLVMValueRef i = nv_swizzled_index(nv, row, col, R, C, es, mode);
 	return eoff ? LLVMBuildAdd(nv->b, i, eoff, "") : i;
 }
 
@@ -397,12 +541,14 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 					LLVMValueRef mc = LLVMBuildAdd(
 						B, LLVMBuildAdd(B, wrow, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), ""),
 						nv_i32(nv, mi * dm->tile), "");
-					ldmatrix(nv, 4, true,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, kr, mc, C, R, 2, eoff), 2),
-						 x);
+					ldmatrix(
+						nv, 4, true,
+						nv_smem_addr32(nv, off, nv_slot_index(nv, kr, mc, C, R, 2, eoff, 0), 2),
+						x);
 				} else
 					ldmatrix(nv, 4, false,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2),
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff, 0),
+								2),
 						 x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
@@ -431,12 +577,14 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 						nr = LLVMBuildAdd(B, nr, npair, "");
 					LLVMValueRef kc = LLVMBuildAdd(B, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""),
 								       nv_i32(nv, 16 * ki), "");
-					ldmatrix(nv, cnt, false,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 2, eoff), 2),
-						 x);
+					ldmatrix(
+						nv, cnt, false,
+						nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 2, eoff, 0), 2),
+						x);
 				} else
 					ldmatrix(nv, cnt, true,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff), 2),
+						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff, 0),
+								2),
 						 x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
@@ -464,8 +612,8 @@ void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);
 		regs[r] = nv_smem_load(nv, t, off,
-				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff)
-					  : nv_slot_index(nv, row, col, R, C, es, eoff));
+				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff, 0)
+					  : nv_slot_index(nv, row, col, R, C, es, eoff, 0));
 	}
 	nv_set(nv, &op->res[0], m.n, regs);
 }

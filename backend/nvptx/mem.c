@@ -530,6 +530,9 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 	snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca",
 		 bytes);
 	LLVMValueRef d32_0 = NULL;
+	/* a tile read back into registers: the key its read wants (with the
+	 * column block xored in, runs of other blocks are not a constant away) */
+	int mode = plain ? 0 : nv_regs_swizzle(nv, ir_op_int(op, "buffer", -1));
 	for (int r = 0; r < m.n; r += vec) {
 		/* a run whose swizzled position lies a fixed distance from the
 		 * thread's first run is addressed as that one plus a constant (one
@@ -542,12 +545,12 @@ void nv_lower_async_copy(Nv *nv, IrOp *op)
 				nv->b, LLVMBuildAdd(nv->b, LLVMBuildMul(nv->b, r0, nv_i32(nv, C), ""), c0, ""), eoff,
 				"");
 			d32 = nv_smem_addr32(nv, nv_scratch_off(op), idx, eb);
-		} else if (d32_0 && slot_delta(&m, r, tr, R, C, (int)eb, &delta)) {
+		} else if (d32_0 && !(mode & 4) && slot_delta(&m, r, tr, R, C, (int)eb, &delta)) {
 			d32 = LLVMBuildAdd(nv->b, d32_0, nv_i32(nv, delta * eb), "");
 		} else {
 			LLVMValueRef r0 = nv_map_coord(nv, &m, r, 0), c0 = nv_map_coord(nv, &m, r, 1);
-			LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff)
-					      : nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff);
+			LLVMValueRef idx = tr ? nv_slot_index(nv, c0, r0, C, R, (int)eb, eoff, mode)
+					      : nv_slot_index(nv, r0, c0, R, C, (int)eb, eoff, mode);
 			d32 = nv_smem_addr32(nv, nv_scratch_off(op), idx, eb);
 			if (r == 0)
 				d32_0 = d32;

@@ -173,8 +173,18 @@ void nv_lower_histogram(Nv *nv, IrOp *op);
 /* dot.c: dot operand staging (swizzled scratch, ldmatrix), mma.sync, FMA dot */
 bool nv_ldmatrix_ok(const IrOp *op); /* op converts a 16-bit 2-D tile to #dot_op */
 void nv_lower_to_dot_op(Nv *nv, IrOp *op);
-LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
-			   LLVMValueRef eoff);
+/* the element index of (row, col) in the swizzled tile [R][C] of es-byte
+ * elements with swizzle mode `mode` (0: the layout the MMAs read; see
+ * dot.c), and the same on constants */
+LLVMValueRef nv_swizzled_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es, int mode);
+int64_t nv_swizzled_index_int(int64_t row, int64_t col, int64_t R, int64_t C, int es, int mode);
+/* the element index of (row, col) in a slot (swizzle mode 0, or a tile read
+ * back into registers: nv_regs_swizzle) plus eoff */
+LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es, LLVMValueRef eoff,
+			   int mode);
+/* the swizzle mode of buffer's slots when they are read back into registers
+ * (the one with the fewest shared-memory wavefronts for the read), else 0 */
+int nv_regs_swizzle(Nv *nv, int64_t buffer);
 void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
 void nv_wgmma_settle(Nv *nv, int pending); /* waits for fly_arg's MMA, sets it */
 void nv_wgmma_leave(Nv *nv); /* sets wg_dot's result without a wait: in flight past the yield */

@@ -13,7 +13,8 @@ keeps the loads (part of the key).
 Checked on kernels compiled for sm_80 and sm_90a (no GPU needed), on the
 CPU backend against numpy (which checks the kernels and references the GPU
 tests use), and, marked `gpu`, against torch on the device's arch and on
-sm_80 code."""
+sm_80 code. The slots' swizzle follows their reads (nv_regs_swizzle;
+CTRITON_REGS_SWIZZLE=0 keeps the MMA layout's)."""
 import re
 
 import numpy as np
@@ -124,6 +125,20 @@ def test_off_keeps_loads(monkeypatch):
     ttgir = _compile(90, 1).asm["ct.ttgir"]
     assert not _regs_reads(ttgir)
     assert len(re.findall(r"(?m)^\s*%\d+ = load ", ttgir)) >= 1
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("form,changes", [(0, False), (1, True), (2, False)])
+def test_regs_swizzle_follows_the_read(arch, form, changes, monkeypatch):
+    # a slot only read back into registers takes the swizzle with the fewest
+    # shared-memory wavefronts for its read (backend/nvptx/dot.c
+    # nv_regs_swizzle): fp32 A read as operand pairs (form 1) moves off the
+    # MMA layout's key; the int8 B (form 0) and the fp16 A read as operand
+    # pairs (form 2) have no conflicts there and keep it
+    ptx = _compile(arch, form).asm["ptx"]
+    monkeypatch.setenv("CTRITON_REGS_SWIZZLE", "0")
+    ptx0 = _compile(arch, form).asm["ptx"]
+    assert (ptx != ptx0) == changes
 
 
 def test_cast_operand_no_spills():

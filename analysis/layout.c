@@ -1161,6 +1161,46 @@ static void wants_block(LCtx *c, IrBlock *b)
 	}
 }
 
+/* The layout of a 2-D copy of 32-bit elements across the slot's rows (a
+ * tf32 B whose rows run along N, or a column-major A, copied into the
+ * K-major slot the warpgroup MMA reads) that coalesced layout l would copy
+ * one element at a time: each lane one
+ * element, 8 lanes along the pointer's contiguous dim and 4 along the
+ * other, the warps down the other dim first. A warp then reads four 32-byte
+ * sectors and writes its 32 elements to 32 distinct banks of the swizzled
+ * slot (8 slot rows, whose keys differ, by 4 consecutive words of one
+ * 16-byte chunk), where l's runs of 4 along a slot column (lanes 4 slot
+ * rows apart) put 32 lanes on 2 banks. NULL when the copy moves runs. */
+static const IrLayout *element_copy_layout(LCtx *c, const IrOp *op, const IrLayout *l)
+{
+	/* CTRITON_ELEMENT_COPIES=0: the coalesced layout (part of the key) */
+	const char *env = getenv("CTRITON_ELEMENT_COPIES");
+	const IrType *t = op->ops[0]->type;
+	if ((env && !strcmp(env, "0")) || ir_op_int(op, "plain", 0) || t->rank != 2 || !l ||
+	    l->kind != LAYOUT_BLOCKED || ir_type_bits(ir_scalar(t)->elem) != 32 || c->o->warp_size != 32)
+		return NULL;
+	/* the slot's rows run along dim 1 ([R][C]), or along dim 0 when it
+	 * holds the tile transposed ([C][R]); a layout fastest along the
+	 * other dim copies single elements */
+	int fast = l->order[0], slow = 1 - fast, cd = ir_op_int(op, "transposed", 0) ? 0 : 1;
+	if (fast == cd || t->shape[fast] < 8 || t->shape[slow] < 4)
+		return NULL;
+	IrLayout e = {0};
+	e.kind = LAYOUT_BLOCKED;
+	e.rank = 2;
+	e.size_per_thread[0] = e.size_per_thread[1] = 1;
+	e.threads_per_warp[fast] = 8;
+	e.threads_per_warp[slow] = 4;
+	int w = c->o->num_warps, ws = 1;
+	while (ws * 2 <= w && 4 * ws * 2 <= t->shape[slow])
+		ws *= 2;
+	e.warps_per_cta[slow] = ws;
+	e.warps_per_cta[fast] = w / ws;
+	e.order[0] = fast;
+	e.order[1] = slow;
+	return ir_layout(c->ctx, &e);
+}
+
 /* A tile loaded for a dot gets its own coalesced layout, before any other
  * wish (the rank's layout, fitted to the largest access, would replicate a
  * narrower tile across threads). */
@@ -1170,10 +1210,15 @@ static void seed_dot_loads(LCtx *c, IrBlock *b)
 		for (int r = 0; r < op->nregions; r++)
 			seed_dot_loads(c, op->regions[r]);
 		if (op->opc == OP_ASYNC_COPY && is_blk(op->ops[0])) {
-			/* a tile copied to shared memory for a dot: its own coalesced layout */
+			/* a tile copied to shared memory for a dot: its own coalesced
+			 * layout, or one element a thread where the copy runs across
+			 * the slot's rows (element_copy_layout) */
 			IrValue *mask = op->nops > 2 ? op->ops[2] : NULL;
 			const IrLayout *t = an_coalesced_layout(c->ctx, c->ax, op->ops[0], mask,
 								c->o->num_warps, c->o->warp_size);
+			const IrLayout *e = element_copy_layout(c, op, t);
+			if (e)
+				t = e;
 			set_want(c, op->ops[0], t);
 			if (mask)
 				set_want(c, mask, t);

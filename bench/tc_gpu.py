@@ -402,7 +402,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum", "tf32"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -419,6 +419,8 @@ def main():
         matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
     elif a.only == "trans":
         attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+    elif a.only == "tf32":
+        matmul_tf32_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "mulsum":
         mul_sum_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "operands":
@@ -432,7 +434,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum"):
+    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum", "tf32"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

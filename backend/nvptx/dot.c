@@ -289,8 +289,19 @@ static int64_t lane_coord(const NvMap *m, int r, int vdim, int lane)
 	return (l * dd->lane_unit + nv_map_offset(m, r, d)) & (S - 1);
 }
 
+/* A local_read whose threads read the slot themselves, element by element:
+ * a 32-bit dot operand of mma.sync (tf32; nv_read_dot_op_elems). */
+static bool elems_read(const IrOp *op)
+{
+	const IrType *t = op->res[0].type;
+	return op->opc == OP_LOCAL_READ && !ir_op_int(op, "regs", 0) && t->rank == 2 && t->layout &&
+	       t->layout->kind == LAYOUT_DOT_OP && ir_scalar(t)->kind == TY_F32 && !nv_smem_operand(op) &&
+	       !an_fma_slot(op);
+}
+
 /* Shared-memory wavefronts that warp 0 takes for op's read (a local_read
- * of a tile read back into registers, nv_read_swizzled) with swizzle
+ * of a tile read back into registers, nv_read_swizzled, or an mma.sync
+ * tf32 operand, elems_read) with swizzle
  * `mode`: each access of W bytes a lane is served 128 bytes at a time
  * (32, 16 or 8 lanes a phase); a phase takes as many wavefronts as the
  * most distinct 4-byte words that fall on one bank. */
@@ -304,7 +315,7 @@ static int64_t read_wavefronts(const IrOp *op, int mode)
 	bool tr = ir_op_int(op, "transposed", 0) != 0;
 	int es = (int)(ir_type_bits(ir_scalar(t)) / 8);
 	int64_t R = t->shape[0], C = ir_op_int(op, "kfull", t->shape[1]), k0 = ir_op_int(op, "k0", 0);
-	int vec = read_vec(&m, es, tr), W = vec * es;
+	int vec = elems_read(op) ? 1 : read_vec(&m, es, tr), W = vec * es;
 	int per = W >= 16 ? 8 : W == 8 ? 16 : 32, words = W >= 4 ? W / 4 : 1;
 	int64_t total = 0;
 	for (int r = 0; r < m.n && r < 64 * vec; r += vec) {
@@ -341,14 +352,20 @@ static int64_t read_wavefronts(const IrOp *op, int mode)
 typedef struct {
 	int64_t buffer;
 	const IrOp *read;
+	bool other; /* another read of the buffer (an MMA's descriptor, ldmatrix) */
 } RegsReadFind;
 
 static void find_regs_read(IrOp *op, void *user)
 {
 	RegsReadFind *f = user;
-	if (!f->read && op->opc == OP_LOCAL_READ && ir_op_int(op, "regs", 0) &&
-	    ir_op_int(op, "buffer", -1) == f->buffer)
-		f->read = op;
+	if (op->opc != OP_LOCAL_READ || ir_op_int(op, "buffer", -1) != f->buffer)
+		return;
+	if (ir_op_int(op, "regs", 0) || elems_read(op)) {
+		if (!f->read)
+			f->read = op;
+	} else {
+		f->other = true;
+	}
 }
 
 int nv_regs_swizzle(Nv *nv, int64_t buffer)
@@ -357,9 +374,9 @@ int nv_regs_swizzle(Nv *nv, int64_t buffer)
 	const char *e = getenv("CTRITON_REGS_SWIZZLE");
 	if (buffer < 0 || (e && !strcmp(e, "0")))
 		return 0;
-	RegsReadFind f = {buffer, NULL};
+	RegsReadFind f = {buffer, NULL, false};
 	ir_walk_func(nv->f, find_regs_read, &f);
-	if (!f.read)
+	if (!f.read || f.other)
 		return 0;
 	int best = 0;
 	int64_t bw = read_wavefronts(f.read, 0);
@@ -609,11 +626,12 @@ void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	NvMap m;
 	nv_map_init(nv, t, &m);
 	LLVMValueRef *regs = nv_regbuf(nv, m.n);
+	int mode = nv_regs_swizzle(nv, ir_op_int(op, "buffer", -1));
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);
 		regs[r] = nv_smem_load(nv, t, off,
-				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff, 0)
-					  : nv_slot_index(nv, row, col, R, C, es, eoff, 0));
+				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff, mode)
+					  : nv_slot_index(nv, row, col, R, C, es, eoff, mode));
 	}
 	nv_set(nv, &op->res[0], m.n, regs);
 }

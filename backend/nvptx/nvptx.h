@@ -182,8 +182,9 @@ int64_t nv_swizzled_index_int(int64_t row, int64_t col, int64_t R, int64_t C, in
  * back into registers: nv_regs_swizzle) plus eoff */
 LLVMValueRef nv_slot_index(Nv *nv, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es, LLVMValueRef eoff,
 			   int mode);
-/* the swizzle mode of buffer's slots when they are read back into registers
- * (the one with the fewest shared-memory wavefronts for the read), else 0 */
+/* the swizzle mode of buffer's slots when only the threads read them (a
+ * tile read back into registers, an mma.sync tf32 operand): the one with
+ * the fewest shared-memory wavefronts for the read; else 0 (the MMA's) */
 int nv_regs_swizzle(Nv *nv, int64_t buffer);
 void nv_wgmma_wait(Nv *nv, int pending); /* waits for wg_dot, sets its result */
 void nv_wgmma_settle(Nv *nv, int pending); /* waits for fly_arg's MMA, sets it */

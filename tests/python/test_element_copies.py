@@ -12,7 +12,9 @@ layout: mma.sync reads tf32 from slots of either orientation) and with a model
 of the slot's swizzle (backend/nvptx/dot.c: 16-byte chunk c of 128-byte
 row r stored at c ^ (r % 8), wider rows cut into 128-byte column blocks);
 the results are checked on the GPU by test_wgmma_dtypes.py's
-test_tf32_any_layout_gpu, and here with the variable at 0 and unset."""
+test_tf32_any_layout_gpu, and here with the variable at 0 and unset, on
+the device's arch and as sm_80 code (whose mma.sync tf32 slots take the
+swizzle their element reads want: CTRITON_REGS_SWIZZLE)."""
 import os
 import re
 import sys
@@ -132,14 +134,27 @@ def test_runs_keep_their_layout(arch, layout):
                                     for c in copies), copies
 
 
+@pytest.mark.parametrize("layout,changes", [("NN", True), ("TN", True), ("TT", True), ("NT", False)])
+def test_mma_sync_tf32_slot_swizzle(layout, changes, monkeypatch):
+    # sm_80: mma.sync reads tf32 operands from their slots element by
+    # element; a slot read across its rows (an N-major B, a transposed A)
+    # takes the swizzle that spreads those reads over the banks
+    # (backend/nvptx/dot.c nv_regs_swizzle), a K-major one keeps the MMA's
+    ptx = _compile(80, layout).asm["ptx"]
+    monkeypatch.setenv("CTRITON_REGS_SWIZZLE", "0")
+    assert (_compile(80, layout).asm["ptx"] != ptx) == changes
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("arch", [None, "sm80"])
 @pytest.mark.parametrize("env", ["0", "1"])
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
-def test_element_copies_gpu(layout, env, monkeypatch):
+def test_element_copies_gpu(layout, env, arch, monkeypatch):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     monkeypatch.setenv("CTRITON_ELEMENT_COPIES", env)
+    monkeypatch.setenv("CTRITON_REGS_SWIZZLE", env)
     M, N, K = 300, 264, 200
     g = torch.Generator(device="cuda").manual_seed(2)
     a = torch.randn(M, K, device="cuda", generator=g)
@@ -153,6 +168,6 @@ def test_element_copies_gpu(layout, env, monkeypatch):
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
     matmul_f32_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                             c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PREC="tf32", num_warps=8,
-                            num_stages=3)
+                            num_stages=3, **({"arch": arch} if arch else {}))
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < 3e-3

@@ -352,13 +352,19 @@ static int64_t read_wavefronts(const IrOp *op, int mode)
 typedef struct {
 	int64_t buffer;
 	const IrOp *read;
-	bool other; /* another read of the buffer (an MMA's descriptor, ldmatrix) */
+	bool other; /* another read of the buffer (an MMA's descriptor, ldmatrix), or a tensor copy into it */
 } RegsReadFind;
 
 static void find_regs_read(IrOp *op, void *user)
 {
 	RegsReadFind *f = user;
-	if (op->opc != OP_LOCAL_READ || ir_op_int(op, "buffer", -1) != f->buffer)
+	if (ir_op_int(op, "buffer", -1) != f->buffer)
+		return;
+	if (op->opc == OP_TMA_COPY) { /* the tensor copy writes the MMA's swizzle */
+		f->other = true;
+		return;
+	}
+	if (op->opc != OP_LOCAL_READ)
 		return;
 	if (ir_op_int(op, "regs", 0) || elems_read(op)) {
 		if (!f->read)

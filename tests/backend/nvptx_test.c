@@ -10,19 +10,7 @@
 
 #include "jit/jit.h"
 #include "kernels.h"
-
-static int failures, checks;
-
-#define CHECK(c, ...)                                                    \
-	do {                                                             \
-		checks++;                                                \
-		if (!(c)) {                                              \
-			failures++;                                      \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fputc('\n', stderr);                             \
-		}                                                        \
-	} while (0)
+#include "tests/check.h"
 
 static const char *ptxas_path(void)
 {

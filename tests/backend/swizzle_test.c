@@ -11,19 +11,7 @@
 #include <string.h>
 
 #include "backend/nvptx/nvptx.h"
-
-static int failures, checks;
-
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		checks++;                                                     \
-		if (!(c)) {                                                   \
-			failures++;                                           \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-		}                                                             \
-	} while (0)
+#include "tests/check.h"
 
 static void test_permutation_and_ir(Nv *nv)
 {

@@ -13,19 +13,7 @@
 #include "backend/backend.h"
 #include "jit/jit.h"
 #include "tests/backend/kernels.h"
-
-static int failures, checks;
-
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		checks++;                                                     \
-		if (!(c)) {                                                   \
-			failures++;                                           \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-		}                                                             \
-	} while (0)
+#include "tests/check.h"
 
 /* In a child: init with CTRITON_LIBCUDA_PATH=path; exit 0 when the error
  * message contains want. */

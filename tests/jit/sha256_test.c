@@ -8,19 +8,7 @@
 #include <string.h>
 
 #include "jit/jit.h"
-
-static int failures, checks;
-
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		checks++;                                                     \
-		if (!(c)) {                                                   \
-			failures++;                                           \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-		}                                                             \
-	} while (0)
+#include "tests/check.h"
 
 static void hex(const uint8_t d[32], char out[65])
 {

@@ -1164,9 +1164,9 @@ static void wants_block(LCtx *c, IrBlock *b)
 /* The layout of a 2-D copy of 32-bit elements across the slot's rows (a
  * tf32 B whose rows run along N, or a column-major A, copied into the
  * K-major slot the warpgroup MMA reads) that coalesced layout l would copy
- * one element at a time: each lane one
- * element, 8 lanes along the pointer's contiguous dim and 4 along the
- * other, the warps down the other dim first. A warp then reads four 32-byte
+ * one element at a time: each lane one element, 8 lanes along the
+ * pointer's contiguous dim and 4 along the other, the warps down the other
+ * dim first. A warp then reads four 32-byte
  * sectors and writes its 32 elements to 32 distinct banks of the swizzled
  * slot (8 slot rows, whose keys differ, by 4 consecutive words of one
  * 16-byte chunk), where l's runs of 4 along a slot column (lanes 4 slot

@@ -10,20 +10,7 @@
 
 #include "backend/backend.h"
 #include "ir/ir.h"
-
-static int npass, nfail;
-
-#define CHECK(c, ...)                                                              \
-	do {                                                                       \
-		if (c) {                                                           \
-			npass++;                                                   \
-		} else {                                                           \
-			nfail++;                                                   \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
-			fprintf(stderr, __VA_ARGS__);                              \
-			fputc('\n', stderr);                                       \
-		}                                                                  \
-	} while (0)
+#include "tests/check.h"
 
 /* Parses, verifies and compiles text; false (and a failure) on error. */
 static bool compile(const char *name, const char *text, BeCpuResult *r)
@@ -1393,6 +1380,6 @@ int main(void)
 	test_errors();
 	test_narrow();
 	test_threads();
-	printf("cpu_test: %d passed, %d failed\n", npass, nfail);
-	return nfail ? 1 : 0;
+	printf("cpu_test: %d passed, %d failed\n", checks - failures, failures);
+	return failures ? 1 : 0;
 }

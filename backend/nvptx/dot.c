@@ -289,14 +289,45 @@ static int64_t lane_coord(const NvMap *m, int r, int vdim, int lane)
 	return (l * dd->lane_unit + nv_map_offset(m, r, d)) & (S - 1);
 }
 
-/* A local_read whose threads read the slot themselves, element by element:
- * a 32-bit dot operand of mma.sync (tf32; nv_read_dot_op_elems). */
-static bool elems_read(const IrOp *op)
+/* A 32-bit dot operand of mma.sync (tf32) that local_read gives. */
+static bool tf32_mma_read(const IrOp *op)
 {
 	const IrType *t = op->res[0].type;
 	return op->opc == OP_LOCAL_READ && !ir_op_int(op, "regs", 0) && t->rank == 2 && t->layout &&
 	       t->layout->kind == LAYOUT_DOT_OP && ir_scalar(t)->kind == TY_F32 && !nv_smem_operand(op) &&
 	       !an_fma_slot(op);
+}
+
+/* A tf32 operand of mma.sync held K-major in its slot (A as [M][K], B as
+ * [N][K], transposed): a fragment's 8 rows (of M or N) x 4 elements of K
+ * are 8 rows of 16 bytes, which ldmatrix (b16) reads as they are, an
+ * element a lane at (row lane / 4, K lane % 4), as the MMA wants a0 and
+ * b0. One x4 call gives a 16 x 8 A fragment, or the 8 x 8 B fragments of
+ * two N tiles. CTRITON_TF32_LDMATRIX=0 reads element by element (part of
+ * the cache key). */
+static bool tf32_ldmatrix(const IrOp *op)
+{
+	const char *e = getenv("CTRITON_TF32_LDMATRIX");
+	if ((e && !strcmp(e, "0")) || !tf32_mma_read(op))
+		return false;
+	const IrType *t = op->res[0].type;
+	bool tr = ir_op_int(op, "transposed", 0) != 0, isa = t->layout->opidx == 0;
+	NvMap m;
+	nv_map_init(NULL, t, &m);
+	/* the warps tile the rows (M of A, N of B) without wrapping around */
+	const AnDimDist *dd = &m.dd[isa ? 0 : 1];
+	int64_t rows = t->shape[isa ? 0 : 1];
+	if (m.brank != 2 || tr == isa || t->shape[isa ? 1 : 0] % 8 || (int64_t)dd->warp_unit * dd->wpc > rows)
+		return false;
+	return rows % (isa ? 16 : 8) == 0;
+}
+
+/* A local_read whose threads read the slot themselves, element by element:
+ * a tf32 operand of mma.sync (nv_read_dot_op_elems) that ldmatrix does not
+ * take. */
+static bool elems_read(const IrOp *op)
+{
+	return tf32_mma_read(op) && !tf32_ldmatrix(op);
 }
 
 /* Shared-memory wavefronts that warp 0 takes for op's read (a local_read
@@ -618,6 +649,62 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	nv_set(nv, &op->res[0], m.n, regs);
 }
 
+/* tf32_ldmatrix's read of op (map m) from its slot at scratch_offset + eoff
+ * elements, into regs. Lane l addresses row l % 8 of matrix q = l / 8.
+ *   A [M][K], x4 per (mi, ki): rows +8 (q & 1), K +4 (q >> 1) give a0..a3
+ *     of lower_dot_mma;
+ *   B [N][K], x4 per (ki, ni pair): K +4 (q & 1), the (q >> 1)-th N tile
+ *     of the pair give b0 b1 of ni, then of ni + 1 (x2 for a last single
+ *     ni). */
+static void read_tf32_ldmatrix(Nv *nv, IrOp *op, const NvMap *m, LLVMValueRef eoff, LLVMValueRef *regs)
+{
+	LLVMBuilderRef B = nv->b;
+	const IrType *t = op->res[0].type;
+	int64_t R = t->shape[0], C = t->shape[1], off = nv_scratch_off(op);
+	LLVMTypeRef ft = LLVMFloatTypeInContext(nv->c);
+	bool isa = t->layout->opidx == 0;
+	const AnDimDist *dd = &m->dd[isa ? 0 : 1];
+	LLVMValueRef q = LLVMBuildLShr(B, nv->lane, nv_i32(nv, 3), "");
+	LLVMValueRef q0 = LLVMBuildAnd(B, q, nv_i32(nv, 1), ""), q1 = LLVMBuildLShr(B, q, nv_i32(nv, 1), "");
+	LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildMul(B, m->warp_d[isa ? 0 : 1], nv_i32(nv, dd->warp_unit), ""),
+					 LLVMBuildAnd(B, nv->lane, nv_i32(nv, 7), ""), "");
+	LLVMValueRef x[4];
+	if (isa) {
+		LLVMValueRef r16 = LLVMBuildAdd(B, base, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), "");
+		LLVMValueRef k4 = LLVMBuildShl(B, q1, nv_i32(nv, 2), "");
+		for (int mi = 0; mi < m->nd[0] / 2; mi++)
+			for (int ki = 0; ki < m->nd[1] / 2; ki++) {
+				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dd->tile), "");
+				LLVMValueRef col = LLVMBuildAdd(B, k4, nv_i32(nv, 8 * ki), "");
+				ldmatrix(nv, 4, false,
+					 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 4, eoff, 0), 4), x);
+				for (int i = 0; i < 4; i++) {
+					int j[IR_MAX_RANK] = {2 * mi + i % 2, 2 * ki + i / 2};
+					regs[nv_map_reg(m, j)] = LLVMBuildBitCast(B, x[i], ft, "");
+				}
+			}
+		return;
+	}
+	LLVMValueRef k4 = LLVMBuildShl(B, q0, nv_i32(nv, 2), "");
+	LLVMValueRef npair = LLVMBuildMul(B, q1, nv_i32(nv, dd->tile), "");
+	int nk = m->nd[0] / 2, nn = m->nd[1];
+	for (int ki = 0; ki < nk; ki++)
+		for (int ni = 0; ni < nn; ni += 2) {
+			int cnt = ni + 1 < nn ? 4 : 2;
+			LLVMValueRef nr = LLVMBuildAdd(B, base, nv_i32(nv, ni * dd->tile), "");
+			if (cnt == 4)
+				nr = LLVMBuildAdd(B, nr, npair, "");
+			LLVMValueRef kc = LLVMBuildAdd(B, k4, nv_i32(nv, 8 * ki), "");
+			/* the slot holds B as [N][K] */
+			ldmatrix(nv, cnt, false,
+				 nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 4, eoff, 0), 4), x);
+			for (int i = 0; i < cnt; i++) {
+				int j[IR_MAX_RANK] = {2 * ki + i % 2, ni + i / 2};
+				regs[nv_map_reg(m, j)] = LLVMBuildBitCast(B, x[i], ft, "");
+			}
+		}
+}
+
 /* Reads op's dot_op result element by element from the swizzled tile at
  * scratch_offset + eoff elements (the slot layout of swizzled_index, as the
  * copies wrote it): a tf32 operand of mma.sync, which ldmatrix does not
@@ -632,6 +719,11 @@ void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	NvMap m;
 	nv_map_init(nv, t, &m);
 	LLVMValueRef *regs = nv_regbuf(nv, m.n);
+	if (tf32_ldmatrix(op)) {
+		read_tf32_ldmatrix(nv, op, &m, eoff, regs);
+		nv_set(nv, &op->res[0], m.n, regs);
+		return;
+	}
 	int mode = nv_regs_swizzle(nv, ir_op_int(op, "buffer", -1));
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);

@@ -55,6 +55,37 @@ static void test_mode0_is_the_mma_layout(void)
 	CHECK(nv_swizzled_index_int(0, 32, 64, 64, 4, 4) == 64 * 32 + 1 * 4, "mode 4 block 1");
 }
 
+/* The tf32 A of mma.sync read with ldmatrix (dot.c tf32_a_ldmatrix): lane l
+ * of a matrix addresses (row, 4j) and receives the 32-bit word l % 4 of
+ * the 16 bytes there as element (row, 4j + l % 4), so the 4 elements from
+ * 4j on must be consecutive in the slot (mode 0), and a phase of 8 rows at
+ * one K offset must fall on 8 distinct 16-byte bank groups. */
+static void test_tf32_ldmatrix_rows(void)
+{
+	static const int64_t shapes[][2] = {{16, 8}, {64, 16}, {128, 32}, {128, 64}, {64, 128}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int64_t R = shapes[s][0], C = shapes[s][1];
+		int split = 0, conflicts = 0;
+		for (int64_t r = 0; r < R; r++)
+			for (int64_t c = 0; c < C; c += 4) {
+				int64_t i = nv_swizzled_index_int(r, c, R, C, 4, 0);
+				for (int e = 1; e < 4; e++)
+					split += nv_swizzled_index_int(r, c + e, R, C, 4, 0) != i + e;
+			}
+		for (int64_t r0 = 0; r0 < R; r0 += 8)
+			for (int64_t c = 0; c < C; c += 4) {
+				unsigned groups = 0;
+				for (int64_t r = r0; r < r0 + 8; r++)
+					groups |= 1u << ((nv_swizzled_index_int(r, c, R, C, 4, 0) / 4) % 8);
+				conflicts += groups != 0xffu;
+			}
+		CHECK(!split, "tf32 tile %lldx%lld: %d 16-byte rows of a fragment not contiguous", (long long)R,
+		      (long long)C, split);
+		CHECK(!conflicts, "tf32 tile %lldx%lld: %d ldmatrix phases with bank conflicts", (long long)R,
+		      (long long)C, conflicts);
+	}
+}
+
 int main(void)
 {
 	Nv nv;
@@ -63,6 +94,7 @@ int main(void)
 	nv.b = LLVMCreateBuilderInContext(nv.c);
 	test_permutation_and_ir(&nv);
 	test_mode0_is_the_mma_layout();
+	test_tf32_ldmatrix_rows();
 	LLVMDisposeBuilder(nv.b);
 	LLVMContextDispose(nv.c);
 	printf("swizzle_test: %d checks, %d failures\n", checks, failures);

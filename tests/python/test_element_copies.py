@@ -145,6 +145,51 @@ def test_mma_sync_tf32_slot_swizzle(layout, changes, monkeypatch):
     assert (_compile(80, layout).asm["ptx"] != ptx) == changes
 
 
+@pytest.mark.parametrize("layout,reads", [("NN", 16), ("NT", 24), ("TN", 0), ("TT", 8)])
+def test_mma_sync_tf32_ldmatrix(layout, reads, monkeypatch):
+    # sm_80: a K-major tf32 operand of mma.sync (A as [M][K], B held as
+    # [N][K]) is read with ldmatrix.x4 as 16-bit pairs, one 16 x 8 A
+    # fragment or two 8 x 8 B fragments a call (backend/nvptx/dot.c
+    # tf32_ldmatrix); the other orientations stay element reads. At
+    # 128x128x32 with 8 warps (2 x 4): A 4 calls a K step of 8 (4 steps,
+    # loop and epilogue of the pipeline), B 2
+    ptx = _compile(80, layout).asm["ptx"]
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == reads
+    assert "ldmatrix" not in ptx.replace("ldmatrix.sync.aligned.m8n8.x4.shared.b16", "")
+    monkeypatch.setenv("CTRITON_TF32_LDMATRIX", "0")
+    old = _compile(80, layout).asm["ptx"]
+    assert "ldmatrix" not in old
+    scalar = r"ld\.shared\.(?:b32|f32)"
+    assert (len(re.findall(scalar, old)) > len(re.findall(scalar, ptx))) == (reads > 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", ["0", "1"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("cfg", [(128, 128, 32, 8), (64, 64, 16, 4), (16, 32, 16, 1), (32, 16, 16, 4)])
+def test_mma_sync_tf32_ldmatrix_gpu(cfg, layout, env, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    monkeypatch.setenv("CTRITON_TF32_LDMATRIX", env)
+    M, N, K = 150, 136, 88
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(M, K, device="cuda", generator=g)
+    b = torch.randn(K, N, device="cuda", generator=g)
+    if layout[0] == "T":
+        a = a.t().contiguous().t()
+    if layout[1] == "T":
+        b = b.t().contiguous().t()
+    c = torch.full((M, N), float("nan"), device="cuda")
+    bm, bn, bk, nw = cfg
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    matmul_f32_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                            c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PREC="tf32", num_warps=nw,
+                            num_stages=3, arch="sm80")
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 3e-3
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("arch", [None, "sm80"])
 @pytest.mark.parametrize("env", ["0", "1"])

@@ -31,6 +31,16 @@
  * the copies overwrite, are done. Triton 3.6 splits such a dot along K the
  * same way (its warpgroup-dot pipelining of register operands).
  *
+ * Where the raw registers of A's whole tile fit beside the accumulator (at
+ * most 160 32-bit registers a thread for the two), every step's read of
+ * the slot comes first and each step's chain stays right before its MMA
+ * (CTRITON_RS_READS_FIRST=0: each read right before its chain). The reads'
+ * latencies then overlap, as in Triton's loop, which issues all of A's
+ * loads first, while the registers an MMA reads as A are still written
+ * only after the wait that retired the previous iteration's MMA of that
+ * step: the chain writes them, not the read. (Triton writes them at the
+ * top of the iteration, S - 1 groups still in flight.)
+ *
  * Taken when the loop body holds that one dot (its accumulator carried,
  * f32 or i32), no region, cp.async copies only after the dot, and every op
  * of f is elementwise with one use, its other operands splats or constants.
@@ -250,6 +260,54 @@ static void one_slot_fewer(IrFunc *f, IrOp *loop, IrOp **reads, int n)
 	ir_for_add_carried(f, loop, 1, &init, &next);
 }
 
+/* CTRITON_RS_READS_FIRST=0: each step's A read and cast right before its
+ * MMA (part of the cache key) */
+static bool reads_first(void)
+{
+	const char *e = getenv("CTRITON_RS_READS_FIRST");
+	return !(e && e[0] == '0');
+}
+
+/* Whether the raw registers of every step's A (rd's whole tile) fit beside
+ * the accumulator: at most 160 32-bit registers a thread for the two
+ * (fp32 A at 128x256x64 with 8 warps: 128 + 32, 199 -> 208 registers; at
+ * 128x128x64 with 4 warps, 128 + 64, ptxas spilled 168 bytes). */
+static bool read_first_fits(const IrOp *dot, const IrOp *rd, int threads)
+{
+	const IrType *ct = dot->res[0].type, *at = rd->res[0].type;
+	int64_t acc = ct->numel / threads, a = at->numel * ir_type_bits(ir_scalar(at)) / 32 / threads;
+	return acc + a <= 160;
+}
+
+/* Step j's chain on its read r of A, its B (K rows j k .. of B's slot) and
+ * its MMA, chained on acc, before dot; returns the step's accumulator. */
+static IrValue *a_step(IrFunc *f, IrOp *dot, IrOp *bd, IrOp *r, IrOp **chain, int nchain, IrValue *acc, int j,
+		       int64_t k, int64_t K, int S)
+{
+	IrCtx *ctx = f->module->ctx;
+	IrValue *x = &r->res[0];
+	for (int i = 0; i < nchain; i++) {
+		IrOp *op = chain[i];
+		IrValue *ops[8];
+		for (int q = 0; q < op->nops && q < 8; q++) {
+			IrValue *v = op->ops[q];
+			IrOp *d = v->def;
+			if (d && (d->opc == OP_CONSTANT || d->opc == OP_SPLAT))
+				ops[q] = &clone_before(f, dot, d, d->ops, sliced(ctx, v->type, 1, k))->res[0];
+			else
+				ops[q] = x;
+		}
+		x = &clone_before(f, dot, op, ops, sliced(ctx, op->res[0].type, 1, k))->res[0];
+	}
+	IrOp *bj = clone_before(f, dot, bd, bd->ops, sliced(ctx, bd->res[0].type, 0, k));
+	ir_op_set_int(ctx, bj, "k0", j * k);
+	ir_op_set_int(ctx, bj, "kfull", K);
+	IrValue *dops[3] = {x, &bj->res[0], acc};
+	IrOp *dj = clone_before(f, dot, dot, dops, dot->res[0].type);
+	ir_op_set_int(ctx, dj, "rs_pending", S - 1);
+	return &dj->res[0];
+}
+
 static bool slice_loop(IrFunc *f, IrOp *loop, int threads)
 {
 	IrCtx *ctx = f->module->ctx;
@@ -272,37 +330,20 @@ static bool slice_loop(IrFunc *f, IrOp *loop, int threads)
 	IrOp *reads[MAX_STEPS];
 	IrBuilder b;
 	ir_builder_init(&b, ctx);
+	/* reads_first: every step's read of A from its slot before the first
+	 * MMA, each step's chain (the registers its MMA reads) right before
+	 * that MMA; else each step's read too */
+	bool rf = nchain > 0 && reads_first() && read_first_fits(dot, rd, threads);
 	for (int j = 0; j < S; j++) {
-		/* A's step: the read of its columns, then the chain on them */
 		IrOp *r = clone_before(f, dot, rd, rd->ops, sliced(ctx, rd->res[0].type, 1, k));
 		ir_op_set_int(ctx, r, "k0", j * k);
 		ir_op_set_int(ctx, r, "kfull", K);
 		reads[j] = r;
-		IrValue *x = &r->res[0];
-		for (int i = 0; i < nchain; i++) {
-			IrOp *op = chain[i];
-			IrValue *ops[8];
-			for (int q = 0; q < op->nops && q < 8; q++) {
-				IrValue *v = op->ops[q];
-				IrOp *d = v->def;
-				if (d && d->opc == OP_CONSTANT)
-					ops[q] = &clone_before(f, dot, d, d->ops, sliced(ctx, v->type, 1, k))->res[0];
-				else if (d && d->opc == OP_SPLAT)
-					ops[q] = &clone_before(f, dot, d, d->ops, sliced(ctx, v->type, 1, k))->res[0];
-				else
-					ops[q] = x;
-			}
-			x = &clone_before(f, dot, op, ops, sliced(ctx, op->res[0].type, 1, k))->res[0];
-		}
-		/* B's step: K rows k0 .. k0 + k of its slot */
-		IrOp *bj = clone_before(f, dot, bd, bd->ops, sliced(ctx, bd->res[0].type, 0, k));
-		ir_op_set_int(ctx, bj, "k0", j * k);
-		ir_op_set_int(ctx, bj, "kfull", K);
-		IrValue *dops[3] = {x, &bj->res[0], acc};
-		IrOp *dj = clone_before(f, dot, dot, dops, dot->res[0].type);
-		ir_op_set_int(ctx, dj, "rs_pending", S - 1);
-		acc = &dj->res[0];
+		if (!rf)
+			acc = a_step(f, dot, bd, r, chain, nchain, acc, j, k, K, S);
 	}
+	for (int j = 0; rf && j < S; j++)
+		acc = a_step(f, dot, bd, reads[j], chain, nchain, acc, j, k, K, S);
 	ir_replace_all_uses(f, &dot->res[0], acc);
 	ir_op_unlink(dot);
 	for (int i = nchain - 1; i >= 0; i--)

@@ -121,6 +121,41 @@ def test_steps_in_ir_and_ptx(form, cfg):
         assert k.metadata.n_spills == 0
 
 
+def _a_order(ttgir):
+    """For each op of the loop that reads A from its slot or is a dot: "r" or "d"."""
+    return "".join("r" if "regs = 1" in ln else "d" for ln in ttgir.splitlines()
+                   if re.search(r"local_read [^\n]*k0 = \d+, kfull = \d+, regs = 1|= dot ", ln))
+
+
+@pytest.mark.parametrize("form", [0, 1, 2, 3])
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_reads_first(form, cfg, monkeypatch):
+    # every step's read of A from its slot comes before the first MMA, where
+    # the raw registers of the whole tile fit beside the accumulator (at most
+    # 160 a thread); each step's cast, which writes the registers its MMA
+    # reads, stays right before that MMA, after the wait that retired the
+    # previous iteration's MMA of that step (CTRITON_RS_READS_FIRST=0: each
+    # read right before its step's cast)
+    BM, BN, BK, warps, stages = cfg
+    if form == 3 and BN == 256:
+        pytest.skip("tf32 at 128x256")
+    S = BK // (8 if form == 3 else 16)
+    threads = 32 * warps
+    fits = BM * BN // threads + BM * BK * (1 if form == 1 else 4) // 4 // threads <= 160
+    k = _compile(90, form, BM, BN, BK, warps, stages)
+    assert _a_order(k.asm["ct.ttgir"]) == ("r" * S + "d" * S if fits else "rd" * S)
+    assert k.metadata.n_spills == 0 or (form, BM, BN, warps) == (3, 128, 128, 4)
+    monkeypatch.setenv("CTRITON_RS_READS_FIRST", "0")
+    assert _a_order(_compile(90, form, BM, BN, BK, warps, stages).asm["ct.ttgir"]) == "rd" * S
+
+
+def test_reads_first_where_they_fit():
+    # fp32 A at 128x256x64 with 8 warps (128 + 32 registers) reads first; at
+    # 128x128x64 with 4 warps (128 + 64) it does not: ptxas spilled 168 bytes
+    assert _a_order(_compile(90, 0, 128, 256, 64, 8, 3).asm["ct.ttgir"]) == "rrrrdddd"
+    assert _a_order(_compile(90, 0, 128, 128, 64, 4, 3).asm["ct.ttgir"]) == "rdrdrdrd"
+
+
 @pytest.mark.parametrize("cfg,shared", [((128, 128, 64, 4, 3), 112 * 1024), ((128, 256, 64, 8, 3), 160 * 1024)])
 def test_slots_as_triton(cfg, shared):
     # fp32 A: 2 slots of 32 or 64 KiB and 3 of B's; Triton 3.6 asks the same
@@ -305,12 +340,13 @@ def test_cpu(form, cpu_driver):  # noqa: F811
 @pytest.mark.gpu
 @pytest.mark.parametrize("form", [0, 1, 2, 3])
 @pytest.mark.parametrize("cfg", CONFIGS + [(64, 128, 64, 4, 2)])
-@pytest.mark.parametrize("rs", ["1", "0"])
-def test_gpu(form, cfg, rs, monkeypatch):
+@pytest.mark.parametrize("rs,rf", [("1", "1"), ("1", "0"), ("0", "1")])
+def test_gpu(form, cfg, rs, rf, monkeypatch):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
     monkeypatch.setenv("CTRITON_RS_SLICES", rs)
+    monkeypatch.setenv("CTRITON_RS_READS_FIRST", rf)
     BM, BN, BK, warps, stages = cfg
     M, N, K = 300, 264, 680  # M, N not multiples of the tiles, a K tail
     a, b = _inputs(form, M, N, K, 11 + form)

@@ -11,7 +11,7 @@ kernel source compiled by both, in one process) vs torch.
     `attn_trans`), 128-, 64- and 32-row tiles;
   - dots that read their operands through other ops (--only operands:
     kernels_src.py's `mm_operand_ops`: int8 B dequantized, fp32 A cast,
-    other != 0, tf32x3; and a matmul written as sum(a[:, :, None] *
+    other != 0, tf32x3, int8 A cast; and a matmul written as sum(a[:, :, None] *
     b[None, :, :], 1), mm_mul_sum, also alone with --only mulsum);
   - fused attention forward: kernels/attention.py's `attn_fwd` (pointers)
     and `attn_fwd_tma` (descriptors made in the kernel; warp-specialized
@@ -226,12 +226,13 @@ def attention_trans_cases(mods, quick):
 
 def operand_ops_cases(mods, quick):
     """kernels_src.py's mm_operand_ops: dots that read their operands through
-    other ops (int8 B dequantized, fp32 A cast to fp16, other != 0, tf32x3),
+    other ops (int8 B dequantized, fp32 A cast to fp16, other != 0, tf32x3,
+    an int8 A cast to fp16),
     S^3 (S 4096, --quick 2048), two tile configurations each."""
     S = 2048 if quick else 4096
     g = torch.Generator(device="cuda").manual_seed(0)
     for form, name in ((0, "int8 B dequantized"), (1, "fp32 A cast"), (3, "A cast, other 1.0 / 2.0"),
-                       (4, "tf32x3")):
+                       (4, "tf32x3"), (5, "int8 A cast")):
         a = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
         b = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
         scale = 0.01
@@ -242,6 +243,10 @@ def operand_ops_cases(mods, quick):
         elif form == 1:
             b = b.half()
             ref = a.half().float() @ b.float()
+        elif form == 5:
+            a = (a * 40).round().clamp(-127, 127).to(torch.int8)
+            b = b.half()
+            ref = a.float() @ b.float()
         elif form == 3:
             b = b.half()
             ref = a.half().float() @ b.float()  # K a multiple of BK: other never read

@@ -1303,6 +1303,14 @@ static const IrLayout *want_of(LCtx *c, IrValue *v)
 
 static void assign_block(LCtx *c, IrBlock *b);
 
+/* CTRITON_INIT_LOADS=1: a loop's initial accumulator loaded in the MMA
+ * layout (else in the coalesced layout, and converted) */
+static bool init_loads(void)
+{
+	const char *e = getenv("CTRITON_INIT_LOADS");
+	return e && e[0] == '1';
+}
+
 bool an_small_loads(void)
 {
 	const char *e = getenv("CTRITON_SMALL_LOADS");
@@ -1606,6 +1614,23 @@ static void assign_op(LCtx *c, IrOp *op)
 			    res->type->numel < (int64_t)c->o->num_warps * c->o->warp_size && remat_addr_ok(op->ops[0]) &&
 			    (!lmask || remat_addr_ok(lmask)) && (!lother || remat_ok(lother, 0)))
 				l = w;
+			/* a loop's initial accumulator (acc = tl.load(C) before a K
+			 * loop of dots) is loaded in the MMA layout, as Triton
+			 * rematerialises it: converted, its tile took a scratch of
+			 * its own beside the loop's slots, whose copies were already
+			 * in flight (128x128 fp32 with BK 64 and 2 stages: 192 KiB
+			 * on sm_80 where Triton asks 64, out of resources), and a
+			 * shared-memory round trip. Each warp still reads whole
+			 * 32-byte sectors (two neighbouring columns a thread, four
+			 * threads a row). Opt-in (CTRITON_INIT_LOADS=1, part of the
+			 * cache key) until a GPU has run it */
+			if (op->opc == OP_LOAD && l && w && w != l && w->kind == LAYOUT_MMA && init_loads() &&
+			    remat_addr_ok(op->ops[0]) && (!lmask || remat_addr_ok(lmask)) &&
+			    (!lother || remat_ok(lother, 0))) {
+				IrOp *u = an_only_user(c->f, res);
+				if (u && u->opc == OP_FOR)
+					l = w;
+			}
 		} else {
 			/* operands cheap to recompute in any layout (constants,
 			 * ranges, splats) do not decide when others are not: those

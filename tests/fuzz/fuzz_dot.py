@@ -800,6 +800,8 @@ def gpu_compile(fn, args, cx, opts):
     for arch in (80, 90):
         try:
             ks[arch] = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(opts))
+        except triton.OutOfResources as e:  # its constructor takes the resource's figures
+            raise RuntimeError(f"sm_{arch}: OutOfResources: {e}") from e
         except Exception as e:
             raise type(e)(f"sm_{arch}: {e}") from e
     return ks

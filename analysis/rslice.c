@@ -31,8 +31,9 @@
  * the copies overwrite, are done. Triton 3.6 splits such a dot along K the
  * same way (its warpgroup-dot pipelining of register operands).
  *
- * Where the raw registers of A's whole tile fit beside the accumulator (at
- * most 160 32-bit registers a thread for the two), every step's read of
+ * Where A is read as 32-bit elements (fp32 activations) and the raw
+ * registers of its whole tile fit beside the accumulator (at most 160
+ * 32-bit registers a thread for the two), every step's read of
  * the slot comes first and each step's chain stays right before its MMA
  * (CTRITON_RS_READS_FIRST=0: each read right before its chain). The reads'
  * latencies then overlap, as in Triton's loop, which issues all of A's
@@ -275,6 +276,10 @@ static bool reads_first(void)
 static bool read_first_fits(const IrOp *dot, const IrOp *rd, int threads)
 {
 	const IrType *ct = dot->res[0].type, *at = rd->res[0].type;
+	/* timed for a 32-bit A (fp32 activations); an int8 or 16-bit one
+	 * keeps the old order until timed */
+	if (ir_type_bits(ir_scalar(at)) != 32)
+		return false;
 	int64_t acc = ct->numel / threads, a = at->numel * ir_type_bits(ir_scalar(at)) / 32 / threads;
 	return acc + a <= 160;
 }

@@ -677,6 +677,7 @@ class DotGen:
         keep = np.ones((M, N), bool)
         if causal:
             keep = np.arange(M)[:, None] >= np.arange(N)[None, :]
+        extra = 0.0
         if softmax:
             cond = "rn[None, :] < N"
             if causal:
@@ -713,9 +714,15 @@ class DotGen:
             pround = 0.0 if exact else 2.0 ** -(MANT[dt] - 1) if dt != "float32" else 0.0
             tol = eps_in * 3 + pround + (N + 2) * 2.0 ** -23 + 2.0 ** -22
             scale = scale + (np.abs(pr) @ np.abs(vv)) * (0 if exact else 1)
+            # S's own rounding, a sum of BD products (and the bias added),
+            # carried through P V: up to (BD + 2) units of the last place
+            # of |Q| |K|^T sc an element of S
+            s_err = np.where(keep, (np.abs(qv) @ np.abs(kv).T) * sc, 0.0) * (BD + 2) * 2.0 ** -23
+            if not exact:
+                extra = s_err @ np.abs(vv)
         out_dt = r.choice(["float32", dt if dt != "float32" else "float32"])
         e(f"tl.store(O + rm[:, None] * BD + rd[None, :], acc.to(tl.{out_dt}), mask=rm[:, None] < M)")
-        self.outs.append(("O", out_dt, ref, exact, scale * tol, (M, BD)))
+        self.outs.append(("O", out_dt, ref, exact, scale * tol + extra, (M, BD)))
         return ["Q", "Kp", "V"] + (["KB"] if kbias else []) + ["O"]
 
     def kernel(self):

@@ -163,17 +163,13 @@ def test_mma_sync_tf32_ldmatrix(layout, reads, monkeypatch):
     assert (len(re.findall(scalar, old)) > len(re.findall(scalar, ptx))) == (reads > 0)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("env", ["0", "1"])
-@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("cfg", [(128, 128, 32, 8), (64, 64, 16, 4), (16, 32, 16, 1), (32, 16, 16, 4)])
-def test_mma_sync_tf32_ldmatrix_gpu(cfg, layout, env, monkeypatch):
+def _run_gpu(layout, M, N, K, seed, cfg, arch):
+    """matmul_f32_kernel (tf32) on A and B in the given layout (N: the
+    contiguous dim the innermost), its relative error against float64."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
-    monkeypatch.setenv("CTRITON_TF32_LDMATRIX", env)
-    M, N, K = 150, 136, 88
-    g = torch.Generator(device="cuda").manual_seed(3)
+    g = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(M, K, device="cuda", generator=g)
     b = torch.randn(K, N, device="cuda", generator=g)
     if layout[0] == "T":
@@ -185,9 +181,18 @@ def test_mma_sync_tf32_ldmatrix_gpu(cfg, layout, env, monkeypatch):
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
     matmul_f32_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                             c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PREC="tf32", num_warps=nw,
-                            num_stages=3, arch="sm80")
+                            num_stages=3, **({"arch": arch} if arch else {}))
     ref = a.double() @ b.double()
-    assert ((c.double() - ref).norm() / ref.norm()).item() < 3e-3
+    return ((c.double() - ref).norm() / ref.norm()).item()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", ["0", "1"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("cfg", [(128, 128, 32, 8), (64, 64, 16, 4), (16, 32, 16, 1), (32, 16, 16, 4)])
+def test_mma_sync_tf32_ldmatrix_gpu(cfg, layout, env, monkeypatch):
+    monkeypatch.setenv("CTRITON_TF32_LDMATRIX", env)
+    assert _run_gpu(layout, 150, 136, 88, 3, cfg, "sm80") < 3e-3
 
 
 @pytest.mark.gpu
@@ -195,24 +200,6 @@ def test_mma_sync_tf32_ldmatrix_gpu(cfg, layout, env, monkeypatch):
 @pytest.mark.parametrize("env", ["0", "1"])
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
 def test_element_copies_gpu(layout, env, arch, monkeypatch):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU")
     monkeypatch.setenv("CTRITON_ELEMENT_COPIES", env)
     monkeypatch.setenv("CTRITON_REGS_SWIZZLE", env)
-    M, N, K = 300, 264, 200
-    g = torch.Generator(device="cuda").manual_seed(2)
-    a = torch.randn(M, K, device="cuda", generator=g)
-    b = torch.randn(K, N, device="cuda", generator=g)
-    if layout[0] == "T":
-        a = a.t().contiguous().t()
-    if layout[1] == "T":
-        b = b.t().contiguous().t()
-    c = torch.full((M, N), float("nan"), device="cuda")
-    bm, bn, bk = 128, 128, 32
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-    matmul_f32_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                            c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PREC="tf32", num_warps=8,
-                            num_stages=3, **({"arch": arch} if arch else {}))
-    ref = a.double() @ b.double()
-    assert ((c.double() - ref).norm() / ref.norm()).item() < 3e-3
+    assert _run_gpu(layout, 300, 264, 200, 2, (128, 128, 32, 8), arch) < 3e-3

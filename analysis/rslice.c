@@ -280,8 +280,7 @@ static bool read_first_fits(const IrOp *dot, const IrOp *rd, int threads)
 	 * keeps the old order until timed */
 	if (ir_type_bits(ir_scalar(at)) != 32)
 		return false;
-	int64_t acc = ct->numel / threads, a = at->numel * ir_type_bits(ir_scalar(at)) / 32 / threads;
-	return acc + a <= 160;
+	return ct->numel / threads + at->numel / threads <= 160;
 }
 
 /* Step j's chain on its read r of A, its B (K rows j k .. of B's slot) and

@@ -262,25 +262,30 @@ static void one_slot_fewer(IrFunc *f, IrOp *loop, IrOp **reads, int n)
 }
 
 /* CTRITON_RS_READS_FIRST=0: each step's A read and cast right before its
- * MMA (part of the cache key) */
-static bool reads_first(void)
+ * MMA; =2: reads first for an A of any width (to time the narrow ones);
+ * part of the cache key */
+static int reads_first(void)
 {
 	const char *e = getenv("CTRITON_RS_READS_FIRST");
-	return !(e && e[0] == '0');
+	if (e && e[0] == '0')
+		return 0;
+	return e && e[0] == '2' ? 2 : 1;
 }
 
 /* Whether the raw registers of every step's A (rd's whole tile) fit beside
  * the accumulator: at most 160 32-bit registers a thread for the two
  * (fp32 A at 128x256x64 with 8 warps: 128 + 32, 199 -> 208 registers; at
  * 128x128x64 with 4 warps, 128 + 64, ptxas spilled 168 bytes). */
-static bool read_first_fits(const IrOp *dot, const IrOp *rd, int threads)
+static bool read_first_fits(const IrOp *dot, const IrOp *rd, int threads, int mode)
 {
 	const IrType *ct = dot->res[0].type, *at = rd->res[0].type;
+	int bits = ir_type_bits(ir_scalar(at));
 	/* timed for a 32-bit A (fp32 activations); an int8 or 16-bit one
-	 * keeps the old order until timed */
-	if (ir_type_bits(ir_scalar(at)) != 32)
+	 * keeps the old order until timed (mode 2 takes it) */
+	if (bits != 32 && mode != 2)
 		return false;
-	return ct->numel / threads + at->numel / threads <= 160;
+	int64_t a_regs = (at->numel / threads * bits + 31) / 32;
+	return ct->numel / threads + a_regs <= 160;
 }
 
 /* Step j's chain on its read r of A, its B (K rows j k .. of B's slot) and
@@ -337,7 +342,7 @@ static bool slice_loop(IrFunc *f, IrOp *loop, int threads)
 	/* reads_first: every step's read of A from its slot before the first
 	 * MMA, each step's chain (the registers its MMA reads) right before
 	 * that MMA; else each step's read too */
-	bool rf = nchain > 0 && reads_first() && read_first_fits(dot, rd, threads);
+	bool rf = nchain > 0 && reads_first() && read_first_fits(dot, rd, threads, reads_first());
 	for (int j = 0; j < S; j++) {
 		IrOp *r = clone_before(f, dot, rd, rd->ops, sliced(ctx, rd->res[0].type, 1, k));
 		ir_op_set_int(ctx, r, "k0", j * k);

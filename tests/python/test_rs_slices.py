@@ -157,6 +157,18 @@ def test_reads_first_where_they_fit():
     assert _a_order(_compile(90, 0, 128, 128, 64, 4, 3).asm["ct.ttgir"]) == "rdrdrdrd"
 
 
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 3)])
+def test_narrow_a_reads_first_when_asked(monkeypatch, cfg):
+    # an int8 A keeps the old order by default; =2 takes reads first for any
+    # width: its raw registers are a quarter of fp32's, so both tiles fit
+    # (128 + 8, 128 + 16 registers), and ptxas spills nothing
+    assert _a_order(_compile(90, 1, *cfg).asm["ct.ttgir"]) == "rdrdrdrd"
+    monkeypatch.setenv("CTRITON_RS_READS_FIRST", "2")
+    k = _compile(90, 1, *cfg)
+    assert _a_order(k.asm["ct.ttgir"]) == "rrrrdddd"
+    assert k.metadata.n_spills == 0
+
+
 @pytest.mark.parametrize("cfg,shared", [((128, 128, 64, 4, 3), 112 * 1024), ((128, 256, 64, 8, 3), 160 * 1024)])
 def test_slots_as_triton(cfg, shared):
     # fp32 A: 2 slots of 32 or 64 KiB and 3 of B's; Triton 3.6 asks the same

@@ -1303,12 +1303,12 @@ static const IrLayout *want_of(LCtx *c, IrValue *v)
 
 static void assign_block(LCtx *c, IrBlock *b);
 
-/* CTRITON_INIT_LOADS=1: a loop's initial accumulator loaded in the MMA
- * layout (else in the coalesced layout, and converted) */
+/* CTRITON_INIT_LOADS=0: a loop's initial accumulator loaded in the
+ * coalesced layout and converted, as before (else in the MMA layout) */
 static bool init_loads(void)
 {
 	const char *e = getenv("CTRITON_INIT_LOADS");
-	return e && e[0] == '1';
+	return !(e && e[0] == '0');
 }
 
 bool an_small_loads(void)
@@ -1622,8 +1622,8 @@ static void assign_op(LCtx *c, IrOp *op)
 			 * on sm_80 where Triton asks 64, out of resources), and a
 			 * shared-memory round trip. Each warp still reads whole
 			 * 32-byte sectors (two neighbouring columns a thread, four
-			 * threads a row). Opt-in (CTRITON_INIT_LOADS=1, part of the
-			 * cache key) until a GPU has run it */
+			 * threads a row). CTRITON_INIT_LOADS=0 turns it off (part of
+			 * the cache key) */
 			if (op->opc == OP_LOAD && l && w && w != l && w->kind == LAYOUT_MMA && init_loads() &&
 			    remat_addr_ok(op->ops[0]) && (!lmask || remat_addr_ok(lmask)) &&
 			    (!lother || remat_ok(lother, 0))) {

@@ -4,8 +4,8 @@ MMA layout (analysis/layout.c, init_loads), as Triton rematerialises it.
 Converted from the coalesced layout, its tile took a scratch of its own
 beside the loop's slots, whose prologue copies were already in flight:
 128x128 fp32 with BK 64 and 2 stages asked 192 KiB on sm_80 (Triton 3.6
-asks 64) and failed with OutOfResources. Opt-in with CTRITON_INIT_LOADS=1
-(part of the key) until a GPU has run test_gpu; unset, it is converted."""
+asks 64) and failed with OutOfResources. CTRITON_INIT_LOADS=0 (part of
+the key) converts it, as before."""
 import re
 
 import numpy as np
@@ -54,11 +54,11 @@ def _load_layouts(ttgir):
 def test_fits_where_triton_does(arch, shared, monkeypatch):
     # sm_80: two slots of 64 KiB; sm_90: three (the lag slot); no scratch
     # for the accumulator beside them
-    monkeypatch.setenv("CTRITON_INIT_LOADS", "1")
+    monkeypatch.delenv("CTRITON_INIT_LOADS", raising=False)
     k = _compile(arch)
     assert _load_layouts(k.asm["ct.ttgir"]) == ["mma"]
     assert k.metadata.shared == shared
-    monkeypatch.delenv("CTRITON_INIT_LOADS")
+    monkeypatch.setenv("CTRITON_INIT_LOADS", "0")
     with pytest.raises(triton.OutOfResources):
         _compile(arch)
 
@@ -68,9 +68,9 @@ def test_no_conversion_before_the_loop(arch, monkeypatch):
     # a tile that fits either way: the loaded accumulator is no longer
     # converted (one convert_layout fewer, the epilogue's alone), and the
     # scratch is the slots' only
-    monkeypatch.setenv("CTRITON_INIT_LOADS", "1")
+    monkeypatch.delenv("CTRITON_INIT_LOADS", raising=False)
     ttgir = _compile(arch, "fp16", 64, 64, 32).asm["ct.ttgir"]
-    monkeypatch.delenv("CTRITON_INIT_LOADS")
+    monkeypatch.setenv("CTRITON_INIT_LOADS", "0")
     old = _compile(arch, "fp16", 64, 64, 32).asm["ct.ttgir"]
     assert ttgir.count("convert_layout") == old.count("convert_layout") - 1
     assert re.search(r"= load [^\n]*: block<64x64xf32, #mma", ttgir)

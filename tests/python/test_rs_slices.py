@@ -141,8 +141,8 @@ def test_reads_first(form, cfg, monkeypatch):
         pytest.skip("tf32 at 128x256")
     S = BK // (8 if form == 3 else 16)
     threads = 32 * warps
-    # (an int8 A, form 1, keeps the old order until timed)
-    fits = form != 1 and BM * BN // threads + BM * BK // threads <= 160
+    # (an int8 A, form 1: its raw registers are a quarter of the elements)
+    fits = BM * BN // threads + BM * BK // threads // (4 if form == 1 else 1) <= 160
     k = _compile(90, form, BM, BN, BK, warps, stages)
     assert _a_order(k.asm["ct.ttgir"]) == ("r" * S + "d" * S if fits else "rd" * S)
     assert k.metadata.n_spills == 0 or (form, BM, BN, warps) == (3, 128, 128, 4)
@@ -158,15 +158,15 @@ def test_reads_first_where_they_fit():
 
 
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 3)])
-def test_narrow_a_reads_first_when_asked(monkeypatch, cfg):
-    # an int8 A keeps the old order by default; =2 takes reads first for any
-    # width: its raw registers are a quarter of fp32's, so both tiles fit
-    # (128 + 8, 128 + 16 registers), and ptxas spills nothing
-    assert _a_order(_compile(90, 1, *cfg).asm["ct.ttgir"]) == "rdrdrdrd"
-    monkeypatch.setenv("CTRITON_RS_READS_FIRST", "2")
+def test_int8_a_reads_first(monkeypatch, cfg):
+    # an int8 A's raw registers are a quarter of fp32's, so both tiles fit
+    # (128 + 8, 128 + 16 registers) and ptxas spills nothing; =0 keeps
+    # each read before its MMA
     k = _compile(90, 1, *cfg)
     assert _a_order(k.asm["ct.ttgir"]) == "rrrrdddd"
     assert k.metadata.n_spills == 0
+    monkeypatch.setenv("CTRITON_RS_READS_FIRST", "0")
+    assert _a_order(_compile(90, 1, *cfg).asm["ct.ttgir"]) == "rdrdrdrd"
 
 
 @pytest.mark.parametrize("cfg,shared", [((128, 128, 64, 4, 3), 112 * 1024), ((128, 256, 64, 8, 3), 160 * 1024)])

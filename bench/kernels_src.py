@@ -86,7 +86,8 @@ def mm_operand_ops(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, scale,
     """C = A @ B where the dot reads its operands through other ops: FORM 0
     an int8 B dequantized (times scale) to fp16, 1 fp32 A cast to fp16, 3
     the same with masked loads whose `other` is not zero (1.0 in A, 2.0 in
-    B), 4 fp32 with input_precision tf32x3, 5 an int8 A cast to fp16.
+    B), 4 fp32 with input_precision tf32x3, 5 an int8 A cast to fp16, 6 an
+    fp16 A times scale (a 16-bit A computed in registers).
     Row-major, masked K tail, fp16 C."""
     rm = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
     rn = (tl.program_id(1) * BN + tl.arange(0, BN)) % N
@@ -107,6 +108,10 @@ def mm_operand_ops(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, scale,
             acc = tl.dot(a, b, acc)
         elif FORM == 5:
             a = tl.load(a_ptrs, mask=ka, other=0).to(tl.float16)
+            b = tl.load(b_ptrs, mask=kb, other=0.0)
+            acc = tl.dot(a, b, acc)
+        elif FORM == 6:
+            a = (tl.load(a_ptrs, mask=ka, other=0.0) * scale).to(tl.float16)
             b = tl.load(b_ptrs, mask=kb, other=0.0)
             acc = tl.dot(a, b, acc)
         elif FORM == 3:

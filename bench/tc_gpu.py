@@ -227,12 +227,12 @@ def attention_trans_cases(mods, quick):
 def operand_ops_cases(mods, quick):
     """kernels_src.py's mm_operand_ops: dots that read their operands through
     other ops (int8 B dequantized, fp32 A cast to fp16, other != 0, tf32x3,
-    an int8 A cast to fp16),
+    an int8 A cast to fp16, an fp16 A times a scale),
     S^3 (S 4096, --quick 2048), two tile configurations each."""
     S = 2048 if quick else 4096
     g = torch.Generator(device="cuda").manual_seed(0)
     for form, name in ((0, "int8 B dequantized"), (1, "fp32 A cast"), (3, "A cast, other 1.0 / 2.0"),
-                       (4, "tf32x3"), (5, "int8 A cast")):
+                       (4, "tf32x3"), (5, "int8 A cast"), (6, "fp16 A scaled")):
         a = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
         b = torch.randn(S, S, device="cuda", generator=g, dtype=torch.float32)
         scale = 0.01
@@ -247,6 +247,9 @@ def operand_ops_cases(mods, quick):
             a = (a * 40).round().clamp(-127, 127).to(torch.int8)
             b = b.half()
             ref = a.float() @ b.float()
+        elif form == 6:
+            a, b = a.half(), b.half()
+            ref = (a.float() * scale).half().float() @ b.float()
         elif form == 3:
             b = b.half()
             ref = a.half().float() @ b.float()  # K a multiple of BK: other never read

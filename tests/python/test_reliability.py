@@ -419,8 +419,11 @@ def test_tutorial03_fp8_matmul_compiles_fast(arch, cfg):
     """Tutorial 03's fp8 path as a launch specializes it (a in fp8e5, b its
     transpose, so stride_ak = stride_bk = 1, the other strides divisible by
     16), with the tutorial's fp8 configs: it once spent 21 s building
-    constant vectors in the load lowering, then aborted. Now well under a
-    second each here; the bound leaves room for a loaded machine."""
+    constant vectors in the load lowering, then aborted. Now about a
+    second each here without ptxas; the bound leaves room for a loaded
+    machine. ptxas's own time is left out: the sm_80 tile spills (an fp8
+    operand upcast in registers), so ptxas runs twice (the second time told
+    one block a multiprocessor), about 3 s each here."""
     import time
     from kernels.matmul import matmul_kernel
     bm, bn, bk, stages, warps = cfg
@@ -434,10 +437,10 @@ def test_tutorial03_fp8_matmul_compiles_fast(arch, cfg):
     t = time.perf_counter()
     k = triton.compile(ASTSource(matmul_kernel, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
                        options=dict(num_warps=warps, num_stages=stages))
-    dt = time.perf_counter() - t
+    dt = time.perf_counter() - t - k.times.get("ptxas", 0.0) / 1000
     assert f".target sm_{arch}" in k.asm["ptx"]
     if PTXAS:
         assert k.asm.get("cubin", b"")[:4] == b"\x7fELF"
     if arch == 90:
         assert "wgmma.mma_async" in k.asm["ptx"] and "e5m2.e5m2" in k.asm["ptx"]
-    assert dt < 10, f"{dt:.1f} s"
+    assert dt < 6, f"{dt:.1f} s without ptxas"

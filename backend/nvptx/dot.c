@@ -542,6 +542,32 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 		read_dot_op(nv, n);
 }
 
+/* The 32-bit shared address of (row, col) of a swizzled tile at off bytes,
+ * in the slot eoff elements on (when given): the slot's base, once per
+ * slot, plus the element's swizzled byte offset. Summed as one element
+ * index and scaled (as nv_slot_index gives it), LLVM folds the slot's
+ * offset into each element's index with an or; the index then changes
+ * every iteration, and each read costs an or, a shift and an add in the
+ * loop (sm_80 tf32 at 128x128x32: 16 reads of A and B a K step). Apart,
+ * the element's offset is a loop invariant. */
+static bool slot_bases(void)
+{
+	/* CTRITON_SLOT_BASES=0: one element index, as before (part of the
+	 * cache key) */
+	const char *e = getenv("CTRITON_SLOT_BASES");
+	return !(e && e[0] == '0');
+}
+
+static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
+				LLVMValueRef eoff)
+{
+	if (!slot_bases())
+		return nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, es, eoff, 0), es);
+	LLVMValueRef base = nv_smem_addr32(nv, off, eoff, es);
+	LLVMValueRef i = nv_swizzled_index(nv, row, col, R, C, es, 0);
+	return LLVMBuildAdd(nv->b, base, LLVMBuildMul(nv->b, i, nv_i32(nv, es), ""), "");
+}
+
 static void read_dot_op(Nv *nv, IrOp *op)
 {
 	if (nv_smem_operand(op))
@@ -595,15 +621,9 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 					LLVMValueRef mc = LLVMBuildAdd(
 						B, LLVMBuildAdd(B, wrow, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""), ""),
 						nv_i32(nv, mi * dm->tile), "");
-					ldmatrix(
-						nv, 4, true,
-						nv_smem_addr32(nv, off, nv_slot_index(nv, kr, mc, C, R, 2, eoff, 0), 2),
-						x);
+					ldmatrix(nv, 4, true, slot_addr32(nv, off, kr, mc, C, R, 2, eoff), x);
 				} else
-					ldmatrix(nv, 4, false,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff, 0),
-								2),
-						 x);
+					ldmatrix(nv, 4, false, slot_addr32(nv, off, row, col, R, C, 2, eoff), x);
 				unpack2(nv, et, x[0], &m, regs, 2 * mi, 4 * ki, 2 * mi, 4 * ki + 1);
 				unpack2(nv, et, x[1], &m, regs, 2 * mi + 1, 4 * ki, 2 * mi + 1, 4 * ki + 1);
 				unpack2(nv, et, x[2], &m, regs, 2 * mi, 4 * ki + 2, 2 * mi, 4 * ki + 3);
@@ -631,15 +651,9 @@ void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 						nr = LLVMBuildAdd(B, nr, npair, "");
 					LLVMValueRef kc = LLVMBuildAdd(B, LLVMBuildShl(B, q0, nv_i32(nv, 3), ""),
 								       nv_i32(nv, 16 * ki), "");
-					ldmatrix(
-						nv, cnt, false,
-						nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 2, eoff, 0), 2),
-						x);
+					ldmatrix(nv, cnt, false, slot_addr32(nv, off, nr, kc, C, R, 2, eoff), x);
 				} else
-					ldmatrix(nv, cnt, true,
-						 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 2, eoff, 0),
-								2),
-						 x);
+					ldmatrix(nv, cnt, true, slot_addr32(nv, off, row, col, R, C, 2, eoff), x);
 				for (int h = 0; h < cnt / 2; h++) {
 					unpack2(nv, et, x[2 * h], &m, regs, 4 * ki, ni + h, 4 * ki + 1, ni + h);
 					unpack2(nv, et, x[2 * h + 1], &m, regs, 4 * ki + 2, ni + h, 4 * ki + 3, ni + h);
@@ -676,8 +690,7 @@ static void read_tf32_ldmatrix(Nv *nv, IrOp *op, const NvMap *m, LLVMValueRef eo
 			for (int ki = 0; ki < m->nd[1] / 2; ki++) {
 				LLVMValueRef row = LLVMBuildAdd(B, r16, nv_i32(nv, mi * dd->tile), "");
 				LLVMValueRef col = LLVMBuildAdd(B, k4, nv_i32(nv, 8 * ki), "");
-				ldmatrix(nv, 4, false,
-					 nv_smem_addr32(nv, off, nv_slot_index(nv, row, col, R, C, 4, eoff, 0), 4), x);
+				ldmatrix(nv, 4, false, slot_addr32(nv, off, row, col, R, C, 4, eoff), x);
 				for (int i = 0; i < 4; i++) {
 					int j[IR_MAX_RANK] = {2 * mi + i % 2, 2 * ki + i / 2};
 					regs[nv_map_reg(m, j)] = LLVMBuildBitCast(B, x[i], ft, "");
@@ -696,8 +709,7 @@ static void read_tf32_ldmatrix(Nv *nv, IrOp *op, const NvMap *m, LLVMValueRef eo
 				nr = LLVMBuildAdd(B, nr, npair, "");
 			LLVMValueRef kc = LLVMBuildAdd(B, k4, nv_i32(nv, 8 * ki), "");
 			/* the slot holds B as [N][K] */
-			ldmatrix(nv, cnt, false,
-				 nv_smem_addr32(nv, off, nv_slot_index(nv, nr, kc, C, R, 4, eoff, 0), 4), x);
+			ldmatrix(nv, cnt, false, slot_addr32(nv, off, nr, kc, C, R, 4, eoff), x);
 			for (int i = 0; i < cnt; i++) {
 				int j[IR_MAX_RANK] = {2 * ki + i % 2, ni + i / 2};
 				regs[nv_map_reg(m, j)] = LLVMBuildBitCast(B, x[i], ft, "");
@@ -725,11 +737,22 @@ void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 		return;
 	}
 	int mode = nv_regs_swizzle(nv, ir_op_int(op, "buffer", -1));
+	/* the slot's base once, each element's swizzled offset apart (a loop
+	 * invariant; see slot_addr32) */
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(nv->c);
+	LLVMValueRef base = nv_smem_addr(nv, off, eoff ? eoff : nv_i32(nv, 0), es);
 	for (int r = 0; r < m.n; r++) {
 		LLVMValueRef row = nv_map_coord(nv, &m, r, 0), col = nv_map_coord(nv, &m, r, 1);
-		regs[r] = nv_smem_load(nv, t, off,
-				       tr ? nv_slot_index(nv, col, row, C, R, es, eoff, mode)
-					  : nv_slot_index(nv, row, col, R, C, es, eoff, mode));
+		if (!slot_bases()) {
+			regs[r] = nv_smem_load(nv, t, off,
+					       tr ? nv_slot_index(nv, col, row, C, R, es, eoff, mode)
+						  : nv_slot_index(nv, row, col, R, C, es, eoff, mode));
+			continue;
+		}
+		LLVMValueRef i = tr ? nv_swizzled_index(nv, col, row, C, R, es, mode)
+				    : nv_swizzled_index(nv, row, col, R, C, es, mode);
+		LLVMValueRef bo = LLVMBuildMul(nv->b, i, nv_i32(nv, es), "");
+		regs[r] = LLVMBuildLoad2(nv->b, nv_llty(nv, t), LLVMBuildGEP2(nv->b, i8, base, &bo, 1, ""), "");
 	}
 	nv_set(nv, &op->res[0], m.n, regs);
 }

@@ -552,10 +552,10 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op)
  * the element's offset is a loop invariant. */
 static bool slot_bases(void)
 {
-	/* CTRITON_SLOT_BASES=0: one element index, as before (part of the
-	 * cache key) */
+	/* opt-in (CTRITON_SLOT_BASES=1, part of the cache key) until a GPU
+	 * has run test_slot_bases.py; else one element index, as before */
 	const char *e = getenv("CTRITON_SLOT_BASES");
-	return !(e && e[0] == '0');
+	return e && e[0] == '1';
 }
 
 static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,

@@ -31,8 +31,8 @@
  * the copies overwrite, are done. Triton 3.6 splits such a dot along K the
  * same way (its warpgroup-dot pipelining of register operands).
  *
- * Where A is read as 32-bit elements (fp32 activations) and the raw
- * registers of its whole tile fit beside the accumulator (at most 160
+ * Where A is read as 32-bit or 8-bit elements (fp32 or int8 activations)
+ * and the raw registers of its whole tile fit beside the accumulator (at most 160
  * 32-bit registers a thread for the two), every step's read of
  * the slot comes first and each step's chain stays right before its MMA
  * (CTRITON_RS_READS_FIRST=0: each read right before its chain). The reads'
@@ -343,7 +343,8 @@ static bool slice_loop(IrFunc *f, IrOp *loop, int threads)
 	/* reads_first: every step's read of A from its slot before the first
 	 * MMA, each step's chain (the registers its MMA reads) right before
 	 * that MMA; else each step's read too */
-	bool rf = nchain > 0 && reads_first() && read_first_fits(dot, rd, threads, reads_first());
+	int rf_mode = reads_first();
+	bool rf = nchain > 0 && rf_mode && read_first_fits(dot, rd, threads, rf_mode);
 	for (int j = 0; j < S; j++) {
 		IrOp *r = clone_before(f, dot, rd, rd->ops, sliced(ctx, rd->res[0].type, 1, k));
 		ir_op_set_int(ctx, r, "k0", j * k);

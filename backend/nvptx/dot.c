@@ -542,14 +542,6 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 		read_dot_op(nv, n);
 }
 
-/* The 32-bit shared address of (row, col) of a swizzled tile at off bytes,
- * in the slot eoff elements on (when given): the slot's base, once per
- * slot, plus the element's swizzled byte offset. Summed as one element
- * index and scaled (as nv_slot_index gives it), LLVM folds the slot's
- * offset into each element's index with an or; the index then changes
- * every iteration, and each read costs an or, a shift and an add in the
- * loop (sm_80 tf32 at 128x128x32: 16 reads of A and B a K step). Apart,
- * the element's offset is a loop invariant. */
 static bool slot_bases(void)
 {
 	/* opt-in (CTRITON_SLOT_BASES=1, part of the cache key) until a GPU
@@ -558,6 +550,14 @@ static bool slot_bases(void)
 	return e && e[0] == '1';
 }
 
+/* The 32-bit shared address of (row, col) of a swizzled tile at off bytes,
+ * in the slot eoff elements on (when given): the slot's base, once per
+ * slot, plus the element's swizzled byte offset. Summed as one element
+ * index and scaled (as nv_slot_index gives it), LLVM folds the slot's
+ * offset into each element's index with an or; the index then changes
+ * every iteration, and each read costs an or, a shift and an add in the
+ * loop (sm_80 tf32 at 128x128x32: 16 reads of A and B a K step). Apart,
+ * the element's offset is a loop invariant. */
 static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
 				LLVMValueRef eoff)
 {

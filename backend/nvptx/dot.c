@@ -544,10 +544,10 @@ void nv_lower_to_dot_op(Nv *nv, IrOp *op)
 
 static bool slot_bases(void)
 {
-	/* opt-in (CTRITON_SLOT_BASES=1, part of the cache key) until a GPU
-	 * has run test_slot_bases.py; else one element index, as before */
+	/* the default; CTRITON_SLOT_BASES=0 (part of the cache key) sums
+	 * one element index, as before */
 	const char *e = getenv("CTRITON_SLOT_BASES");
-	return e && e[0] == '1';
+	return !(e && e[0] == '0');
 }
 
 /* The 32-bit shared address of (row, col) of a swizzled tile at off bytes,

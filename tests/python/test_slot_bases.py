@@ -2,9 +2,8 @@
 element's swizzled byte offset, a loop invariant, to the slot's base
 (backend/nvptx/dot.c slot_addr32). Summed first as one element index, LLVM
 folded the slot's offset into every index with an or, and each read cost an
-or, a shift and an add in the K loop. Opt-in with CTRITON_SLOT_BASES=1 (part
-of the key) until a GPU has run test_gpu; unset or 0, they are summed as
-before."""
+or, a shift and an add in the K loop. The default; CTRITON_SLOT_BASES=0 (part
+of the key) sums them as before."""
 import re
 
 import pytest
@@ -46,9 +45,9 @@ def _ops(body, op):
 @pytest.mark.parametrize("dt,cfg", [("*fp32", (128, 256, 32, 8, 3)), ("*fp32", (128, 128, 32, 4, 4)),
                                     ("*fp16", (128, 256, 64, 8, 3)), ("*fp16", (128, 128, 64, 4, 3))])
 def test_reads_add_to_the_slot_base(dt, cfg, monkeypatch):
-    monkeypatch.setenv("CTRITON_SLOT_BASES", "1")
+    monkeypatch.delenv("CTRITON_SLOT_BASES", raising=False)
     on = _loop(_compile(dt, *cfg).asm["ptx"])
-    monkeypatch.delenv("CTRITON_SLOT_BASES")
+    monkeypatch.setenv("CTRITON_SLOT_BASES", "0")
     off = _loop(_compile(dt, *cfg).asm["ptx"])
     assert on and off
     reads = _ops(on, "ldmatrix")

@@ -878,6 +878,64 @@ static const IrLayout *mma_source(LCtx *c, const IrValue *v, int depth)
 	return src ? mma_source(c, src, depth + 1) : NULL;
 }
 
+/* The read {regs} of an 8-bit slot that v (a 16-bit dot operand) comes
+ * from through single-use elementwise ops of it alone (an upcast, a
+ * scaling), or NULL. */
+static const IrOp *narrow_regs_source(LCtx *c, const IrValue *v)
+{
+	for (int depth = 0; depth < 8 && v && v->def; depth++) {
+		const IrOp *d = v->def;
+		if (d->opc == OP_LOCAL_READ)
+			return ir_op_int(d, "regs", 0) && ir_type_bits(ir_scalar(v->type)) == 8 ? d : NULL;
+		unsigned fl = ir_opinfo(d->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nregions || ir_count_uses(c->f, v) != 1)
+			return NULL;
+		const IrValue *src = NULL;
+		for (int i = 0; i < d->nops; i++)
+			if (is_blk(d->ops[i])) {
+				if (src && src != d->ops[i])
+					return NULL;
+				src = d->ops[i];
+			}
+		v = src;
+	}
+	return NULL;
+}
+
+/* K width of an mma.sync dot's operands: 16-bit operands that both come
+ * from 8-bit slots read into registers (an fp8 A and B upcast to fp16 on
+ * sm_80, as tutorial 03 runs there) hold 4 consecutive K elements a
+ * register group, the 8-bit layout (m16n8k32's), instead of 2: each
+ * thread's 4 bytes of a row then sit in one 32-bit word of the slot, and
+ * the m16n8k16 MMA takes them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same
+ * permutation of K on both sides (lower_dot_mma's register indices do not
+ * change), as Triton's kWidth = 4 operands do. CTRITON_DOT_KW4=0: 2. */
+static bool dot_kw4(LCtx *c, const IrOp *dot, const IrLayout *mma)
+{
+	const char *e = getenv("CTRITON_DOT_KW4");
+	if ((e && e[0] == '0') || !mma || mma->version_major != 2 || dot->opc != OP_DOT)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		const IrOp *r =
+			ir_type_bits(ir_scalar(dot->ops[i]->type)) == 16 ? narrow_regs_source(c, dot->ops[i]) : NULL;
+		/* K contiguous in the slot: A as [M][K], B as [N][K] */
+		if (!r || (ir_op_int(r, "transposed", 0) != 0) != (i == 1))
+			return false;
+	}
+	return true;
+}
+
+/* The dot_op layout of operand i of dot on mma. */
+static const IrLayout *dot_operand_layout(LCtx *c, const IrOp *dot, const IrLayout *mma, int i)
+{
+	const IrLayout *l = an_dot_op_layout(c->ctx, mma, i, dot->ops[i]->type);
+	if (!dot_kw4(c, dot, mma))
+		return l;
+	IrLayout k = *l;
+	k.k_width = 4;
+	return ir_layout(c->ctx, &k);
+}
+
 /* A tile read back into registers (prefetch.c regs_ok) whose one use,
  * through single-use elementwise ops of it alone (casts), is a 16-bit
  * operand A of a warpgroup MMA (which takes A from
@@ -888,6 +946,7 @@ static const IrLayout *mma_source(LCtx *c, const IrValue *v, int depth)
  * memory, three barriers an iteration, 0.89x of Triton on an H100). */
 static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 {
+	const IrOp *r0 = v->def;
 	for (int depth = 0; depth < 8; depth++) {
 		if (ir_count_uses(c->f, v) != 1 || !v->def)
 			return NULL;
@@ -904,10 +963,17 @@ static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 		if (u->opc == OP_DOT) {
 			const IrLayout *mma = an_dot_mma_layout(c->ctx, u, c->o);
 			IrTypeKind k = ir_scalar(v->type)->kind;
-			if (u->ops[0] != v || u->ops[1] == v || !mma ||
-			    (mma->version_major != 3 && mma->version_major != 2) || (k != TY_F16 && k != TY_BF16))
+			if (u->ops[0] == u->ops[1] || !mma || (mma->version_major != 3 && mma->version_major != 2) ||
+			    (k != TY_F16 && k != TY_BF16))
 				return NULL;
-			return an_dot_op_layout(c->ctx, mma, 0, v->type);
+			/* B too on mma.sync, from a slot that holds it K-contiguous
+			 * ([N][K]) in the K-width-4 layout (dot_kw4) */
+			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && dot_kw4(c, u, mma) &&
+			    ir_op_int(r0, "transposed", 0))
+				return dot_operand_layout(c, u, mma, 1);
+			if (u->ops[0] != v)
+				return NULL;
+			return dot_operand_layout(c, u, mma, 0);
 		}
 		unsigned fl = ir_opinfo(u->opc)->flags;
 		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || u->nres != 1 || u->nregions || !is_blk(&u->res[0]) ||
@@ -1458,8 +1524,8 @@ static void assign_op(LCtx *c, IrOp *op)
 	case OP_DOT: {
 		const IrLayout *mma = an_dot_mma_layout(c->ctx, op, c->o);
 		if (mma) {
-			convert_dot_operand(c, op, 0, an_dot_op_layout(c->ctx, mma, 0, op->ops[0]->type));
-			convert_dot_operand(c, op, 1, an_dot_op_layout(c->ctx, mma, 1, op->ops[1]->type));
+			convert_dot_operand(c, op, 0, dot_operand_layout(c, op, mma, 0));
+			convert_dot_operand(c, op, 1, dot_operand_layout(c, op, mma, 1));
 			convert_operand(c, op, 2, mma);
 		}
 		set_layout(c, res, op->ops[2]->type->layout);

@@ -790,9 +790,12 @@ static bool regs_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, b
 	int rowb = an_access_vec(ax, L->ops[0], mk, 1, true) * es,
 	    cols = an_access_vec(ax, L->ops[0], mk, 0, true) * es;
 	if (rowb < 4) {
-		if (es != 4 || cols < 4)
+		/* 32-bit elements down the columns; 8- or 16-bit ones in
+		 * 16-byte runs down them (an fp8 B^T given as [K][N], K
+		 * contiguous, read back K-contiguous: layout.c dot_kw4) */
+		if (es == 4 ? cols < 4 : cols < 16)
 			return false;
-		*trans = true; /* 32-bit elements down the columns */
+		*trans = true;
 	}
 	if (t->numel * es < (int64_t)chunk_bytes() * o->num_warps * o->warp_size)
 		return false;
@@ -1556,13 +1559,57 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
  * made of them from staging beside the slots (a tf32x3 dot's four
  * halves). An over-estimate: the allocation reuses staging of dots that
  * are done. */
-static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, int nc)
+/* The candidate tile (its index in cand) that v comes from through
+ * single-use elementwise ops of it alone, or -1. */
+static int regs_source(IrFunc *f, const IrValue *v, IrOp **cand, int nc)
+{
+	for (int depth = 0; depth < 8 && v && v->def; depth++) {
+		const IrOp *d = v->def;
+		for (int k = 0; k < nc; k++)
+			if (d == cand[k])
+				return k;
+		unsigned fl = ir_opinfo(d->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nregions || ir_count_uses(f, v) != 1)
+			return -1;
+		const IrValue *src = NULL;
+		for (int i = 0; i < d->nops; i++)
+			if (ir_is_block(d->ops[i]->type)) {
+				if (src && src != d->ops[i])
+					return -1;
+				src = d->ops[i];
+			}
+		v = src;
+	}
+	return -1;
+}
+
+/* A dot on mma.sync whose 16-bit A and B both come from 8-bit tiles read
+ * back into registers, A's slot [M][K] and B's [N][K] (layout.c dot_kw4):
+ * the reads go straight into the operands' registers, nothing is staged. */
+static bool kw4_dot(IrFunc *f, IrOp *dot, const IrLayout *mma, IrOp **cand, const bool *cregs, const bool *ctrans,
+		    int nc)
+{
+	const char *e = getenv("CTRITON_DOT_KW4");
+	if ((e && e[0] == '0') || mma->version_major != 2)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		int k = regs_source(f, dot->ops[i], cand, nc);
+		if (k < 0 || !cregs[k] || ctrans[k] != (i == 1) || ir_type_bits(ir_scalar(dot->ops[i]->type)) != 16 ||
+		    ir_type_bits(ir_scalar(cand[k]->res[0].type)) != 8)
+			return false;
+	}
+	return true;
+}
+
+static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs,
+			     const bool *ctrans, int nc)
 {
 	const IrValue *seen[32];
 	int ns = 0;
 	int64_t sum = 0;
 	for (IrOp *op = body->first; op; op = op->next) {
-		if (op->opc != OP_DOT || !an_dot_mma_layout(f->module->ctx, op, o))
+		const IrLayout *mma = op->opc == OP_DOT ? an_dot_mma_layout(f->module->ctx, op, o) : NULL;
+		if (!mma || kw4_dot(f, op, mma, cand, cregs, ctrans, nc))
 			continue;
 		for (int i = 0; i < 2; i++) {
 			const IrValue *v = op->ops[i];
@@ -1588,7 +1635,8 @@ static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, Ir
  * bytes once the copies are drained, also in a persistent kernel's tile
  * loop, where each tile drains its cp.async copies and sets up and
  * invalidates its mbarriers (alloc.c), so it needs none. */
-static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, int nc, bool fused)
+static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs, const bool *ctrans,
+			    int nc, bool fused)
 {
 	/* layouts come after this pass: the scratch is an estimate, so at
 	 * least 16 KiB stay free (128x256x64 f16 tiles still get 4 stages) */
@@ -1597,7 +1645,7 @@ static int64_t stage_budget(IrBlock *body, const AnGpuOptions *o, IrOp **cand, c
 	for (int k = 0; k < nc; k++)
 		regs |= cregs[k];
 	if (regs)
-		inner += staging_bytes(body->func, body, o, cand, cregs, nc);
+		inner += staging_bytes(body->func, body, o, cand, cregs, ctrans, nc);
 	/* and some for alignment and mbarriers (a flattened nest's slots and
 	 * epilogue buffer are all it has: Triton's 4 stages of 128x256x64 f16
 	 * tiles beside a 32 KiB epilogue buffer fit) */
@@ -1757,7 +1805,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * giving up, the tiles read only through a trans stay loads (what they
 	 * were before such tiles could take slots), then those read back into
 	 * registers */
-	int64_t budget = stage_budget(body, o, cand, cregs, nc, p.ifs);
+	int64_t budget = stage_budget(body, o, cand, cregs, ctrans, nc, p.ifs);
 	int S0 = S;
 	while (S > 2 && tile_bytes * S > budget)
 		S--;
@@ -1780,7 +1828,7 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 			}
 			nc--;
 			(*nleft)++;
-			budget = stage_budget(body, o, cand, cregs, nc, p.ifs);
+			budget = stage_budget(body, o, cand, cregs, ctrans, nc, p.ifs);
 			while (S > 2 && tile_bytes * S > budget)
 				S--;
 		}

@@ -354,6 +354,14 @@ LLVMValueRef be_scalar_cast(BeScalar *s, const IrOp *op, LLVMValueRef x, const I
 		LLVMValueRef f = ir_is_signed(from) ? LLVMBuildSIToFP(b, x, rt, "") : LLVMBuildUIToFP(b, x, rt, "");
 		return via ? be_from_f32(s, f, to, rtz) : f;
 	}
+	/* e5m2 is the top byte of an f16 (the same bias, inf and NaN): a shift,
+	 * exact (a NaN keeps its payload), where f16 is a native type */
+	if (from->kind == TY_F8E5M2 && (to->kind == TY_F16 || to->kind == TY_F32) && s->narrow_native) {
+		LLVMTypeRef h = LLVMHalfTypeInContext(s->c);
+		LLVMValueRef w = LLVMBuildShl(b, LLVMBuildZExt(b, x, int_ty(s, 16), ""), ci(int_ty(s, 16), 8), "");
+		LLVMValueRef r = LLVMBuildBitCast(b, w, h, "");
+		return to->kind == TY_F32 ? LLVMBuildFPExt(b, r, tt, "") : r;
+	}
 	/* float source: narrow ones are exact in f32 */
 	LLVMValueRef f = narrow(from) ? be_to_f32(s, x, from) : x;
 	if (ti)

@@ -90,8 +90,10 @@ bool nv_ldmatrix_ok(const IrOp *op)
 {
 	const IrType *t = op->res[0].type;
 	IrTypeKind k = ir_scalar(t)->kind;
+	/* not a K width of 4 (layout.c dot_kw4): its registers are read back
+	 * from an 8-bit slot, never staged for ldmatrix */
 	return t->layout->kind == LAYOUT_DOT_OP && t->rank == 2 && (k == TY_F16 || k == TY_BF16) &&
-	       t->shape[1] >= 16 && t->shape[0] >= 16;
+	       t->layout->k_width == 2 && t->shape[1] >= 16 && t->shape[0] >= 16;
 }
 
 /* Writes v (a 2-D block) into the swizzled tile at off: runs of
@@ -330,6 +332,75 @@ static bool elems_read(const IrOp *op)
 	return tf32_mma_read(op) && !tf32_ldmatrix(op);
 }
 
+static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef *out);
+static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
+				LLVMValueRef eoff);
+
+/* An 8-bit tile read back into a dot operand of K width 4 (layout.c
+ * dot_kw4: fp8 upcast to fp16 for mma.sync) from a slot that holds it
+ * K-contiguous (A as [M][K], B as [N][K]), K a multiple of 32 and, for
+ * B, an even number of 8-column tiles a warp: ldmatrix (b16) reads it.
+ * Each 8 x 8 b16 matrix is 8 rows of 16 bytes, lane l receiving row
+ * l / 4's bytes 4 (l % 4) .. + 3, which are K 4t .. 4t + 3 of that row in
+ * the K-width-4 layout. */
+static bool kw4_ldmatrix(const IrOp *op)
+{
+	const IrType *t = op->res[0].type;
+	const IrLayout *l = t->layout;
+	if (op->opc != OP_LOCAL_READ || !ir_op_int(op, "regs", 0) || t->rank != 2 || !l || l->kind != LAYOUT_DOT_OP ||
+	    l->k_width != 4 || !l->parent || l->parent->kind != LAYOUT_MMA || l->parent->version_major != 2 ||
+	    ir_type_bits(ir_scalar(t)) != 8 || ir_op_int(op, "k0", 0) || ir_op_int(op, "kfull", 0) ||
+	    (ir_op_int(op, "transposed", 0) != 0) != (l->opidx == 1))
+		return false;
+	NvMap m;
+	nv_map_init(NULL, t, &m);
+	if (m.brank != 2 || m.dimmap[0] != 0 || m.dimmap[1] != 1)
+		return false;
+	return l->opidx == 0 ? m.nd[0] % 2 == 0 && m.nd[1] % 8 == 0 : m.nd[0] % 8 == 0 && m.nd[1] % 2 == 0;
+}
+
+static void read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff)
+{
+	const IrType *t = op->res[0].type;
+	int64_t R = t->shape[0], C = t->shape[1], off = nv_scratch_off(op);
+	NvMap m;
+	nv_map_init(nv, t, &m);
+	LLVMValueRef *regs = nv_regbuf(nv, m.n);
+	LLVMBuilderRef B = nv->b;
+	LLVMTypeRef v4 = LLVMVectorType(nv_llty(nv, t), 4);
+	LLVMValueRef l8 = LLVMBuildAnd(B, nv->lane, nv_i32(nv, 7), "");
+	LLVMValueRef q = LLVMBuildLShr(B, nv->lane, nv_i32(nv, 3), ""); /* matrix of this lane's address */
+	LLVMValueRef q0 = LLVMBuildAnd(B, q, nv_i32(nv, 1), ""), q1 = LLVMBuildLShr(B, q, nv_i32(nv, 1), "");
+	bool isa = t->layout->opidx == 0;
+	const AnDimDist *dr = &m.dd[isa ? 0 : 1]; /* M of A, N of B */
+	LLVMValueRef w = LLVMBuildMul(B, m.warp_d[isa ? 0 : 1], nv_i32(nv, dr->warp_unit), "");
+	/* matrix q: rows +8 (q & 1) of A's 16-row tile, or B's 8-column tile
+	 * ni + (q & 1); K bytes 16 (q >> 1) on from 32 kc */
+	LLVMValueRef kq = LLVMBuildShl(B, q1, nv_i32(nv, 4), "");
+	LLVMValueRef rq = isa ? LLVMBuildShl(B, q0, nv_i32(nv, 3), "") : LLVMBuildMul(B, q0, nv_i32(nv, dr->tile), "");
+	LLVMValueRef lrow = LLVMBuildAdd(B, LLVMBuildAdd(B, w, l8, ""), rq, "");
+	int nr = isa ? m.nd[0] / 2 : m.nd[1] / 2, nkc = (isa ? m.nd[1] : m.nd[0]) / 8;
+	for (int ri = 0; ri < nr; ri++)
+		for (int kc = 0; kc < nkc; kc++) {
+			LLVMValueRef row = LLVMBuildAdd(B, lrow, nv_i32(nv, (isa ? ri : 2 * ri) * dr->tile), "");
+			LLVMValueRef col = LLVMBuildAdd(B, kq, nv_i32(nv, 32 * kc), "");
+			LLVMValueRef x[4];
+			ldmatrix(nv, 4, false,
+				 isa ? slot_addr32(nv, off, row, col, R, C, 1, eoff)
+				     : slot_addr32(nv, off, row, col, C, R, 1, eoff),
+				 x);
+			for (int qq = 0; qq < 4; qq++) {
+				LLVMValueRef v = LLVMBuildBitCast(B, x[qq], v4, "");
+				for (int e = 0; e < 4; e++) {
+					int kj = 4 * (2 * kc + qq / 2) + e, rj = 2 * ri + qq % 2;
+					int j[IR_MAX_RANK] = {isa ? rj : kj, isa ? kj : rj};
+					regs[nv_map_reg(&m, j)] = LLVMBuildExtractElement(B, v, nv_i32(nv, e), "");
+				}
+			}
+		}
+	nv_set(nv, &op->res[0], m.n, regs);
+}
+
 /* Shared-memory wavefronts that warp 0 takes for op's read (a local_read
  * of a tile read back into registers, nv_read_swizzled, or an mma.sync
  * tf32 operand, elems_read) with swizzle
@@ -413,7 +484,8 @@ int nv_regs_swizzle(Nv *nv, int64_t buffer)
 		return 0;
 	RegsReadFind f = {buffer, NULL, false};
 	ir_walk_func(nv->f, find_regs_read, &f);
-	if (!f.read || f.other)
+	/* ldmatrix's 8 rows of 16 bytes a phase take mode 0 without conflicts */
+	if (!f.read || f.other || kw4_ldmatrix(f.read))
 		return 0;
 	int best = 0;
 	int64_t bw = read_wavefronts(f.read, 0);
@@ -438,6 +510,10 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 	const IrLayout *tl = t->layout;
 	if (!tl || tl->kind == LAYOUT_SHARED || (tl->kind == LAYOUT_DOT_OP && tl->opidx == 1 && an_is_wgmma(t))) {
 		nv_fail(nv, op, "a tile read back into registers needs a layout that holds registers");
+		return;
+	}
+	if (kw4_ldmatrix(op)) {
+		read_kw4_ldmatrix(nv, op, eoff);
 		return;
 	}
 	NvMap m;

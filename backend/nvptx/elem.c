@@ -329,6 +329,51 @@ static void pair_truncations(Nv *nv, LLVMValueRef *out, int n)
 	}
 }
 
+/* e5m2 -> f16 casts of two registers that are bytes i and i + 1 (i even)
+ * of one 32-bit word (an ldmatrix read of an fp8 operand, dot.c
+ * read_kw4_ldmatrix): one byte permute gives both halves, each the byte
+ * shifted up by 8 (be_scalar_cast), as an f16x2 the MMA takes as it is.
+ * Element by element, the shifts and packs cost 5 instructions a pair in
+ * the K loop (fp8 128x128x128 on sm_80: 640 PRMT and 577 IMAD a loop,
+ * Triton 256 and 32). */
+static bool byte_of(LLVMValueRef x, LLVMValueRef *v, unsigned long long *e)
+{
+	if (!LLVMIsAExtractElementInst(x))
+		return false;
+	LLVMValueRef i = LLVMGetOperand(x, 1);
+	*v = LLVMGetOperand(x, 0);
+	LLVMTypeRef vt = LLVMTypeOf(*v);
+	if (!LLVMIsAConstantInt(i) || LLVMGetTypeKind(vt) != LLVMVectorTypeKind || LLVMGetVectorSize(vt) != 4 ||
+	    LLVMGetElementType(vt) != LLVMInt8TypeInContext(LLVMGetTypeContext(vt)))
+		return false;
+	*e = LLVMConstIntGetZExtValue(i);
+	return true;
+}
+
+static void pair_e5m2_upcasts(Nv *nv, IrOp *op, LLVMValueRef *out, int n)
+{
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(nv->c), i32 = LLVMInt32TypeInContext(nv->c);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef v, w;
+		unsigned long long e, f;
+		if (!byte_of(nv_reg(nv, op->ops[0], r), &v, &e) || e % 2)
+			continue;
+		int r1 = -1; /* the register holding byte e + 1 (B's come an N tile apart) */
+		for (int s = 0; s < n && r1 < 0; s++)
+			if (s != r && byte_of(nv_reg(nv, op->ops[0], s), &w, &f) && w == v && f == e + 1)
+				r1 = s;
+		if (r1 < 0)
+			continue;
+		LLVMValueRef mask[4] = {nv_i32(nv, 0), LLVMConstInt(i32, 4 + e, 0), nv_i32(nv, 0),
+					LLVMConstInt(i32, 5 + e, 0)};
+		LLVMValueRef sh = LLVMBuildShuffleVector(nv->b, LLVMConstNull(LLVMVectorType(i8, 4)), v,
+							 LLVMConstVector(mask, 4), "");
+		LLVMValueRef h = LLVMBuildBitCast(nv->b, sh, LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2), "");
+		out[r] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 0), "");
+		out[r1] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 1), "");
+	}
+}
+
 void nv_lower_elementwise(Nv *nv, IrOp *op)
 {
 	int n = nv_map_nregs(nv, op->res[0].type);
@@ -360,6 +405,9 @@ void nv_lower_elementwise(Nv *nv, IrOp *op)
 	    (ir_scalar(op->res[0].type)->kind == TY_F16 || ir_scalar(op->res[0].type)->kind == TY_BF16) &&
 	    !nv_in_loop(op) && paired_regs(&op->res[0]))
 		pair_truncations(nv, out, n);
+	if (op->opc == OP_CAST && k == 1 && ir_scalar(op->ops[0]->type)->kind == TY_F8E5M2 &&
+	    ir_scalar(op->res[0].type)->kind == TY_F16)
+		pair_e5m2_upcasts(nv, op, out, n);
 	nv_set(nv, &op->res[0], n, out);
 }
 

@@ -593,6 +593,13 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
 	bool isa = d->ops[0] == &L->res[0] && d->ops[1] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
+	if (!wg && k == TY_I8 && (isa || isb) && mma_sync_trans_on()) {
+		/* mma.sync int8 (m16n8k32): a slot that holds the operand
+		 * K-contiguous (A as [M][K], B as [N][K]), read with ldmatrix
+		 * (backend/nvptx/dot.c read_kw4_ldmatrix), as Triton reads it;
+		 * a row-major B stays with the register prefetch */
+		return slot_ok_a(L, o, ax, false, false, true, trans) && *trans == isb;
+	}
 	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */
 	return slot_ok_a(L, o, ax, wg && isb, wg && isa, !wg && (isa || isb) && mma_sync_trans_on(), trans);

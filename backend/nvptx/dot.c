@@ -340,15 +340,17 @@ static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValue
  * dot_kw4: fp8 upcast to fp16 for mma.sync) from a slot that holds it
  * K-contiguous (A as [M][K], B as [N][K]), K a multiple of 32 and, for
  * B, an even number of 8-column tiles a warp: ldmatrix (b16) reads it.
+ * The same for an int8 operand that the dot reads from its slot itself
+ * (m16n8k32 takes the 4-wide layout as it is).
  * Each 8 x 8 b16 matrix is 8 rows of 16 bytes, lane l receiving row
  * l / 4's bytes 4 (l % 4) .. + 3, which are K 4t .. 4t + 3 of that row in
  * the K-width-4 layout. */
-static bool kw4_ldmatrix(const IrOp *op)
+bool nv_kw4_ldmatrix(const IrOp *op)
 {
 	const IrType *t = op->res[0].type;
 	const IrLayout *l = t->layout;
-	if (op->opc != OP_LOCAL_READ || !ir_op_int(op, "regs", 0) || t->rank != 2 || !l || l->kind != LAYOUT_DOT_OP ||
-	    l->k_width != 4 || !l->parent || l->parent->kind != LAYOUT_MMA || l->parent->version_major != 2 ||
+	if (op->opc != OP_LOCAL_READ || t->rank != 2 || !l || l->kind != LAYOUT_DOT_OP || l->k_width != 4 ||
+	    !l->parent || l->parent->kind != LAYOUT_MMA || l->parent->version_major != 2 ||
 	    ir_type_bits(ir_scalar(t)) != 8 || ir_op_int(op, "k0", 0) || ir_op_int(op, "kfull", 0) ||
 	    (ir_op_int(op, "transposed", 0) != 0) != (l->opidx == 1))
 		return false;
@@ -359,7 +361,7 @@ static bool kw4_ldmatrix(const IrOp *op)
 	return l->opidx == 0 ? m.nd[0] % 2 == 0 && m.nd[1] % 8 == 0 : m.nd[0] % 8 == 0 && m.nd[1] % 2 == 0;
 }
 
-static void read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff)
+void nv_read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff)
 {
 	const IrType *t = op->res[0].type;
 	int64_t R = t->shape[0], C = t->shape[1], off = nv_scratch_off(op);
@@ -374,10 +376,12 @@ static void read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff)
 	bool isa = t->layout->opidx == 0;
 	const AnDimDist *dr = &m.dd[isa ? 0 : 1]; /* M of A, N of B */
 	LLVMValueRef w = LLVMBuildMul(B, m.warp_d[isa ? 0 : 1], nv_i32(nv, dr->warp_unit), "");
-	/* matrix q: rows +8 (q & 1) of A's 16-row tile, or B's 8-column tile
-	 * ni + (q & 1); K bytes 16 (q >> 1) on from 32 kc */
-	LLVMValueRef kq = LLVMBuildShl(B, q1, nv_i32(nv, 4), "");
-	LLVMValueRef rq = isa ? LLVMBuildShl(B, q0, nv_i32(nv, 3), "") : LLVMBuildMul(B, q0, nv_i32(nv, dr->tile), "");
+	/* matrix q of A: rows +8 (q & 1) of the 16-row tile, K bytes 16 (q >>
+	 * 1) on from 32 kc (a0..a3 in order); of B: K bytes 16 (q & 1) on,
+	 * the 8-column tile ni + (q >> 1) (b0, b1 of one tile in consecutive
+	 * registers, as the MMA takes them) */
+	LLVMValueRef kq = LLVMBuildShl(B, isa ? q1 : q0, nv_i32(nv, 4), "");
+	LLVMValueRef rq = isa ? LLVMBuildShl(B, q0, nv_i32(nv, 3), "") : LLVMBuildMul(B, q1, nv_i32(nv, dr->tile), "");
 	LLVMValueRef lrow = LLVMBuildAdd(B, LLVMBuildAdd(B, w, l8, ""), rq, "");
 	int nr = isa ? m.nd[0] / 2 : m.nd[1] / 2, nkc = (isa ? m.nd[1] : m.nd[0]) / 8;
 	for (int ri = 0; ri < nr; ri++)
@@ -392,7 +396,8 @@ static void read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff)
 			for (int qq = 0; qq < 4; qq++) {
 				LLVMValueRef v = LLVMBuildBitCast(B, x[qq], v4, "");
 				for (int e = 0; e < 4; e++) {
-					int kj = 4 * (2 * kc + qq / 2) + e, rj = 2 * ri + qq % 2;
+					int qk = isa ? qq / 2 : qq % 2, qr = isa ? qq % 2 : qq / 2;
+					int kj = 4 * (2 * kc + qk) + e, rj = 2 * ri + qr;
 					int j[IR_MAX_RANK] = {isa ? rj : kj, isa ? kj : rj};
 					regs[nv_map_reg(&m, j)] = LLVMBuildExtractElement(B, v, nv_i32(nv, e), "");
 				}
@@ -485,7 +490,7 @@ int nv_regs_swizzle(Nv *nv, int64_t buffer)
 	RegsReadFind f = {buffer, NULL, false};
 	ir_walk_func(nv->f, find_regs_read, &f);
 	/* ldmatrix's 8 rows of 16 bytes a phase take mode 0 without conflicts */
-	if (!f.read || f.other || kw4_ldmatrix(f.read))
+	if (!f.read || f.other || nv_kw4_ldmatrix(f.read))
 		return 0;
 	int best = 0;
 	int64_t bw = read_wavefronts(f.read, 0);
@@ -512,8 +517,8 @@ void nv_read_swizzled(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr)
 		nv_fail(nv, op, "a tile read back into registers needs a layout that holds registers");
 		return;
 	}
-	if (kw4_ldmatrix(op)) {
-		read_kw4_ldmatrix(nv, op, eoff);
+	if (nv_kw4_ldmatrix(op)) {
+		nv_read_kw4_ldmatrix(nv, op, eoff);
 		return;
 	}
 	NvMap m;

@@ -609,8 +609,16 @@ void nv_lower_local_read(Nv *nv, IrOp *op)
 		nv_read_dot_op_elems(nv, op, eoff, tr); /* tf32 for mma.sync */
 		return;
 	}
+	if (nv_kw4_ldmatrix(op)) { /* int8 for mma.sync, K-contiguous */
+		nv_read_kw4_ldmatrix(nv, op, eoff);
+		return;
+	}
+	if (t->rank == 2 && t->layout->kind == LAYOUT_DOT_OP && ir_type_bits(ir_scalar(t)) == 8) {
+		nv_read_swizzled(nv, op, eoff, tr); /* a shape ldmatrix does not take: element reads */
+		return;
+	}
 	if (!nv_ldmatrix_ok(op)) {
-		nv_fail(nv, op, "local_read needs a 16-bit or 32-bit 2-D dot operand layout");
+		nv_fail(nv, op, "local_read needs an 8-, 16- or 32-bit 2-D dot operand layout");
 		return;
 	}
 	nv_read_dot_op_at(nv, op, eoff, tr);

@@ -211,6 +211,8 @@ void nv_write_swizzled(Nv *nv, const IrValue *v, int64_t off, bool tr);
 void nv_write_swizzled_cols(Nv *nv, const IrValue *v, int64_t off, bool tr, int64_t col0, int64_t cols);
 void nv_read_dot_op_at(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr);    /* tr: held as [C][R] */
 void nv_read_dot_op_elems(Nv *nv, IrOp *op, LLVMValueRef eoff, bool tr); /* 32-bit: element by element */
+bool nv_kw4_ldmatrix(const IrOp *op);                                    /* an 8-bit operand of K width 4 by ldmatrix */
+void nv_read_kw4_ldmatrix(Nv *nv, IrOp *op, LLVMValueRef eoff);
 void nv_lower_dot(Nv *nv, IrOp *op);
 
 /* mem.c: loads, stores, cp.async, local_read */

@@ -5,6 +5,8 @@ kernel source compiled by both, in one process) vs torch.
     masked K loads) at 2048^3, 4096^3, 8192^3 for several tile configs, fp16
     (and bf16 at 4096^3); every result checked against torch first;
   - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
+  - the same kernel on int8 (B transposed, int32 out; --only int8), beside
+    torch._int_mm;
   - fused attention backward (causal): kernels/attention.py's
     attention_backward, checked against torch autograd of SDPA;
   - attention forward with K^T by tl.trans (--only trans: kernels_src.py's
@@ -201,6 +203,31 @@ def matmul_fp8_cases(mods, quick):
         ref = a.float() @ b.float()
         for cfg in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
             _matmul_case(mods, a, b, ref, cfg, "fp8e5", out_dtype=torch.float16, with_torch=False)
+
+
+def matmul_int8_cases(mods, quick):
+    """kernels_src.py's matmul_i8 (tutorial 03's kernel, int32 accumulator)
+    on int8 A row-major and B = b.T (K contiguous), 4096^3 (--quick) or
+    also 8192^3, beside torch._int_mm."""
+    for S in ([4096] if quick else [4096, 8192]):
+        A = torch.randint(-128, 128, (S, S), device="cuda", dtype=torch.int8)
+        B = torch.randint(-128, 128, (S, S), device="cuda", dtype=torch.int8).T
+        ref = (A.double() @ B.double())
+        for bm, bn, bk, nw, ns in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4), (64, 128, 128, 4, 4)]:
+            def make(m, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns):
+                C = torch.zeros(S, S, device="cuda", dtype=torch.int32)
+                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                return (lambda: m.matmul_i8[grid](
+                    A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=nw, num_stages=ns)), C
+            times, bad = run_sides(mods, make, ref, f"int8 {S} {bm}x{bn}x{bk}")
+            try:
+                times["torch"] = bench(lambda: torch._int_mm(A, B))
+            except Exception:  # noqa: BLE001
+                pass
+            report(f"matmul int8 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
+                   ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
 def attention_trans_cases(mods, quick):
@@ -410,7 +437,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum", "tf32"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum", "tf32", "int8"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -427,6 +454,8 @@ def main():
         matmul_ieee_cases(mm, [int(x) for x in a.sizes.split(",")] if a.sizes else None)
     elif a.only == "trans":
         attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+    elif a.only == "int8":
+        matmul_int8_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "tf32":
         matmul_tf32_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "mulsum":
@@ -442,7 +471,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum", "tf32"):
+    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum", "tf32", "int8"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

@@ -14,13 +14,18 @@
  *       bf16x6: mid*mid, lo*hi, hi*lo, then as bf16x3;
  *       bf16x3: mid*hi, hi*mid, NaN -> 0, then hi*hi; plus c.
  *   fp8 operands (e4m3 / e5m2, any mix) of a dot that warpgroup MMA does not
- *     take (sm_80, or a shape it cannot cover): both upcast to f16, exactly,
- *     so the dot goes to mma.sync m16n8k16 (sm_80 has no fp8 MMA).
+ *     take (sm_80, or a shape it cannot cover): on sm_80 both upcast to f16,
+ *     exactly, so the dot goes to mma.sync m16n8k16 (sm_80 has no fp8 MMA);
+ *     from sm_89 on, with an f32 accumulator and CTRITON_FP8_MMA_SYNC=1
+ *     (opt-in until GPU-tested), they stay fp8 for mma.sync m16n8k32
+ *     (native_fp8_mma).
  *
  * On the CPU backend none of this runs: its dots are exact f32 products
  * (tf32x3 and bf16x6 aim at f32 accuracy; see ir/ops.def's dot row).
  */
 #include "analysis.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -85,6 +90,16 @@ static bool is_fp8(const IrValue *v)
 	return k == TY_F8E4M3 || k == TY_F8E5M2;
 }
 
+/* fp8 operands of mma.sync as they are (m16n8k32 .e4m3 / .e5m2, f32
+ * accumulator) on sm_89 and later, as Triton does; sm_80 has no fp8 MMA
+ * and takes them upcast to f16. Opt-in with CTRITON_FP8_MMA_SYNC=1 (part
+ * of the key) until a GPU has run tests/python/test_fp8_mma_sync.py. */
+static bool native_fp8_mma(const AnGpuOptions *o)
+{
+	const char *e = getenv("CTRITON_FP8_MMA_SYNC");
+	return o->arch >= 89 && e && e[0] == '1';
+}
+
 /* Rewrites one dot; returns whether it did. */
 static bool split_dot(IrFunc *f, IrOp *dot, const AnGpuOptions *o)
 {
@@ -124,6 +139,8 @@ static bool split_dot(IrFunc *f, IrOp *dot, const AnGpuOptions *o)
 		const IrLayout *l = an_dot_mma_layout(f->module->ctx, dot, o);
 		if (l && l->version_major == 3)
 			return false;
+		if (l && l->version_major == 2 && native_fp8_mma(o) && is_f32(c))
+			return false; /* mma.sync takes e4m3 / e5m2 on sm_89 and later */
 		const IrType *h = ir_type(f->module->ctx, TY_F16);
 		ir_op_set_operand(dot, 0, ir_cast(&b, OP_CAST, a, ir_type_like(b.ctx, a->type, h)));
 		ir_op_set_operand(dot, 1, ir_cast(&b, OP_CAST, bv, ir_type_like(b.ctx, bv->type, h)));

@@ -512,6 +512,9 @@ bool an_mma_v2_types(const IrOp *dot)
 {
 	IrTypeKind a = ir_scalar(dot->ops[0]->type)->kind, b = ir_scalar(dot->ops[1]->type)->kind;
 	IrTypeKind c = ir_scalar(dot->res[0].type)->kind;
+	/* fp8 (sm_89 on: split-dots upcasts them to f16 before) */
+	if ((a == TY_F8E4M3 || a == TY_F8E5M2) && (b == TY_F8E4M3 || b == TY_F8E5M2))
+		return c == TY_F32;
 	if (a != b)
 		return false;
 	if (a == TY_F16)

@@ -593,8 +593,8 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 	bool wg = l->version_major == 3, isb = d->ops[1] == &L->res[0] && d->ops[0] != &L->res[0];
 	bool isa = d->ops[0] == &L->res[0] && d->ops[1] != &L->res[0];
 	IrTypeKind k = ir_scalar(t)->kind;
-	if (!wg && k == TY_I8 && (isa || isb) && mma_sync_trans_on()) {
-		/* mma.sync int8 (m16n8k32): a slot that holds the operand
+	if (!wg && (k == TY_I8 || k == TY_F8E4M3 || k == TY_F8E5M2) && (isa || isb) && mma_sync_trans_on()) {
+		/* mma.sync int8 or fp8 (m16n8k32): a slot that holds the operand
 		 * K-contiguous (A as [M][K], B as [N][K]), read with ldmatrix
 		 * (backend/nvptx/dot.c read_kw4_ldmatrix), as Triton reads it;
 		 * a row-major B stays with the register prefetch */
@@ -875,6 +875,31 @@ static bool wgmma_loop(IrBlock *body, const AnGpuOptions *o)
 		n++;
 	}
 	return n > 0;
+}
+
+/* A loop whose dots all run on mma.sync. */
+static bool mma_sync_loop(IrBlock *body, const AnGpuOptions *o)
+{
+	int n = 0;
+	for (IrOp *op = body->first; op; op = op->next) {
+		if (op->opc != OP_DOT)
+			continue;
+		const IrLayout *l = an_dot_mma_layout(body->func->module->ctx, op, o);
+		if (!l || l->version_major != 2)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
+/* CTRITON_MMA_SYNC_LATE_COPIES=1 (opt-in until timed; part of the key): an
+ * mma.sync loop's copies go after its dots, as a warpgroup-MMA loop's do:
+ * the slot they refill was read in the previous iteration, which every
+ * warp finished before the barrier at the top. */
+static bool late_copies_on(void)
+{
+	const char *e = getenv("CTRITON_MMA_SYNC_LATE_COPIES");
+	return e && e[0] == '1';
 }
 
 /* Uses of v inside the regions of op. */
@@ -2109,7 +2134,8 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 	 * that they overlap the tensor cores. Their slot was read in the
 	 * previous iteration, whose dots every warp finished before the barrier
 	 * at the top; `ordered` tells barrier insertion so. */
-	if (wgmma_loop(p.body, o)) {
+	bool wgl = wgmma_loop(p.body, o);
+	if (wgl || (late_copies_on() && !ntma && !ws && !p.ifs && mma_sync_loop(p.body, o))) {
 		IrBlock *nb = nl->regions[0];
 		IrOp *term = ir_block_terminator(nb);
 		/* dots that only chain their accumulators may stay in flight across
@@ -2122,9 +2148,10 @@ static bool async_loop(IrCtx *ctx, IrFunc *f, IrOp *loop, const AnGpuOptions *o,
 		 * (last_dot_flies) keeps its P @ V in flight into the next Q @ K^T,
 		 * as Triton does. */
 		IrOp *wbar = NULL;
-		int fly = chained_accs(nb, p.ifs) && (o->num_warps == 4 || o->num_warps == 8) ? 1
-			: last_dot_flies(nb)                                           ? 2
-											: 0;
+		int fly = !wgl                                                                  ? 0
+			  : chained_accs(nb, p.ifs) && (o->num_warps == 4 || o->num_warps == 8) ? 1
+			  : last_dot_flies(nb)                                                  ? 2
+												: 0;
 		if (fly && ws)
 			ir_op_set_int(ctx, nl, "wgmma_inflight", fly);
 		else if (fly) {

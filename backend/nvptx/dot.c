@@ -872,10 +872,29 @@ static LLVMValueRef pack_n(Nv *nv, LLVMValueRef *x, int n)
 	return LLVMBuildBitCast(nv->b, v, i32, "");
 }
 
+/* The type qualifier of an mma.sync operand. */
+static const char *mma_sync_type(IrTypeKind k)
+{
+	switch (k) {
+	case TY_BF16:
+		return "bf16";
+	case TY_F16:
+		return "f16";
+	case TY_F32:
+		return "tf32";
+	case TY_F8E4M3:
+		return "e4m3";
+	case TY_F8E5M2:
+		return "e5m2";
+	default:
+		return "s8";
+	}
+}
+
 /* dot on tensor cores: A and B arrive in dot_op layouts, the accumulator in
  * the mma layout (see an_dim_dist), so each thread already holds exactly the
  * fragments of its warp's mma.sync instructions: m16n8k16 for f16/bf16,
- * m16n8k8 for tf32, m16n8k32 for int8 (kw = 32 / element bits elements of A
+ * m16n8k8 for tf32, m16n8k32 for int8 and (sm_89 on) fp8 (kw = 32 / element bits elements of A
  * or B per 32-bit register). Per 16 x 8 tile of the warp (mi, ni) and K step
  * ki, with per-dim register indices:
  *   A: a[h + 2q] = (2mi + h, 2kw ki + kw q + e), e < kw, h, q in {0, 1};
@@ -905,7 +924,8 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	LLVMTypeRef rty = LLVMStructTypeInContext(nv->c, rt, (unsigned)nd, 0);
 	LLVMTypeRef fty = LLVMFunctionType(rty, pty, (unsigned)(6 + nd), 0);
 	const char *shape = kw == 1 ? "m16n8k8" : kw == 2 ? "m16n8k16" : "m16n8k32";
-	const char *ty = ak == TY_BF16 ? "bf16" : ak == TY_F16 ? "f16" : ak == TY_F32 ? "tf32" : "s8";
+	IrTypeKind bk = ir_scalar(B->type)->kind;
+	const char *ty = mma_sync_type(ak), *tyb = mma_sync_type(bk);
 	char text[192];
 	if (h16)
 		snprintf(text, sizeof text,
@@ -914,7 +934,7 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 		snprintf(text, sizeof text,
 			 "mma.sync.aligned.%s.row.col%s.%s.%s.%s.%s {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
 			 "{$10,$11,$12,$13};",
-			 shape, isint ? ".satfinite" : "", isint ? "s32" : "f32", ty, ty, isint ? "s32" : "f32");
+			 shape, isint ? ".satfinite" : "", isint ? "s32" : "f32", ty, tyb, isint ? "s32" : "f32");
 	const char *cons = h16 ? "=r,=r,r,r,r,r,r,r,0,1" : isint ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
 								 : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
 	LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 0, 0,
@@ -927,7 +947,7 @@ static void lower_dot_mma(Nv *nv, IrOp *op)
 	 * over every mnia elements of K added to the accumulator, as the
 	 * warpgroup path does (lower_dot_wgmma) */
 	int64_t mnia = ir_op_int(op, "max_num_imprecise_acc", 0);
-	bool split = mnia > 0 && ir_op_int(op, "from_fp8", 0) && !h16 && !isint;
+	bool split = mnia > 0 && (ir_op_int(op, "from_fp8", 0) || ak == TY_F8E4M3 || ak == TY_F8E5M2) && !h16 && !isint;
 	int gs = split ? (int)(mnia / (8 * kw) > 0 ? mnia / (8 * kw) : 1) : nk;
 	LLVMValueRef *sum = acc;
 	for (int ki = 0; ki < nk; ki++) {

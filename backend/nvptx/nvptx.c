@@ -339,6 +339,15 @@ static void lower_func(Nv *mod, IrFunc *f, LLVMValueRef fn)
 	mod->nstr = nv.nstr;
 }
 
+static void find_fp8_dot(IrOp *op, void *user)
+{
+	if (op->opc == OP_DOT && op->nops > 0 && ir_is_block(op->ops[0]->type)) {
+		IrTypeKind k = ir_scalar(op->ops[0]->type)->kind;
+		if (k == TY_F8E4M3 || k == TY_F8E5M2)
+			*(bool *)user = true;
+	}
+}
+
 IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *target, BeNvModule **out)
 {
 	*out = NULL;
@@ -360,6 +369,12 @@ IrError *be_nvptx_lower(IrModule *m, const BeOptions *opt, const BeGpuTarget *ta
 	 * Triton's choice too) */
 	if (f && an_global_scratch(f) > 0 && ptxv < 87)
 		ptxv = 87;
+	/* an mma.sync on fp8 operands (sm_89 on): PTX 8.4 */
+	bool f8 = false;
+	if (f)
+		ir_walk_func(f, find_fp8_dot, &f8);
+	if (f8 && ptxv < 84)
+		ptxv = 84;
 
 	be_llvm_init();
 	Nv nv;

@@ -31,6 +31,7 @@ import ctriton as triton
 import ctriton.language as tl
 from ctriton.backends.compiler import GPUTarget
 from ctriton.compiler import ASTSource
+from test_slot_bases import _loop  # noqa: F401 (test_fp8_mma_sync and others import it from here)
 
 
 @triton.jit
@@ -72,20 +73,6 @@ def _compile(form, bt, cfg, arch=80):
              for n in ("A", "B", "C", "M", "N", "K", "stride_am", "stride_bn" if bt else "stride_bk", "stride_cm")}
     return triton.compile(ASTSource(mm, sig, cx, attrs), target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": warps, "num_stages": stages})
-
-
-def _loop(ptx):
-    """The K loop's PTX (the backward branch's body holding the MMAs)."""
-    lines = ptx.splitlines()
-    for i, ln in enumerate(lines):
-        m = re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ln)
-        if m:
-            for j in range(i):
-                if lines[j].startswith(m.group(1) + ":"):
-                    body = lines[j:i + 1]
-                    if any("mma.sync" in x for x in body):
-                        return body
-    return []
 
 
 def _count(body, pat):

@@ -231,6 +231,22 @@ const IrLayout *an_dot_mma_layout(IrCtx *ctx, const IrOp *dot, const AnGpuOption
 /* The dot_op layout of operand opidx of a dot whose accumulator is mma. */
 const IrLayout *an_dot_op_layout(IrCtx *ctx, const IrLayout *mma, int opidx, const IrType *elem);
 
+/* How a pass names the tiles at the end of an operand's chain: tile(op,
+ * arg, &regs, &transposed) is true when op is one (a prefetch candidate, a
+ * slot read), and tells whether it is read back into registers and whether
+ * its slot is transposed. */
+typedef bool (*AnTileFn)(const IrOp *op, void *arg, bool *regs, bool *transposed);
+/* The tile v comes from through single-use pure elementwise ops of one
+ * block operand each (upcasts, scalings; at most 8), or NULL. */
+const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg, bool *regs, bool *transposed);
+/* Whether the mma.sync dot on mma takes its 16-bit operands in K width 4
+ * (4 consecutive K elements a register group, m16n8k32's layout, instead
+ * of 2): both come from 8-bit tiles read into registers, A's slot [M][K]
+ * and B's [N][K] (an fp8 dot upcast to fp16 on sm_80, as tutorial 03 runs
+ * there). The layout pass gives those operands the layout, and prefetch
+ * stages nothing for them. CTRITON_DOT_KW4=0: never. */
+bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg);
+
 /* Assigns a layout to every block value of f and inserts convert_layout
  * where an operand's layout is not the one its user needs. */
 IrError *an_assign_layouts(IrFunc *f, const AnAxis *a, const AnGpuOptions *o);

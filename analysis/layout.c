@@ -677,6 +677,49 @@ const IrLayout *an_dot_op_layout(IrCtx *ctx, const IrLayout *mma, int opidx, con
 	return ir_layout(ctx, &l);
 }
 
+const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg, bool *regs, bool *transposed)
+{
+	for (int depth = 0; depth < 8 && v && v->def; depth++) {
+		const IrOp *d = v->def;
+		if (tile(d, arg, regs, transposed))
+			return d;
+		unsigned fl = ir_opinfo(d->opc)->flags;
+		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nregions || ir_count_uses(f, v) != 1)
+			return NULL;
+		const IrValue *src = NULL;
+		for (int i = 0; i < d->nops; i++)
+			if (ir_is_block(d->ops[i]->type)) {
+				if (src && src != d->ops[i])
+					return NULL;
+				src = d->ops[i];
+			}
+		v = src;
+	}
+	return NULL;
+}
+
+/* K width 4 (see an_dot_kw4 in analysis.h): each thread's 4 bytes of a
+ * row sit in one 32-bit word of the 8-bit slot, and the m16n8k16 MMA takes
+ * them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same permutation of K on both
+ * sides (lower_dot_mma's register indices do not change), as Triton's
+ * kWidth = 4 operands do. */
+bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg)
+{
+	const char *e = getenv("CTRITON_DOT_KW4");
+	if ((e && e[0] == '0') || !mma || mma->version_major != 2 || dot->opc != OP_DOT)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		bool regs = false, trans = false;
+		const IrOp *t = ir_type_bits(ir_scalar(dot->ops[i]->type)) == 16
+					? an_elem_source(f, dot->ops[i], tile, arg, &regs, &trans)
+					: NULL;
+		/* 8-bit, read into registers, K contiguous: A [M][K], B [N][K] */
+		if (!t || !regs || t->nres < 1 || ir_type_bits(ir_scalar(t->res[0].type)) != 8 || trans != (i == 1))
+			return false;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Assignment                                                                */
 /* ------------------------------------------------------------------------- */
@@ -881,51 +924,20 @@ static const IrLayout *mma_source(LCtx *c, const IrValue *v, int depth)
 	return src ? mma_source(c, src, depth + 1) : NULL;
 }
 
-/* The read {regs} of an 8-bit slot that v (a 16-bit dot operand) comes
- * from through single-use elementwise ops of it alone (an upcast, a
- * scaling), or NULL. */
-static const IrOp *narrow_regs_source(LCtx *c, const IrValue *v)
+/* A slot read (local_read) as an_dot_kw4 sees it. */
+static bool slot_read_tile(const IrOp *op, void *arg, bool *regs, bool *transposed)
 {
-	for (int depth = 0; depth < 8 && v && v->def; depth++) {
-		const IrOp *d = v->def;
-		if (d->opc == OP_LOCAL_READ)
-			return ir_op_int(d, "regs", 0) && ir_type_bits(ir_scalar(v->type)) == 8 ? d : NULL;
-		unsigned fl = ir_opinfo(d->opc)->flags;
-		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nregions || ir_count_uses(c->f, v) != 1)
-			return NULL;
-		const IrValue *src = NULL;
-		for (int i = 0; i < d->nops; i++)
-			if (is_blk(d->ops[i])) {
-				if (src && src != d->ops[i])
-					return NULL;
-				src = d->ops[i];
-			}
-		v = src;
-	}
-	return NULL;
+	(void)arg;
+	if (op->opc != OP_LOCAL_READ)
+		return false;
+	*regs = ir_op_int(op, "regs", 0) != 0;
+	*transposed = ir_op_int(op, "transposed", 0) != 0;
+	return true;
 }
 
-/* K width of an mma.sync dot's operands: 16-bit operands that both come
- * from 8-bit slots read into registers (an fp8 A and B upcast to fp16 on
- * sm_80, as tutorial 03 runs there) hold 4 consecutive K elements a
- * register group, the 8-bit layout (m16n8k32's), instead of 2: each
- * thread's 4 bytes of a row then sit in one 32-bit word of the slot, and
- * the m16n8k16 MMA takes them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same
- * permutation of K on both sides (lower_dot_mma's register indices do not
- * change), as Triton's kWidth = 4 operands do. CTRITON_DOT_KW4=0: 2. */
 static bool dot_kw4(LCtx *c, const IrOp *dot, const IrLayout *mma)
 {
-	const char *e = getenv("CTRITON_DOT_KW4");
-	if ((e && e[0] == '0') || !mma || mma->version_major != 2 || dot->opc != OP_DOT)
-		return false;
-	for (int i = 0; i < 2; i++) {
-		const IrOp *r =
-			ir_type_bits(ir_scalar(dot->ops[i]->type)) == 16 ? narrow_regs_source(c, dot->ops[i]) : NULL;
-		/* K contiguous in the slot: A as [M][K], B as [N][K] */
-		if (!r || (ir_op_int(r, "transposed", 0) != 0) != (i == 1))
-			return false;
-	}
-	return true;
+	return an_dot_kw4(c->f, dot, mma, slot_read_tile, NULL);
 }
 
 /* The dot_op layout of operand i of dot on mma. */

@@ -799,7 +799,7 @@ static bool regs_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, b
 	if (rowb < 4) {
 		/* 32-bit elements down the columns; 8- or 16-bit ones in
 		 * 16-byte runs down them (an fp8 B^T given as [K][N], K
-		 * contiguous, read back K-contiguous: layout.c dot_kw4) */
+		 * contiguous, read back K-contiguous: an_dot_kw4) */
 		if (es == 4 ? cols < 4 : cols < 16)
 			return false;
 		*trans = true;
@@ -1585,63 +1585,44 @@ static int64_t max_scratch(IrBlock *b, const AnGpuOptions *o, IrOp **cand, int n
 	return m;
 }
 
+/* The prefetch candidates as an_dot_kw4 sees them: which are read back
+ * into registers and which transposed. */
+typedef struct KwCands {
+	IrOp **cand;
+	const bool *cregs, *ctrans;
+	int nc;
+} KwCands;
+
+static bool cand_tile(const IrOp *op, void *arg, bool *regs, bool *transposed)
+{
+	const KwCands *k = arg;
+	for (int i = 0; i < k->nc; i++)
+		if (op == k->cand[i]) {
+			*regs = k->cregs[i];
+			*transposed = k->ctrans[i];
+			return true;
+		}
+	return false;
+}
+
 /* The staging of the operands that tensor-core dots of the body read from
  * registers (not straight from a slot), each value once: where tiles are
  * read back into registers (regs_ok), their dots read what other ops
  * made of them from staging beside the slots (a tf32x3 dot's four
  * halves). An over-estimate: the allocation reuses staging of dots that
  * are done. */
-/* The candidate tile (its index in cand) that v comes from through
- * single-use elementwise ops of it alone, or -1. */
-static int regs_source(IrFunc *f, const IrValue *v, IrOp **cand, int nc)
-{
-	for (int depth = 0; depth < 8 && v && v->def; depth++) {
-		const IrOp *d = v->def;
-		for (int k = 0; k < nc; k++)
-			if (d == cand[k])
-				return k;
-		unsigned fl = ir_opinfo(d->opc)->flags;
-		if (!(fl & IR_ELEM) || !(fl & IR_PURE) || d->nres != 1 || d->nregions || ir_count_uses(f, v) != 1)
-			return -1;
-		const IrValue *src = NULL;
-		for (int i = 0; i < d->nops; i++)
-			if (ir_is_block(d->ops[i]->type)) {
-				if (src && src != d->ops[i])
-					return -1;
-				src = d->ops[i];
-			}
-		v = src;
-	}
-	return -1;
-}
-
-/* A dot on mma.sync whose 16-bit A and B both come from 8-bit tiles read
- * back into registers, A's slot [M][K] and B's [N][K] (layout.c dot_kw4):
- * the reads go straight into the operands' registers, nothing is staged. */
-static bool kw4_dot(IrFunc *f, IrOp *dot, const IrLayout *mma, IrOp **cand, const bool *cregs, const bool *ctrans,
-		    int nc)
-{
-	const char *e = getenv("CTRITON_DOT_KW4");
-	if ((e && e[0] == '0') || mma->version_major != 2)
-		return false;
-	for (int i = 0; i < 2; i++) {
-		int k = regs_source(f, dot->ops[i], cand, nc);
-		if (k < 0 || !cregs[k] || ctrans[k] != (i == 1) || ir_type_bits(ir_scalar(dot->ops[i]->type)) != 16 ||
-		    ir_type_bits(ir_scalar(cand[k]->res[0].type)) != 8)
-			return false;
-	}
-	return true;
-}
-
 static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, IrOp **cand, const bool *cregs,
 			     const bool *ctrans, int nc)
 {
 	const IrValue *seen[32];
 	int ns = 0;
 	int64_t sum = 0;
+	KwCands kc = {cand, cregs, ctrans, nc};
 	for (IrOp *op = body->first; op; op = op->next) {
 		const IrLayout *mma = op->opc == OP_DOT ? an_dot_mma_layout(f->module->ctx, op, o) : NULL;
-		if (!mma || kw4_dot(f, op, mma, cand, cregs, ctrans, nc))
+		/* dots whose reads go straight into the operands' registers (an_dot_kw4)
+		 * stage nothing */
+		if (!mma || an_dot_kw4(f, op, mma, cand_tile, &kc))
 			continue;
 		for (int i = 0; i < 2; i++) {
 			const IrValue *v = op->ops[i];

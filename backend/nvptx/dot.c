@@ -90,7 +90,7 @@ bool nv_ldmatrix_ok(const IrOp *op)
 {
 	const IrType *t = op->res[0].type;
 	IrTypeKind k = ir_scalar(t)->kind;
-	/* not a K width of 4 (layout.c dot_kw4): its registers are read back
+	/* not a K width of 4 (an_dot_kw4): its registers are read back
 	 * from an 8-bit slot, never staged for ldmatrix */
 	return t->layout->kind == LAYOUT_DOT_OP && t->rank == 2 && (k == TY_F16 || k == TY_BF16) &&
 	       t->layout->k_width == 2 && t->shape[1] >= 16 && t->shape[0] >= 16;
@@ -336,8 +336,8 @@ static void ldmatrix(Nv *nv, int n, bool trans, LLVMValueRef addr, LLVMValueRef 
 static LLVMValueRef slot_addr32(Nv *nv, int64_t off, LLVMValueRef row, LLVMValueRef col, int64_t R, int64_t C, int es,
 				LLVMValueRef eoff);
 
-/* An 8-bit tile read back into a dot operand of K width 4 (layout.c
- * dot_kw4: fp8 upcast to fp16 for mma.sync) from a slot that holds it
+/* An 8-bit tile read back into a dot operand of K width 4 (an_dot_kw4:
+ * fp8 upcast to fp16 for mma.sync) from a slot that holds it
  * K-contiguous (A as [M][K], B as [N][K]), K a multiple of 32 and, for
  * B, an even number of 8-column tiles a warp: ldmatrix (b16) reads it.
  * The same for an int8 operand that the dot reads from its slot itself

@@ -489,7 +489,7 @@ const JitPass jit_passes[] = {
 	 "partial results, reduced once after it"},
 	{"split-dots", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_split_dots,
 	 "tf32x3 / bf16x3 / bf16x6 dots as several tf32 / bf16 tensor-core dots; fp8 dots that warpgroup MMA "
-	 "cannot take upcast to f16 for mma.sync (sm_89 on, CTRITON_FP8_MMA_SYNC=1: fp8 mma.sync)"},
+	 "cannot take upcast to f16 for mma.sync (on sm_89 fp8 mma.sync)"},
 	{"prefetch", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_prefetch,
 	 "loads feeding a dot in a for loop: cp.async into num_stages shared slots, or issued one iteration ahead"},
 	{"tma-stores", JIT_S_TTGIR, CUDA, true, false, V | JIT_F_TTIR, 0, EDIT, JIT_T_TTGIR, run_tma_stores,

@@ -1,11 +1,10 @@
-"""fp8 dots on mma.sync as fp8 (sm_89 on): m16n8k32 .e4m3 / .e5m2 with an
-f32 accumulator, as Triton emits for Ada and for Hopper dots that warpgroup
-MMA does not take (analysis/dotsplit.c native_fp8_mma; layout.c
-an_mma_v2_types). The operands keep the 8-bit operand layout, their slots
-(A [M][K], B [N][K]) read with ldmatrix as int8's are. sm_80 has no fp8
-MMA and still upcasts to fp16. Opt-in with CTRITON_FP8_MMA_SYNC=1 (part of
-the key) until a GPU has run test_gpu; unset, fp8 upcasts everywhere. The
-PTX asks for ISA 8.4, which these instructions need."""
+"""fp8 dots on mma.sync as fp8: m16n8k32 .e4m3 / .e5m2 with an f32
+accumulator, as Triton emits for Ada (analysis/dotsplit.c native_fp8_mma;
+layout.c an_mma_v2_types). The operands keep the 8-bit operand layout,
+their slots (A [M][K], B [N][K]) read with ldmatrix as int8's are. The
+default on sm_89; sm_80 has no fp8 MMA and upcasts to fp16, and so does
+sm_90 (faster there) unless CTRITON_FP8_MMA_SYNC=1 (=0: never; part of the
+key). The PTX asks for ISA 8.4, which these instructions need."""
 import os
 import re
 import subprocess
@@ -36,7 +35,7 @@ def _compile(ta, tb, cfg, arch):
 @pytest.mark.parametrize("ta,tb", [("e5", "e5"), ("e4", "e4"), ("e4", "e5")])
 @pytest.mark.parametrize("cfg", [(128, 128, 128, 4, 4), (64, 128, 128, 4, 4), (64, 64, 64, 4, 3)])
 def test_sm89_native(ta, tb, cfg, monkeypatch):
-    monkeypatch.setenv("CTRITON_FP8_MMA_SYNC", "1")
+    monkeypatch.delenv("CTRITON_FP8_MMA_SYNC", raising=False)
     k = _compile(ta, tb, cfg, 89)
     ptx = k.asm["ptx"]
     name = {"e5": "e5m2", "e4": "e4m3"}
@@ -58,11 +57,22 @@ def test_sm89_native(ta, tb, cfg, monkeypatch):
 
 
 def test_sm80_upcasts_and_env(monkeypatch):
+    up, native = "m16n8k16.row.col.f32.f16.f16.f32", "m16n8k32.row.col.f32.e5m2.e5m2.f32"
     monkeypatch.setenv("CTRITON_FP8_MMA_SYNC", "1")
-    assert "m16n8k16.row.col.f32.f16.f16.f32" in _compile("e5", "e5", (64, 64, 64, 4, 3), 80).asm["ptx"]
+    assert up in _compile("e5", "e5", (64, 64, 64, 4, 3), 80).asm["ptx"]
+    monkeypatch.setenv("CTRITON_FP8_MMA_SYNC", "0")
+    ptx = _compile("e5", "e5", (64, 64, 64, 4, 3), 89).asm["ptx"]
+    assert up in ptx and "e5m2.e5m2" not in ptx
     monkeypatch.delenv("CTRITON_FP8_MMA_SYNC")
     ptx = _compile("e5", "e5", (64, 64, 64, 4, 3), 89).asm["ptx"]
-    assert "m16n8k16.row.col.f32.f16.f16.f32" in ptx and "e5m2.e5m2" not in ptx
+    assert native in ptx and "f16.f16" not in ptx
+
+
+def test_sm90_small_tile_default_upcasts(monkeypatch):
+    # Hopper keeps the upcast by default (measured faster on an H100)
+    monkeypatch.delenv("CTRITON_FP8_MMA_SYNC", raising=False)
+    ptx = _compile("e4", "e4", (32, 64, 64, 4, 3), 90).asm["ptx"]
+    assert "wgmma" not in ptx and "m16n8k16.row.col.f32.f16.f16.f32" in ptx and "e4m3.e4m3" not in ptx
 
 
 def test_sm90_small_tile(monkeypatch):

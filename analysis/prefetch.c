@@ -892,10 +892,12 @@ static bool mma_sync_loop(IrBlock *body, const AnGpuOptions *o)
 	return n > 0;
 }
 
-/* CTRITON_MMA_SYNC_LATE_COPIES=1 (opt-in until timed; part of the key): an
- * mma.sync loop's copies go after its dots, as a warpgroup-MMA loop's do:
- * the slot they refill was read in the previous iteration, which every
- * warp finished before the barrier at the top. */
+/* CTRITON_MMA_SYNC_LATE_COPIES=1 (opt-in; part of the key): an mma.sync
+ * loop's copies go after its dots, as a warpgroup-MMA loop's do: the slot
+ * they refill was read in the previous iteration, which every warp
+ * finished before the barrier at the top. Timed on an H100 (sm_80 code):
+ * smaller tiles gain 2-5%, 128x256 tiles lose 17-31%, each copy having
+ * one iteration less of MMAs to hide behind. */
 static bool late_copies_on(void)
 {
 	const char *e = getenv("CTRITON_MMA_SYNC_LATE_COPIES");

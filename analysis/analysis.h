@@ -242,8 +242,8 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
 /* Whether the mma.sync dot on mma takes its 16-bit operands in K width 4
  * (4 consecutive K elements a register group, m16n8k32's layout, instead
  * of 2): both come from 8-bit tiles read into registers, A's slot [M][K]
- * and B's [N][K] (an fp8 dot upcast to fp16 on sm_80, as tutorial 03 runs
- * there). The layout pass gives those operands the layout, and prefetch
+ * (ldmatrix reads it), B's either way round (an fp8 dot upcast to fp16 on
+ * sm_80, as tutorial 03 runs there). The layout pass gives those operands the layout, and prefetch
  * stages nothing for them. CTRITON_DOT_KW4=0: never. */
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg);
 

@@ -713,8 +713,9 @@ bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, 
 		const IrOp *t = ir_type_bits(ir_scalar(dot->ops[i]->type)) == 16
 					? an_elem_source(f, dot->ops[i], tile, arg, &regs, &trans)
 					: NULL;
-		/* 8-bit, read into registers, K contiguous: A [M][K], B [N][K] */
-		if (!t || !regs || t->nres < 1 || ir_type_bits(ir_scalar(t->res[0].type)) != 8 || trans != (i == 1))
+		/* 8-bit, read into registers; A K-contiguous ([M][K]: ldmatrix),
+		 * B either way ([N][K]: ldmatrix; [K][N]: byte reads) */
+		if (!t || !regs || t->nres < 1 || ir_type_bits(ir_scalar(t->res[0].type)) != 8 || (i == 0 && trans))
 			return false;
 	}
 	return true;
@@ -959,6 +960,13 @@ static const IrLayout *dot_operand_layout(LCtx *c, const IrOp *dot, const IrLayo
  * there, and the MMA reads their registers, as Triton reads such an
  * operand (fp32 activations cast to fp16 were staged through shared
  * memory, three barriers an iteration, 0.89x of Triton on an H100). */
+/* An 8-bit slot read into registers, not transposed. */
+static bool r0_8bit_kn(const IrOp *r)
+{
+	return ir_op_int(r, "regs", 0) && !ir_op_int(r, "transposed", 0) &&
+	       ir_type_bits(ir_scalar(r->res[0].type)) == 8;
+}
+
 static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 {
 	const IrOp *r0 = v->def;
@@ -981,10 +989,16 @@ static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 			if (u->ops[0] == u->ops[1] || !mma || (mma->version_major != 3 && mma->version_major != 2) ||
 			    (k != TY_F16 && k != TY_BF16))
 				return NULL;
-			/* B too on mma.sync, from a slot that holds it K-contiguous
-			 * ([N][K]) in the K-width-4 layout (dot_kw4) */
-			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && dot_kw4(c, u, mma) &&
-			    ir_op_int(r0, "transposed", 0))
+			/* B too on mma.sync, in the K-width-4 layout (an_dot_kw4):
+			 * ldmatrix from a slot that holds it K-contiguous ([N][K]),
+			 * byte reads from one that holds it as loaded ([K][N]) */
+			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && dot_kw4(c, u, mma))
+				return dot_operand_layout(c, u, mma, 1);
+			/* and B from an 8-bit slot [K][N] beside another A (an fp8
+			 * B upcast on sm_80): byte reads, two rows a register pair,
+			 * as Triton reads it; staged, the upcast tile went through
+			 * shared memory a second time */
+			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && r0_8bit_kn(r0))
 				return dot_operand_layout(c, u, mma, 1);
 			if (u->ops[0] != v)
 				return NULL;

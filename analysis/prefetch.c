@@ -1628,7 +1628,17 @@ static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, Ir
 			continue;
 		for (int i = 0; i < 2; i++) {
 			const IrValue *v = op->ops[i];
-			bool slot = false, dup = false;
+			bool slot = false, dup = false, regs = false, tr = false;
+			/* 16-bit operands of mma.sync from 8-bit tiles read back into
+			 * registers go straight into their operand layout
+			 * (layout.c regs_read_layout): A any way round, B as
+			 * loaded ([K][N]) */
+			const IrOp *t = mma->version_major == 2 && op->ops[0] != op->ops[1] &&
+							ir_type_bits(ir_scalar(v->type)) == 16
+						? an_elem_source(f, v, cand_tile, &kc, &regs, &tr)
+						: NULL;
+			if (t && regs && (i == 0 || !tr) && ir_type_bits(ir_scalar(t->res[0].type)) == 8)
+				continue;
 			for (int k = 0; k < nc; k++)
 				slot |= v->def == cand[k] && !cregs[k];
 			for (int j = 0; j < ns; j++)

@@ -5,6 +5,7 @@ kernel source compiled by both, in one process) vs torch.
     masked K loads) at 2048^3, 4096^3, 8192^3 for several tile configs, fp16
     (and bf16 at 4096^3); every result checked against torch first;
   - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
+    with --only fp8, also B row-major ([K][N]);
   - the same kernel on int8 (B transposed, int32 out; --only int8), beside
     torch._int_mm;
   - fused attention backward (causal): kernels/attention.py's
@@ -193,16 +194,20 @@ def matmul_ieee_cases(mods, sizes=None):
                    ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
-def matmul_fp8_cases(mods, quick):
-    """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out."""
+def matmul_fp8_cases(mods, quick, row_major_b=False):
+    """Tutorial 03's fp8 path: A e5m2 row-major, B = b.T (K contiguous), fp16 out.
+    row_major_b (--only fp8): also B as it comes ([K][N], N contiguous)."""
     if not hasattr(torch, "float8_e5m2"):
         return
     for S in ([4096] if quick else [4096, 8192]):
         a = torch.randn(S, S, device="cuda").to(torch.float8_e5m2)
-        b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2).T
-        ref = a.float() @ b.float()
-        for cfg in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)]:
-            _matmul_case(mods, a, b, ref, cfg, "fp8e5", out_dtype=torch.float16, with_torch=False)
+        for bt in (True, False) if row_major_b else (True,):
+            b = torch.randn(S, S, device="cuda").to(torch.float8_e5m2)
+            b = b.T if bt else b
+            ref = a.float() @ b.float()
+            for cfg in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)] + ([] if bt else [(64, 128, 128, 4, 4)]):
+                _matmul_case(mods, a, b, ref, cfg, "fp8e5" if bt else "fp8e5 B [K][N]", out_dtype=torch.float16,
+                             with_torch=False)
 
 
 def matmul_int8_cases(mods, quick):
@@ -437,7 +442,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum", "tf32", "int8"])
+    ap.add_argument("--only", choices=["matmul", "attention", "ieee", "trans", "operands", "mulsum", "tf32", "int8",
+                                           "fp8"])
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each case this many times, the sides in turn; medians, and the ratio's range")
     ap.add_argument("--sizes", help="matmul: the fp16/bf16 square sizes, comma-separated "
@@ -456,6 +462,8 @@ def main():
         attention_trans_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "int8":
         matmul_int8_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
+    elif a.only == "fp8":
+        matmul_fp8_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick, True)
     elif a.only == "tf32":
         matmul_tf32_cases({k: load_file(os.path.join(HERE, "kernels_src.py"), k, "ks") for k in impls}, a.quick)
     elif a.only == "mulsum":
@@ -471,7 +479,7 @@ def main():
         if not a.sizes:
             matmul_tf32_cases(mm, a.quick)
             matmul_fp8_cases(mm, a.quick)
-    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum", "tf32", "int8"):
+    if a.only not in ("matmul", "ieee", "trans", "operands", "mulsum", "tf32", "int8", "fp8"):
         at = {k: load_file(os.path.join(ROOT, "kernels", "attention.py"), k, "attn") for k in impls}
         # descriptors made in the kernel: Triton asks for global scratch
         # (ctriton encodes these maps at launch and needs none)

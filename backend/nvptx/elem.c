@@ -9,6 +9,7 @@
  * info proves along the fastest dim are computed once (dedup_run).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/scalar.h"
@@ -353,6 +354,9 @@ static bool byte_of(LLVMValueRef x, LLVMValueRef *v, unsigned long long *e)
 static void pair_e5m2_upcasts(Nv *nv, IrOp *op, LLVMValueRef *out, int n)
 {
 	LLVMTypeRef i8 = LLVMInt8TypeInContext(nv->c), i32 = LLVMInt32TypeInContext(nv->c);
+	bool *done = calloc((size_t)n, sizeof *done);
+	if (!done)
+		return; /* the element-wise casts stand */
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef v, w;
 		unsigned long long e, f;
@@ -371,7 +375,28 @@ static void pair_e5m2_upcasts(Nv *nv, IrOp *op, LLVMValueRef *out, int n)
 		LLVMValueRef h = LLVMBuildBitCast(nv->b, sh, LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2), "");
 		out[r] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 0), "");
 		out[r1] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 1), "");
+		done[r] = done[r1] = true;
 	}
+	/* a dot operand's K pairs (registers 2j, 2j + 1) of bytes read one by
+	 * one (a [K][N] B, two rows a pair): one permute of the two bytes */
+	const IrLayout *l = op->res[0].type->layout;
+	for (int r = 0; l && l->kind == LAYOUT_DOT_OP && r + 1 < n; r += 2) {
+		LLVMValueRef b0 = nv_reg(nv, op->ops[0], r), b1 = nv_reg(nv, op->ops[0], r + 1);
+		if (done[r] || done[r + 1] || LLVMTypeOf(b0) != i8 || LLVMTypeOf(b1) != i8)
+			continue;
+		/* bytes (b0, b1) zero-extended: 0, b0, 0, b1 from low to high */
+		LLVMValueRef args[2] = {LLVMBuildZExt(nv->b, b0, i32, ""), LLVMBuildZExt(nv->b, b1, i32, "")};
+		LLVMTypeRef pt[2] = {i32, i32};
+		LLVMTypeRef fty = LLVMFunctionType(i32, pt, 2, 0);
+		static const char text[] = "prmt.b32 $0, $1, $2, 0x4101;", cons[] = "=r,r,r";
+		LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1,
+						     0, 0, LLVMInlineAsmDialectATT, 0);
+		LLVMValueRef w = LLVMBuildCall2(nv->b, fty, asmv, args, 2, "");
+		LLVMValueRef h = LLVMBuildBitCast(nv->b, w, LLVMVectorType(LLVMHalfTypeInContext(nv->c), 2), "");
+		out[r] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 0), "");
+		out[r + 1] = LLVMBuildExtractElement(nv->b, h, nv_i32(nv, 1), "");
+	}
+	free(done);
 }
 
 void nv_lower_elementwise(Nv *nv, IrOp *op)

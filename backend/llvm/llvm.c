@@ -11,6 +11,7 @@
 #include "backend/llvm/llvm.h"
 
 #include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -79,6 +80,16 @@ static void init_llvm(void)
 	LLVMInitializeNVPTXTargetMC();
 	LLVMInitializeNVPTXAsmPrinter();
 	LLVMInstallFatalErrorHandler(on_fatal);
+	/* 32-bit shared (and local, const) pointers for NVPTX, as Triton
+	 * compiles: a shared address is one register and its arithmetic 32-bit
+	 * (with 64-bit pointers every ld/st.shared took a sign extension and
+	 * 64-bit adds, two registers an address). Read once a process;
+	 * CTRITON_SHORT_PTR=0 keeps 64-bit pointers (part of the cache key). */
+	const char *e = getenv("CTRITON_SHORT_PTR");
+	if (!(e && e[0] == '0')) {
+		const char *argv[] = {"ctriton", "-nvptx-short-ptr"};
+		LLVMParseCommandLineOptions(2, argv, NULL);
+	}
 }
 
 void be_llvm_init(void)

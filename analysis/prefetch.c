@@ -597,8 +597,13 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 		/* mma.sync int8 or fp8 (m16n8k32): a slot that holds the operand
 		 * K-contiguous (A as [M][K], B as [N][K]), read with ldmatrix
 		 * (backend/nvptx/dot.c read_kw4_ldmatrix), as Triton reads it;
-		 * a row-major B stays with the register prefetch */
-		return slot_ok_a(L, o, ax, false, false, true, trans) && *trans == isb;
+		 * a B given row-major ([K][N]) in a slot as loaded, read byte by
+		 * byte (mem.c: nv_read_swizzled), as Triton reads it too. With
+		 * 32-bit shared pointers that B went from the register prefetch
+		 * (loads staged each iteration; sm_80 int8 128x256x128 w8: 832
+		 * loop instructions, 160 bytes spilled) to 696 and none (Triton
+		 * 833 and 12) */
+		return slot_ok_a(L, o, ax, false, false, true, trans) && (isb || !*trans);
 	}
 	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */

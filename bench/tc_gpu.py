@@ -6,7 +6,7 @@ kernel source compiled by both, in one process) vs torch.
     (and bf16 at 4096^3); every result checked against torch first;
   - tutorial 03's fp8 path (e5m2, B transposed), 128x256x128 and 128x128x128;
     with --only fp8, also B row-major ([K][N]);
-  - the same kernel on int8 (B transposed, int32 out; --only int8), beside
+  - the same kernel on int8 (B transposed, then row-major; int32 out; --only int8), beside
     torch._int_mm;
   - fused attention backward (causal): kernels/attention.py's
     attention_backward, checked against torch autograd of SDPA;
@@ -212,27 +212,30 @@ def matmul_fp8_cases(mods, quick, row_major_b=False):
 
 def matmul_int8_cases(mods, quick):
     """kernels_src.py's matmul_i8 (tutorial 03's kernel, int32 accumulator)
-    on int8 A row-major and B = b.T (K contiguous), 4096^3 (--quick) or
-    also 8192^3, beside torch._int_mm."""
+    on int8 A row-major and B = b.T (K contiguous), then B row-major
+    ([K][N]), 4096^3 (--quick) or also 8192^3, beside torch._int_mm."""
     for S in ([4096] if quick else [4096, 8192]):
         A = torch.randint(-128, 128, (S, S), device="cuda", dtype=torch.int8)
-        B = torch.randint(-128, 128, (S, S), device="cuda", dtype=torch.int8).T
-        ref = (A.double() @ B.double())
-        for bm, bn, bk, nw, ns in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4), (64, 128, 128, 4, 4)]:
-            def make(m, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns):
-                C = torch.zeros(S, S, device="cuda", dtype=torch.int32)
-                grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
-                return (lambda: m.matmul_i8[grid](
-                    A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
-                    C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                    num_warps=nw, num_stages=ns)), C
-            times, bad = run_sides(mods, make, ref, f"int8 {S} {bm}x{bn}x{bk}")
-            try:
-                times["torch"] = bench(lambda: torch._int_mm(A, B))
-            except Exception:  # noqa: BLE001
-                pass
-            report(f"matmul int8 {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
-                   ("WRONG: " + ", ".join(bad)) if bad else "")
+        for bt in (True, False):
+            B = torch.randint(-128, 128, (S, S), device="cuda", dtype=torch.int8)
+            B = B.T if bt else B
+            ref = (A.double() @ B.double())
+            for bm, bn, bk, nw, ns in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4), (64, 128, 128, 4, 4)]:
+                def make(m, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns, B=B):
+                    C = torch.zeros(S, S, device="cuda", dtype=torch.int32)
+                    grid = (triton_cdiv(S, bm) * triton_cdiv(S, bn),)
+                    return (lambda: m.matmul_i8[grid](
+                        A, B, C, S, S, S, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                        C.stride(0), C.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                        num_warps=nw, num_stages=ns)), C
+                label = "int8" if bt else "int8 B [K][N]"
+                times, bad = run_sides(mods, make, ref, f"{label} {S} {bm}x{bn}x{bk}")
+                try:
+                    times["torch"] = bench(lambda B=B: torch._int_mm(A, B))
+                except Exception:  # noqa: BLE001
+                    pass
+                report(f"matmul {label} {S}^3 {bm}x{bn}x{bk} w{nw} s{ns}", times, 2 * S ** 3,
+                       ("WRONG: " + ", ".join(bad)) if bad else "")
 
 
 def attention_trans_cases(mods, quick):

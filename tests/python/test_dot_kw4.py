@@ -18,7 +18,8 @@ an int8 B^T dequantized before the dot, which now takes a transposed slot
 too (read back in a blocked layout and staged, its A being fp16); and
 int8 dots on mma.sync (m16n8k32, whose operands have that 4-wide layout
 natively): A [M][K] and B given as [N][K] go through slots the dot reads
-itself with ldmatrix (prefetch.c async_ok), as Triton does; before, both
+itself with ldmatrix (prefetch.c async_ok), as Triton does (a B given as
+[K][N] through a slot as loaded, read byte by byte); before, both
 were loads staged through shared memory each iteration (sm_80 loop SASS at
 128x256x128 w8: 1123 instructions with 95 spill accesses -> 261; Triton
 260)."""
@@ -244,6 +245,21 @@ def test_int8_slots(cfg):
     assert _count(body, r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16") > 0
     assert _count(body, r"ld\.shared(\.v\d)?\.(b8|u8|s8)") == 0 and _count(body, r"st\.shared") == 0
     assert _count(body, r"ld\.global") == 0  # every tile through cp.async
+
+
+@pytest.mark.parametrize("cfg", CFGS + [(64, 64, 64, 4, 3)])
+def test_int8_row_major_b_slot(cfg):
+    # B given as [K][N]: a slot as loaded, read byte by byte into the dot's
+    # operand (4 K bytes a register), A with ldmatrix; no loads or staging
+    k = _compile_i8(False, cfg)
+    ttgir = k.asm["ct.ttgir"]
+    reads = re.findall(r"local_read[^\n]*", ttgir)
+    assert len(reads) == 2 and not any("regs = 1" in r or "transposed = 1" in r for r in reads), reads
+    body = _loop(k.asm["ptx"])
+    _, BN, BK, _, _ = cfg
+    assert _count(body, r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16") > 0
+    assert 0 < _count(body, r"ld\.shared\.(b8|u8|s8)") <= BK * BN // 32
+    assert _count(body, r"st\.shared") == 0 and _count(body, r"ld\.global") == 0
 
 
 @pytest.mark.gpu

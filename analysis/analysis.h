@@ -246,6 +246,11 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
  * sm_80, as tutorial 03 runs there). The layout pass gives those operands the layout, and prefetch
  * stages nothing for them. CTRITON_DOT_KW4=0: never. */
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg);
+/* 8-bit B tiles given as [K][N] go through slots as loaded and are read
+ * byte by byte into mma.sync operands (an fp8 B upcast, an int8 or fp8 B
+ * of m16n8k32), as Triton reads them. CTRITON_KN_READS=0: such a B stays a
+ * load staged through shared memory each iteration (part of the key). */
+bool an_kn_reads_on(void);
 
 /* Assigns a layout to every block value of f and inserts convert_layout
  * where an operand's layout is not the one its user needs. */

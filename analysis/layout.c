@@ -703,6 +703,12 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
  * them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same permutation of K on both
  * sides (lower_dot_mma's register indices do not change), as Triton's
  * kWidth = 4 operands do. */
+bool an_kn_reads_on(void)
+{
+	const char *e = getenv("CTRITON_KN_READS");
+	return !(e && e[0] == '0');
+}
+
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg)
 {
 	const char *e = getenv("CTRITON_DOT_KW4");
@@ -715,7 +721,8 @@ bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, 
 					: NULL;
 		/* 8-bit, read into registers; A K-contiguous ([M][K]: ldmatrix),
 		 * B either way ([N][K]: ldmatrix; [K][N]: byte reads) */
-		if (!t || !regs || t->nres < 1 || ir_type_bits(ir_scalar(t->res[0].type)) != 8 || (i == 0 && trans))
+		if (!t || !regs || t->nres < 1 || ir_type_bits(ir_scalar(t->res[0].type)) != 8 || (i == 0 && trans) ||
+		    (i == 1 && !trans && !an_kn_reads_on()))
 			return false;
 	}
 	return true;
@@ -998,7 +1005,8 @@ static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 			 * B upcast on sm_80): byte reads, two rows a register pair,
 			 * as Triton reads it; staged, the upcast tile went through
 			 * shared memory a second time */
-			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && r0_8bit_kn(r0))
+			if (u->ops[1] == v && u->ops[0] != v && mma->version_major == 2 && r0_8bit_kn(r0) &&
+			    an_kn_reads_on())
 				return dot_operand_layout(c, u, mma, 1);
 			if (u->ops[0] != v)
 				return NULL;

@@ -603,7 +603,7 @@ static bool async_ok(PCtx *p, IrOp *L, const AnGpuOptions *o, const AnAxis *ax, 
 		 * (loads staged each iteration; sm_80 int8 128x256x128 w8: 832
 		 * loop instructions, 160 bytes spilled) to 696 and none (Triton
 		 * 833 and 12) */
-		return slot_ok_a(L, o, ax, false, false, true, trans) && (isb || !*trans);
+		return slot_ok_a(L, o, ax, false, false, true, trans) && (isb ? *trans || an_kn_reads_on() : !*trans);
 	}
 	if (!wg && k != TY_F16 && k != TY_BF16 && k != TY_F32)
 		return false; /* mma.sync: ldmatrix of 16-bit tiles, tf32 element by element */
@@ -1642,7 +1642,8 @@ static int64_t staging_bytes(IrFunc *f, IrBlock *body, const AnGpuOptions *o, Ir
 							ir_type_bits(ir_scalar(v->type)) == 16
 						? an_elem_source(f, v, cand_tile, &kc, &regs, &tr)
 						: NULL;
-			if (t && regs && (i == 0 || !tr) && ir_type_bits(ir_scalar(t->res[0].type)) == 8)
+			if (t && regs && (i == 0 || (!tr && an_kn_reads_on())) &&
+			    ir_type_bits(ir_scalar(t->res[0].type)) == 8)
 				continue;
 			for (int k = 0; k < nc; k++)
 				slot |= v->def == cand[k] && !cregs[k];

@@ -138,6 +138,7 @@ def test_fp8_row_major_b_reads(cfg, monkeypatch):
     # SASS at 128x256x128 w8 1903 instructions with 968 bytes spilled ->
     # 1159 with 284; Triton 1176 with 48)
     monkeypatch.delenv("CTRITON_DOT_KW4", raising=False)
+    monkeypatch.delenv("CTRITON_KN_READS", raising=False)
     k = _compile(0, False, cfg)
     ttgir = k.asm["ct.ttgir"]
     reads = re.findall(r"local_read[^\n]*regs = 1[^\n]*", ttgir)
@@ -247,8 +248,21 @@ def test_int8_slots(cfg):
     assert _count(body, r"ld\.global") == 0  # every tile through cp.async
 
 
+def test_row_major_b_kn_reads_off(monkeypatch):
+    # CTRITON_KN_READS=0: an fp8 B given as [K][N] is not read straight into
+    # the 4-wide operand layout (it is staged), an int8 one stays a load
+    monkeypatch.setenv("CTRITON_KN_READS", "0")
+    k = _compile(0, False, (128, 128, 128, 4, 4))
+    assert "k_width = 4" not in k.asm["ct.ttgir"]
+    assert _count(_loop(k.asm["ptx"]), r"st\.shared") > 0
+    k = _compile_i8(False, (128, 128, 128, 4, 4))
+    assert len(re.findall(r"local_read[^\n]*", k.asm["ct.ttgir"])) == 1
+    assert _count(_loop(k.asm["ptx"]), r"ld\.global") > 0
+
+
 @pytest.mark.parametrize("cfg", CFGS + [(64, 64, 64, 4, 3)])
-def test_int8_row_major_b_slot(cfg):
+def test_int8_row_major_b_slot(cfg, monkeypatch):
+    monkeypatch.delenv("CTRITON_KN_READS", raising=False)
     # B given as [K][N]: a slot as loaded, read byte by byte into the dot's
     # operand (4 K bytes a register), A with ldmatrix; no loads or staging
     k = _compile_i8(False, cfg)

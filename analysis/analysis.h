@@ -248,8 +248,9 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg);
 /* 8-bit B tiles given as [K][N] go through slots as loaded and are read
  * byte by byte into mma.sync operands (an fp8 B upcast, an int8 or fp8 B
- * of m16n8k32), as Triton reads them. CTRITON_KN_READS=0: such a B stays a
- * load staged through shared memory each iteration (part of the key). */
+ * of m16n8k32), as Triton reads them. Opt-in with CTRITON_KN_READS=1 until
+ * GPU-tested (part of the key); otherwise such a B stays a load staged
+ * through shared memory each iteration. */
 bool an_kn_reads_on(void);
 
 /* Assigns a layout to every block value of f and inserts convert_layout

@@ -706,7 +706,7 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
 bool an_kn_reads_on(void)
 {
 	const char *e = getenv("CTRITON_KN_READS");
-	return !(e && e[0] == '0');
+	return e && e[0] == '1';
 }
 
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg)

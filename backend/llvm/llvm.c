@@ -84,9 +84,10 @@ static void init_llvm(void)
 	 * compiles: a shared address is one register and its arithmetic 32-bit
 	 * (with 64-bit pointers every ld/st.shared took a sign extension and
 	 * 64-bit adds, two registers an address). Read once a process;
-	 * CTRITON_SHORT_PTR=0 keeps 64-bit pointers (part of the cache key). */
+	 * opt-in with CTRITON_SHORT_PTR=1 until GPU-tested (part of the cache
+	 * key). */
 	const char *e = getenv("CTRITON_SHORT_PTR");
-	if (!(e && e[0] == '0')) {
+	if (e && e[0] == '1') {
 		const char *argv[] = {"ctriton", "-nvptx-short-ptr"};
 		LLVMParseCommandLineOptions(2, argv, NULL);
 	}

@@ -138,7 +138,7 @@ def test_fp8_row_major_b_reads(cfg, monkeypatch):
     # SASS at 128x256x128 w8 1903 instructions with 968 bytes spilled ->
     # 1159 with 284; Triton 1176 with 48)
     monkeypatch.delenv("CTRITON_DOT_KW4", raising=False)
-    monkeypatch.delenv("CTRITON_KN_READS", raising=False)
+    monkeypatch.setenv("CTRITON_KN_READS", "1")
     k = _compile(0, False, cfg)
     ttgir = k.asm["ct.ttgir"]
     reads = re.findall(r"local_read[^\n]*regs = 1[^\n]*", ttgir)
@@ -262,7 +262,7 @@ def test_row_major_b_kn_reads_off(monkeypatch):
 
 @pytest.mark.parametrize("cfg", CFGS + [(64, 64, 64, 4, 3)])
 def test_int8_row_major_b_slot(cfg, monkeypatch):
-    monkeypatch.delenv("CTRITON_KN_READS", raising=False)
+    monkeypatch.setenv("CTRITON_KN_READS", "1")
     # B given as [K][N]: a slot as loaded, read byte by byte into the dot's
     # operand (4 K bytes a register), A with ldmatrix; no loads or staging
     k = _compile_i8(False, cfg)

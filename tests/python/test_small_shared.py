@@ -12,47 +12,14 @@ import tempfile
 
 import pytest
 
-import ctriton as triton
-import ctriton.language as tl
+from test_lag_slot import _compile as _compile_lag
 
 PTXAS = "/usr/local/cuda/bin/ptxas"
 
 
-@triton.jit
-def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # tutorial 03's loop: masked K loads, pointers advanced
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :], acc.to(tl.float16),
-             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
-
-
 def _compile(arch, cfg):
-    from ctriton.backends.compiler import GPUTarget
-    from ctriton.compiler import ASTSource
-    BM, BN, BK, warps, stages = cfg
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32",
-           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
-    attrs = {n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                                                "stride_cm")}
-    return triton.compile(ASTSource(matmul, sig, dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK), attrs),
-                          target=GPUTarget("cuda", arch, 32), options={"num_warps": warps, "num_stages": stages})
+    # tutorial 03's loop (masked K loads, pointers advanced), fp16
+    return _compile_lag(arch, *cfg)
 
 
 # (config, slots the loop gets: Triton's buffer count for these, 2 and 3)

@@ -698,17 +698,17 @@ const IrOp *an_elem_source(IrFunc *f, const IrValue *v, AnTileFn tile, void *arg
 	return NULL;
 }
 
-/* K width 4 (see an_dot_kw4 in analysis.h): each thread's 4 bytes of a
- * row sit in one 32-bit word of the 8-bit slot, and the m16n8k16 MMA takes
- * them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same permutation of K on both
- * sides (lower_dot_mma's register indices do not change), as Triton's
- * kWidth = 4 operands do. */
 bool an_kn_reads_on(void)
 {
 	const char *e = getenv("CTRITON_KN_READS");
 	return e && e[0] == '1';
 }
 
+/* K width 4 (see an_dot_kw4 in analysis.h): each thread's 4 bytes of a
+ * row sit in one 32-bit word of the 8-bit slot, and the m16n8k16 MMA takes
+ * them as K 2t, 2t + 1, 2t + 8, 2t + 9, the same permutation of K on both
+ * sides (lower_dot_mma's register indices do not change), as Triton's
+ * kWidth = 4 operands do. */
 bool an_dot_kw4(IrFunc *f, const IrOp *dot, const IrLayout *mma, AnTileFn tile, void *arg)
 {
 	const char *e = getenv("CTRITON_DOT_KW4");
@@ -959,6 +959,13 @@ static const IrLayout *dot_operand_layout(LCtx *c, const IrOp *dot, const IrLayo
 	return ir_layout(c->ctx, &k);
 }
 
+/* An 8-bit slot read into registers, not transposed. */
+static bool r0_8bit_kn(const IrOp *r)
+{
+	return ir_op_int(r, "regs", 0) && !ir_op_int(r, "transposed", 0) &&
+	       ir_type_bits(ir_scalar(r->res[0].type)) == 8;
+}
+
 /* A tile read back into registers (prefetch.c regs_ok) whose one use,
  * through single-use elementwise ops of it alone (casts), is a 16-bit
  * operand A of a warpgroup MMA (which takes A from
@@ -967,13 +974,6 @@ static const IrLayout *dot_operand_layout(LCtx *c, const IrOp *dot, const IrLayo
  * there, and the MMA reads their registers, as Triton reads such an
  * operand (fp32 activations cast to fp16 were staged through shared
  * memory, three barriers an iteration, 0.89x of Triton on an H100). */
-/* An 8-bit slot read into registers, not transposed. */
-static bool r0_8bit_kn(const IrOp *r)
-{
-	return ir_op_int(r, "regs", 0) && !ir_op_int(r, "transposed", 0) &&
-	       ir_type_bits(ir_scalar(r->res[0].type)) == 8;
-}
-
 static const IrLayout *regs_read_layout(LCtx *c, IrValue *v)
 {
 	const IrOp *r0 = v->def;
